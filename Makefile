@@ -1,0 +1,26 @@
+# backfill: PGXS build of the extension and its tests
+
+EXTENSION = backfill
+MODULE_big = backfill
+OBJS = \
+	src/backfill.o \
+	src/catalog.o \
+	src/capture.o \
+	src/executor.o \
+	src/run.o \
+	src/state.o \
+	src/vnode.o
+DATA = sql/backfill--1.0.sql
+PGFILEDESC = "backfill - resumable backfill of derived tables"
+
+REGRESS = setup create_job run_job recovery observe cancel_drop
+REGRESS_OPTS = --inputdir=. --outputdir=.
+ISOLATION = changes_across_barriers key_moves writer_across_barrier final_barrier_race two_runners
+ISOLATION_OPTS = --inputdir=. --outputdir=output_iso
+TAP_TESTS = 1
+
+PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)

@@ -1,0 +1,359 @@
+/* backfill--1.0.sql: the catalogs, views and functions of backfill 1.0 */
+
+\echo Use "CREATE EXTENSION backfill" to load this file. \quit
+
+-- ---------------------------------------------------------------------------
+-- Catalogs
+-- ---------------------------------------------------------------------------
+
+CREATE SEQUENCE backfill.job_id_seq AS bigint;
+CREATE SEQUENCE backfill.fragment_id_seq AS integer;
+CREATE SEQUENCE backfill.actor_id_seq AS integer;
+
+CREATE TABLE backfill.job (
+    job_id bigint PRIMARY KEY,
+    job_name text NOT NULL,
+    kind text NOT NULL
+        CHECK (kind OPERATOR(pg_catalog.=) ANY (ARRAY['no_shuffle', 'arrangement', 'snapshot', 'cdc'])),
+    status text NOT NULL DEFAULT 'pending'
+        CHECK (status OPERATOR(pg_catalog.=) ANY (ARRAY['pending', 'backfilling', 'finished', 'failed', 'cancelled'])),
+    owner regrole NOT NULL DEFAULT CURRENT_USER::regrole,
+    upstream regclass NOT NULL,
+    upstream_table_id oid NOT NULL,
+    downstream_name text NOT NULL,
+    downstream regclass,
+    state_table regclass,
+    change_table regclass,
+    columns text[] NOT NULL,
+    pk_columns text[] NOT NULL,
+    fragment_id integer NOT NULL UNIQUE,
+    parallelism integer NOT NULL CHECK (parallelism BETWEEN 1 AND 256),
+    chunk_size integer NOT NULL CHECK (chunk_size OPERATOR(pg_catalog.>=) 1),
+    create_type text NOT NULL DEFAULT 'FOREGROUND',
+    ddl_statement text NOT NULL,
+    epoch bigint NOT NULL DEFAULT 0,
+    row_count bigint NOT NULL DEFAULT 0,
+    total_rows bigint NOT NULL DEFAULT 0,
+    runs integer NOT NULL DEFAULT 0,
+    created_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    finished_at timestamptz,
+    last_error text,
+    last_error_detail text,
+    last_sqlstate text
+);
+COMMENT ON TABLE backfill.job IS 'Streaming jobs: one row per job, whatever its status.';
+
+CREATE TABLE backfill.actor (
+    actor_id integer PRIMARY KEY,
+    job_id bigint NOT NULL REFERENCES backfill.job ON DELETE CASCADE,
+    fragment_id integer NOT NULL,
+    vnode_start smallint NOT NULL,
+    vnode_end smallint NOT NULL,
+    CHECK (vnode_start OPERATOR(pg_catalog.<=) vnode_end)
+);
+CREATE INDEX ON backfill.actor (job_id);
+COMMENT ON TABLE backfill.actor IS 'Actors of the jobs: each owns the vnodes vnode_start to vnode_end.';
+
+SELECT pg_catalog.pg_extension_config_dump('backfill.job', '');
+SELECT pg_catalog.pg_extension_config_dump('backfill.actor', '');
+SELECT pg_catalog.pg_extension_config_dump('backfill.job_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('backfill.fragment_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('backfill.actor_id_seq', '');
+
+-- ---------------------------------------------------------------------------
+-- Views
+-- ---------------------------------------------------------------------------
+
+CREATE VIEW backfill.jobs AS
+SELECT j.job_id, j.job_name, j.kind, j.status, j.upstream, j.upstream_table_id,
+       j.downstream, j.fragment_id, j.parallelism, j.chunk_size, j.epoch, j.row_count,
+       j.created_at, j.finished_at, j.last_error, j.state_table
+  FROM backfill.job j;
+COMMENT ON VIEW backfill.jobs IS 'Streaming jobs, their status and progress.';
+
+-- RisingWave's rw_catalog.rw_ddl_progress: "42.17% (421700/1000000)", capped
+-- at 99.99% until the job has finished, "100%" once it has.
+CREATE VIEW backfill.ddl_progress AS
+SELECT j.job_id AS ddl_id,
+       j.ddl_statement,
+       j.create_type,
+       CASE
+           WHEN j.status OPERATOR(pg_catalog.=) 'finished' THEN '100%'
+           WHEN j.total_rows OPERATOR(pg_catalog.=) 0 THEN '99.99%'
+           ELSE pg_catalog.format('%s%% (%s/%s)',
+                    pg_catalog.to_char(LEAST(99.99::numeric,
+                        j.row_count::numeric OPERATOR(pg_catalog.*) 100
+                            OPERATOR(pg_catalog./) j.total_rows), 'FM990.00'),
+                    j.row_count, j.total_rows)
+       END AS progress,
+       j.created_at AS initialized_at
+  FROM backfill.job j
+ WHERE j.status OPERATOR(pg_catalog.<>) 'cancelled';
+COMMENT ON VIEW backfill.ddl_progress IS 'Progress of the jobs, as RisingWave''s rw_ddl_progress shows it.';
+
+-- ---------------------------------------------------------------------------
+-- Internal functions
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION backfill.vnode(VARIADIC "any")
+RETURNS smallint
+AS 'MODULE_PATHNAME', 'backfill_vnode'
+LANGUAGE C IMMUTABLE PARALLEL SAFE;
+COMMENT ON FUNCTION backfill.vnode("any") IS 'The vnode (0 to 255) of a primary key, given its columns in key order.';
+
+CREATE FUNCTION backfill.capture_change()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'backfill_capture_change'
+LANGUAGE C;
+COMMENT ON FUNCTION backfill.capture_change() IS 'Trigger: records the keys a writer touches while a job backfills.';
+
+CREATE FUNCTION backfill.apply_change()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'backfill_apply_change'
+LANGUAGE C;
+COMMENT ON FUNCTION backfill.apply_change() IS 'Trigger: keeps the downstream of a finished job equal to the upstream.';
+
+CREATE FUNCTION backfill._lock_job(job_id bigint)
+RETURNS void
+AS 'MODULE_PATHNAME', 'backfill_lock_job_sql'
+LANGUAGE C STRICT PARALLEL UNSAFE;
+COMMENT ON FUNCTION backfill._lock_job(bigint) IS 'Internal: takes the job lock for this transaction, or fails if a session runs the job.';
+
+-- the job row, or an error that says why there is none
+CREATE FUNCTION backfill._get_job(job_id bigint)
+RETURNS backfill.job
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j backfill.job;
+BEGIN
+    IF job_id IS NULL THEN
+        RAISE EXCEPTION 'argument "job_id" must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT * INTO j FROM backfill.job WHERE backfill.job.job_id = _get_job.job_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'backfill job % does not exist', job_id
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    RETURN j;
+END
+$$;
+COMMENT ON FUNCTION backfill._get_job(bigint) IS 'Internal: the catalog row of a job.';
+
+-- drop what a job created: its triggers, downstream, state and change tables
+CREATE FUNCTION backfill._drop_job_objects(j backfill.job, drop_downstream boolean)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF EXISTS (SELECT FROM pg_class WHERE oid = j.upstream_table_id) THEN
+        EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s',
+                       'backfill_capture_' || j.job_id, j.upstream_table_id::regclass);
+        EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s',
+                       'backfill_apply_' || j.job_id, j.upstream_table_id::regclass);
+    END IF;
+    IF drop_downstream AND EXISTS (SELECT FROM pg_class WHERE oid = j.downstream) THEN
+        EXECUTE format('DROP TABLE %s', j.downstream);
+    END IF;
+    IF EXISTS (SELECT FROM pg_class WHERE oid = j.state_table) THEN
+        EXECUTE format('DROP TABLE %s', j.state_table);
+    END IF;
+    IF EXISTS (SELECT FROM pg_class WHERE oid = j.change_table) THEN
+        EXECUTE format('DROP TABLE %s', j.change_table);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION backfill._drop_job_objects(backfill.job, boolean) IS 'Internal: drops the triggers and tables of a job.';
+
+-- ---------------------------------------------------------------------------
+-- Jobs
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION backfill.create_job(name text, upstream regclass,
+                                    kind text DEFAULT 'arrangement',
+                                    columns text[] DEFAULT NULL,
+                                    parallelism integer DEFAULT 1,
+                                    chunk_size integer DEFAULT 256)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'backfill_create_job'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION backfill.create_job(text, regclass, text, text[], integer, integer) IS
+'Creates a streaming job that fills the new table "name" from "upstream"; returns the job id.';
+
+CREATE PROCEDURE backfill.run_job(job_id bigint, max_barriers integer DEFAULT NULL)
+AS 'MODULE_PATHNAME', 'backfill_run_job'
+LANGUAGE C;
+COMMENT ON PROCEDURE backfill.run_job(bigint, integer) IS
+'Runs a job in this session, one transaction per barrier, until it has finished or for max_barriers barriers.';
+
+CREATE FUNCTION backfill.cancel_job(job_id bigint)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j backfill.job := backfill._get_job(job_id);
+BEGIN
+    PERFORM backfill._lock_job(job_id);
+    SELECT * INTO j FROM backfill.job WHERE backfill.job.job_id = cancel_job.job_id FOR UPDATE;
+    IF j.status = 'finished' THEN
+        RAISE EXCEPTION 'cannot cancel backfill job % because it has finished', job_id
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = 'A finished job keeps its downstream table equal to its upstream table.',
+                  HINT = format('Use backfill.drop_job(%s) to remove the job and its downstream table.', job_id);
+    ELSIF j.status = 'cancelled' THEN
+        RAISE EXCEPTION 'backfill job % has already been cancelled', job_id
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    PERFORM backfill._drop_job_objects(j, true);
+    UPDATE backfill.job
+       SET status = 'cancelled', downstream = NULL, state_table = NULL, change_table = NULL
+     WHERE backfill.job.job_id = cancel_job.job_id;
+    RETURN job_id;
+END
+$$;
+COMMENT ON FUNCTION backfill.cancel_job(bigint) IS
+'Cancels an unfinished job: drops its downstream, state and capture; returns the job id.';
+
+CREATE FUNCTION backfill.drop_job(job_id bigint)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j backfill.job := backfill._get_job(job_id);
+BEGIN
+    PERFORM backfill._lock_job(job_id);
+    SELECT * INTO j FROM backfill.job WHERE backfill.job.job_id = drop_job.job_id FOR UPDATE;
+    IF j.status <> 'cancelled' THEN
+        PERFORM backfill._drop_job_objects(j, true);
+    END IF;
+    DELETE FROM backfill.job WHERE backfill.job.job_id = drop_job.job_id;
+END
+$$;
+COMMENT ON FUNCTION backfill.drop_job(bigint) IS
+'Removes a job in any status, with its downstream table.';
+
+CREATE FUNCTION backfill.recreate_job(job_id bigint, kind text DEFAULT NULL)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j backfill.job := backfill._get_job(job_id);
+    new_id bigint;
+BEGIN
+    IF j.status = 'finished' THEN
+        RAISE EXCEPTION 'cannot recreate backfill job % because it has finished', job_id
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = format('Use backfill.drop_job(%s), then backfill.create_job().', job_id);
+    END IF;
+    IF j.status <> 'cancelled' THEN
+        PERFORM backfill.cancel_job(job_id);
+    END IF;
+    new_id := backfill.create_job(j.downstream_name, j.upstream_table_id::regclass,
+                                  coalesce(kind, j.kind), j.columns, j.parallelism,
+                                  j.chunk_size);
+    UPDATE backfill.job
+       SET job_name = j.job_name, ddl_statement = j.ddl_statement
+     WHERE backfill.job.job_id = new_id;
+    RETURN new_id;
+END
+$$;
+COMMENT ON FUNCTION backfill.recreate_job(bigint, text) IS
+'Cancels a job if needed and creates it again, of the same kind or of the given one; returns the new job id.';
+
+-- ---------------------------------------------------------------------------
+-- Observing jobs
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION backfill.job_state(job_id bigint)
+RETURNS TABLE (actor_id integer, vnode integer, current_pos text,
+               backfill_finished boolean, row_count bigint)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j backfill.job := backfill._get_job(job_id);
+    pos text;
+BEGIN
+    IF j.state_table IS NULL THEN
+        RAISE EXCEPTION 'backfill job % has no state table', job_id
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = format('The job is %s.', j.status);
+    END IF;
+    SELECT string_agg('s.' || quote_ident(c), ', ' ORDER BY o) INTO pos
+      FROM unnest(j.pk_columns) WITH ORDINALITY AS t(c, o);
+    -- a vnode without a row decodes as RisingWave decodes it: not started
+    RETURN QUERY EXECUTE format(
+        'SELECT a.actor_id, v.vnode, '
+        '       CASE WHEN ROW(%1$s) IS NULL THEN NULL ELSE ROW(%1$s)::text END, '
+        '       CASE WHEN s.vnode IS NULL THEN false ELSE s.backfill_finished END, '
+        '       CASE WHEN s.vnode IS NULL THEN 0 ELSE s.row_count END '
+        '  FROM generate_series(0, 255) AS v(vnode) '
+        '  JOIN backfill.actor a ON a.job_id = $1 AND v.vnode BETWEEN a.vnode_start AND a.vnode_end '
+        '  LEFT JOIN %2$s s ON s.vnode = v.vnode '
+        ' ORDER BY v.vnode', pos, j.state_table)
+        USING job_id;
+END
+$$;
+COMMENT ON FUNCTION backfill.job_state(bigint) IS
+'The state rows of a job, decoded: one per vnode, with its actor.';
+
+CREATE FUNCTION backfill.verify_job(job_id bigint)
+RETURNS TABLE (pk text, problem text)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j backfill.job := backfill._get_job(job_id);
+    key_u text;
+    key_d text;
+    key_s text;
+    key_c text;
+    cols_u text;
+    cols_d text;
+    covered text := 'true';
+BEGIN
+    IF j.status = 'cancelled' THEN
+        RAISE EXCEPTION 'backfill job % has been cancelled', job_id
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    SELECT string_agg('u.' || quote_ident(c), ', ' ORDER BY o),
+           string_agg('d.' || quote_ident(c), ', ' ORDER BY o),
+           string_agg('s.' || quote_ident(c), ', ' ORDER BY o),
+           string_agg('c.' || quote_ident(c), ', ' ORDER BY o)
+      INTO key_u, key_d, key_s, key_c
+      FROM unnest(j.pk_columns) WITH ORDINALITY AS t(c, o);
+    SELECT string_agg('u.' || quote_ident(c), ', ' ORDER BY o),
+           string_agg('d.' || quote_ident(c), ', ' ORDER BY o)
+      INTO cols_u, cols_d
+      FROM unnest(j.columns) WITH ORDINALITY AS t(c, o);
+
+    -- a backfilling job covers, per vnode, the keys up to its position
+    IF j.status <> 'finished' THEN
+        covered := format('EXISTS (SELECT FROM %s s WHERE s.vnode = backfill.vnode(%s) '
+                          'AND (s.backfill_finished OR (%s) <= (%s)))',
+                          j.state_table, key_u, key_u, key_s);
+    END IF;
+
+    -- one snapshot for all of it; keys captured since the last barrier are
+    -- pending, not differences
+    RETURN QUERY EXECUTE format(
+        'SELECT coalesce(u.k, d.k)::text, '
+        '       CASE WHEN d.k IS NULL THEN ''missing'' '
+        '            WHEN u.k IS NULL THEN ''extra'' ELSE ''different'' END '
+        '  FROM (SELECT ROW(%1$s) AS k, ROW(%2$s) AS r FROM ONLY %3$s u WHERE %4$s) u '
+        '  FULL JOIN (SELECT ROW(%5$s) AS k, ROW(%6$s) AS r FROM %7$s d) d ON u.k = d.k '
+        ' WHERE (u.k IS NULL OR d.k IS NULL OR NOT (u.r OPERATOR(pg_catalog.*=) d.r)) '
+        '   AND NOT EXISTS (SELECT FROM %8$s c WHERE ROW(%9$s) = coalesce(u.k, d.k)) '
+        ' ORDER BY coalesce(u.k, d.k)',
+        key_u, cols_u, j.upstream_table_id::regclass, covered,
+        key_d, cols_d, j.downstream, j.change_table, key_c);
+END
+$$;
+COMMENT ON FUNCTION backfill.verify_job(bigint) IS
+'Compares the downstream of a job with its upstream; returns one row per missing, extra or different row.';

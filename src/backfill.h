@@ -1,0 +1,143 @@
+/*-------------------------------------------------------------------------
+ *
+ * backfill.h
+ *	  Declarations shared by the files of the backfill extension.
+ *
+ * A streaming job copies an upstream table into a downstream table while
+ * the upstream keeps changing.  Its definition lives in backfill.job and
+ * backfill.actor; its progress lives in its own state table,
+ * backfill.state_<job_id>, laid out as RisingWave's backfill state tables:
+ *
+ *		vnode smallint PRIMARY KEY, <pk columns>, backfill_finished boolean,
+ *		row_count bigint
+ *
+ * and the keys touched by upstream writes while it backfills are captured in
+ * backfill.changes_<job_id> by a row trigger on the upstream.
+ *
+ * src/catalog.c	 create_job, loading a job, the job lock
+ * src/capture.c	 the capture and apply triggers on the upstream
+ * src/state.c		 decoding the state table, the recovery check
+ * src/executor.c	 one barrier: changes, snapshot chunks, state
+ * src/run.c		 run_job: the barrier loop, one transaction per barrier
+ * src/vnode.c		 the vnode of a key
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BACKFILL_H
+#define BACKFILL_H
+
+#include "access/attnum.h"
+#include "executor/spi.h"
+#include "utils/palloc.h"
+
+/* RisingWave's vnode count, kept for compatibility (VirtualNode::COUNT) */
+#define BACKFILL_VNODE_COUNT 256
+
+/* upper bound of parallelism: one actor per vnode */
+#define BACKFILL_MAX_PARALLELISM BACKFILL_VNODE_COUNT
+
+/* the schema the extension lives in (backfill.control: relocatable = false) */
+#define BACKFILL_SCHEMA "backfill"
+
+/* field4 of the advisory lock tag that marks a job as being run or changed */
+#define BACKFILL_LOCK_FIELD4 0x6266
+
+typedef enum BackfillKind
+{
+	BACKFILL_KIND_NO_SHUFFLE,	/* legacy: cannot resume */
+	BACKFILL_KIND_ARRANGEMENT,	/* per-vnode progress, resumes */
+	BACKFILL_KIND_SNAPSHOT,
+	BACKFILL_KIND_CDC
+} BackfillKind;
+
+/*
+ * The progress of one vnode, as decoded from its state row.  A vnode without
+ * a row is "not started": no position, not finished, no rows.
+ */
+typedef struct VnodeState
+{
+	bool		present;		/* a state row exists */
+	bool		finished;		/* backfill_finished */
+	bool		has_pos;		/* current_pos is not NULL */
+	Datum	   *pos;			/* current_pos, npk values */
+	bool	   *pos_null;
+	int64		row_count;
+	bool		dirty;			/* changed since the last persisted barrier */
+} VnodeState;
+
+typedef struct BackfillActor
+{
+	int32		actor_id;
+	int			vnode_start;	/* inclusive */
+	int			vnode_end;		/* inclusive */
+} BackfillActor;
+
+/*
+ * A job as loaded by run_job.  Lives in the run's memory context, which
+ * survives the commit of each barrier.
+ */
+typedef struct BackfillJob
+{
+	int64		job_id;
+	char	   *job_name;
+	BackfillKind kind;
+	char	   *status;
+	Oid			owner;
+	Oid			upstream;
+	Oid			downstream;
+	Oid			state_table;
+	Oid			change_table;
+	int32		fragment_id;
+	int			chunk_size;
+	int64		epoch;
+	int32		runs;
+
+	/* SQL names, quoted and schema-qualified, fixed for the run */
+	char	   *upstream_sql;
+	char	   *downstream_sql;
+	char	   *state_sql;
+	char	   *changes_sql;
+
+	/* output columns (quoted, comma-separated) and the key */
+	char	   *columns_sql;
+	int			ncols;
+	char	  **col_names;		/* unquoted */
+	int			npk;
+	char	  **pk_names;		/* unquoted */
+	Oid		   *pk_types;
+
+	int			nactors;
+	BackfillActor *actors;
+
+	VnodeState	vnodes[BACKFILL_VNODE_COUNT];
+} BackfillJob;
+
+/* backfill.c */
+extern int	backfill_barrier_interval_ms;
+
+/* catalog.c */
+extern const char *backfill_kind_name(BackfillKind kind);
+extern BackfillJob *backfill_load_job(int64 job_id, MemoryContext cxt);
+extern void backfill_lock_job(int64 job_id, bool session);
+extern void backfill_unlock_job(int64 job_id);
+extern void backfill_fail_job(BackfillJob *job, int sqlerrcode,
+							  const char *message, const char *detail);
+extern char *backfill_pk_list(BackfillJob *job, const char *alias);
+
+/* state.c */
+extern void backfill_load_state(BackfillJob *job);
+extern void backfill_recovery_check(BackfillJob *job);
+extern char *backfill_pos_text(BackfillJob *job, VnodeState *vs);
+
+/* executor.c */
+typedef struct BarrierExecutor BarrierExecutor;
+extern BarrierExecutor *backfill_executor_create(BackfillJob *job);
+extern void backfill_executor_free(BarrierExecutor *exec);
+extern bool backfill_all_finished(BackfillJob *job);
+extern void backfill_run_barrier(BarrierExecutor *exec, int interval_ms);
+extern void backfill_run_finish_barrier(BarrierExecutor *exec);
+
+/* vnode.c */
+extern int	backfill_vnode_of(int nkeys, Datum *values, bool *nulls, Oid *types);
+
+#endif							/* BACKFILL_H */

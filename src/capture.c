@@ -1,0 +1,392 @@
+/*-------------------------------------------------------------------------
+ *
+ * capture.c
+ *	  The two row triggers a job puts on its upstream.
+ *
+ * backfill.capture_change(job_id), enabled while the job backfills, writes
+ * the key of every row a writer touches (the old key, and the new one when an
+ * update changes it) into backfill.changes_<job_id>, in the writer's
+ * transaction.  That is all a writer pays: one small heap insert per key, no
+ * index.  A barrier later consumes the keys its snapshot can see (see
+ * executor.c); keys of transactions that commit after that snapshot stay for
+ * the next barrier, so commit order never matters.
+ *
+ * backfill.apply_change(job_id), enabled instead once the job has finished,
+ * keeps the downstream equal to the upstream in the writer's own
+ * transaction: for every key it touches it makes the downstream row match the
+ * upstream row as the writer's statement left it (upsert, or delete when the
+ * row is gone).  Re-reading the upstream, rather than replaying the change,
+ * makes the result right whatever order the row triggers of one statement
+ * fire in.  The downstream is written with the rights of the job's owner, as
+ * the writer may have none on it.
+ *
+ * The switch from one trigger to the other is done by the job's final
+ * barrier under a SHARE ROW EXCLUSIVE lock on the upstream; since trigger
+ * state comes from the relation cache, every statement that starts after it
+ * fires the new trigger, whatever its snapshot.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/detoast.h"
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "fmgr.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+
+#include "backfill.h"
+
+PG_FUNCTION_INFO_V1(backfill_capture_change);
+PG_FUNCTION_INFO_V1(backfill_apply_change);
+
+/* the primary key of a relation, in key order */
+typedef struct RelationKey
+{
+	int			npk;
+	AttrNumber	attnums[INDEX_MAX_KEYS];
+	Oid			types[INDEX_MAX_KEYS];
+	int16		typlens[INDEX_MAX_KEYS];
+	bool		typbyvals[INDEX_MAX_KEYS];
+} RelationKey;
+
+static void
+relation_key(Relation rel, RelationKey *key)
+{
+	Relation	index;
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	(void) RelationGetIndexList(rel);	/* sets rd_pkindex */
+	if (!OidIsValid(rel->rd_pkindex))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table \"%s\" has no primary key", RelationGetRelationName(rel)),
+				 errdetail("A backfill job needs the upstream's primary key to capture its changes.")));
+	index = index_open(rel->rd_pkindex, AccessShareLock);
+	key->npk = index->rd_index->indnkeyatts;
+	for (int k = 0; k < key->npk; k++)
+	{
+		Form_pg_attribute att;
+
+		key->attnums[k] = index->rd_index->indkey.values[k];
+		att = TupleDescAttr(desc, key->attnums[k] - 1);
+		key->types[k] = att->atttypid;
+		key->typlens[k] = att->attlen;
+		key->typbyvals[k] = att->attbyval;
+	}
+	index_close(index, NoLock);
+}
+
+/* the key values of a tuple, detoasted so they can be stored elsewhere */
+static void
+tuple_key(HeapTuple tuple, TupleDesc desc, RelationKey *key, Datum *values,
+		  bool *nulls)
+{
+	for (int k = 0; k < key->npk; k++)
+	{
+		values[k] = heap_getattr(tuple, key->attnums[k], desc, &nulls[k]);
+		if (!nulls[k] && key->typlens[k] == -1 &&
+			VARATT_IS_EXTERNAL(DatumGetPointer(values[k])))
+			values[k] = PointerGetDatum(detoast_external_attr((struct varlena *)
+															  DatumGetPointer(values[k])));
+	}
+}
+
+static bool
+same_key(RelationKey *key, Datum *a, bool *anull, Datum *b, bool *bnull)
+{
+	for (int k = 0; k < key->npk; k++)
+	{
+		if (anull[k] != bnull[k])
+			return false;
+		if (!anull[k] && !datumIsEqual(a[k], b[k], key->typbyvals[k], key->typlens[k]))
+			return false;
+	}
+	return true;
+}
+
+static int64
+trigger_job_id(TriggerData *trigdata, const char *funcname)
+{
+	Trigger    *trigger = trigdata->tg_trigger;
+
+	if (!TRIGGER_FIRED_AFTER(trigdata->tg_event) ||
+		!TRIGGER_FIRED_FOR_ROW(trigdata->tg_event) ||
+		TRIGGER_FIRED_BY_TRUNCATE(trigdata->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("%s must be fired AFTER INSERT, UPDATE or DELETE FOR EACH ROW",
+						funcname)));
+	if (trigger->tgnargs != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("%s needs the job id as its only argument", funcname)));
+	return pg_strtoint64(trigger->tgargs[0]);
+}
+
+/*
+ * backfill.capture_change() trigger
+ */
+Datum
+backfill_capture_change(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	int64		job_id;
+	Relation	rel;
+	TupleDesc	desc;
+	RelationKey key;
+	Oid			changes_oid;
+	Relation	changes;
+	Datum		oldkey[INDEX_MAX_KEYS];
+	bool		oldnull[INDEX_MAX_KEYS];
+	Datum		newkey[INDEX_MAX_KEYS];
+	bool		newnull[INDEX_MAX_KEYS];
+	bool		have_new = false;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("backfill.capture_change() was not called by the trigger manager")));
+	job_id = trigger_job_id(trigdata, "backfill.capture_change()");
+	rel = trigdata->tg_relation;
+	desc = RelationGetDescr(rel);
+
+	changes_oid = get_relname_relid(psprintf("changes_%lld", (long long) job_id),
+									get_namespace_oid(BACKFILL_SCHEMA, false));
+	if (!OidIsValid(changes_oid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("change table of backfill job %lld does not exist", (long long) job_id),
+				 errhint("Drop trigger \"%s\" on table \"%s\", or drop the job with backfill.drop_job().",
+						 trigdata->tg_trigger->tgname, RelationGetRelationName(rel))));
+
+	relation_key(rel, &key);
+	tuple_key(trigdata->tg_trigtuple, desc, &key, oldkey, oldnull);
+	if (TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
+	{
+		tuple_key(trigdata->tg_newtuple, desc, &key, newkey, newnull);
+		have_new = !same_key(&key, oldkey, oldnull, newkey, newnull);
+	}
+
+	changes = table_open(changes_oid, RowExclusiveLock);
+	if (RelationGetDescr(changes)->natts != key.npk)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("change table \"%s\" does not match the key of table \"%s\"",
+						RelationGetRelationName(changes), RelationGetRelationName(rel))));
+	simple_heap_insert(changes, heap_form_tuple(RelationGetDescr(changes), oldkey, oldnull));
+	if (have_new)
+		simple_heap_insert(changes, heap_form_tuple(RelationGetDescr(changes), newkey, newnull));
+	table_close(changes, RowExclusiveLock);
+
+	return PointerGetDatum(NULL);
+}
+
+/*
+ * What apply_change needs of a finished job, kept for the backend's life.
+ * An entry is dropped when the upstream or the downstream changes shape.
+ */
+typedef struct ApplyEntry
+{
+	int64		job_id;			/* hash key */
+	bool		valid;
+	Oid			upstream;
+	Oid			downstream;
+	Oid			owner;
+	int			npk;
+	Oid			pk_types[INDEX_MAX_KEYS];
+	SPIPlanPtr	upsert_plan;
+	SPIPlanPtr	delete_plan;
+} ApplyEntry;
+
+static HTAB *apply_cache = NULL;
+
+static void
+apply_cache_invalidate(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS status;
+	ApplyEntry *entry;
+
+	if (apply_cache == NULL)
+		return;
+	hash_seq_init(&status, apply_cache);
+	while ((entry = hash_seq_search(&status)) != NULL)
+		if (!OidIsValid(relid) || relid == entry->upstream || relid == entry->downstream)
+			entry->valid = false;
+}
+
+static void
+apply_entry_build(ApplyEntry *entry, int64 job_id)
+{
+	BackfillJob *job;
+	StringInfoData sql;
+	StringInfoData keymatch;
+	StringInfoData setlist;
+	char	   *params;
+
+	if (entry->upsert_plan)
+		SPI_freeplan(entry->upsert_plan);
+	if (entry->delete_plan)
+		SPI_freeplan(entry->delete_plan);
+	entry->upsert_plan = entry->delete_plan = NULL;
+
+	job = backfill_load_job(job_id, CurrentMemoryContext);
+	if (!OidIsValid(job->downstream) || strcmp(job->status, "cancelled") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("backfill job %lld has no downstream table", (long long) job_id)));
+
+	initStringInfo(&keymatch);
+	initStringInfo(&setlist);
+	for (int k = 0; k < job->npk; k++)
+		appendStringInfo(&keymatch, "%s$%d", k > 0 ? ", " : "", k + 1);
+	params = keymatch.data;
+
+	/* SET list: every output column that is not a key column */
+	{
+		char	   *pkcols = backfill_pk_list(job, NULL);
+
+		for (int i = 0; i < job->ncols; i++)
+		{
+			bool		is_key = false;
+			const char *col = quote_identifier(job->col_names[i]);
+
+			for (int k = 0; k < job->npk; k++)
+				is_key |= strcmp(job->pk_names[k], job->col_names[i]) == 0;
+			if (!is_key)
+				appendStringInfo(&setlist, "%s%s = EXCLUDED.%s",
+								 setlist.len > 0 ? ", " : "", col, col);
+		}
+
+		initStringInfo(&sql);
+		appendStringInfo(&sql,
+						 "INSERT INTO %s (%s) SELECT %s FROM ONLY %s WHERE (%s) = (%s) "
+						 "ON CONFLICT (%s) DO ",
+						 job->downstream_sql, job->columns_sql, job->columns_sql,
+						 job->upstream_sql, pkcols, params, pkcols);
+		if (setlist.len > 0)
+			appendStringInfo(&sql, "UPDATE SET %s", setlist.data);
+		else
+			appendStringInfoString(&sql, "NOTHING");
+		entry->upsert_plan = SPI_prepare(sql.data, job->npk, job->pk_types);
+		if (entry->upsert_plan == NULL)
+			elog(ERROR, "SPI_prepare failed for: %s", sql.data);
+		SPI_keepplan(entry->upsert_plan);
+
+		resetStringInfo(&sql);
+		appendStringInfo(&sql,
+						 "DELETE FROM %s d WHERE (%s) = (%s) AND NOT EXISTS "
+						 "(SELECT FROM ONLY %s u WHERE (%s) = (%s))",
+						 job->downstream_sql, backfill_pk_list(job, "d"), params,
+						 job->upstream_sql, backfill_pk_list(job, "u"), params);
+		entry->delete_plan = SPI_prepare(sql.data, job->npk, job->pk_types);
+		if (entry->delete_plan == NULL)
+			elog(ERROR, "SPI_prepare failed for: %s", sql.data);
+		SPI_keepplan(entry->delete_plan);
+	}
+
+	entry->upstream = job->upstream;
+	entry->downstream = job->downstream;
+	entry->owner = job->owner;
+	entry->npk = job->npk;
+	memcpy(entry->pk_types, job->pk_types, sizeof(Oid) * job->npk);
+	entry->valid = true;
+}
+
+static void
+apply_key(SPIPlanPtr plan, int npk, Datum *values, bool *nulls)
+{
+	char		cnulls[INDEX_MAX_KEYS] = {0};
+
+	for (int k = 0; k < npk; k++)
+		cnulls[k] = nulls[k] ? 'n' : ' ';
+	if (SPI_execute_plan(plan, values, cnulls, false, 0) < 0)
+		elog(ERROR, "could not apply a change to the downstream table");
+}
+
+/*
+ * backfill.apply_change() trigger
+ */
+Datum
+backfill_apply_change(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	int64		job_id;
+	ApplyEntry *entry;
+	bool		found;
+	RelationKey key;
+	TupleDesc	desc;
+	Datum		oldkey[INDEX_MAX_KEYS];
+	bool		oldnull[INDEX_MAX_KEYS];
+	Datum		newkey[INDEX_MAX_KEYS];
+	bool		newnull[INDEX_MAX_KEYS];
+	Oid			save_userid;
+	int			save_sec_context;
+
+	if (!CALLED_AS_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("backfill.apply_change() was not called by the trigger manager")));
+	job_id = trigger_job_id(trigdata, "backfill.apply_change()");
+
+	if (apply_cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(int64);
+		ctl.entrysize = sizeof(ApplyEntry);
+		apply_cache = hash_create("backfill apply cache", 16, &ctl,
+								  HASH_ELEM | HASH_BLOBS);
+		CacheRegisterRelcacheCallback(apply_cache_invalidate, (Datum) 0);
+	}
+	entry = hash_search(apply_cache, &job_id, HASH_ENTER, &found);
+	if (!found)
+	{
+		entry->valid = false;
+		entry->upsert_plan = entry->delete_plan = NULL;
+	}
+
+	desc = RelationGetDescr(trigdata->tg_relation);
+	relation_key(trigdata->tg_relation, &key);
+	tuple_key(trigdata->tg_trigtuple, desc, &key, oldkey, oldnull);
+	if (TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
+		tuple_key(trigdata->tg_newtuple, desc, &key, newkey, newnull);
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (!entry->valid)
+		apply_entry_build(entry, job_id);
+
+	/* write the downstream as the job's owner; abort restores the user */
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(entry->owner,
+						   save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+
+	if (TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
+		apply_key(entry->upsert_plan, entry->npk, oldkey, oldnull);
+	else if (TRIGGER_FIRED_BY_DELETE(trigdata->tg_event))
+		apply_key(entry->delete_plan, entry->npk, oldkey, oldnull);
+	else
+	{
+		if (!same_key(&key, oldkey, oldnull, newkey, newnull))
+			apply_key(entry->delete_plan, entry->npk, oldkey, oldnull);
+		apply_key(entry->upsert_plan, entry->npk, newkey, newnull);
+	}
+
+	SetUserIdAndSecContext(save_userid, save_sec_context);
+	SPI_finish();
+	return PointerGetDatum(NULL);
+}

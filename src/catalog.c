@@ -1,0 +1,802 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog.c
+ *	  Jobs in the catalog: create_job, loading a job, the job lock.
+ *
+ * create_job builds, in the caller's transaction, everything a job needs:
+ * the downstream table, the state table, the change table, the job's rows
+ * in backfill.job and backfill.actor, and two row triggers on the upstream:
+ * backfill_capture_<id>, enabled while the job backfills, and
+ * backfill_apply_<id>, enabled once it has finished.  Any error rolls all of
+ * it back, so nothing is left half-created.
+ *
+ * The upstream is locked in SHARE ROW EXCLUSIVE mode (the lock CREATE
+ * TRIGGER takes anyway) for the whole of create_job, so no write can slip
+ * between reading the table's shape and the capture trigger's creation.
+ *
+ * The job lock is an advisory lock with field4 BACKFILL_LOCK_FIELD4, which
+ * pg_advisory_lock() never uses.  run_job holds it at session level for the
+ * whole run; cancel_job and drop_job hold it at transaction level.  Whoever
+ * cannot get it at once fails with OBJECT_IN_USE.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/relation.h"
+#include "access/table.h"
+#include "catalog/index.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_opclass.h"
+#include "catalog/pg_type.h"
+#include "commands/defrem.h"
+#include "commands/trigger.h"
+#include "fmgr.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "storage/lock.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/regproc.h"
+#include "utils/syscache.h"
+
+#include "backfill.h"
+
+PG_FUNCTION_INFO_V1(backfill_create_job);
+PG_FUNCTION_INFO_V1(backfill_lock_job_sql);
+
+/* names of the state table's own columns, which a key column cannot take */
+static const char *const state_column_names[] = {
+	"vnode", "backfill_finished", "row_count"
+};
+
+static const char *const kind_names[] = {
+	[BACKFILL_KIND_NO_SHUFFLE] = "no_shuffle",
+	[BACKFILL_KIND_ARRANGEMENT] = "arrangement",
+	[BACKFILL_KIND_SNAPSHOT] = "snapshot",
+	[BACKFILL_KIND_CDC] = "cdc",
+};
+
+const char *
+backfill_kind_name(BackfillKind kind)
+{
+	return kind_names[kind];
+}
+
+static BackfillKind
+parse_kind(const char *name)
+{
+	for (int i = 0; i < lengthof(kind_names); i++)
+		if (strcmp(name, kind_names[i]) == 0)
+			return (BackfillKind) i;
+
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unrecognized backfill kind \"%s\"", name),
+			 errhint("Valid kinds are \"no_shuffle\", \"arrangement\", \"snapshot\" and \"cdc\".")));
+	pg_unreachable();
+}
+
+/* "schema"."name" of a relation that must exist */
+static char *
+relation_sql(Oid relid)
+{
+	char	   *relname = get_rel_name(relid);
+
+	if (relname == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
+	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+									  relname);
+}
+
+/* " COLLATE "schema"."name"" for a collatable column, else "" */
+static char *
+collate_clause(Oid collid)
+{
+	HeapTuple	tup;
+	Form_pg_collation coll;
+	char	   *result;
+
+	if (!OidIsValid(collid))
+		return "";
+	tup = SearchSysCache1(COLLOID, ObjectIdGetDatum(collid));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for collation %u", collid);
+	coll = (Form_pg_collation) GETSTRUCT(tup);
+	result = psprintf(" COLLATE %s",
+					  quote_qualified_identifier(get_namespace_name(coll->collnamespace),
+												 NameStr(coll->collname)));
+	ReleaseSysCache(tup);
+	return result;
+}
+
+static char *
+opclass_name(Oid opclass)
+{
+	HeapTuple	tup = SearchSysCache1(CLAOID, ObjectIdGetDatum(opclass));
+	char	   *result;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for operator class %u", opclass);
+	result = pstrdup(NameStr(((Form_pg_opclass) GETSTRUCT(tup))->opcname));
+	ReleaseSysCache(tup);
+	return result;
+}
+
+static void
+require_arg(FunctionCallInfo fcinfo, int argno, const char *argname)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"%s\" must not be null", argname)));
+}
+
+/*
+ * The key of the upstream, from its primary key index: attribute numbers in
+ * key order, and the index's collations.  The key must use default btree
+ * operator classes, since positions are compared with the types' default
+ * ordering (ORDER BY and row comparison).
+ */
+static int
+upstream_key(Relation rel, AttrNumber **attnums, Oid **collations)
+{
+	Relation	index;
+	Form_pg_index indexform;
+	int			npk;
+	oidvector  *indclass;
+	Datum		datum;
+	bool		isnull;
+
+	(void) RelationGetIndexList(rel);	/* sets rd_pkindex */
+	if (!OidIsValid(rel->rd_pkindex))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table \"%s\" has no primary key",
+						RelationGetRelationName(rel)),
+				 errdetail("A backfill reads the upstream in primary key order and records its progress as a primary key."),
+				 errhint("Add a primary key to the table.")));
+
+	index = index_open(rel->rd_pkindex, AccessShareLock);
+	indexform = index->rd_index;
+	npk = indexform->indnkeyatts;
+	datum = SysCacheGetAttr(INDEXRELID, index->rd_indextuple,
+							Anum_pg_index_indclass, &isnull);
+	Assert(!isnull);
+	indclass = (oidvector *) DatumGetPointer(datum);
+
+	*attnums = palloc(npk * sizeof(AttrNumber));
+	*collations = palloc(npk * sizeof(Oid));
+	for (int i = 0; i < npk; i++)
+	{
+		AttrNumber	attnum = indexform->indkey.values[i];
+		Oid			atttype = get_atttype(RelationGetRelid(rel), attnum);
+
+		if (indclass->values[i] != GetDefaultOpClass(atttype, BTREE_AM_OID))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("primary key of table \"%s\" uses a non-default operator class",
+							RelationGetRelationName(rel)),
+					 errdetail("Column \"%s\" is indexed with operator class \"%s\".",
+							   get_attname(RelationGetRelid(rel), attnum, false),
+							   opclass_name(indclass->values[i]))));
+		(*attnums)[i] = attnum;
+		(*collations)[i] = index->rd_indcollation[i];
+	}
+	index_close(index, AccessShareLock);
+	return npk;
+}
+
+/*
+ * The downstream's columns: the requested ones in the requested order, with
+ * the key columns that were not requested put first, or all columns.
+ */
+static int
+output_columns(Relation rel, ArrayType *requested, int npk, AttrNumber *pk,
+			   AttrNumber **attnums)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	int			ncols = 0;
+	AttrNumber *cols = palloc(sizeof(AttrNumber) * (desc->natts + npk));
+
+	if (requested == NULL)
+	{
+		for (int i = 0; i < desc->natts; i++)
+			if (!TupleDescAttr(desc, i)->attisdropped)
+				cols[ncols++] = TupleDescAttr(desc, i)->attnum;
+	}
+	else
+	{
+		Datum	   *names;
+		bool	   *nulls;
+		int			nnames;
+
+		if (ARR_NDIM(requested) > 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+					 errmsg("argument \"columns\" must be a one-dimensional array")));
+		deconstruct_array(requested, TEXTOID, -1, false, TYPALIGN_INT,
+						  &names, &nulls, &nnames);
+
+		/* key columns that were not asked for come first */
+		for (int k = 0; k < npk; k++)
+		{
+			char	   *keyname = get_attname(RelationGetRelid(rel), pk[k], false);
+			bool		found = false;
+
+			for (int i = 0; i < nnames && !found; i++)
+				found = !nulls[i] && strcmp(TextDatumGetCString(names[i]), keyname) == 0;
+			if (!found)
+				cols[ncols++] = pk[k];
+		}
+
+		cols = repalloc(cols, sizeof(AttrNumber) * (ncols + nnames));
+		for (int i = 0; i < nnames; i++)
+		{
+			char	   *name;
+			AttrNumber	attnum;
+
+			if (nulls[i])
+				ereport(ERROR,
+						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						 errmsg("argument \"columns\" must not contain nulls")));
+			name = TextDatumGetCString(names[i]);
+			attnum = get_attnum(RelationGetRelid(rel), name);
+			if (attnum == InvalidAttrNumber)
+				ereport(ERROR,
+						(errcode(ERRCODE_UNDEFINED_COLUMN),
+						 errmsg("column \"%s\" of relation \"%s\" does not exist",
+								name, RelationGetRelationName(rel))));
+			if (attnum < 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot backfill system column \"%s\"", name)));
+			/* key columns put first were not in the list: a match is a repeat */
+			for (int j = 0; j < ncols; j++)
+				if (cols[j] == attnum)
+					ereport(ERROR,
+							(errcode(ERRCODE_DUPLICATE_COLUMN),
+							 errmsg("column \"%s\" specified more than once", name)));
+			cols[ncols++] = attnum;
+		}
+	}
+	*attnums = cols;
+	return ncols;
+}
+
+/* nextval() of one of the extension's sequences */
+static int64
+next_id(const char *sequence)
+{
+	Oid			seqid;
+	List	   *names = list_make2(makeString(BACKFILL_SCHEMA),
+								   makeString((char *) sequence));
+
+	seqid = RangeVarGetRelid(makeRangeVarFromNameList(names), NoLock, false);
+	return DatumGetInt64(DirectFunctionCall1(nextval_oid, ObjectIdGetDatum(seqid)));
+}
+
+static void
+spi_exec(const char *sql, int expected)
+{
+	int			rc = SPI_execute(sql, false, 0);
+
+	if (rc != expected)
+		elog(ERROR, "SPI_execute failed (%d): %s", rc, sql);
+}
+
+/*
+ * backfill.create_job(name text, upstream regclass, kind text,
+ *					   columns text[], parallelism int, chunk_size int)
+ *		RETURNS bigint
+ */
+Datum
+backfill_create_job(PG_FUNCTION_ARGS)
+{
+	char	   *name;
+	Oid			upstream_oid;
+	BackfillKind kind;
+	ArrayType  *requested = NULL;
+	int32		parallelism;
+	int32		chunk_size;
+	Relation	rel;
+	AttrNumber *pk;
+	Oid		   *pk_collations;
+	int			npk;
+	AttrNumber *cols;
+	int			ncols;
+	RangeVar   *downstream_rv;
+	Oid			downstream_nsp;
+	char	   *downstream_sql;
+	char	   *upstream_sql;
+	char	   *state_sql;
+	char	   *changes_sql;
+	int64		job_id;
+	int32		fragment_id;
+	StringInfoData buf;
+	StringInfoData pklist;
+	StringInfoData collist;
+	StringInfoData ddl;
+	int64		total_rows;
+	Datum		actor_ids[BACKFILL_MAX_PARALLELISM];
+	Datum		vnode_starts[BACKFILL_MAX_PARALLELISM];
+	Datum		vnode_ends[BACKFILL_MAX_PARALLELISM];
+	Datum		colnames_datums[MaxTupleAttributeNumber];
+	Datum		pknames_datums[INDEX_MAX_KEYS];
+
+	require_arg(fcinfo, 0, "name");
+	require_arg(fcinfo, 1, "upstream");
+	require_arg(fcinfo, 2, "kind");
+	require_arg(fcinfo, 4, "parallelism");
+	require_arg(fcinfo, 5, "chunk_size");
+
+	name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	upstream_oid = PG_GETARG_OID(1);
+	kind = parse_kind(text_to_cstring(PG_GETARG_TEXT_PP(2)));
+	if (!PG_ARGISNULL(3))
+		requested = PG_GETARG_ARRAYTYPE_P(3);
+	parallelism = PG_GETARG_INT32(4);
+	chunk_size = PG_GETARG_INT32(5);
+
+	if (kind == BACKFILL_KIND_SNAPSHOT || kind == BACKFILL_KIND_CDC)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("backfill kind \"%s\" is not supported yet", backfill_kind_name(kind)),
+				 errhint("Use kind \"arrangement\".")));
+	if (parallelism < 1 || parallelism > BACKFILL_MAX_PARALLELISM)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("parallelism must be between 1 and %d", BACKFILL_MAX_PARALLELISM),
+				 errdetail("The %d vnodes are split across the actors, so there can be at most one actor per vnode.",
+						   BACKFILL_VNODE_COUNT)));
+	if (chunk_size < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("chunk_size must be at least 1")));
+
+	/* the upstream: a plain permanent table with a primary key */
+	rel = try_relation_open(upstream_oid, ShareRowExclusiveLock);
+	if (rel == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", upstream_oid)));
+	if (rel->rd_rel->relkind != RELKIND_RELATION)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("cannot backfill from relation \"%s\"",
+						RelationGetRelationName(rel)),
+				 errdetail_relkind_not_supported(rel->rd_rel->relkind)));
+	if (rel->rd_rel->relpersistence == RELPERSISTENCE_TEMP)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot backfill from temporary table \"%s\"",
+						RelationGetRelationName(rel))));
+	if (rel->rd_rel->relnamespace == get_namespace_oid(BACKFILL_SCHEMA, false))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cannot backfill from table \"%s\" of schema \"%s\"",
+						RelationGetRelationName(rel), BACKFILL_SCHEMA),
+				 errdetail("Schema \"%s\" holds the extension's own tables.", BACKFILL_SCHEMA)));
+
+	npk = upstream_key(rel, &pk, &pk_collations);
+	for (int k = 0; k < npk; k++)
+	{
+		char	   *keyname = get_attname(upstream_oid, pk[k], false);
+
+		for (int i = 0; i < lengthof(state_column_names); i++)
+			if (strcmp(keyname, state_column_names[i]) == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("primary key column \"%s\" of table \"%s\" has a name the state table uses",
+								keyname, RelationGetRelationName(rel)),
+						 errdetail("The state table has columns \"vnode\", \"backfill_finished\" and \"row_count\" besides the key columns.")));
+	}
+	ncols = output_columns(rel, requested, npk, pk, &cols);
+
+	/* the downstream: a new table, outside the extension's schema */
+	downstream_rv = makeRangeVarFromNameList(stringToQualifiedNameList(name));
+	downstream_nsp = RangeVarGetCreationNamespace(downstream_rv);
+	if (downstream_nsp == get_namespace_oid(BACKFILL_SCHEMA, false))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cannot create the downstream table in schema \"%s\"", BACKFILL_SCHEMA),
+				 errdetail("Schema \"%s\" holds the extension's own tables.", BACKFILL_SCHEMA),
+				 errhint("Choose another schema for the downstream table.")));
+	if (OidIsValid(get_relname_relid(downstream_rv->relname, downstream_nsp)))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_TABLE),
+				 errmsg("relation \"%s\" already exists", downstream_rv->relname),
+				 errhint("Choose another name for the job, or drop the existing relation.")));
+	downstream_sql = quote_qualified_identifier(get_namespace_name(downstream_nsp),
+												downstream_rv->relname);
+	upstream_sql = relation_sql(upstream_oid);
+
+	job_id = next_id("job_id_seq");
+	fragment_id = (int32) next_id("fragment_id_seq");
+	for (int i = 0; i < parallelism; i++)
+	{
+		actor_ids[i] = Int32GetDatum((int32) next_id("actor_id_seq"));
+		vnode_starts[i] = Int16GetDatum((int16) (i * BACKFILL_VNODE_COUNT / parallelism));
+		vnode_ends[i] = Int16GetDatum((int16) ((i + 1) * BACKFILL_VNODE_COUNT / parallelism - 1));
+	}
+	state_sql = psprintf("%s.%s", BACKFILL_SCHEMA,
+						 quote_identifier(psprintf("state_%lld", (long long) job_id)));
+	changes_sql = psprintf("%s.%s", BACKFILL_SCHEMA,
+						   quote_identifier(psprintf("changes_%lld", (long long) job_id)));
+
+	/* column lists */
+	initStringInfo(&pklist);
+	initStringInfo(&collist);
+	initStringInfo(&ddl);
+	for (int k = 0; k < npk; k++)
+	{
+		char	   *keyname = get_attname(upstream_oid, pk[k], false);
+		Oid			type;
+		int32		typmod;
+		Oid			collid;
+
+		get_atttypetypmodcoll(upstream_oid, pk[k], &type, &typmod, &collid);
+		appendStringInfo(&pklist, "%s%s", k > 0 ? ", " : "", quote_identifier(keyname));
+		appendStringInfo(&ddl, ", %s %s%s", quote_identifier(keyname),
+						 format_type_with_typemod(type, typmod),
+						 collate_clause(pk_collations[k]));
+		pknames_datums[k] = CStringGetTextDatum(keyname);
+	}
+	for (int i = 0; i < ncols; i++)
+	{
+		char	   *colname = get_attname(upstream_oid, cols[i], false);
+
+		appendStringInfo(&collist, "%s%s", i > 0 ? ", " : "", quote_identifier(colname));
+		colnames_datums[i] = CStringGetTextDatum(colname);
+	}
+
+	SPI_connect();
+
+	/* the downstream table: the output columns, keyed as the upstream */
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "CREATE TABLE %s (", downstream_sql);
+	for (int i = 0; i < ncols; i++)
+	{
+		Oid			type;
+		int32		typmod;
+		Oid			collid;
+
+		get_atttypetypmodcoll(upstream_oid, cols[i], &type, &typmod, &collid);
+		appendStringInfo(&buf, "%s %s%s, ",
+						 quote_identifier(get_attname(upstream_oid, cols[i], false)),
+						 format_type_with_typemod(type, typmod),
+						 collate_clause(collid));
+	}
+	appendStringInfo(&buf, "PRIMARY KEY (%s))", pklist.data);
+	spi_exec(buf.data, SPI_OK_UTILITY);
+
+	/* the state table, in RisingWave's layout */
+	resetStringInfo(&buf);
+	appendStringInfo(&buf,
+					 "CREATE TABLE %s (vnode pg_catalog.int2 PRIMARY KEY%s, "
+					 "backfill_finished pg_catalog.bool, row_count pg_catalog.int8)",
+					 state_sql, ddl.data);
+	spi_exec(buf.data, SPI_OK_UTILITY);
+
+	/* the change table: the keys written since the last barrier */
+	resetStringInfo(&buf);
+	appendStringInfo(&buf, "CREATE TABLE %s (%s)", changes_sql, ddl.data + 2);
+	spi_exec(buf.data, SPI_OK_UTILITY);
+
+	/* the catalog rows */
+	{
+		Oid			argtypes[15] = {INT8OID, TEXTOID, TEXTOID, OIDOID, OIDOID,
+		TEXTOID, TEXTOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID, INT4OID, INT4OID,
+		INT4OID, INT8OID, TEXTOID};
+		Datum		values[15];
+		char	   *ddl_statement;
+		bool		isnull;
+
+		/* what RisingWave's rw_ddl_progress shows as the statement */
+		ddl_statement = psprintf("CREATE MATERIALIZED VIEW %s AS SELECT %s FROM %s",
+								 name, collist.data, upstream_sql);
+
+		resetStringInfo(&buf);
+		appendStringInfo(&buf, "SELECT pg_catalog.count(*) FROM ONLY %s", upstream_sql);
+		spi_exec(buf.data, SPI_OK_SELECT);
+		total_rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+												 SPI_tuptable->tupdesc, 1, &isnull));
+
+		values[0] = Int64GetDatum(job_id);
+		values[1] = CStringGetTextDatum(name);
+		values[2] = CStringGetTextDatum(backfill_kind_name(kind));
+		values[3] = ObjectIdGetDatum(upstream_oid);
+		values[4] = ObjectIdGetDatum(upstream_oid);
+		values[5] = CStringGetTextDatum(downstream_sql);
+		values[6] = CStringGetTextDatum(state_sql);
+		values[7] = CStringGetTextDatum(changes_sql);
+		values[8] = PointerGetDatum(construct_array(colnames_datums, ncols, TEXTOID,
+													-1, false, TYPALIGN_INT));
+		values[9] = PointerGetDatum(construct_array(pknames_datums, npk, TEXTOID,
+													-1, false, TYPALIGN_INT));
+		values[10] = Int32GetDatum(fragment_id);
+		values[11] = Int32GetDatum(parallelism);
+		values[12] = Int32GetDatum(chunk_size);
+		values[13] = Int64GetDatum(total_rows);
+		values[14] = CStringGetTextDatum(ddl_statement);
+
+		if (SPI_execute_with_args("INSERT INTO backfill.job (job_id, job_name, kind, upstream, "
+								  "upstream_table_id, downstream_name, downstream, state_table, "
+								  "change_table, columns, pk_columns, fragment_id, parallelism, "
+								  "chunk_size, total_rows, ddl_statement) "
+								  "VALUES ($1, $2, $3, $4, $5, $6, $6::pg_catalog.regclass, "
+								  "$7::pg_catalog.regclass, $8::pg_catalog.regclass, $9, $10, "
+								  "$11, $12, $13, $14, $15)",
+								  15, argtypes, values, NULL, false, 0) != SPI_OK_INSERT)
+			elog(ERROR, "could not insert into backfill.job");
+	}
+	{
+		Oid			argtypes[5] = {INT2ARRAYOID, INT8OID, INT4OID, INT2ARRAYOID, INT2ARRAYOID};
+		Datum		values[5];
+
+		values[0] = PointerGetDatum(construct_array(actor_ids, parallelism, INT4OID,
+													4, true, TYPALIGN_INT));
+		values[1] = Int64GetDatum(job_id);
+		values[2] = Int32GetDatum(fragment_id);
+		values[3] = PointerGetDatum(construct_array(vnode_starts, parallelism, INT2OID,
+													2, true, TYPALIGN_SHORT));
+		values[4] = PointerGetDatum(construct_array(vnode_ends, parallelism, INT2OID,
+													2, true, TYPALIGN_SHORT));
+		argtypes[0] = INT4ARRAYOID;
+		if (SPI_execute_with_args("INSERT INTO backfill.actor (actor_id, job_id, fragment_id, "
+								  "vnode_start, vnode_end) "
+								  "SELECT a, $2, $3, s, e FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($4), pg_catalog.unnest($5)) AS u(a, s, e)",
+								  5, argtypes, values, NULL, false, 0) != SPI_OK_INSERT)
+			elog(ERROR, "could not insert into backfill.actor");
+	}
+
+	/* the triggers: capture now, apply once the job has finished */
+	resetStringInfo(&buf);
+	appendStringInfo(&buf,
+					 "CREATE TRIGGER %s AFTER INSERT OR UPDATE OR DELETE ON %s "
+					 "FOR EACH ROW EXECUTE FUNCTION backfill.capture_change('%lld')",
+					 quote_identifier(psprintf("backfill_capture_%lld", (long long) job_id)),
+					 upstream_sql, (long long) job_id);
+	spi_exec(buf.data, SPI_OK_UTILITY);
+	resetStringInfo(&buf);
+	appendStringInfo(&buf,
+					 "CREATE TRIGGER %s AFTER INSERT OR UPDATE OR DELETE ON %s "
+					 "FOR EACH ROW EXECUTE FUNCTION backfill.apply_change('%lld')",
+					 quote_identifier(psprintf("backfill_apply_%lld", (long long) job_id)),
+					 upstream_sql, (long long) job_id);
+	spi_exec(buf.data, SPI_OK_UTILITY);
+	/* not ALTER TABLE: we hold the upstream open, and need not own it */
+	EnableDisableTrigger(rel, psprintf("backfill_apply_%lld", (long long) job_id),
+						 TRIGGER_DISABLED, false, ShareRowExclusiveLock);
+
+	SPI_finish();
+	relation_close(rel, NoLock);
+
+	if (kind == BACKFILL_KIND_NO_SHUFFLE)
+		ereport(WARNING,
+				(errmsg("backfill job %lld uses the legacy no-shuffle backfill, which cannot resume after an interruption",
+						(long long) job_id),
+				 errdetail("If the job stops before it has finished, every later run fails and the job must be cancelled and recreated."),
+				 errhint("Use kind \"arrangement\" for a job that resumes where it stopped.")));
+
+	PG_RETURN_INT64(job_id);
+}
+
+/*
+ * backfill_pk_list
+ *		"alias"."k1", "alias"."k2", ... (or without alias when NULL)
+ */
+char *
+backfill_pk_list(BackfillJob *job, const char *alias)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (int k = 0; k < job->npk; k++)
+	{
+		if (k > 0)
+			appendStringInfoString(&buf, ", ");
+		if (alias)
+			appendStringInfo(&buf, "%s.", alias);
+		appendStringInfoString(&buf, quote_identifier(job->pk_names[k]));
+	}
+	return buf.data;
+}
+
+static char *
+text_array_sql(Datum array, char ***elems, int *nelems)
+{
+	Datum	   *datums;
+	bool	   *nulls;
+	int			n;
+	StringInfoData buf;
+
+	deconstruct_array(DatumGetArrayTypeP(array), TEXTOID, -1, false, TYPALIGN_INT,
+					  &datums, &nulls, &n);
+	initStringInfo(&buf);
+	if (elems)
+		*elems = palloc(sizeof(char *) * n);
+	for (int i = 0; i < n; i++)
+	{
+		char	   *s = TextDatumGetCString(datums[i]);
+
+		if (elems)
+			(*elems)[i] = s;
+		appendStringInfo(&buf, "%s%s", i > 0 ? ", " : "", quote_identifier(s));
+	}
+	if (nelems)
+		*nelems = n;
+	return buf.data;
+}
+
+/*
+ * backfill_load_job
+ *		Read a job's definition and actors into cxt.  Caller is connected to
+ *		SPI.  The job's state is not read here (see state.c).
+ */
+BackfillJob *
+backfill_load_job(int64 job_id, MemoryContext cxt)
+{
+	Oid			argtypes[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(job_id)};
+	HeapTuple	tup;
+	TupleDesc	desc;
+	BackfillJob *job;
+	MemoryContext oldcxt;
+	bool		isnull;
+
+	if (SPI_execute_with_args("SELECT job_name, kind, status, owner::pg_catalog.oid, "
+							  "upstream_table_id, downstream::pg_catalog.oid, "
+							  "state_table::pg_catalog.oid, change_table::pg_catalog.oid, "
+							  "fragment_id, chunk_size, epoch, runs, columns, pk_columns "
+							  "FROM backfill.job WHERE job_id = $1",
+							  1, argtypes, values, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read backfill.job");
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("backfill job %lld does not exist", (long long) job_id)));
+
+	oldcxt = MemoryContextSwitchTo(cxt);
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	job = palloc0(sizeof(BackfillJob));
+	job->job_id = job_id;
+	job->job_name = SPI_getvalue(tup, desc, 1);
+	job->kind = parse_kind(SPI_getvalue(tup, desc, 2));
+	job->status = SPI_getvalue(tup, desc, 3);
+	job->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 4, &isnull));
+	job->upstream = DatumGetObjectId(SPI_getbinval(tup, desc, 5, &isnull));
+	job->downstream = DatumGetObjectId(SPI_getbinval(tup, desc, 6, &isnull));
+	if (isnull)
+		job->downstream = InvalidOid;
+	job->state_table = DatumGetObjectId(SPI_getbinval(tup, desc, 7, &isnull));
+	if (isnull)
+		job->state_table = InvalidOid;
+	job->change_table = DatumGetObjectId(SPI_getbinval(tup, desc, 8, &isnull));
+	if (isnull)
+		job->change_table = InvalidOid;
+	job->fragment_id = DatumGetInt32(SPI_getbinval(tup, desc, 9, &isnull));
+	job->chunk_size = DatumGetInt32(SPI_getbinval(tup, desc, 10, &isnull));
+	job->epoch = DatumGetInt64(SPI_getbinval(tup, desc, 11, &isnull));
+	job->runs = DatumGetInt32(SPI_getbinval(tup, desc, 12, &isnull));
+	job->columns_sql = text_array_sql(SPI_getbinval(tup, desc, 13, &isnull),
+									  &job->col_names, &job->ncols);
+	(void) text_array_sql(SPI_getbinval(tup, desc, 14, &isnull), &job->pk_names, &job->npk);
+
+	/* a cancelled job has no tables left: the caller reports it */
+	if (strcmp(job->status, "cancelled") != 0)
+	{
+		job->upstream_sql = relation_sql(job->upstream);
+		job->downstream_sql = relation_sql(job->downstream);
+		job->state_sql = relation_sql(job->state_table);
+		job->changes_sql = relation_sql(job->change_table);
+		job->pk_types = palloc(sizeof(Oid) * job->npk);
+		for (int k = 0; k < job->npk; k++)
+		{
+			AttrNumber	attnum = get_attnum(job->upstream, job->pk_names[k]);
+
+			if (attnum == InvalidAttrNumber)
+				ereport(ERROR,
+						(errcode(ERRCODE_UNDEFINED_COLUMN),
+						 errmsg("key column \"%s\" of backfill job %lld no longer exists in table %s",
+								job->pk_names[k], (long long) job_id, job->upstream_sql)));
+			job->pk_types[k] = get_atttype(job->upstream, attnum);
+		}
+	}
+	MemoryContextSwitchTo(oldcxt);
+
+	if (SPI_execute_with_args("SELECT actor_id, vnode_start, vnode_end FROM backfill.actor "
+							  "WHERE job_id = $1 ORDER BY actor_id",
+							  1, argtypes, values, NULL, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read backfill.actor");
+	oldcxt = MemoryContextSwitchTo(cxt);
+	job->nactors = (int) SPI_processed;
+	job->actors = palloc0(sizeof(BackfillActor) * Max(job->nactors, 1));
+	for (int i = 0; i < job->nactors; i++)
+	{
+		tup = SPI_tuptable->vals[i];
+		desc = SPI_tuptable->tupdesc;
+		job->actors[i].actor_id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
+		job->actors[i].vnode_start = DatumGetInt16(SPI_getbinval(tup, desc, 2, &isnull));
+		job->actors[i].vnode_end = DatumGetInt16(SPI_getbinval(tup, desc, 3, &isnull));
+	}
+	MemoryContextSwitchTo(oldcxt);
+	return job;
+}
+
+/*
+ * backfill_lock_job
+ *		Take the job lock without waiting, at session or transaction level.
+ */
+void
+backfill_lock_job(int64 job_id, bool session)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (job_id >> 32),
+						 (uint32) job_id, BACKFILL_LOCK_FIELD4);
+	if (LockAcquire(&tag, ExclusiveLock, session, true) == LOCKACQUIRE_NOT_AVAIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("backfill job %lld is already running", (long long) job_id),
+				 errdetail("Another session is running or changing the job."),
+				 errhint("Wait for that session to finish, or stop it.")));
+}
+
+void
+backfill_unlock_job(int64 job_id)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (job_id >> 32),
+						 (uint32) job_id, BACKFILL_LOCK_FIELD4);
+	LockRelease(&tag, ExclusiveLock, true);
+}
+
+/*
+ * backfill._lock_job(job_id bigint) RETURNS void
+ *		Used by cancel_job and drop_job: the transaction-level job lock.
+ */
+Datum
+backfill_lock_job_sql(PG_FUNCTION_ARGS)
+{
+	backfill_lock_job(PG_GETARG_INT64(0), false);
+	PG_RETURN_VOID();
+}
+
+/*
+ * backfill_fail_job
+ *		Record a failure on the job and commit it, so that it stays when the
+ *		caller raises the error.  Caller is connected to SPI in a non-atomic
+ *		context.
+ */
+void
+backfill_fail_job(BackfillJob *job, int sqlerrcode, const char *message,
+				  const char *detail)
+{
+	Oid			argtypes[4] = {INT8OID, TEXTOID, TEXTOID, TEXTOID};
+	Datum		values[4];
+	char		nulls[4] = {' ', ' ', detail ? ' ' : 'n', ' '};
+
+	values[0] = Int64GetDatum(job->job_id);
+	values[1] = CStringGetTextDatum(message);
+	values[2] = detail ? CStringGetTextDatum(detail) : (Datum) 0;
+	values[3] = CStringGetTextDatum(unpack_sql_state(sqlerrcode));
+	if (SPI_execute_with_args("UPDATE backfill.job SET status = 'failed', last_error = $2, "
+							  "last_error_detail = $3, last_sqlstate = $4 WHERE job_id = $1",
+							  4, argtypes, values, nulls, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not update backfill.job");
+	SPI_commit();
+}

@@ -1,0 +1,619 @@
+/*-------------------------------------------------------------------------
+ *
+ * executor.c
+ *	  One barrier of a job: forward changes, read snapshot chunks, persist.
+ *
+ * A barrier is one REPEATABLE READ transaction, so everything it reads (the
+ * upstream's snapshot, the captured keys, the state) comes from a single
+ * snapshot S.  Its invariant, for every vnode v with position pos[v]:
+ *
+ *		downstream rows of v = the upstream rows of v with key <= pos[v],
+ *		projected, as of S; every later change is a key in the change table.
+ *
+ * (all keys once v has finished).  A barrier keeps it, in this order:
+ *
+ * 1. Changes.  For every key in the change table that S can see and whose
+ *	  vnode has finished or whose key is <= the vnode's position, the
+ *	  downstream row is made equal to the upstream row as of S (deleted, then
+ *	  inserted again if it still exists).  Keys above the position are
+ *	  dropped: the snapshot reads them later, as RisingWave's "forward only
+ *	  pk <= current_pos".  Then exactly the keys S could see are deleted;
+ *	  keys written by transactions that commit after S stay for the next
+ *	  barrier.  Commit order, and sequence order, never matter.
+ *
+ * 2. Snapshot chunks.  Each actor reads, for each set of its unfinished
+ *	  vnodes that share a position, the next chunk_size rows after that
+ *	  position in key order, restricted to those vnodes, and inserts them
+ *	  into the downstream in the same statement.  The vnodes' position
+ *	  becomes the chunk's last key: every row of theirs up to it is now
+ *	  downstream.  A chunk shorter than chunk_size means the vnodes have been
+ *	  read to the end: they are finished.  Reading goes on, round after
+ *	  round, until backfill.barrier_interval_ms has passed (one round when 0).
+ *
+ * 3. State.  The changed vnodes' rows are upserted into the state table,
+ *	  and the job row gets the new epoch and row count.
+ *
+ * The final barrier, run once every vnode has finished, first takes SHARE
+ * ROW EXCLUSIVE on the upstream, before its snapshot: it waits for the
+ * writers in flight, whose keys are in the change table, and holds off new
+ * ones.  It forwards the remaining changes, switches the upstream from the
+ * capture trigger to the apply trigger (capture.c) and marks the job
+ * finished.  Writers blocked by it then apply their own changes.
+ *
+ * Legacy no-shuffle and arrangement jobs run the same algorithm; they differ
+ * in what they store (section 6 of the reference): legacy rows carry the
+ * actor's single position and total count on every vnode, arrangement rows
+ * each vnode's own count.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/pg_type.h"
+#include "commands/trigger.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/timestamp.h"
+
+#include "backfill.h"
+
+/* how a chunk query restricts vnodes */
+typedef enum VnodeFilter
+{
+	VNODE_FILTER_NONE,			/* the set is all 256 vnodes */
+	VNODE_FILTER_RANGE,			/* a contiguous range */
+	VNODE_FILTER_LIST			/* any set */
+} VnodeFilter;
+
+/* a set of unfinished vnodes of one actor that share a position */
+typedef struct VnodeGroup
+{
+	int			nvnodes;
+	int16		vnodes[BACKFILL_VNODE_COUNT];
+	int			actor;			/* index into job->actors */
+} VnodeGroup;
+
+struct BarrierExecutor
+{
+	BackfillJob *job;
+	MemoryContext barrier_cxt;	/* reset at every barrier */
+	SPIPlanPtr	chunk_plans[2][3];	/* [has position][VnodeFilter] */
+	SPIPlanPtr	persist_plan;
+	SPIPlanPtr	forward_delete_plan;
+	SPIPlanPtr	forward_insert_plan;
+	SPIPlanPtr	consume_plan;
+	SPIPlanPtr	job_plan;
+	int16		typlens[INDEX_MAX_KEYS];
+	bool		typbyvals[INDEX_MAX_KEYS];
+};
+
+static SPIPlanPtr
+prepare_kept(const char *sql, int nargs, Oid *argtypes)
+{
+	SPIPlanPtr	plan = SPI_prepare(sql, nargs, argtypes);
+
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed (%s) for: %s",
+			 SPI_result_code_string(SPI_result), sql);
+	SPI_keepplan(plan);
+	return plan;
+}
+
+/* "k1 DESC, k2 DESC" */
+static char *
+pk_list_desc(BackfillJob *job)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (int k = 0; k < job->npk; k++)
+		appendStringInfo(&buf, "%s%s DESC", k > 0 ? ", " : "",
+						 quote_identifier(job->pk_names[k]));
+	return buf.data;
+}
+
+/* "$first, $first+1, ..." for the key's parameters */
+static char *
+pk_params(BackfillJob *job, int first)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (int k = 0; k < job->npk; k++)
+		appendStringInfo(&buf, "%s$%d", k > 0 ? ", " : "", first + k);
+	return buf.data;
+}
+
+/*
+ * backfill_executor_create
+ *		Prepare the statements of the job's barriers.  Caller is connected to
+ *		SPI; the plans are kept across the run's transactions.
+ */
+BarrierExecutor *
+backfill_executor_create(BackfillJob *job)
+{
+	MemoryContext cxt = GetMemoryChunkContext(job);
+	BarrierExecutor *exec = MemoryContextAllocZero(cxt, sizeof(BarrierExecutor));
+	StringInfoData sql;
+	char	   *pk = backfill_pk_list(job, NULL);
+	char	   *matching;
+	Oid			argtypes[INDEX_MAX_KEYS + 3];
+
+	exec->job = job;
+	exec->barrier_cxt = AllocSetContextCreate(cxt, "backfill barrier",
+											  ALLOCSET_DEFAULT_SIZES);
+	for (int k = 0; k < job->npk; k++)
+		get_typlenbyval(job->pk_types[k], &exec->typlens[k], &exec->typbyvals[k]);
+
+	/* the captured keys a barrier forwards: finished vnode, or <= position */
+	initStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "SELECT %s FROM %s c JOIN %s s ON s.vnode = backfill.vnode(%s) "
+					 "WHERE s.backfill_finished OR (%s) <= (%s)",
+					 backfill_pk_list(job, "c"), job->changes_sql, job->state_sql,
+					 backfill_pk_list(job, "c"), backfill_pk_list(job, "c"),
+					 backfill_pk_list(job, "s"));
+	matching = sql.data;
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "DELETE FROM %s d WHERE (%s) IN (%s)",
+					 job->downstream_sql, backfill_pk_list(job, "d"), matching);
+	exec->forward_delete_plan = prepare_kept(sql.data, 0, NULL);
+
+	resetStringInfo(&sql);
+	appendStringInfo(&sql, "INSERT INTO %s (%s) SELECT %s FROM ONLY %s u WHERE (%s) IN (%s)",
+					 job->downstream_sql, job->columns_sql, job->columns_sql,
+					 job->upstream_sql, backfill_pk_list(job, "u"), matching);
+	exec->forward_insert_plan = prepare_kept(sql.data, 0, NULL);
+
+	resetStringInfo(&sql);
+	appendStringInfo(&sql, "DELETE FROM %s", job->changes_sql);
+	exec->consume_plan = prepare_kept(sql.data, 0, NULL);
+
+	/* state rows of a set of vnodes that share position, flag */
+	resetStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "INSERT INTO %s (vnode, %s, backfill_finished, row_count) "
+					 "SELECT u.v, %s, $3, u.c FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS u(v, c) "
+					 "ON CONFLICT (vnode) DO UPDATE SET ",
+					 job->state_sql, pk, pk_params(job, 4));
+	for (int k = 0; k < job->npk; k++)
+		appendStringInfo(&sql, "%s = EXCLUDED.%s, ",
+						 quote_identifier(job->pk_names[k]),
+						 quote_identifier(job->pk_names[k]));
+	appendStringInfoString(&sql, "backfill_finished = EXCLUDED.backfill_finished, "
+						   "row_count = EXCLUDED.row_count");
+	argtypes[0] = INT2ARRAYOID;
+	argtypes[1] = INT8ARRAYOID;
+	argtypes[2] = BOOLOID;
+	memcpy(&argtypes[3], job->pk_types, sizeof(Oid) * job->npk);
+	exec->persist_plan = prepare_kept(sql.data, 3 + job->npk, argtypes);
+
+	resetStringInfo(&sql);
+	appendStringInfoString(&sql,
+						   "UPDATE backfill.job SET epoch = $2, row_count = $3, "
+						   "status = CASE WHEN $4 THEN 'finished' ELSE 'backfilling' END, "
+						   "finished_at = CASE WHEN $4 THEN pg_catalog.now() END "
+						   "WHERE job_id = $1");
+	argtypes[0] = INT8OID;
+	argtypes[1] = INT8OID;
+	argtypes[2] = INT8OID;
+	argtypes[3] = BOOLOID;
+	exec->job_plan = prepare_kept(sql.data, 4, argtypes);
+
+	return exec;
+}
+
+void
+backfill_executor_free(BarrierExecutor *exec)
+{
+	for (int p = 0; p < 2; p++)
+		for (int f = 0; f < 3; f++)
+			if (exec->chunk_plans[p][f])
+				SPI_freeplan(exec->chunk_plans[p][f]);
+	SPI_freeplan(exec->persist_plan);
+	SPI_freeplan(exec->forward_delete_plan);
+	SPI_freeplan(exec->forward_insert_plan);
+	SPI_freeplan(exec->consume_plan);
+	SPI_freeplan(exec->job_plan);
+}
+
+/*
+ * The chunk query: read the next rows after a position (if any) of a set of
+ * vnodes, insert them downstream, and return per vnode the number of rows
+ * read, with the chunk's last key on every row.  Parameters: the position
+ * ($1..$npk), the vnode filter, then the limit.
+ */
+static SPIPlanPtr
+chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter)
+{
+	BackfillJob *job = exec->job;
+	StringInfoData sql;
+	Oid			argtypes[INDEX_MAX_KEYS + 3];
+	int			nargs = 0;
+	char	   *upk = backfill_pk_list(job, "u");
+	char	   *pk = backfill_pk_list(job, NULL);
+
+	if (exec->chunk_plans[has_pos][filter])
+		return exec->chunk_plans[has_pos][filter];
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "WITH chunk AS MATERIALIZED (SELECT %s FROM ONLY %s u WHERE true",
+					 job->columns_sql, job->upstream_sql);
+	if (has_pos)
+	{
+		appendStringInfo(&sql, " AND (%s) > (%s)", upk, pk_params(job, 1));
+		memcpy(argtypes, job->pk_types, sizeof(Oid) * job->npk);
+		nargs = job->npk;
+	}
+	if (filter == VNODE_FILTER_RANGE)
+	{
+		appendStringInfo(&sql, " AND backfill.vnode(%s) BETWEEN $%d AND $%d",
+						 upk, nargs + 1, nargs + 2);
+		argtypes[nargs++] = INT2OID;
+		argtypes[nargs++] = INT2OID;
+	}
+	else if (filter == VNODE_FILTER_LIST)
+	{
+		appendStringInfo(&sql, " AND backfill.vnode(%s) = ANY ($%d)", upk, nargs + 1);
+		argtypes[nargs++] = INT2ARRAYOID;
+	}
+	appendStringInfo(&sql, " ORDER BY %s LIMIT $%d), ", upk, nargs + 1);
+	argtypes[nargs++] = INT8OID;
+	appendStringInfo(&sql,
+					 "ins AS (INSERT INTO %s (%s) SELECT %s FROM chunk) "
+					 "SELECT c.vnode, c.rows, l.* FROM "
+					 "(SELECT backfill.vnode(%s) AS vnode, pg_catalog.count(*) AS rows "
+					 "FROM chunk GROUP BY 1) c, "
+					 "(SELECT %s FROM chunk ORDER BY %s LIMIT 1) l",
+					 job->downstream_sql, job->columns_sql, job->columns_sql,
+					 pk, pk, pk_list_desc(job));
+
+	exec->chunk_plans[has_pos][filter] = prepare_kept(sql.data, nargs, argtypes);
+	return exec->chunk_plans[has_pos][filter];
+}
+
+static bool
+same_position(BarrierExecutor *exec, VnodeState *a, VnodeState *b)
+{
+	if (a->has_pos != b->has_pos)
+		return false;
+	if (!a->has_pos)
+		return true;
+	for (int k = 0; k < exec->job->npk; k++)
+		if (!datumIsEqual(a->pos[k], b->pos[k], exec->typbyvals[k], exec->typlens[k]))
+			return false;
+	return true;
+}
+
+/* the unfinished vnodes of an actor, grouped by position */
+static int
+actor_groups(BarrierExecutor *exec, int actor, VnodeGroup *groups)
+{
+	BackfillJob *job = exec->job;
+	BackfillActor *a = &job->actors[actor];
+	int			ngroups = 0;
+
+	for (int v = a->vnode_start; v <= a->vnode_end; v++)
+	{
+		VnodeState *vs = &job->vnodes[v];
+		int			g;
+
+		if (vs->finished)
+			continue;
+		for (g = 0; g < ngroups; g++)
+			if (same_position(exec, &job->vnodes[groups[g].vnodes[0]], vs))
+				break;
+		if (g == ngroups)
+		{
+			groups[g].nvnodes = 0;
+			groups[g].actor = actor;
+			ngroups++;
+		}
+		groups[g].vnodes[groups[g].nvnodes++] = (int16) v;
+	}
+	return ngroups;
+}
+
+static void
+set_position(BarrierExecutor *exec, VnodeState *vs, Datum *pos)
+{
+	BackfillJob *job = exec->job;
+	MemoryContext old = MemoryContextSwitchTo(GetMemoryChunkContext(job));
+
+	for (int k = 0; k < job->npk; k++)
+	{
+		if (vs->has_pos && !vs->pos_null[k] && !exec->typbyvals[k])
+			pfree(DatumGetPointer(vs->pos[k]));
+		vs->pos[k] = datumCopy(pos[k], exec->typbyvals[k], exec->typlens[k]);
+		vs->pos_null[k] = false;
+	}
+	vs->has_pos = true;
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * Read one chunk of a group of vnodes.  Returns the number of rows read.
+ */
+static int64
+read_chunk(BarrierExecutor *exec, VnodeGroup *group)
+{
+	BackfillJob *job = exec->job;
+	BackfillActor *actor = &job->actors[group->actor];
+	VnodeState *first = &job->vnodes[group->vnodes[0]];
+	VnodeFilter filter;
+	Datum		values[INDEX_MAX_KEYS + 3];
+	int			nvalues = 0;
+	SPIPlanPtr	plan;
+	int64		total = 0;
+	Datum		lastkey[INDEX_MAX_KEYS];
+	bool		contiguous = true;
+
+	for (int i = 1; i < group->nvnodes; i++)
+		contiguous &= (group->vnodes[i] == group->vnodes[i - 1] + 1);
+	if (group->nvnodes == BACKFILL_VNODE_COUNT)
+		filter = VNODE_FILTER_NONE;
+	else if (contiguous)
+		filter = VNODE_FILTER_RANGE;
+	else
+		filter = VNODE_FILTER_LIST;
+
+	if (first->has_pos)
+		for (int k = 0; k < job->npk; k++)
+			values[nvalues++] = first->pos[k];
+	if (filter == VNODE_FILTER_RANGE)
+	{
+		values[nvalues++] = Int16GetDatum(group->vnodes[0]);
+		values[nvalues++] = Int16GetDatum(group->vnodes[group->nvnodes - 1]);
+	}
+	else if (filter == VNODE_FILTER_LIST)
+	{
+		Datum	   *elems = palloc(sizeof(Datum) * group->nvnodes);
+
+		for (int i = 0; i < group->nvnodes; i++)
+			elems[i] = Int16GetDatum(group->vnodes[i]);
+		values[nvalues++] = PointerGetDatum(construct_array(elems, group->nvnodes,
+															INT2OID, 2, true,
+															TYPALIGN_SHORT));
+	}
+	values[nvalues++] = Int64GetDatum(job->chunk_size);
+
+	plan = chunk_plan(exec, first->has_pos, filter);
+	if (SPI_execute_plan(plan, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read a snapshot chunk of %s", job->upstream_sql);
+
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		int			vnode = DatumGetInt16(SPI_getbinval(tup, desc, 1, &isnull));
+		int64		rows = DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
+
+		total += rows;
+		if (job->kind == BACKFILL_KIND_ARRANGEMENT)
+			job->vnodes[vnode].row_count += rows;
+		if (i == 0)
+			for (int k = 0; k < job->npk; k++)
+				lastkey[k] = SPI_getbinval(tup, desc, 3 + k, &isnull);
+	}
+
+	/* legacy rows carry the actor's total, which only grows here */
+	if (job->kind == BACKFILL_KIND_NO_SHUFFLE)
+	{
+		int64		actor_total = job->vnodes[actor->vnode_start].row_count + total;
+
+		for (int v = actor->vnode_start; v <= actor->vnode_end; v++)
+		{
+			job->vnodes[v].row_count = actor_total;
+			job->vnodes[v].dirty = true;
+		}
+	}
+
+	for (int i = 0; i < group->nvnodes; i++)
+	{
+		VnodeState *vs = &job->vnodes[group->vnodes[i]];
+
+		if (total > 0)
+			set_position(exec, vs, lastkey);
+		if (total < job->chunk_size)
+			vs->finished = true;
+		vs->dirty = true;
+	}
+	SPI_freetuptable(SPI_tuptable);
+	return total;
+}
+
+/*
+ * Persist every dirty vnode, one statement per set of vnodes that share
+ * position and flag.
+ */
+static void
+persist_state(BarrierExecutor *exec)
+{
+	BackfillJob *job = exec->job;
+	bool		done[BACKFILL_VNODE_COUNT] = {0};
+
+	for (int v = 0; v < BACKFILL_VNODE_COUNT; v++)
+	{
+		VnodeState *vs = &job->vnodes[v];
+		Datum		vnodes[BACKFILL_VNODE_COUNT];
+		Datum		counts[BACKFILL_VNODE_COUNT];
+		int			n = 0;
+		Datum		values[INDEX_MAX_KEYS + 3];
+		char		nulls[INDEX_MAX_KEYS + 3];
+
+		if (!vs->dirty || done[v])
+			continue;
+		for (int w = v; w < BACKFILL_VNODE_COUNT; w++)
+		{
+			VnodeState *ws = &job->vnodes[w];
+
+			if (ws->dirty && !done[w] && ws->finished == vs->finished &&
+				same_position(exec, vs, ws))
+			{
+				vnodes[n] = Int16GetDatum((int16) w);
+				counts[n] = Int64GetDatum(ws->row_count);
+				n++;
+				done[w] = true;
+			}
+		}
+		values[0] = PointerGetDatum(construct_array(vnodes, n, INT2OID, 2, true, TYPALIGN_SHORT));
+		values[1] = PointerGetDatum(construct_array(counts, n, INT8OID, 8,
+													FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+		values[2] = BoolGetDatum(vs->finished);
+		nulls[0] = nulls[1] = nulls[2] = ' ';
+		for (int k = 0; k < job->npk; k++)
+		{
+			values[3 + k] = vs->has_pos ? vs->pos[k] : (Datum) 0;
+			nulls[3 + k] = vs->has_pos ? ' ' : 'n';
+		}
+		if (SPI_execute_plan(exec->persist_plan, values, nulls, false, 0) != SPI_OK_INSERT)
+			elog(ERROR, "could not write state table %s", job->state_sql);
+	}
+
+	for (int v = 0; v < BACKFILL_VNODE_COUNT; v++)
+	{
+		job->vnodes[v].dirty = false;
+		job->vnodes[v].present |= done[v];
+	}
+}
+
+/* RisingWave's epoch: milliseconds since 2021-04-01 in the high 48 bits */
+static int64
+next_epoch(int64 previous)
+{
+	int64		unix_ms = GetCurrentTimestamp() / 1000 +
+		(int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY * 1000;
+	int64		epoch = (unix_ms - INT64CONST(1617235200000)) << 16;
+
+	return Max(epoch, previous + 1);
+}
+
+/* the total the job reports: per-vnode counts, or per-actor for legacy */
+static int64
+job_row_count(BackfillJob *job)
+{
+	int64		total = 0;
+
+	if (job->kind == BACKFILL_KIND_NO_SHUFFLE)
+		for (int a = 0; a < job->nactors; a++)
+			total += job->vnodes[job->actors[a].vnode_start].row_count;
+	else
+		for (int v = 0; v < BACKFILL_VNODE_COUNT; v++)
+			total += job->vnodes[v].row_count;
+	return total;
+}
+
+static void
+update_job(BarrierExecutor *exec, bool finished)
+{
+	BackfillJob *job = exec->job;
+	Datum		values[4];
+
+	job->epoch = next_epoch(job->epoch);
+	values[0] = Int64GetDatum(job->job_id);
+	values[1] = Int64GetDatum(job->epoch);
+	values[2] = Int64GetDatum(job_row_count(job));
+	values[3] = BoolGetDatum(finished);
+	if (SPI_execute_plan(exec->job_plan, values, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not update backfill.job");
+}
+
+/* step 1: forward the captured changes the positions cover, consume all */
+static void
+forward_changes(BarrierExecutor *exec)
+{
+	if (SPI_execute_plan(exec->forward_delete_plan, NULL, NULL, false, 0) != SPI_OK_DELETE ||
+		SPI_execute_plan(exec->forward_insert_plan, NULL, NULL, false, 0) != SPI_OK_INSERT ||
+		SPI_execute_plan(exec->consume_plan, NULL, NULL, false, 0) != SPI_OK_DELETE)
+		elog(ERROR, "could not forward the changes of %s", exec->job->upstream_sql);
+}
+
+bool
+backfill_all_finished(BackfillJob *job)
+{
+	for (int v = 0; v < BACKFILL_VNODE_COUNT; v++)
+		if (!job->vnodes[v].finished)
+			return false;
+	return true;
+}
+
+/*
+ * backfill_run_barrier
+ *		One barrier, in the current transaction, which must not have taken
+ *		its snapshot yet and must be REPEATABLE READ.
+ */
+void
+backfill_run_barrier(BarrierExecutor *exec, int interval_ms)
+{
+	BackfillJob *job = exec->job;
+	TimestampTz start = GetCurrentTimestamp();
+	MemoryContext old = MemoryContextSwitchTo(exec->barrier_cxt);
+	VnodeGroup *groups = palloc(sizeof(VnodeGroup) * BACKFILL_VNODE_COUNT);
+
+	Assert(XactIsoLevel == XACT_REPEATABLE_READ);
+	forward_changes(exec);
+
+	for (;;)
+	{
+		for (int a = 0; a < job->nactors; a++)
+		{
+			int			ngroups = actor_groups(exec, a, groups);
+
+			for (int g = 0; g < ngroups; g++)
+			{
+				CHECK_FOR_INTERRUPTS();
+				read_chunk(exec, &groups[g]);
+			}
+		}
+		if (interval_ms <= 0 || backfill_all_finished(job) ||
+			TimestampDifferenceExceeds(start, GetCurrentTimestamp(), interval_ms))
+			break;
+	}
+
+	persist_state(exec);
+	update_job(exec, false);
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(exec->barrier_cxt);
+}
+
+/*
+ * backfill_run_finish_barrier
+ *		The final barrier (see the file header).  The current transaction
+ *		must not have taken its snapshot yet.
+ */
+void
+backfill_run_finish_barrier(BarrierExecutor *exec)
+{
+	BackfillJob *job = exec->job;
+	Relation	rel;
+	MemoryContext old;
+
+	/* before the snapshot: wait for writers in flight, hold off new ones */
+	LockRelationOid(job->upstream, ShareRowExclusiveLock);
+
+	old = MemoryContextSwitchTo(exec->barrier_cxt);
+	forward_changes(exec);
+
+	rel = table_open(job->upstream, NoLock);
+	EnableDisableTrigger(rel, psprintf("backfill_capture_%lld", (long long) job->job_id),
+						 TRIGGER_DISABLED, false, ShareRowExclusiveLock);
+	EnableDisableTrigger(rel, psprintf("backfill_apply_%lld", (long long) job->job_id),
+						 TRIGGER_FIRES_ON_ORIGIN, false, ShareRowExclusiveLock);
+	table_close(rel, NoLock);
+
+	update_job(exec, true);
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(exec->barrier_cxt);
+}

@@ -1,0 +1,151 @@
+/*-------------------------------------------------------------------------
+ *
+ * run.c
+ *	  CALL backfill.run_job(job_id, max_barriers): run a job's executors in
+ *	  this session, one committed transaction per barrier.
+ *
+ * The procedure holds the job lock (catalog.c) at session level for the
+ * whole run, so a second session fails at once, and a session that dies
+ * releases it.  Each barrier runs in a transaction of its own, started
+ * REPEATABLE READ before it takes its snapshot (executor.c explains why one
+ * snapshot per barrier is what makes forwarding exact).  A kill at any
+ * moment loses only the barrier in flight.
+ *
+ * Every call after the first is a restart, as when RisingWave recovers a
+ * streaming job: the state is decoded and the recovery check runs before
+ * anything else.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "nodes/parsenodes.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+
+#include "backfill.h"
+
+PG_FUNCTION_INFO_V1(backfill_run_job);
+
+/* commit the current transaction and start the next barrier's */
+static void
+next_transaction(void)
+{
+	SPI_commit();
+	Assert(!FirstSnapshotSet);
+	XactIsoLevel = XACT_REPEATABLE_READ;
+}
+
+static void
+start_run(BackfillJob *job)
+{
+	Oid			argtypes[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(job->job_id)};
+	char	   *sql;
+
+	/* RisingWave re-reads the upstream's size on recovery too */
+	sql = psprintf("UPDATE backfill.job SET runs = runs + 1, last_error = NULL, "
+				   "last_error_detail = NULL, last_sqlstate = NULL, "
+				   "status = CASE status WHEN 'finished' THEN 'finished' ELSE 'backfilling' END, "
+				   "total_rows = (SELECT pg_catalog.count(*) FROM ONLY %s) "
+				   "WHERE job_id = $1", job->upstream_sql);
+	if (SPI_execute_with_args(sql, 1, argtypes, values, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not update backfill.job");
+}
+
+static void
+run_locked(BackfillJob *job, int max_barriers)
+{
+	BarrierExecutor *exec;
+	int			barriers = 0;
+
+	backfill_load_state(job);
+	if (job->runs > 0)
+		backfill_recovery_check(job);
+	start_run(job);
+
+	if (strcmp(job->status, "finished") == 0)
+		return;
+
+	exec = backfill_executor_create(job);
+	while (max_barriers <= 0 || barriers < max_barriers)
+	{
+		next_transaction();
+		barriers++;
+		if (backfill_all_finished(job))
+		{
+			backfill_run_finish_barrier(exec);
+			break;
+		}
+		backfill_run_barrier(exec, backfill_barrier_interval_ms);
+	}
+	SPI_commit();
+	backfill_executor_free(exec);
+}
+
+/*
+ * backfill.run_job(job_id bigint, max_barriers int DEFAULT NULL) procedure
+ */
+Datum
+backfill_run_job(PG_FUNCTION_ARGS)
+{
+	CallContext *callcxt = (CallContext *) fcinfo->context;
+	int64		job_id;
+	volatile int max_barriers = 0;
+	MemoryContext run_cxt;
+	BackfillJob *job;
+
+	if (callcxt == NULL || !IsA(callcxt, CallContext) || callcxt->atomic)
+		ereport(ERROR,
+				(errcode(ERRCODE_ACTIVE_SQL_TRANSACTION),
+				 errmsg("backfill.run_job() cannot run inside a transaction block"),
+				 errdetail("It commits one transaction per barrier."),
+				 errhint("Call it with CALL outside of BEGIN ... COMMIT.")));
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"job_id\" must not be null")));
+	job_id = PG_GETARG_INT64(0);
+	if (!PG_ARGISNULL(1))
+	{
+		max_barriers = PG_GETARG_INT32(1);
+		if (max_barriers < 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("max_barriers must be at least 1"),
+					 errhint("Pass NULL to run the job until it has finished.")));
+	}
+
+	/* survives the commits: PortalContext belongs to the CALL */
+	run_cxt = AllocSetContextCreate(PortalContext, "backfill run",
+									ALLOCSET_DEFAULT_SIZES);
+	if (SPI_connect_ext(SPI_OPT_NONATOMIC) != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+
+	backfill_lock_job(job_id, true);
+	PG_TRY();
+	{
+		job = backfill_load_job(job_id, run_cxt);
+		if (strcmp(job->status, "cancelled") == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("backfill job %lld has been cancelled", (long long) job_id),
+					 errhint("Create it again with backfill.recreate_job(%lld).",
+							 (long long) job_id)));
+		run_locked(job, max_barriers);
+	}
+	PG_FINALLY();
+	{
+		backfill_unlock_job(job_id);
+	}
+	PG_END_TRY();
+
+	SPI_finish();
+	MemoryContextDelete(run_cxt);
+	PG_RETURN_VOID();
+}

@@ -1,0 +1,105 @@
+/*-------------------------------------------------------------------------
+ *
+ * vnode.c
+ *	  The vnode of a key: which of the 256 virtual nodes a row belongs to.
+ *
+ * RisingWave hashes a row's distribution key (here: the primary key) to one
+ * of 256 vnodes and gives each actor a set of vnodes.  We hash each key
+ * column with its type's extended hash function, the one hash partitioning
+ * uses, so the result is stable across sessions, servers and upgrades: a
+ * vnode that changed would silently break every stored position.  Text is
+ * hashed under the "C" collation, i.e. by its bytes.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_collation.h"
+#include "common/hashfn.h"
+#include "fmgr.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/typcache.h"
+
+#include "backfill.h"
+
+PG_FUNCTION_INFO_V1(backfill_vnode);
+
+/* seed of the extended hash functions; never change it */
+#define BACKFILL_HASH_SEED	UINT64CONST(0x6261636b66696c6c)
+
+static FmgrInfo *
+hash_proc_for_type(Oid typid)
+{
+	TypeCacheEntry *tce;
+
+	tce = lookup_type_cache(typid, TYPECACHE_HASH_EXTENDED_PROC_FINFO);
+	if (!OidIsValid(tce->hash_extended_proc_finfo.fn_oid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_FUNCTION),
+				 errmsg("could not identify an extended hash function for type %s",
+						format_type_be(typid))));
+	return &tce->hash_extended_proc_finfo;
+}
+
+/*
+ * backfill_vnode_of
+ *		The vnode (0..255) of a key of nkeys columns of the given types.
+ */
+int
+backfill_vnode_of(int nkeys, Datum *values, bool *nulls, Oid *types)
+{
+	uint64		hash = 0;
+
+	for (int i = 0; i < nkeys; i++)
+	{
+		uint64		h = 0;
+
+		if (!nulls[i])
+			h = DatumGetUInt64(FunctionCall2Coll(hash_proc_for_type(types[i]),
+												 C_COLLATION_OID,
+												 values[i],
+												 UInt64GetDatum(BACKFILL_HASH_SEED)));
+		hash = hash_combine64(hash, h);
+	}
+	return (int) (hash % BACKFILL_VNODE_COUNT);
+}
+
+/*
+ * backfill.vnode(VARIADIC "any") RETURNS smallint
+ *
+ * The vnode of the key made of the arguments, in key column order.
+ */
+Datum
+backfill_vnode(PG_FUNCTION_ARGS)
+{
+	int			nargs = PG_NARGS();
+	Datum	   *values;
+	bool	   *nulls;
+	Oid		   *types;
+
+	if (nargs < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("backfill.vnode() needs at least one key column")));
+	if (get_fn_expr_variadic(fcinfo->flinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("backfill.vnode() does not accept an array after VARIADIC"),
+				 errhint("Pass the key columns as separate arguments.")));
+
+	values = palloc(nargs * sizeof(Datum));
+	nulls = palloc(nargs * sizeof(bool));
+	types = palloc(nargs * sizeof(Oid));
+	for (int i = 0; i < nargs; i++)
+	{
+		values[i] = PG_GETARG_DATUM(i);
+		nulls[i] = PG_ARGISNULL(i);
+		types[i] = get_fn_expr_argtype(fcinfo->flinfo, i);
+		if (!OidIsValid(types[i]))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("could not determine the type of key column %d", i + 1)));
+	}
+	PG_RETURN_INT16((int16) backfill_vnode_of(nargs, values, nulls, types));
+}
