@@ -13,13 +13,13 @@ OBJS = \
 DATA = sql/backfill--1.0.sql
 PGFILEDESC = "backfill - resumable backfill of derived tables"
 
-REGRESS = setup create_job run_job recovery observe cancel_drop
+REGRESS = setup
 REGRESS_OPTS = --inputdir=. --outputdir=.
-ISOLATION = changes_across_barriers key_moves writer_across_barrier final_barrier_race two_runners
+ISOLATION =
 ISOLATION_OPTS = --inputdir=. --outputdir=output_iso
 TAP_TESTS = 1
 
-PG_CFLAGS = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
+PG_CFLAGS = $(PG_CFLAGS_EXTRA) -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Wno-sign-compare
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)

@@ -1,0 +1,59 @@
+#!/bin/bash
+# scripts/test.sh: build backfill and run its whole test suite.
+#
+# pg_regress and isolation tests run in a throw-away cluster made by
+# pg_virtualenv; TAP tests make their own clusters (PostgreSQL::Test::Cluster).
+# No existing cluster is touched.  As root, missing Debian packages are
+# installed first, and the TAP tests run as the unprivileged user "postgres"
+# on a copy of the tree, since PostgreSQL refuses to run as root.
+set -euo pipefail
+
+PGVER=${PGVER:-15}
+HERE=$(cd "$(dirname "$0")/.." && pwd)
+cd "$HERE"
+
+. scripts/common.sh
+install_packages postgresql-$PGVER postgresql-server-dev-$PGVER libipc-run-perl make gcc
+
+export PG_CONFIG=/usr/lib/postgresql/$PGVER/bin/pg_config
+step "build (warnings are errors)"
+make -s clean
+make -s PG_CFLAGS_EXTRA=-Werror
+as_installer make -s install
+
+status=0
+
+# As root, the tests run on a copy of the tree owned by "postgres": the
+# servers run as that user and write their results next to the tests.
+workdir=$HERE
+if [ "$(id -u)" = 0 ]; then
+    workdir=$(mktemp -d /tmp/backfill-test.XXXXXX)
+    cp -a "$HERE"/. "$workdir"/
+    rm -rf "$workdir/.git"
+    chown -R postgres "$workdir"
+fi
+run_as_tester() {
+    if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+}
+
+step "pg_regress and isolation tests"
+if ! (cd "$workdir" && pg_virtualenv -v "$PGVER" make installcheck TAP_TESTS=); then
+    status=1
+    for f in "$workdir/regression.diffs" "$workdir/output_iso/regression.diffs"; do
+        [ -f "$f" ] && cat "$f"
+    done
+fi
+
+step "TAP tests"
+run_as_tester make -C "$workdir" installcheck REGRESS= ISOLATION= || status=1
+
+if [ "$workdir" != "$HERE" ]; then
+    if [ $status = 0 ]; then rm -rf "$workdir"; else echo "test output kept in $workdir"; fi
+fi
+
+if [ $status = 0 ]; then
+    step "all tests passed"
+else
+    step "some tests failed"
+fi
+exit $status
