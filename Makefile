@@ -13,7 +13,7 @@ OBJS = \
 DATA = sql/backfill--1.0.sql
 PGFILEDESC = "backfill - resumable backfill of derived tables"
 
-REGRESS = setup
+REGRESS = setup create_job run_job recovery observe cancel_drop
 REGRESS_OPTS = --inputdir=. --outputdir=.
 ISOLATION =
 ISOLATION_OPTS = --inputdir=. --outputdir=output_iso

@@ -1,0 +1,242 @@
+
+# Copyright (c) backfill authors
+#
+# t/BackfillTestLib.pm: helpers shared by the TAP tests of backfill.
+#
+# Crash tests need a few things PostgreSQL::Test::Cluster does not give
+# directly: a CALL that runs in the background and can be killed, writers
+# that run in the background while it does, polling with a deadline, and the
+# decoded per-vnode state of a job to compare before and after a crash.
+
+package BackfillTestLib;
+
+use strict;
+use warnings;
+
+use Exporter 'import';
+use IPC::Run;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use Time::HiRes qw(usleep time);
+
+our @EXPORT = qw(
+  backfill_node
+  start_run_job
+  finish_bg
+  start_writers
+  wait_until
+  runner_pid
+  kill_backend_and_wait
+  job_info
+  job_state
+  compare_states
+  state_groups
+);
+
+# Every background process gets killed by IPC::Run after this long, so that
+# a hung test ends instead of waiting forever.
+my $bg_timeout = $PostgreSQL::Test::Utils::timeout_default;
+
+# A node set up for crash tests: restart_after_crash is on (the test
+# framework turns it off), statements are not logged (pgbench would flood the
+# log), and barriers are short.
+sub backfill_node
+{
+	my ($name) = @_;
+	my $node = PostgreSQL::Test::Cluster->new($name);
+	$node->init;
+	$node->append_conf(
+		'postgresql.conf', q{
+restart_after_crash = on
+log_statement = none
+max_connections = 40
+backfill.barrier_interval_ms = 100
+});
+	$node->start;
+	$node->safe_psql('postgres', 'CREATE EXTENSION backfill');
+	return $node;
+}
+
+# Start "CALL backfill.run_job(job)" in a psql of its own, in the background.
+# The session is tagged with an application_name so that its backend can be
+# found in pg_stat_activity.  Returns a hash: h (the IPC::Run harness), out,
+# err.
+sub start_run_job
+{
+	my ($node, $job_id, $appname) = @_;
+	$appname //= "backfill_runner_$job_id";
+	my $r = { out => '', err => '', name => $appname };
+	my $connstr = $node->connstr('postgres') . " application_name=$appname";
+	$r->{h} = IPC::Run::start(
+		[
+			'psql', '-X', '-At', '-v', 'ON_ERROR_STOP=1',
+			'-d', $connstr, '-c', "CALL backfill.run_job($job_id)"
+		],
+		'<', \undef,
+		'>', \$r->{out},
+		'2>', \$r->{err},
+		IPC::Run::timeout($bg_timeout));
+	return $r;
+}
+
+# Wait for a background process started here to exit; returns its exit code
+# (-1 if IPC::Run had to kill it on timeout).
+sub finish_bg
+{
+	my ($r) = @_;
+	my $rc;
+	eval { $r->{h}->finish; $rc = $r->{h}->result(0); 1 } or do {
+		diag("background process failed: $@");
+		eval { $r->{h}->kill_kill; };
+		$rc = -1;
+	};
+	return $rc;
+}
+
+# Start pgbench in the background with the given script, for at most $secs
+# seconds, at a bounded total rate so that a 2-core machine still leaves
+# room for the backfill.  Each client only touches keys congruent to its
+# client_id modulo $clients (the script must use that), so the writers never
+# conflict with each other and never fail on a duplicate key.
+sub start_writers
+{
+	my ($node, $script, $secs, %opts) = @_;
+	my $clients = $opts{clients} // 2;
+	my $rate = $opts{rate} // 150;
+	my $r = { out => '', err => '' };
+	my @cmd = (
+		'pgbench', '-n', '-h', $node->host, '-p', $node->port,
+		'-c', $clients, '-j', $clients, '-T', $secs, '-R', $rate,
+		'-f', $script);
+	push @cmd, 'postgres';
+	$r->{h} = IPC::Run::start(\@cmd, '<', \undef, '>', \$r->{out}, '2>',
+		\$r->{err}, IPC::Run::timeout($bg_timeout));
+	return $r;
+}
+
+# Call $cb every 50 ms until it returns true or $secs have passed; returns
+# its last value.
+sub wait_until
+{
+	my ($secs, $cb) = @_;
+	my $deadline = time + $secs;
+	my $v;
+	while (1)
+	{
+		$v = $cb->();
+		return $v if $v || time > $deadline;
+		usleep(50_000);
+	}
+}
+
+# The pid of the backend that runs a background run_job.
+sub runner_pid
+{
+	my ($node, $r) = @_;
+	return $node->safe_psql('postgres',
+		    "SELECT pid FROM pg_stat_activity "
+		  . "WHERE application_name = '$r->{name}' AND query LIKE '%run_job%'");
+}
+
+# kill -9 one backend and wait until the postmaster has noticed, killed the
+# other backends, reinitialized and accepts connections again.  Waiting for
+# the "reinitializing" line first matters: right after the kill the
+# postmaster may not have noticed yet, and a query could still succeed.
+sub kill_backend_and_wait
+{
+	my ($node, $pid) = @_;
+	my $offset = -s $node->logfile;
+	ok(kill('KILL', $pid), "kill -9 of backend $pid");
+	$node->wait_for_log(
+		qr/server process \(PID $pid\) was terminated by signal 9.*all server processes terminated; reinitializing/s,
+		$offset);
+	ok($node->poll_query_until('postgres', 'SELECT true'),
+		'server accepts connections again after the crash');
+}
+
+# One row of backfill.jobs, as a hash.
+sub job_info
+{
+	my ($node, $job_id) = @_;
+	my @cols = qw(status row_count epoch kind fragment_id parallelism
+	  chunk_size upstream_table_id last_error);
+	my $out = $node->safe_psql('postgres',
+		    "SELECT "
+		  . join(', ', map { "coalesce($_::text, '')" } @cols)
+		  . " FROM backfill.jobs WHERE job_id = $job_id",
+		extra_params => [ '-F', "\x1f" ]);
+	my @vals = split /\x1f/, $out, -1;
+	my %h;
+	@h{@cols} = @vals;
+	return \%h;
+}
+
+# The decoded state of a job: vnode => { actor, pos (a number, or undef when
+# the vnode has no position), pos_text, finished (0/1), rows }.  Keys must be
+# a single bigint column.
+sub job_state
+{
+	my ($node, $job_id) = @_;
+	my $out = $node->safe_psql('postgres',
+		"SELECT vnode, actor_id, coalesce(current_pos, 'NULL'), backfill_finished, row_count "
+		  . "FROM backfill.job_state($job_id) ORDER BY vnode");
+	my %s;
+	for my $line (split /\n/, $out)
+	{
+		my ($v, $actor, $pos, $fin, $rows) = split /\|/, $line;
+		my $num;
+		$num = $1 if $pos =~ /^\((-?\d+)\)$/;
+		$s{$v} = {
+			actor => $actor,
+			pos => $num,
+			pos_text => $pos,
+			finished => ($fin eq 't' ? 1 : 0),
+			rows => $rows
+		};
+	}
+	return \%s;
+}
+
+# The ways $after went back from $before, vnode by vnode: a position moved
+# backwards or vanished, a finished vnode became unfinished, a count shrank.
+# Returns a list of messages, empty when nothing went back.
+sub compare_states
+{
+	my ($before, $after) = @_;
+	my @bad;
+	for my $v (sort { $a <=> $b } keys %$before)
+	{
+		my ($b, $a) = ($before->{$v}, $after->{$v});
+		if (!defined $a)
+		{
+			push @bad, "vnode $v: missing";
+			next;
+		}
+		push @bad, "vnode $v: was finished, is not"
+		  if $b->{finished} && !$a->{finished};
+		push @bad, "vnode $v: lost its position $b->{pos_text}"
+		  if defined $b->{pos} && !defined $a->{pos};
+		push @bad, "vnode $v: position went back from $b->{pos} to $a->{pos}"
+		  if defined $b->{pos} && defined $a->{pos} && $a->{pos} < $b->{pos};
+		push @bad, "vnode $v: row_count went back from $b->{rows} to $a->{rows}"
+		  if $a->{rows} < $b->{rows};
+	}
+	return @bad;
+}
+
+# The number of sets of unfinished vnodes that share an actor and a
+# position: a barrier with backfill.barrier_interval_ms = 0 reads one chunk
+# for each of them (executor.c, "one round").
+sub state_groups
+{
+	my ($state) = @_;
+	my %g;
+	for my $s (values %$state)
+	{
+		next if $s->{finished};
+		$g{"$s->{actor}/$s->{pos_text}"} = 1;
+	}
+	return scalar keys %g;
+}
+
+1;
