@@ -317,6 +317,7 @@ DECLARE
     cols_u text;
     cols_d text;
     covered text := 'true';
+    pending text := 'false';
 BEGIN
     IF j.status = 'cancelled' THEN
         RAISE EXCEPTION 'backfill job % has been cancelled', job_id
@@ -333,15 +334,18 @@ BEGIN
       INTO cols_u, cols_d
       FROM unnest(j.columns) WITH ORDINALITY AS t(c, o);
 
-    -- a backfilling job covers, per vnode, the keys up to its position
+    -- a backfilling job covers, per vnode, the keys up to its position, and
+    -- the keys captured since its last barrier are pending, not differences;
+    -- a finished job covers every key and has nothing pending
     IF j.status <> 'finished' THEN
         covered := format('EXISTS (SELECT FROM %s s WHERE s.vnode = backfill.vnode(%s) '
                           'AND (s.backfill_finished OR (%s) <= (%s)))',
                           j.state_table, key_u, key_u, key_s);
+        pending := format('EXISTS (SELECT FROM %s c WHERE ROW(%s) = coalesce(u.k, d.k))',
+                          j.change_table, key_c);
     END IF;
 
-    -- one snapshot for all of it; keys captured since the last barrier are
-    -- pending, not differences
+    -- one snapshot for all of it (the function is STABLE)
     RETURN QUERY EXECUTE format(
         'SELECT coalesce(u.k, d.k)::text, '
         '       CASE WHEN d.k IS NULL THEN ''missing'' '
@@ -349,10 +353,10 @@ BEGIN
         '  FROM (SELECT ROW(%1$s) AS k, ROW(%2$s) AS r FROM ONLY %3$s u WHERE %4$s) u '
         '  FULL JOIN (SELECT ROW(%5$s) AS k, ROW(%6$s) AS r FROM %7$s d) d ON u.k = d.k '
         ' WHERE (u.k IS NULL OR d.k IS NULL OR NOT (u.r OPERATOR(pg_catalog.*=) d.r)) '
-        '   AND NOT EXISTS (SELECT FROM %8$s c WHERE ROW(%9$s) = coalesce(u.k, d.k)) '
+        '   AND NOT %8$s '
         ' ORDER BY coalesce(u.k, d.k)',
         key_u, cols_u, j.upstream_table_id::regclass, covered,
-        key_d, cols_d, j.downstream, j.change_table, key_c);
+        key_d, cols_d, j.downstream, pending);
 END
 $$;
 COMMENT ON FUNCTION backfill.verify_job(bigint) IS

@@ -1,4 +1,5 @@
 -- cancel_job, drop_job, recreate_job: what they remove, and when they refuse.
+\set SHOW_CONTEXT never
 SET backfill.barrier_interval_ms = 0;
 SELECT backfill.drop_job(job_id) FROM backfill.job;
 SELECT pg_catalog.setval('backfill.job_id_seq', 1, false);
