@@ -23,9 +23,14 @@ our @EXPORT = qw(
   backfill_node
   start_run_job
   finish_bg
+  writer_script
+  writer_transactions
   start_writers
   wait_until
   runner_pid
+  wait_rows
+  freeze_job
+  wait_blocked_on_state
   kill_backend_and_wait
   job_info
   job_state
@@ -53,7 +58,45 @@ max_connections = 40
 backfill.barrier_interval_ms = 100
 });
 	$node->start;
-	$node->safe_psql('postgres', 'CREATE EXTENSION backfill');
+	$node->safe_psql(
+		'postgres', q{
+CREATE EXTENSION backfill;
+-- Waits, polling every 10 ms, until the committed row_count of a job reaches
+-- target or the job has ended; returns "status row_count", prefixed with
+-- "timeout " if it gave up.  Polling in the server reacts within one barrier
+-- or so, where a psql per poll would not: a barrier can be 10k rows.
+CREATE FUNCTION wait_rows(job bigint, target bigint, timeout_s float8)
+RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    st text;
+    rc bigint;
+    deadline timestamptz := clock_timestamp() + make_interval(secs => timeout_s);
+BEGIN
+    LOOP
+        SELECT status, row_count INTO st, rc FROM backfill.jobs WHERE job_id = job;
+        IF st IN ('finished', 'failed') OR rc >= target THEN
+            RETURN st || ' ' || rc;
+        END IF;
+        IF clock_timestamp() > deadline THEN
+            RETURN 'timeout ' || st || ' ' || rc;
+        END IF;
+        PERFORM pg_sleep(0.01);
+    END LOOP;
+END
+$$;
+-- wait_rows(), then lock the job's state table against writes until the
+-- caller's transaction ends; see freeze_job() in t/BackfillTestLib.pm
+CREATE FUNCTION wait_and_lock(job bigint, target bigint, timeout_s float8)
+RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    r text := wait_rows(job, target, timeout_s);
+BEGIN
+    EXECUTE format('LOCK TABLE %s IN SHARE MODE',
+                   (SELECT state_table FROM backfill.jobs WHERE job_id = job));
+    RETURN r;
+END
+$$;
+});
 	return $node;
 }
 
@@ -93,6 +136,45 @@ sub finish_bg
 	return $rc;
 }
 
+# The writers' script for pgbench on $table (id bigint primary key, a int,
+# b text): single-row inserts, updates, deletes, key changes and a
+# two-statement transaction, on random keys.  Each client only touches keys of
+# its own parity (-c 2: client_id is 0 or 1), so the clients never conflict
+# and no statement fails (pgbench 15 aborts a client on any error).  Keys go
+# up to 250001, above the tables' initial keys, so inserts and key changes
+# land both behind and ahead of the backfill's positions.
+sub writer_script
+{
+	my ($node, $table) = @_;
+	my $file = $node->basedir . "/writers_$table.sql";
+	unlink $file;
+	append_to_file($file, <<"EOS");
+\\set i1 2 * random(0, 125000) + :client_id
+\\set i2 2 * random(0, 125000) + :client_id
+\\set i3 2 * random(0, 125000) + :client_id
+\\set i4 2 * random(0, 125000) + :client_id
+\\set i5 2 * random(0, 125000) + :client_id
+\\set i6 2 * random(0, 125000) + :client_id
+\\set i7 2 * random(0, 125000) + :client_id
+INSERT INTO $table (id, a, b) VALUES (:i1, :i1 % 1000, 'ins') ON CONFLICT (id) DO NOTHING;
+UPDATE $table SET a = a + 1, b = md5(random()::text) WHERE id = :i2;
+DELETE FROM $table WHERE id = :i3;
+UPDATE $table SET id = :i5, b = 'moved' WHERE id = :i4 AND NOT EXISTS (SELECT FROM $table WHERE id = :i5);
+BEGIN;
+UPDATE $table SET a = -a WHERE id = :i6;
+INSERT INTO $table VALUES (:i7, 7, 'tx') ON CONFLICT (id) DO UPDATE SET a = excluded.a, b = 'upsert';
+COMMIT;
+EOS
+	return $file;
+}
+
+# The number of transactions a finished pgbench run reports.
+sub writer_transactions
+{
+	my ($w) = @_;
+	return $w->{out} =~ /number of transactions actually processed: (\d+)/ ? $1 : 0;
+}
+
 # Start pgbench in the background with the given script, for at most $secs
 # seconds, at a bounded total rate so that a 2-core machine still leaves
 # room for the backfill.  Each client only touches keys congruent to its
@@ -102,7 +184,7 @@ sub start_writers
 {
 	my ($node, $script, $secs, %opts) = @_;
 	my $clients = $opts{clients} // 2;
-	my $rate = $opts{rate} // 150;
+	my $rate = $opts{rate} // 400;
 	my $r = { out => '', err => '' };
 	my @cmd = (
 		'pgbench', '-n', '-h', $node->host, '-p', $node->port,
@@ -129,13 +211,84 @@ sub wait_until
 	}
 }
 
-# The pid of the backend that runs a background run_job.
+# The pid of the backend that runs a background run_job, once it runs it
+# (empty if it does not within the timeout).
 sub runner_pid
 {
 	my ($node, $r) = @_;
+	my $pid;
+	wait_until(
+		$PostgreSQL::Test::Utils::timeout_default,
+		sub {
+			$pid = $node->safe_psql('postgres',
+				    "SELECT pid FROM pg_stat_activity "
+				  . "WHERE application_name = '$r->{name}' AND query LIKE '%run_job%'");
+			return $pid ne '';
+		});
+	return $pid;
+}
+
+# Wait until the committed row_count of a job reaches $target or the job has
+# ended; returns "status row_count" (prefixed "timeout " if it gave up).
+sub wait_rows
+{
+	my ($node, $job_id, $target, $secs) = @_;
+	$secs //= 120;
 	return $node->safe_psql('postgres',
-		    "SELECT pid FROM pg_stat_activity "
-		  . "WHERE application_name = '$r->{name}' AND query LIKE '%run_job%'");
+		"SELECT wait_rows($job_id, $target, $secs)");
+}
+
+# Freeze a running job once its committed row_count has reached $target:
+# a session of its own waits for that (in the server, polling every 10 ms),
+# then takes SHARE lock on the job's state table and keeps it.  The runner's
+# barrier in flight then reads its chunks (inserting them downstream) for
+# barrier_interval_ms as usual, and blocks where it persists its state,
+# before its commit.  So the committed progress stays put, however fast the
+# backfill runs, and a crash then loses a whole barrier's worth of reads.
+# Returns the session (a hash like start_run_job's); it ends with the crash.
+sub freeze_job
+{
+	my ($node, $job_id, $target) = @_;
+	my $r = { out => '', err => '' };
+
+	# a file, not a scalar: IPC::Run only feeds a scalar while it is pumped
+	my $file = $node->basedir . "/freeze_${job_id}_$target.sql";
+	unlink $file;
+	append_to_file($file,
+		    "BEGIN;\nSELECT wait_and_lock($job_id, $target, 120);\n"
+		  . "SELECT pg_sleep($bg_timeout);\n");
+	$r->{h} = IPC::Run::start(
+		[
+			'psql', '-X', '-At', '-v', 'ON_ERROR_STOP=1',
+			'-d', $node->connstr('postgres'), '-f', $file
+		],
+		'<', \undef,
+		'>', \$r->{out},
+		'2>', \$r->{err},
+		IPC::Run::timeout($bg_timeout));
+	return $r;
+}
+
+# Wait until the backend $pid waits for a lock on the job's state table
+# (see freeze_job).  Returns 'blocked', or false if the job ended or the
+# timeout passed first.
+sub wait_blocked_on_state
+{
+	my ($node, $job_id, $pid) = @_;
+	return wait_until(
+		$PostgreSQL::Test::Utils::timeout_default,
+		sub {
+			my $s = $node->safe_psql(
+				'postgres', qq{
+SELECT CASE
+    WHEN EXISTS (SELECT FROM pg_locks l JOIN backfill.jobs j ON l.relation = j.state_table
+                  WHERE j.job_id = $job_id AND l.pid = $pid AND NOT l.granted) THEN 'blocked'
+    WHEN NOT EXISTS (SELECT FROM pg_stat_activity WHERE pid = $pid) THEN 'gone'
+    ELSE '' END});
+			return 'blocked' if $s eq 'blocked';
+			return 'gone' if $s eq 'gone';
+			return '';
+		}) eq 'blocked';
 }
 
 # kill -9 one backend and wait until the postmaster has noticed, killed the
@@ -159,10 +312,10 @@ sub job_info
 {
 	my ($node, $job_id) = @_;
 	my @cols = qw(status row_count epoch kind fragment_id parallelism
-	  chunk_size upstream_table_id last_error);
+	  chunk_size upstream_table_id state_table last_error);
 	my $out = $node->safe_psql('postgres',
 		    "SELECT "
-		  . join(', ', map { "coalesce($_::text, '')" } @cols)
+		  . join(', ', map { "coalesce(${_}::text, '')" } @cols)
 		  . " FROM backfill.jobs WHERE job_id = $job_id",
 		extra_params => [ '-F', "\x1f" ]);
 	my @vals = split /\x1f/, $out, -1;
