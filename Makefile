@@ -8,8 +8,10 @@ OBJS = \
 	src/capture.o \
 	src/executor.o \
 	src/run.o \
+	src/shmem.o \
 	src/state.o \
-	src/vnode.o
+	src/vnode.o \
+	src/worker.o
 DATA = sql/backfill--1.0.sql
 PGFILEDESC = "backfill - resumable backfill of derived tables"
 

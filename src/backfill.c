@@ -1,16 +1,20 @@
 /*-------------------------------------------------------------------------
  *
  * backfill.c
- *	  Module entry point of the backfill extension: settings only.
+ *	  Module entry point of the backfill extension: settings and hooks.
  *
- * Everything else lives in the files named in backfill.h.  _PG_init only
- * defines the settings, so that loading the library has no other effect.
+ * Everything else lives in the files named in backfill.h.  _PG_init defines
+ * the settings; when the library is in shared_preload_libraries it also
+ * requests the shared memory of the worker registry (shmem.c) and registers
+ * the launcher (worker.c).  Loaded any other way, run_job works and
+ * start_job says what is missing.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "fmgr.h"
+#include "miscadmin.h"
 #include "utils/guc.h"
 
 #include "backfill.h"
@@ -43,4 +47,22 @@ _PG_init(void)
 							NULL, NULL, NULL);
 
 	MarkGUCPrefixReserved("backfill");
+
+	/*
+	 * Workers and their registry need the library preloaded; so does a
+	 * setting read only at server start, which cannot be defined later.
+	 */
+	if (process_shared_preload_libraries_in_progress)
+	{
+		DefineCustomStringVariable("backfill.database",
+								   "Database in which the launcher restarts background jobs.",
+								   "The launcher starts with the server when the library is preloaded.",
+								   &backfill_database,
+								   "postgres",
+								   PGC_POSTMASTER,
+								   0,
+								   NULL, NULL, NULL);
+		backfill_shmem_init();
+		backfill_register_launcher();
+	}
 }

@@ -20,6 +20,8 @@
  * src/executor.c	 one barrier: changes, snapshot chunks, state
  * src/run.c		 run_job: the barrier loop, one transaction per barrier
  * src/vnode.c		 the vnode of a key
+ * src/shmem.c		 the registry of background workers, launching them
+ * src/worker.c		 the actor workers and the launcher
  *
  *-------------------------------------------------------------------------
  */
@@ -89,7 +91,9 @@ typedef struct BackfillJob
 	Oid			change_table;
 	int32		fragment_id;
 	int			chunk_size;
-	int64		epoch;
+	int			rate_limit;		/* rows/s per actor; 0 paused; -1 none */
+	bool		background;		/* run_mode 'background' */
+	int64		epoch;			/* of the last barrier, any actor */
 	int32		runs;
 
 	/* SQL names, quoted and schema-qualified, fixed for the run */
@@ -120,6 +124,10 @@ extern const char *backfill_kind_name(BackfillKind kind);
 extern BackfillJob *backfill_load_job(int64 job_id, MemoryContext cxt);
 extern void backfill_lock_job(int64 job_id, bool session);
 extern void backfill_unlock_job(int64 job_id);
+extern void backfill_wait_job_lock(int64 job_id);
+extern void backfill_lock_job_shared(int64 job_id);
+extern void backfill_unlock_job_shared(int64 job_id);
+extern bool backfill_job_lock_held(int64 job_id);
 extern void backfill_fail_job(BackfillJob *job, int sqlerrcode,
 							  const char *message, const char *detail);
 extern char *backfill_pk_list(BackfillJob *job, const char *alias);
@@ -134,8 +142,30 @@ typedef struct BarrierExecutor BarrierExecutor;
 extern BarrierExecutor *backfill_executor_create(BackfillJob *job);
 extern void backfill_executor_free(BarrierExecutor *exec);
 extern bool backfill_all_finished(BackfillJob *job);
-extern void backfill_run_barrier(BarrierExecutor *exec, int interval_ms);
-extern void backfill_run_finish_barrier(BarrierExecutor *exec);
+extern bool backfill_actor_finished(BackfillJob *job, int actor);
+extern bool backfill_job_finished_everywhere(BackfillJob *job);
+extern int64 backfill_run_barrier(BarrierExecutor *exec, int actor, int interval_ms,
+								  int rate_limit);
+extern bool backfill_run_finish_barrier(BarrierExecutor *exec);
+extern void backfill_reload_settings(BackfillJob *job);
+
+/* run.c */
+extern bool backfill_prepare_run(BackfillJob *job, bool background);
+
+/* shmem.c */
+extern bool backfill_preloaded;
+extern void backfill_shmem_init(void);
+extern void backfill_launch_job(BackfillJob *job, bool from_launcher);
+extern bool backfill_stop_workers(int64 job_id, bool immediate);
+extern bool backfill_stop_requested(int64 job_id);
+extern bool backfill_claim_prepare(int64 job_id);
+extern void backfill_finish_prepare(int64 job_id, bool ok);
+extern bool backfill_wait_prepared(int64 job_id);
+extern void backfill_attach_worker(int64 job_id, int32 actor_id);
+
+/* worker.c */
+extern char *backfill_database;
+extern void backfill_register_launcher(void);
 
 /* vnode.c */
 extern int	backfill_vnode_of(int nkeys, Datum *values, bool *nulls, Oid *types);

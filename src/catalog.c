@@ -15,9 +15,12 @@
  * between reading the table's shape and the capture trigger's creation.
  *
  * The job lock is an advisory lock with field4 BACKFILL_LOCK_FIELD4, which
- * pg_advisory_lock() never uses.  run_job holds it at session level for the
- * whole run; cancel_job and drop_job hold it at transaction level.  Whoever
- * cannot get it at once fails with OBJECT_IN_USE.
+ * pg_advisory_lock() never uses.  run_job holds it exclusively at session
+ * level for the whole run; the background actors of a job share it, each at
+ * session level; start_job, cancel_job, drop_job and reschedule hold it
+ * exclusively at transaction level.  Whoever cannot get it at once fails
+ * with OBJECT_IN_USE, except after stopping a job's workers, when waiting
+ * for them to let go of it is the point.
  *
  *-------------------------------------------------------------------------
  */
@@ -28,6 +31,9 @@
 #include "access/relation.h"
 #include "access/table.h"
 #include "catalog/catalog.h"
+#include "catalog/dependency.h"
+#include "catalog/pg_extension.h"
+#include "commands/extension.h"
 #include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_am.h"
@@ -46,6 +52,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/regproc.h"
 #include "utils/syscache.h"
@@ -53,7 +60,6 @@
 #include "backfill.h"
 
 PG_FUNCTION_INFO_V1(backfill_create_job);
-PG_FUNCTION_INFO_V1(backfill_lock_job_sql);
 
 /* names of the state table's own columns, which a key column cannot take */
 static const char *const state_column_names[] = {
@@ -311,6 +317,7 @@ backfill_create_job(PG_FUNCTION_ARGS)
 	ArrayType  *requested = NULL;
 	int32		parallelism;
 	int32		chunk_size;
+	int32		rate_limit = -1;
 	Relation	rel;
 	AttrNumber *pk;
 	Oid		   *pk_collations;
@@ -349,6 +356,15 @@ backfill_create_job(PG_FUNCTION_ARGS)
 		requested = PG_GETARG_ARRAYTYPE_P(3);
 	parallelism = PG_GETARG_INT32(4);
 	chunk_size = PG_GETARG_INT32(5);
+	if (!PG_ARGISNULL(6))
+	{
+		rate_limit = PG_GETARG_INT32(6);
+		if (rate_limit < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("rate_limit must not be negative"),
+					 errhint("Pass NULL for no limit, or 0 to create the job paused.")));
+	}
 
 	if (kind == BACKFILL_KIND_SNAPSHOT || kind == BACKFILL_KIND_CDC)
 		ereport(ERROR,
@@ -500,12 +516,36 @@ backfill_create_job(PG_FUNCTION_ARGS)
 	appendStringInfo(&buf, "CREATE TABLE %s (%s)", changes_sql, ddl.data + 2);
 	spi_exec(buf.data, SPI_OK_UTILITY);
 
+	/*
+	 * The state and change tables belong to the extension's data: DROP
+	 * EXTENSION refuses while they exist, and CASCADE drops them.  They are
+	 * not members, so pg_dump keeps them.
+	 */
+	{
+		ObjectAddress extension;
+
+		ObjectAddressSet(extension, ExtensionRelationId,
+						 get_extension_oid(BACKFILL_SCHEMA, false));
+		for (int i = 0; i < 2; i++)
+		{
+			ObjectAddress table;
+			Oid			relid;
+
+			relid = get_relname_relid(psprintf(i == 0 ? "state_%lld" : "changes_%lld",
+											   (long long) job_id),
+									  get_namespace_oid(BACKFILL_SCHEMA, false));
+			ObjectAddressSet(table, RelationRelationId, relid);
+			recordDependencyOn(&table, &extension, DEPENDENCY_NORMAL);
+		}
+	}
+
 	/* the catalog rows */
 	{
-		Oid			argtypes[15] = {INT8OID, TEXTOID, TEXTOID, OIDOID, OIDOID,
+		Oid			argtypes[16] = {INT8OID, TEXTOID, TEXTOID, OIDOID, OIDOID,
 		TEXTOID, TEXTOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID, INT4OID, INT4OID,
-		INT4OID, INT8OID, TEXTOID};
-		Datum		values[15];
+		INT4OID, INT8OID, TEXTOID, INT4OID};
+		Datum		values[16];
+		char		nulls[16];
 		char	   *ddl_statement;
 		bool		isnull;
 
@@ -536,15 +576,19 @@ backfill_create_job(PG_FUNCTION_ARGS)
 		values[12] = Int32GetDatum(chunk_size);
 		values[13] = Int64GetDatum(total_rows);
 		values[14] = CStringGetTextDatum(ddl_statement);
+		values[15] = Int32GetDatum(rate_limit);
+		memset(nulls, ' ', sizeof(nulls));
+		if (rate_limit < 0)
+			nulls[15] = 'n';
 
 		if (SPI_execute_with_args("INSERT INTO backfill.job (job_id, job_name, kind, upstream, "
 								  "upstream_table_id, downstream_name, downstream, state_table, "
 								  "change_table, columns, pk_columns, fragment_id, parallelism, "
-								  "chunk_size, total_rows, ddl_statement) "
+								  "chunk_size, total_rows, ddl_statement, rate_limit) "
 								  "VALUES ($1, $2, $3, $4, $5, $6, $6::pg_catalog.regclass, "
 								  "$7::pg_catalog.regclass, $8::pg_catalog.regclass, $9, $10, "
-								  "$11, $12, $13, $14, $15)",
-								  15, argtypes, values, NULL, false, 0) != SPI_OK_INSERT)
+								  "$11, $12, $13, $14, $15, $16)",
+								  16, argtypes, values, nulls, false, 0) != SPI_OK_INSERT)
 			elog(ERROR, "could not insert into backfill.job");
 	}
 	{
@@ -665,9 +709,13 @@ backfill_load_job(int64 job_id, MemoryContext cxt)
 	if (SPI_execute_with_args("SELECT job_name, kind, status, owner::pg_catalog.oid, "
 							  "upstream_table_id, downstream::pg_catalog.oid, "
 							  "state_table::pg_catalog.oid, change_table::pg_catalog.oid, "
-							  "fragment_id, chunk_size, epoch, runs, columns, pk_columns "
-							  "FROM backfill.job WHERE job_id = $1",
-							  1, argtypes, values, NULL, true, 0) != SPI_OK_SELECT)
+							  "fragment_id, chunk_size, "
+							  "(SELECT coalesce(pg_catalog.max(a.epoch), 0) FROM backfill.actor a "
+							  " WHERE a.job_id = j.job_id), "
+							  "runs, columns, pk_columns, coalesce(rate_limit, -1), "
+							  "run_mode = 'background' "
+							  "FROM backfill.job j WHERE job_id = $1",
+							  1, argtypes, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read backfill.job");
 	if (SPI_processed == 0)
 		ereport(ERROR,
@@ -700,6 +748,8 @@ backfill_load_job(int64 job_id, MemoryContext cxt)
 	job->columns_sql = text_array_sql(SPI_getbinval(tup, desc, 13, &isnull),
 									  &job->col_names, &job->ncols);
 	(void) text_array_sql(SPI_getbinval(tup, desc, 14, &isnull), &job->pk_names, &job->npk);
+	job->rate_limit = DatumGetInt32(SPI_getbinval(tup, desc, 15, &isnull));
+	job->background = DatumGetBool(SPI_getbinval(tup, desc, 16, &isnull));
 
 	/* a cancelled job has no tables left: the caller reports it */
 	if (strcmp(job->status, "cancelled") != 0)
@@ -725,7 +775,7 @@ backfill_load_job(int64 job_id, MemoryContext cxt)
 
 	if (SPI_execute_with_args("SELECT actor_id, vnode_start, vnode_end FROM backfill.actor "
 							  "WHERE job_id = $1 ORDER BY actor_id",
-							  1, argtypes, values, NULL, true, 0) != SPI_OK_SELECT)
+							  1, argtypes, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read backfill.actor");
 	oldcxt = MemoryContextSwitchTo(cxt);
 	job->nactors = (int) SPI_processed;
@@ -742,23 +792,36 @@ backfill_load_job(int64 job_id, MemoryContext cxt)
 	return job;
 }
 
+static void
+job_locktag(LOCKTAG *tag, int64 job_id)
+{
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) (job_id >> 32),
+						 (uint32) job_id, BACKFILL_LOCK_FIELD4);
+}
+
+static void
+report_job_running(int64 job_id)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_IN_USE),
+			 errmsg("backfill job %lld is already running", (long long) job_id),
+			 errdetail("Another session is running or changing the job."),
+			 errhint("Wait for that session to finish, or stop it.")));
+}
+
 /*
  * backfill_lock_job
- *		Take the job lock without waiting, at session or transaction level.
+ *		Take the job lock in exclusive mode without waiting, at session level
+ *		(run_job) or transaction level (start_job, cancel_job, drop_job).
  */
 void
 backfill_lock_job(int64 job_id, bool session)
 {
 	LOCKTAG		tag;
 
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (job_id >> 32),
-						 (uint32) job_id, BACKFILL_LOCK_FIELD4);
+	job_locktag(&tag, job_id);
 	if (LockAcquire(&tag, ExclusiveLock, session, true) == LOCKACQUIRE_NOT_AVAIL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_IN_USE),
-				 errmsg("backfill job %lld is already running", (long long) job_id),
-				 errdetail("Another session is running or changing the job."),
-				 errhint("Wait for that session to finish, or stop it.")));
+		report_job_running(job_id);
 }
 
 void
@@ -766,20 +829,89 @@ backfill_unlock_job(int64 job_id)
 {
 	LOCKTAG		tag;
 
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (job_id >> 32),
-						 (uint32) job_id, BACKFILL_LOCK_FIELD4);
+	job_locktag(&tag, job_id);
 	LockRelease(&tag, ExclusiveLock, true);
 }
 
 /*
- * backfill._lock_job(job_id bigint) RETURNS void
- *		Used by cancel_job and drop_job: the transaction-level job lock.
+ * backfill_wait_job_lock
+ *		The exclusive job lock for this transaction, waiting for it: after
+ *		stopping a job's workers, which release it as they exit.
  */
-Datum
-backfill_lock_job_sql(PG_FUNCTION_ARGS)
+void
+backfill_wait_job_lock(int64 job_id)
 {
-	backfill_lock_job(PG_GETARG_INT64(0), false);
-	PG_RETURN_VOID();
+	LOCKTAG		tag;
+
+	job_locktag(&tag, job_id);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+}
+
+/*
+ * backfill_lock_job_shared / backfill_unlock_job_shared
+ *		The lock the actors of a job hold together, at session level, for
+ *		as long as they run; they wait for it while start_job's transaction
+ *		holds it exclusively.
+ */
+void
+backfill_lock_job_shared(int64 job_id)
+{
+	LOCKTAG		tag;
+
+	job_locktag(&tag, job_id);
+	(void) LockAcquire(&tag, ShareLock, true, false);
+}
+
+void
+backfill_unlock_job_shared(int64 job_id)
+{
+	LOCKTAG		tag;
+
+	job_locktag(&tag, job_id);
+	LockRelease(&tag, ShareLock, true);
+}
+
+/* whether anyone holds the job lock now */
+bool
+backfill_job_lock_held(int64 job_id)
+{
+	LOCKTAG		tag;
+
+	job_locktag(&tag, job_id);
+	if (LockAcquire(&tag, ExclusiveLock, false, true) == LOCKACQUIRE_NOT_AVAIL)
+		return true;
+	LockRelease(&tag, ExclusiveLock, false);
+	return false;
+}
+
+/*
+ * backfill_reload_settings
+ *		Re-read what may change while a job runs: its status and rate limit.
+ *		A barrier calls it first, so changes take effect at the next barrier.
+ */
+void
+backfill_reload_settings(BackfillJob *job)
+{
+	Oid			argtypes[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(job->job_id)};
+	MemoryContext old;
+	bool		isnull;
+
+	if (SPI_execute_with_args("SELECT status, coalesce(rate_limit, -1) FROM backfill.job "
+							  "WHERE job_id = $1",
+							  1, argtypes, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read backfill.job");
+	old = MemoryContextSwitchTo(GetMemoryChunkContext(job));
+	if (SPI_processed == 0)
+		job->status = "dropped";
+	else
+	{
+		job->status = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		job->rate_limit = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
+													  SPI_tuptable->tupdesc, 2, &isnull));
+	}
+	MemoryContextSwitchTo(old);
+	SPI_freetuptable(SPI_tuptable);
 }
 
 /*

@@ -40,6 +40,21 @@
  * capture trigger to the apply trigger (capture.c) and marks the job
  * finished.  Writers blocked by it then apply their own changes.
  *
+ * A barrier covers either every actor (run_job, in one session) or one actor
+ * (a background worker per actor, worker.c).  Per-actor barriers are
+ * equivalent to job-wide ones because everything a barrier touches belongs to
+ * a vnode, and each vnode to exactly one actor: the captured keys it forwards
+ * and consumes are those of its vnodes (a key that moves between vnodes is
+ * two captured keys, one per vnode), the downstream rows it writes are those
+ * of its vnodes, and so are its state rows; its progress goes to its own row
+ * of backfill.actor.  Two actors' barriers therefore never write the same
+ * row, and the invariant, which is per vnode, holds after each of them.
+ *
+ * The snapshot side of an actor may be rate limited (rows per second per
+ * actor, as RisingWave's backfill_rate_limit): chunks shrink to the limit and
+ * each waits until the limiter allows it; 0 pauses the snapshot while changes
+ * and barriers go on.
+ *
  * Legacy no-shuffle and arrangement jobs run the same algorithm; they differ
  * in what they store (section 6 of the reference): legacy rows carry the
  * actor's single position and total count on every vnode, arrangement rows
@@ -55,14 +70,18 @@
 #include "commands/trigger.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
+#include "storage/latch.h"
 #include "storage/lmgr.h"
+#include "tcop/pquery.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
+#include "utils/wait_event.h"
 
 #include "backfill.h"
 
@@ -91,9 +110,11 @@ struct BarrierExecutor
 	SPIPlanPtr	forward_delete_plan;
 	SPIPlanPtr	forward_insert_plan;
 	SPIPlanPtr	consume_plan;
-	SPIPlanPtr	job_plan;
+	SPIPlanPtr	actor_plan;
+	SPIPlanPtr	finish_plan;
 	int16		typlens[INDEX_MAX_KEYS];
 	bool		typbyvals[INDEX_MAX_KEYS];
+	TimestampTz *rate_next;		/* per actor: when the limiter allows a read */
 };
 
 static SPIPlanPtr
@@ -154,30 +175,39 @@ backfill_executor_create(BackfillJob *job)
 	for (int k = 0; k < job->npk; k++)
 		get_typlenbyval(job->pk_types[k], &exec->typlens[k], &exec->typbyvals[k]);
 
-	/* the captured keys a barrier forwards: finished vnode, or <= position */
+	exec->rate_next = MemoryContextAllocZero(cxt, sizeof(TimestampTz) * Max(job->nactors, 1));
+
+	/*
+	 * The captured keys a barrier forwards: those of the vnodes $1..$2 whose
+	 * vnode has finished or that are <= the vnode's position.
+	 */
 	initStringInfo(&sql);
 	appendStringInfo(&sql,
 					 "SELECT %s FROM %s c JOIN %s s ON s.vnode = backfill.vnode(%s) "
-					 "WHERE s.backfill_finished OR (%s) <= (%s)",
+					 "WHERE s.vnode BETWEEN $1 AND $2 AND (s.backfill_finished OR (%s) <= (%s))",
 					 backfill_pk_list(job, "c"), job->changes_sql, job->state_sql,
 					 backfill_pk_list(job, "c"), backfill_pk_list(job, "c"),
 					 backfill_pk_list(job, "s"));
 	matching = sql.data;
+	argtypes[0] = INT2OID;
+	argtypes[1] = INT2OID;
 
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "DELETE FROM %s d WHERE (%s) IN (%s)",
 					 job->downstream_sql, backfill_pk_list(job, "d"), matching);
-	exec->forward_delete_plan = prepare_kept(sql.data, 0, NULL);
+	exec->forward_delete_plan = prepare_kept(sql.data, 2, argtypes);
 
 	resetStringInfo(&sql);
 	appendStringInfo(&sql, "INSERT INTO %s (%s) SELECT %s FROM ONLY %s u WHERE (%s) IN (%s)",
 					 job->downstream_sql, job->columns_sql, job->columns_sql,
 					 job->upstream_sql, backfill_pk_list(job, "u"), matching);
-	exec->forward_insert_plan = prepare_kept(sql.data, 0, NULL);
+	exec->forward_insert_plan = prepare_kept(sql.data, 2, argtypes);
 
+	/* consumed: exactly the keys of those vnodes that the snapshot sees */
 	resetStringInfo(&sql);
-	appendStringInfo(&sql, "DELETE FROM %s", job->changes_sql);
-	exec->consume_plan = prepare_kept(sql.data, 0, NULL);
+	appendStringInfo(&sql, "DELETE FROM %s c WHERE backfill.vnode(%s) BETWEEN $1 AND $2",
+					 job->changes_sql, backfill_pk_list(job, "c"));
+	exec->consume_plan = prepare_kept(sql.data, 2, argtypes);
 
 	/* state rows of a set of vnodes that share position, flag */
 	resetStringInfo(&sql);
@@ -198,17 +228,17 @@ backfill_executor_create(BackfillJob *job)
 	memcpy(&argtypes[3], job->pk_types, sizeof(Oid) * job->npk);
 	exec->persist_plan = prepare_kept(sql.data, 3 + job->npk, argtypes);
 
-	resetStringInfo(&sql);
-	appendStringInfoString(&sql,
-						   "UPDATE backfill.job SET epoch = $2, row_count = $3, "
-						   "status = CASE WHEN $4 THEN 'finished' ELSE 'backfilling' END, "
-						   "finished_at = CASE WHEN $4 THEN pg_catalog.now() END "
-						   "WHERE job_id = $1");
-	argtypes[0] = INT8OID;
+	argtypes[0] = INT4OID;
 	argtypes[1] = INT8OID;
 	argtypes[2] = INT8OID;
-	argtypes[3] = BOOLOID;
-	exec->job_plan = prepare_kept(sql.data, 4, argtypes);
+	exec->actor_plan = prepare_kept("UPDATE backfill.actor SET epoch = $2, row_count = $3 "
+									"WHERE actor_id = $1", 3, argtypes);
+	argtypes[0] = INT8OID;
+	argtypes[1] = INT8OID;
+	exec->finish_plan = prepare_kept("WITH a AS (UPDATE backfill.actor SET epoch = $2 WHERE job_id = $1) "
+									 "UPDATE backfill.job SET status = 'finished', "
+									 "finished_at = pg_catalog.now() "
+									 "WHERE job_id = $1 AND status <> 'finished'", 2, argtypes);
 
 	return exec;
 }
@@ -224,7 +254,8 @@ backfill_executor_free(BarrierExecutor *exec)
 	SPI_freeplan(exec->forward_delete_plan);
 	SPI_freeplan(exec->forward_insert_plan);
 	SPI_freeplan(exec->consume_plan);
-	SPI_freeplan(exec->job_plan);
+	SPI_freeplan(exec->actor_plan);
+	SPI_freeplan(exec->finish_plan);
 }
 
 /*
@@ -346,7 +377,7 @@ set_position(BarrierExecutor *exec, VnodeState *vs, Datum *pos)
  * Read one chunk of a group of vnodes.  Returns the number of rows read.
  */
 static int64
-read_chunk(BarrierExecutor *exec, VnodeGroup *group)
+read_chunk(BarrierExecutor *exec, VnodeGroup *group, int limit)
 {
 	BackfillJob *job = exec->job;
 	BackfillActor *actor = &job->actors[group->actor];
@@ -386,7 +417,7 @@ read_chunk(BarrierExecutor *exec, VnodeGroup *group)
 															INT2OID, 2, true,
 															TYPALIGN_SHORT));
 	}
-	values[nvalues++] = Int64GetDatum(job->chunk_size);
+	values[nvalues++] = Int64GetDatum(limit);
 
 	plan = chunk_plan(exec, first->has_pos, filter);
 	if (SPI_execute_plan(plan, values, NULL, false, 0) != SPI_OK_SELECT)
@@ -426,7 +457,7 @@ read_chunk(BarrierExecutor *exec, VnodeGroup *group)
 
 		if (total > 0)
 			set_position(exec, vs, lastkey);
-		if (total < job->chunk_size)
+		if (total < limit)
 			vs->finished = true;
 		vs->dirty = true;
 	}
@@ -500,44 +531,53 @@ next_epoch(int64 previous)
 	return Max(epoch, previous + 1);
 }
 
-/* the total the job reports: per-vnode counts, or per-actor for legacy */
+/* an actor's snapshot rows: the sum of its vnodes', or the legacy total */
 static int64
-job_row_count(BackfillJob *job)
+actor_row_count(BackfillJob *job, BackfillActor *actor)
 {
 	int64		total = 0;
 
 	if (job->kind == BACKFILL_KIND_NO_SHUFFLE)
-		for (int a = 0; a < job->nactors; a++)
-			total += job->vnodes[job->actors[a].vnode_start].row_count;
-	else
-		for (int v = 0; v < BACKFILL_VNODE_COUNT; v++)
-			total += job->vnodes[v].row_count;
+		return job->vnodes[actor->vnode_start].row_count;
+	for (int v = actor->vnode_start; v <= actor->vnode_end; v++)
+		total += job->vnodes[v].row_count;
 	return total;
 }
 
 static void
-update_job(BarrierExecutor *exec, bool finished)
+update_actor(BarrierExecutor *exec, BackfillActor *actor)
 {
 	BackfillJob *job = exec->job;
-	Datum		values[4];
+	Datum		values[3];
 
-	job->epoch = next_epoch(job->epoch);
-	values[0] = Int64GetDatum(job->job_id);
+	values[0] = Int32GetDatum(actor->actor_id);
 	values[1] = Int64GetDatum(job->epoch);
-	values[2] = Int64GetDatum(job_row_count(job));
-	values[3] = BoolGetDatum(finished);
-	if (SPI_execute_plan(exec->job_plan, values, NULL, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not update backfill.job");
+	values[2] = Int64GetDatum(actor_row_count(job, actor));
+	if (SPI_execute_plan(exec->actor_plan, values, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not update backfill.actor");
 }
 
-/* step 1: forward the captured changes the positions cover, consume all */
+/* step 1: forward the captured changes of vnodes lo..hi, consume them all */
 static void
-forward_changes(BarrierExecutor *exec)
+forward_changes(BarrierExecutor *exec, int lo, int hi)
 {
-	if (SPI_execute_plan(exec->forward_delete_plan, NULL, NULL, false, 0) != SPI_OK_DELETE ||
-		SPI_execute_plan(exec->forward_insert_plan, NULL, NULL, false, 0) != SPI_OK_INSERT ||
-		SPI_execute_plan(exec->consume_plan, NULL, NULL, false, 0) != SPI_OK_DELETE)
+	Datum		values[2] = {Int16GetDatum(lo), Int16GetDatum(hi)};
+
+	if (SPI_execute_plan(exec->forward_delete_plan, values, NULL, false, 0) != SPI_OK_DELETE ||
+		SPI_execute_plan(exec->forward_insert_plan, values, NULL, false, 0) != SPI_OK_INSERT ||
+		SPI_execute_plan(exec->consume_plan, values, NULL, false, 0) != SPI_OK_DELETE)
 		elog(ERROR, "could not forward the changes of %s", exec->job->upstream_sql);
+}
+
+bool
+backfill_actor_finished(BackfillJob *job, int actor)
+{
+	BackfillActor *a = &job->actors[actor];
+
+	for (int v = a->vnode_start; v <= a->vnode_end; v++)
+		if (!job->vnodes[v].finished)
+			return false;
+	return true;
 }
 
 bool
@@ -549,62 +589,184 @@ backfill_all_finished(BackfillJob *job)
 	return true;
 }
 
+/* sleep until t, or until interrupted */
+static void
+sleep_until(TimestampTz t)
+{
+	for (;;)
+	{
+		long		ms;
+
+		CHECK_FOR_INTERRUPTS();
+		ms = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), t);
+		if (ms <= 0)
+			return;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 ms, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}
+
+/*
+ * One round of an actor: a chunk of each of its sets of vnodes that share a
+ * position, as far as the rate limit allows before "deadline".  Returns the
+ * rows read, or -1 when the limiter wants the actor to wait past deadline.
+ */
+static int64
+actor_round(BarrierExecutor *exec, int actor, int rate_limit, TimestampTz deadline)
+{
+	BackfillJob *job = exec->job;
+	VnodeGroup *groups = palloc(sizeof(VnodeGroup) * BACKFILL_VNODE_COUNT);
+	int			ngroups = actor_groups(exec, actor, groups);
+	int64		rows = 0;
+	int			limit = job->chunk_size;
+
+	if (rate_limit > 0)
+		limit = Min(limit, rate_limit);
+	for (int g = 0; g < ngroups; g++)
+	{
+		int64		n;
+
+		CHECK_FOR_INTERRUPTS();
+		if (rate_limit > 0)
+		{
+			if (exec->rate_next[actor] > deadline)
+				return rows > 0 ? rows : -1;
+			sleep_until(exec->rate_next[actor]);
+		}
+		n = read_chunk(exec, &groups[g], limit);
+		rows += n;
+		if (rate_limit > 0)
+		{
+			/* GCRA: each row costs 1/rate seconds; a debt delays later reads */
+			TimestampTz now = GetCurrentTimestamp();
+
+			exec->rate_next[actor] = Max(exec->rate_next[actor], now) +
+				(n * USECS_PER_SEC) / rate_limit;
+		}
+	}
+	return rows;
+}
+
 /*
  * backfill_run_barrier
- *		One barrier, in the current transaction, which must not have taken
- *		its snapshot yet and must be REPEATABLE READ.
+ *		One barrier of one actor (actor >= 0) or of all of them (-1), in the
+ *		current transaction, which must be REPEATABLE READ and must not have
+ *		taken its snapshot yet.  rate_limit is rows per second per actor, 0
+ *		to pause the snapshot, -1 for no limit.  Returns the snapshot rows
+ *		read.
  */
-void
-backfill_run_barrier(BarrierExecutor *exec, int interval_ms)
+int64
+backfill_run_barrier(BarrierExecutor *exec, int actor, int interval_ms, int rate_limit)
 {
 	BackfillJob *job = exec->job;
 	TimestampTz start = GetCurrentTimestamp();
+	TimestampTz deadline = TimestampTzPlusMilliseconds(start, interval_ms);
 	MemoryContext old = MemoryContextSwitchTo(exec->barrier_cxt);
-	VnodeGroup *groups = palloc(sizeof(VnodeGroup) * BACKFILL_VNODE_COUNT);
+	int			first = actor < 0 ? 0 : actor;
+	int			last = actor < 0 ? job->nactors - 1 : actor;
+	int64		total = 0;
 
 	Assert(XactIsoLevel == XACT_REPEATABLE_READ);
-	forward_changes(exec);
+	if (actor < 0)
+		forward_changes(exec, 0, BACKFILL_VNODE_COUNT - 1);
+	else
+		forward_changes(exec, job->actors[actor].vnode_start, job->actors[actor].vnode_end);
 
 	for (;;)
 	{
-		for (int a = 0; a < job->nactors; a++)
-		{
-			int			ngroups = actor_groups(exec, a, groups);
+		bool		all_done = true;
+		bool		any_read = false;
 
-			for (int g = 0; g < ngroups; g++)
+		for (int a = first; a <= last; a++)
+		{
+			int64		rows;
+
+			if (backfill_actor_finished(job, a) || rate_limit == 0)
+				continue;
+			rows = actor_round(exec, a, rate_limit, interval_ms > 0 ? deadline : start);
+			if (rows >= 0)
 			{
-				CHECK_FOR_INTERRUPTS();
-				read_chunk(exec, &groups[g]);
+				total += rows;
+				any_read = true;
 			}
+			all_done &= backfill_actor_finished(job, a);
 		}
-		if (interval_ms <= 0 || backfill_all_finished(job) ||
+		if (interval_ms <= 0 || all_done ||
 			TimestampDifferenceExceeds(start, GetCurrentTimestamp(), interval_ms))
 			break;
+		/* paused, or every actor waits for its limiter: sit out the interval */
+		if (!any_read)
+		{
+			sleep_until(deadline);
+			break;
+		}
 	}
 
 	persist_state(exec);
-	update_job(exec, false);
+	job->epoch = next_epoch(job->epoch);
+	for (int a = first; a <= last; a++)
+		update_actor(exec, &job->actors[a]);
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(exec->barrier_cxt);
+	return total;
+}
+
+/*
+ * backfill_job_finished_everywhere
+ *		Whether every vnode of the job has finished, as committed by all the
+ *		actors (read from the state table, not from memory).
+ */
+bool
+backfill_job_finished_everywhere(BackfillJob *job)
+{
+	char	   *sql = psprintf("SELECT pg_catalog.count(*) = %d AND pg_catalog.bool_and(backfill_finished) "
+							   "FROM %s WHERE vnode BETWEEN 0 AND %d",
+							   BACKFILL_VNODE_COUNT, job->state_sql, BACKFILL_VNODE_COUNT - 1);
+	bool		isnull;
+	bool		result;
+
+	if (SPI_execute(sql, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read state table %s", job->state_sql);
+	result = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_freetuptable(SPI_tuptable);
+	return !isnull && result;
 }
 
 /*
  * backfill_run_finish_barrier
  *		The final barrier (see the file header).  The current transaction
- *		must not have taken its snapshot yet.
+ *		must not have taken its snapshot yet.  Returns false if another actor
+ *		already ran it.
  */
-void
+bool
 backfill_run_finish_barrier(BarrierExecutor *exec)
 {
 	BackfillJob *job = exec->job;
 	Relation	rel;
 	MemoryContext old;
+	Datum		values[2];
+	char	   *sql;
+	bool		isnull;
+	bool		finished;
 
 	/* before the snapshot: wait for writers in flight, hold off new ones */
 	LockRelationOid(job->upstream, ShareRowExclusiveLock);
+	if (ActivePortal == NULL && !ActiveSnapshotSet())
+		PushActiveSnapshot(GetTransactionSnapshot());	/* a worker */
+
+	/* when every actor finishes at once, the first one finishes the job */
+	sql = psprintf("SELECT status = 'finished' FROM backfill.job WHERE job_id = %lld",
+				   (long long) job->job_id);
+	if (SPI_execute(sql, false, 0) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not read backfill job %lld", (long long) job->job_id);
+	finished = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_freetuptable(SPI_tuptable);
+	if (finished)
+		return false;
 
 	old = MemoryContextSwitchTo(exec->barrier_cxt);
-	forward_changes(exec);
+	forward_changes(exec, 0, BACKFILL_VNODE_COUNT - 1);
 
 	rel = table_open(job->upstream, NoLock);
 	EnableDisableTrigger(rel, psprintf("backfill_capture_%lld", (long long) job->job_id),
@@ -613,7 +775,12 @@ backfill_run_finish_barrier(BarrierExecutor *exec)
 						 TRIGGER_FIRES_ON_ORIGIN, false, ShareRowExclusiveLock);
 	table_close(rel, NoLock);
 
-	update_job(exec, true);
+	job->epoch = next_epoch(job->epoch);
+	values[0] = Int64GetDatum(job->job_id);
+	values[1] = Int64GetDatum(job->epoch);
+	if (SPI_execute_plan(exec->finish_plan, values, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not update backfill.job");
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(exec->barrier_cxt);
+	return true;
 }

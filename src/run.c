@@ -41,21 +41,41 @@ next_transaction(void)
 	XactIsoLevel = XACT_REPEATABLE_READ;
 }
 
+/* mark the run: one more start, backfilling unless finished, the mode */
 static void
-start_run(BackfillJob *job)
+start_run(BackfillJob *job, bool background)
 {
-	Oid			argtypes[1] = {INT8OID};
-	Datum		values[1] = {Int64GetDatum(job->job_id)};
+	Oid			argtypes[2] = {INT8OID, BOOLOID};
+	Datum		values[2] = {Int64GetDatum(job->job_id), BoolGetDatum(background)};
 	char	   *sql;
 
 	/* RisingWave re-reads the upstream's size on recovery too */
 	sql = psprintf("UPDATE backfill.job SET runs = runs + 1, last_error = NULL, "
 				   "last_error_detail = NULL, last_sqlstate = NULL, "
 				   "status = CASE status WHEN 'finished' THEN 'finished' ELSE 'backfilling' END, "
+				   "run_mode = CASE WHEN $2 THEN 'background' ELSE 'foreground' END, "
 				   "total_rows = (SELECT pg_catalog.count(*) FROM ONLY %s) "
 				   "WHERE job_id = $1", job->upstream_sql);
-	if (SPI_execute_with_args(sql, 1, argtypes, values, NULL, false, 0) != SPI_OK_UPDATE)
+	if (SPI_execute_with_args(sql, 2, argtypes, values, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update backfill.job");
+}
+
+/*
+ * backfill_prepare_run
+ *		What a run does before its first barrier: decode the state, run the
+ *		recovery check if this is a restart, and record the start.  Caller is
+ *		connected to SPI in a non-atomic context; a failed check is committed
+ *		on the job, then raised.  Returns false when the job has finished
+ *		already, so there is nothing to run.
+ */
+bool
+backfill_prepare_run(BackfillJob *job, bool background)
+{
+	backfill_load_state(job);
+	if (job->runs > 0)
+		backfill_recovery_check(job);
+	start_run(job, background);
+	return strcmp(job->status, "finished") != 0;
 }
 
 static void
@@ -64,12 +84,7 @@ run_locked(BackfillJob *job, int max_barriers)
 	BarrierExecutor *exec;
 	int			barriers = 0;
 
-	backfill_load_state(job);
-	if (job->runs > 0)
-		backfill_recovery_check(job);
-	start_run(job);
-
-	if (strcmp(job->status, "finished") == 0)
+	if (!backfill_prepare_run(job, false))
 		return;
 
 	exec = backfill_executor_create(job);
@@ -79,10 +94,11 @@ run_locked(BackfillJob *job, int max_barriers)
 		barriers++;
 		if (backfill_all_finished(job))
 		{
-			backfill_run_finish_barrier(exec);
+			(void) backfill_run_finish_barrier(exec);
 			break;
 		}
-		backfill_run_barrier(exec, backfill_barrier_interval_ms);
+		backfill_reload_settings(job);
+		backfill_run_barrier(exec, -1, backfill_barrier_interval_ms, job->rate_limit);
 	}
 	SPI_commit();
 	backfill_executor_free(exec);

@@ -68,7 +68,7 @@ backfill_load_state(BackfillJob *job)
 	appendStringInfo(&sql,
 					 "SELECT vnode, %s, backfill_finished, row_count FROM %s ORDER BY vnode",
 					 backfill_pk_list(job, NULL), job->state_sql);
-	if (SPI_execute(sql.data, true, 0) != SPI_OK_SELECT)
+	if (SPI_execute(sql.data, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read state table %s", job->state_sql);
 
 	for (int v = 0; v < BACKFILL_VNODE_COUNT; v++)

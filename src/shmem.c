@@ -1,0 +1,585 @@
+/*-------------------------------------------------------------------------
+ *
+ * shmem.c
+ *	  Which jobs run in background workers: the registry in shared memory,
+ *	  launching a job's workers, stopping them.
+ *
+ * With the library in shared_preload_libraries, shared memory holds one
+ * "run" per job running in the background and one slot per worker, both
+ * arrays sized by max_worker_processes, under one LWLock.
+ *
+ * Launching a job (start_job, the launcher, reschedule) reserves the run and
+ * one slot per actor, then registers one dynamic background worker per actor
+ * (worker.c).  A second launch of the same job finds its run and fails.  A
+ * worker fills in its pid when it starts and empties its slot when it exits;
+ * the last one frees the run.
+ *
+ * Restarts run the recovery check once per launch, not once per actor: the
+ * first worker to claim the run's "prepare" step runs it (run.c) while the
+ * others wait for its outcome; if it fails, they exit.
+ *
+ * Stopping sets the run's stop flag, which each worker reads before each
+ * barrier, so it stops at the next barrier; an immediate stop also sends
+ * SIGTERM, which ends the barrier in flight (rolled back).  The caller waits
+ * until every worker has left.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <signal.h>
+
+#include "fmgr.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "postmaster/bgworker.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/lwlock.h"
+#include "storage/shmem.h"
+#include "utils/builtins.h"
+#include "utils/wait_event.h"
+
+#include "backfill.h"
+
+PG_FUNCTION_INFO_V1(backfill_job_workers);
+PG_FUNCTION_INFO_V1(backfill_start_job);
+PG_FUNCTION_INFO_V1(backfill_stop_job_workers);
+PG_FUNCTION_INFO_V1(backfill_stop_and_lock_job);
+PG_FUNCTION_INFO_V1(backfill_job_is_running);
+
+typedef enum PrepareState
+{
+	PREPARE_NONE,				/* nobody has claimed it */
+	PREPARE_CLAIMED,			/* a worker runs the recovery check */
+	PREPARE_DONE,				/* passed: the actors run */
+	PREPARE_FAILED				/* failed: the actors exit */
+} PrepareState;
+
+typedef struct BackfillRun
+{
+	int64		job_id;			/* 0: free */
+	int			nworkers;		/* slots still held */
+	PrepareState prepare;
+	bool		stop;
+} BackfillRun;
+
+typedef struct BackfillWorkerSlot
+{
+	int64		job_id;			/* 0: free */
+	int32		actor_id;
+	pid_t		pid;			/* 0 until the worker has started */
+} BackfillWorkerSlot;
+
+typedef struct BackfillShared
+{
+	LWLock	   *lock;
+	int			nslots;
+	BackfillRun *runs;			/* nslots of each, after the struct */
+	BackfillWorkerSlot *workers;
+} BackfillShared;
+
+/* what a worker gets in bgw_extra */
+typedef struct ActorArgs
+{
+	int64		job_id;
+	int32		actor_id;
+	Oid			dboid;
+	Oid			owner;
+} ActorArgs;
+
+bool		backfill_preloaded = false;
+
+static BackfillShared *shared = NULL;
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+/* this worker's slot, for its exit callback */
+static int64 my_job_id = 0;
+static int32 my_actor_id = 0;
+
+static Size
+shared_size(void)
+{
+	return add_size(MAXALIGN(sizeof(BackfillShared)),
+					add_size(mul_size(max_worker_processes, sizeof(BackfillRun)),
+							 mul_size(max_worker_processes, sizeof(BackfillWorkerSlot))));
+}
+
+static void
+shmem_request(void)
+{
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
+	RequestAddinShmemSpace(shared_size());
+	RequestNamedLWLockTranche("backfill", 1);
+}
+
+static void
+shmem_startup(void)
+{
+	bool		found;
+
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	shared = ShmemInitStruct("backfill", shared_size(), &found);
+	if (!found)
+	{
+		memset(shared, 0, shared_size());
+		shared->lock = &(GetNamedLWLockTranche("backfill"))->lock;
+		shared->nslots = max_worker_processes;
+	}
+	/* pointers are per process: recompute them */
+	shared->runs = (BackfillRun *) ((char *) shared + MAXALIGN(sizeof(BackfillShared)));
+	shared->workers = (BackfillWorkerSlot *) (shared->runs + shared->nslots);
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/*
+ * backfill_shmem_init
+ *		Called from _PG_init while shared_preload_libraries is processed.
+ */
+void
+backfill_shmem_init(void)
+{
+	backfill_preloaded = true;
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = shmem_startup;
+}
+
+static void
+require_preloaded(const char *funcname)
+{
+	if (!backfill_preloaded || shared == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("%s requires the backfill library to be preloaded", funcname),
+				 errdetail("Background workers and their registry in shared memory are set up when the server starts."),
+				 errhint("Add 'backfill' to shared_preload_libraries in postgresql.conf and restart the server, or run the job in this session with CALL backfill.run_job().")));
+}
+
+static BackfillRun *
+find_run(int64 job_id)
+{
+	for (int i = 0; i < shared->nslots; i++)
+		if (shared->runs[i].job_id == job_id)
+			return &shared->runs[i];
+	return NULL;
+}
+
+/* free a reserved slot; the last one of a run frees the run.  Lock held. */
+static void
+release_slot(BackfillWorkerSlot *slot)
+{
+	BackfillRun *run = find_run(slot->job_id);
+
+	if (run && --run->nworkers <= 0)
+		memset(run, 0, sizeof(BackfillRun));
+	memset(slot, 0, sizeof(BackfillWorkerSlot));
+}
+
+/*
+ * backfill_launch_job
+ *		Start one background worker per actor of the job.  The job's actors
+ *		must be loaded.  Errors: OBJECT_IN_USE when the job already runs in
+ *		the background, INSUFFICIENT_RESOURCES when worker slots run out (no
+ *		worker is left running then).
+ */
+void
+backfill_launch_job(BackfillJob *job, bool from_launcher)
+{
+	BackfillRun *run = NULL;
+	int			reserved[BACKFILL_MAX_PARALLELISM];
+	BackgroundWorkerHandle *handles[BACKFILL_MAX_PARALLELISM];
+	int			nreserved = 0;
+	int			nregistered = 0;
+
+	require_preloaded("backfill.start_job()");
+
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	if (find_run(job->job_id) != NULL)
+	{
+		LWLockRelease(shared->lock);
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("backfill job %lld is already running", (long long) job->job_id),
+				 errdetail("Background workers run the job."),
+				 errhint("Stop them with backfill.stop_job(%lld).", (long long) job->job_id)));
+	}
+	for (int i = 0; i < shared->nslots && run == NULL; i++)
+		if (shared->runs[i].job_id == 0)
+			run = &shared->runs[i];
+	for (int i = 0; i < shared->nslots && nreserved < job->nactors; i++)
+		if (shared->workers[i].job_id == 0)
+			reserved[nreserved++] = i;
+	if (run == NULL || nreserved < job->nactors)
+	{
+		LWLockRelease(shared->lock);
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("could not start the %d background workers of backfill job %lld",
+						job->nactors, (long long) job->job_id),
+				 errdetail("Every one of the max_worker_processes slots for backfill workers is taken."),
+				 errhint("Raise max_worker_processes, or reduce the job's parallelism with backfill.reschedule().")));
+	}
+	run->job_id = job->job_id;
+	run->nworkers = job->nactors;
+	run->prepare = PREPARE_NONE;
+	run->stop = false;
+	for (int a = 0; a < job->nactors; a++)
+	{
+		shared->workers[reserved[a]].job_id = job->job_id;
+		shared->workers[reserved[a]].actor_id = job->actors[a].actor_id;
+		shared->workers[reserved[a]].pid = 0;
+	}
+	LWLockRelease(shared->lock);
+
+	for (int a = 0; a < job->nactors; a++)
+	{
+		BackgroundWorker worker;
+		ActorArgs	args;
+
+		memset(&worker, 0, sizeof(worker));
+		worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+		worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+		worker.bgw_restart_time = BGW_NEVER_RESTART;
+		strlcpy(worker.bgw_library_name, "backfill", BGW_MAXLEN);
+		strlcpy(worker.bgw_function_name, "backfill_actor_main", BGW_MAXLEN);
+		snprintf(worker.bgw_name, BGW_MAXLEN, "backfill job %lld actor %d",
+				 (long long) job->job_id, job->actors[a].actor_id);
+		strlcpy(worker.bgw_type, "backfill actor", BGW_MAXLEN);
+		args.job_id = job->job_id;
+		args.actor_id = job->actors[a].actor_id;
+		args.dboid = MyDatabaseId;
+		args.owner = job->owner;
+		memcpy(worker.bgw_extra, &args, sizeof(args));
+		worker.bgw_notify_pid = MyProcPid;
+
+		if (!RegisterDynamicBackgroundWorker(&worker, &handles[a]))
+			break;
+		nregistered++;
+	}
+
+	if (nregistered < job->nactors)
+	{
+		/* take back what was started and reserved */
+		LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+		run->stop = true;
+		for (int a = nregistered; a < job->nactors; a++)
+			release_slot(&shared->workers[reserved[a]]);
+		LWLockRelease(shared->lock);
+		for (int a = 0; a < nregistered; a++)
+			TerminateBackgroundWorker(handles[a]);
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("could not start the %d background workers of backfill job %lld",
+						job->nactors, (long long) job->job_id),
+				 errdetail("Only %d of them could be registered.", nregistered),
+				 errhint("Raise max_worker_processes, or reduce the job's parallelism with backfill.reschedule().")));
+	}
+
+	/* wait until each has a process, so that the workers are visible at once */
+	for (int a = 0; a < nregistered; a++)
+	{
+		pid_t		pid;
+		BgwHandleStatus status = WaitForBackgroundWorkerStartup(handles[a], &pid);
+
+		if (status != BGWH_STARTED)
+		{
+			/* it never ran, so it will not free its slot */
+			LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+			if (shared->workers[reserved[a]].job_id == job->job_id &&
+				shared->workers[reserved[a]].pid == 0)
+				release_slot(&shared->workers[reserved[a]]);
+			LWLockRelease(shared->lock);
+		}
+	}
+}
+
+static void
+detach_worker(int code, Datum arg)
+{
+	if (shared == NULL || my_job_id == 0)
+		return;
+	/* let cancel_job and friends take the job lock as soon as we are gone */
+	backfill_unlock_job_shared(my_job_id);
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < shared->nslots; i++)
+		if (shared->workers[i].job_id == my_job_id &&
+			shared->workers[i].actor_id == my_actor_id)
+		{
+			/* a preparer that dies leaves the others a failed prepare */
+			BackfillRun *run = find_run(my_job_id);
+
+			if (run && run->prepare == PREPARE_CLAIMED && code != 0)
+				run->prepare = PREPARE_FAILED;
+			release_slot(&shared->workers[i]);
+			break;
+		}
+	LWLockRelease(shared->lock);
+	my_job_id = 0;
+}
+
+/*
+ * backfill_attach_worker
+ *		A worker takes its reserved slot; it is freed when the worker exits,
+ *		however it exits.
+ */
+void
+backfill_attach_worker(int64 job_id, int32 actor_id)
+{
+	bool		found = false;
+
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < shared->nslots && !found; i++)
+		if (shared->workers[i].job_id == job_id && shared->workers[i].actor_id == actor_id)
+		{
+			shared->workers[i].pid = MyProcPid;
+			found = true;
+		}
+	LWLockRelease(shared->lock);
+	if (!found)
+		ereport(ERROR,
+				(errcode(ERRCODE_INTERNAL_ERROR),
+				 errmsg("no worker slot was reserved for actor %d of backfill job %lld",
+						actor_id, (long long) job_id)));
+	my_job_id = job_id;
+	my_actor_id = actor_id;
+	before_shmem_exit(detach_worker, (Datum) 0);
+}
+
+bool
+backfill_stop_requested(int64 job_id)
+{
+	BackfillRun *run;
+	bool		stop;
+
+	LWLockAcquire(shared->lock, LW_SHARED);
+	run = find_run(job_id);
+	stop = (run == NULL || run->stop);
+	LWLockRelease(shared->lock);
+	return stop;
+}
+
+bool
+backfill_claim_prepare(int64 job_id)
+{
+	BackfillRun *run;
+	bool		claimed = false;
+
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	run = find_run(job_id);
+	if (run && run->prepare == PREPARE_NONE)
+	{
+		run->prepare = PREPARE_CLAIMED;
+		claimed = true;
+	}
+	LWLockRelease(shared->lock);
+	return claimed;
+}
+
+void
+backfill_finish_prepare(int64 job_id, bool ok)
+{
+	BackfillRun *run;
+
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	run = find_run(job_id);
+	if (run)
+		run->prepare = ok ? PREPARE_DONE : PREPARE_FAILED;
+	LWLockRelease(shared->lock);
+}
+
+/* wait for the preparer's outcome: true when the actors may run */
+bool
+backfill_wait_prepared(int64 job_id)
+{
+	for (;;)
+	{
+		BackfillRun *run;
+		PrepareState state;
+
+		LWLockAcquire(shared->lock, LW_SHARED);
+		run = find_run(job_id);
+		state = run ? run->prepare : PREPARE_FAILED;
+		LWLockRelease(shared->lock);
+		if (state == PREPARE_DONE || state == PREPARE_FAILED)
+			return state == PREPARE_DONE;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 10, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
+ * backfill_stop_workers
+ *		Ask the job's workers to stop (at their next barrier, or at once with
+ *		SIGTERM) and wait until they have all exited.  Returns whether any
+ *		was running.
+ */
+bool
+backfill_stop_workers(int64 job_id, bool immediate)
+{
+	BackfillRun *run;
+	pid_t		pids[BACKFILL_MAX_PARALLELISM];
+	int			npids = 0;
+
+	if (!backfill_preloaded || shared == NULL)
+		return false;
+
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	run = find_run(job_id);
+	if (run == NULL)
+	{
+		LWLockRelease(shared->lock);
+		return false;
+	}
+	run->stop = true;
+	for (int i = 0; i < shared->nslots && npids < BACKFILL_MAX_PARALLELISM; i++)
+		if (shared->workers[i].job_id == job_id && shared->workers[i].pid != 0)
+			pids[npids++] = shared->workers[i].pid;
+	LWLockRelease(shared->lock);
+
+	if (immediate)
+		for (int i = 0; i < npids; i++)
+			kill(pids[i], SIGTERM);
+
+	for (;;)
+	{
+		bool		gone;
+
+		LWLockAcquire(shared->lock, LW_SHARED);
+		gone = (find_run(job_id) == NULL);
+		LWLockRelease(shared->lock);
+		if (gone)
+			return true;
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 10, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
+ * backfill.job_workers() RETURNS SETOF (job_id bigint, actor_id int, pid int)
+ */
+Datum
+backfill_job_workers(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (!backfill_preloaded || shared == NULL)
+		PG_RETURN_VOID();
+
+	LWLockAcquire(shared->lock, LW_SHARED);
+	for (int i = 0; i < shared->nslots; i++)
+	{
+		BackfillWorkerSlot *slot = &shared->workers[i];
+		Datum		values[3];
+		bool		nulls[3] = {false, false, false};
+
+		if (slot->job_id == 0)
+			continue;
+		values[0] = Int64GetDatum(slot->job_id);
+		values[1] = Int32GetDatum(slot->actor_id);
+		values[2] = Int32GetDatum((int32) slot->pid);
+		nulls[2] = (slot->pid == 0);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	LWLockRelease(shared->lock);
+	PG_RETURN_VOID();
+}
+
+/*
+ * backfill.start_job(job_id bigint) RETURNS void
+ *
+ * Holds the job lock until the caller commits, so the workers, which wait
+ * for it, start from what the caller's transaction committed.
+ */
+Datum
+backfill_start_job(PG_FUNCTION_ARGS)
+{
+	int64		job_id;
+	BackfillJob *job;
+
+	require_preloaded("backfill.start_job()");
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"job_id\" must not be null")));
+	job_id = PG_GETARG_INT64(0);
+
+	SPI_connect();
+	job = backfill_load_job(job_id, CurrentMemoryContext);
+	if (strcmp(job->status, "cancelled") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("backfill job %lld has been cancelled", (long long) job_id),
+				 errhint("Create it again with backfill.recreate_job(%lld).", (long long) job_id)));
+	if (strcmp(job->status, "finished") == 0)
+	{
+		ereport(NOTICE,
+				(errmsg("backfill job %lld has already finished", (long long) job_id),
+				 errdetail("Its downstream table follows the upstream without workers.")));
+		SPI_finish();
+		PG_RETURN_VOID();
+	}
+	/* not run by a session now; held until commit */
+	backfill_lock_job(job_id, false);
+	backfill_launch_job(job, false);
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * backfill._stop_workers(job_id bigint, immediate boolean) RETURNS boolean
+ */
+Datum
+backfill_stop_job_workers(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(backfill_stop_workers(PG_GETARG_INT64(0), PG_GETARG_BOOL(1)));
+}
+
+/*
+ * backfill._stop_and_lock_job(job_id bigint) RETURNS boolean
+ *		For cancel_job, drop_job and reschedule: stop the job's background
+ *		workers at once, then take the job lock for this transaction; fail if
+ *		a session runs the job.  Returns whether workers were running.
+ */
+Datum
+backfill_stop_and_lock_job(PG_FUNCTION_ARGS)
+{
+	int64		job_id = PG_GETARG_INT64(0);
+	bool		stopped = backfill_stop_workers(job_id, true);
+
+	if (stopped)
+		backfill_wait_job_lock(job_id);
+	else
+		backfill_lock_job(job_id, false);
+	PG_RETURN_BOOL(stopped);
+}
+
+/*
+ * backfill._job_is_running(job_id bigint) RETURNS boolean
+ *		Whether workers or a session run the job now.
+ */
+Datum
+backfill_job_is_running(PG_FUNCTION_ARGS)
+{
+	int64		job_id = PG_GETARG_INT64(0);
+	bool		running = false;
+
+	if (backfill_preloaded && shared != NULL)
+	{
+		LWLockAcquire(shared->lock, LW_SHARED);
+		running = (find_run(job_id) != NULL);
+		LWLockRelease(shared->lock);
+	}
+	PG_RETURN_BOOL(running || backfill_job_lock_held(job_id));
+}

@@ -1,0 +1,389 @@
+/*-------------------------------------------------------------------------
+ *
+ * worker.c
+ *	  Background workers: one per actor of a job, and the launcher.
+ *
+ * An actor worker (backfill_actor_main) connects as the job's owner, takes
+ * the job lock in share mode (the actors of a job share it; run_job,
+ * cancel_job and drop_job need it exclusively) and then:
+ *
+ *	1. prepares the run, once per launch: the first actor to claim it
+ *	   decodes the state and runs the recovery check (run.c); the others wait
+ *	   for the outcome and exit if it failed;
+ *	2. runs barriers of its own vnodes (executor.c), each one transaction,
+ *	   until its vnodes have finished, the job is stopped, or it is no longer
+ *	   backfilling;
+ *	3. when its vnodes have finished and every other actor's have too, as
+ *	   committed in the state table, runs the job's final barrier; when
+ *	   several actors finish at once, the first to get the upstream's lock
+ *	   does it and the others find the job finished.
+ *
+ * An error fails the job (status, last_error, SQLSTATE, recorded in a
+ * transaction of its own) and ends the worker after writing the error to the
+ * server log; the other actors see the status at their next barrier and
+ * stop.  A serialization failure or deadlock is retried instead, from the
+ * committed state.
+ *
+ * The launcher (backfill_launcher_main) starts with the server when the
+ * library is preloaded, and again after a crash.  It connects to
+ * backfill.database and launches every job whose run_mode is 'background'
+ * and that is still pending or backfilling; their actors then run the
+ * recovery check exactly as at any restart.  It then sleeps until shutdown.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "tcop/tcopprot.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/wait_event.h"
+
+#include "backfill.h"
+
+PGDLLEXPORT void backfill_actor_main(Datum main_arg);
+PGDLLEXPORT void backfill_launcher_main(Datum main_arg);
+
+/* backfill.database: where the launcher looks for jobs */
+char	   *backfill_database = NULL;
+
+/* the layout of bgw_extra, as written by shmem.c */
+typedef struct ActorArgs
+{
+	int64		job_id;
+	int32		actor_id;
+	Oid			dboid;
+	Oid			owner;
+} ActorArgs;
+
+/* how often a worker retries a barrier that lost a serialization race */
+#define BACKFILL_MAX_RETRIES 10
+
+/*
+ * Commit and start the next barrier's transaction, REPEATABLE READ.  A
+ * worker has no portal to hold a snapshot for SPI, so it pushes the
+ * transaction's snapshot itself, except before the final barrier, which
+ * must lock the upstream before it takes its snapshot (executor.c).
+ */
+static void
+next_transaction(bool with_snapshot)
+{
+	while (ActiveSnapshotSet())
+		PopActiveSnapshot();
+	SPI_commit();
+	Assert(!FirstSnapshotSet);
+	XactIsoLevel = XACT_REPEATABLE_READ;
+	if (with_snapshot)
+		PushActiveSnapshot(GetTransactionSnapshot());
+}
+
+static void
+commit_work(void)
+{
+	while (ActiveSnapshotSet())
+		PopActiveSnapshot();
+	SPI_commit();
+}
+
+static void
+sleep_ms(long ms)
+{
+	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+					 ms, PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+	CHECK_FOR_INTERRUPTS();
+}
+
+/*
+ * The actor's work after the prepare step: barriers until done.  Runs in a
+ * transaction with SPI connected non-atomically.
+ */
+static void
+actor_barriers(ActorArgs *args, MemoryContext cxt)
+{
+	BackfillJob *job;
+	BarrierExecutor *exec;
+	int			actor = -1;
+	char		activity[128];
+
+	job = backfill_load_job(args->job_id, cxt);
+	if (strcmp(job->status, "backfilling") != 0)
+		return;
+	backfill_load_state(job);
+	for (int a = 0; a < job->nactors; a++)
+		if (job->actors[a].actor_id == args->actor_id)
+			actor = a;
+	if (actor < 0)
+		return;					/* rescheduled away since the launch */
+
+	exec = backfill_executor_create(job);
+	for (;;)
+	{
+		int64		rows;
+
+		next_transaction(true);
+		if (backfill_stop_requested(job->job_id))
+			break;
+		if (backfill_actor_finished(job, actor))
+		{
+			if (backfill_job_finished_everywhere(job))
+			{
+				next_transaction(false);
+				pgstat_report_activity(STATE_RUNNING, "final barrier");
+				(void) backfill_run_finish_barrier(exec);
+			}
+			break;
+		}
+		backfill_reload_settings(job);
+		if (strcmp(job->status, "backfilling") != 0)
+			break;
+		rows = backfill_run_barrier(exec, actor, backfill_barrier_interval_ms,
+									job->rate_limit);
+		snprintf(activity, sizeof(activity),
+				 "backfill job %lld actor %d: barrier at epoch " INT64_FORMAT ", %lld rows",
+				 (long long) job->job_id, args->actor_id, job->epoch, (long long) rows);
+		pgstat_report_activity(STATE_RUNNING, activity);
+		/* nothing to read (paused) and no interval to wait: do not spin */
+		if (rows == 0 && backfill_barrier_interval_ms == 0)
+		{
+			commit_work();
+			PushActiveSnapshot(GetTransactionSnapshot());
+			sleep_ms(100);
+		}
+	}
+	commit_work();
+	backfill_executor_free(exec);
+}
+
+/* record an error that stops the job, in a transaction of its own */
+static void
+record_failure(int64 job_id, ErrorData *edata)
+{
+	Oid			argtypes[4] = {INT8OID, TEXTOID, TEXTOID, TEXTOID};
+	Datum		values[4];
+	char		nulls[4] = {' ', ' ', edata->detail ? ' ' : 'n', ' '};
+
+	StartTransactionCommand();
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	values[0] = Int64GetDatum(job_id);
+	values[1] = CStringGetTextDatum(edata->message);
+	values[2] = edata->detail ? CStringGetTextDatum(edata->detail) : (Datum) 0;
+	values[3] = CStringGetTextDatum(unpack_sql_state(edata->sqlerrcode));
+	/* a failure the recovery check recorded is already there */
+	(void) SPI_execute_with_args("UPDATE backfill.job SET status = 'failed', last_error = $2, "
+								 "last_error_detail = $3, last_sqlstate = $4 "
+								 "WHERE job_id = $1 AND status = 'backfilling'",
+								 4, argtypes, values, nulls, false, 0);
+	PopActiveSnapshot();
+	SPI_finish();
+	CommitTransactionCommand();
+}
+
+void
+backfill_actor_main(Datum main_arg)
+{
+	ActorArgs	args;
+	MemoryContext cxt;
+	volatile bool preparer = false;
+	volatile int retries = 0;
+	volatile bool done = false;
+	char		name[NAMEDATALEN];
+
+	memcpy(&args, MyBgworkerEntry->bgw_extra, sizeof(args));
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnectionByOid(args.dboid, args.owner, 0);
+	backfill_attach_worker(args.job_id, args.actor_id);
+
+	snprintf(name, sizeof(name), "backfill job %lld actor %d",
+			 (long long) args.job_id, args.actor_id);
+	SetConfigOption("application_name", name, PGC_USERSET, PGC_S_SESSION);
+	pgstat_report_activity(STATE_RUNNING, "waiting for the job lock");
+
+	/* start_job's transaction holds it exclusively until it commits */
+	backfill_lock_job_shared(args.job_id);
+
+	cxt = AllocSetContextCreate(TopMemoryContext, "backfill actor", ALLOCSET_DEFAULT_SIZES);
+	while (!done)
+	{
+		PG_TRY();
+		{
+			StartTransactionCommand();
+			if (SPI_connect_ext(SPI_OPT_NONATOMIC) != SPI_OK_CONNECT)
+				elog(ERROR, "SPI_connect failed");
+			PushActiveSnapshot(GetTransactionSnapshot());
+
+			if (!preparer && backfill_claim_prepare(args.job_id))
+			{
+				BackfillJob *job = backfill_load_job(args.job_id, cxt);
+				bool		runnable;
+
+				preparer = true;
+				pgstat_report_activity(STATE_RUNNING, "recovery check");
+				runnable = strcmp(job->status, "cancelled") != 0 &&
+					backfill_prepare_run(job, true);
+				commit_work();
+				PushActiveSnapshot(GetTransactionSnapshot());
+				backfill_finish_prepare(args.job_id, runnable);
+				if (runnable)
+					actor_barriers(&args, cxt);
+			}
+			else if (preparer || backfill_wait_prepared(args.job_id))
+				actor_barriers(&args, cxt);
+
+			while (ActiveSnapshotSet())
+				PopActiveSnapshot();
+			SPI_finish();
+			CommitTransactionCommand();
+			done = true;
+		}
+		PG_CATCH();
+		{
+			ErrorData  *edata;
+			bool		retry;
+
+			MemoryContextSwitchTo(cxt);
+			edata = CopyErrorData();
+			retry = (edata->sqlerrcode == ERRCODE_T_R_SERIALIZATION_FAILURE ||
+					 edata->sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED) &&
+				retries < BACKFILL_MAX_RETRIES;
+			if (retry)
+				edata->elevel = LOG;
+			EmitErrorReport();
+			FlushErrorState();
+			AbortCurrentTransaction();
+			if (preparer)
+				backfill_finish_prepare(args.job_id, retry);
+			if (!retry)
+			{
+				record_failure(args.job_id, edata);
+				proc_exit(1);
+			}
+			retries++;
+			MemoryContextReset(cxt);
+		}
+		PG_END_TRY();
+		if (!done)
+			sleep_ms(100);
+	}
+	proc_exit(0);
+}
+
+/* launch every job that was running in the background when the server stopped */
+static void
+launch_jobs(void)
+{
+	MemoryContext cxt = AllocSetContextCreate(TopMemoryContext, "backfill launcher",
+											  ALLOCSET_DEFAULT_SIZES);
+	int64	   *volatile job_ids = NULL;
+	volatile int njobs = 0;
+
+	/* an error here (say, a catalog of another version) must not loop */
+	PG_TRY();
+	{
+		StartTransactionCommand();
+		SPI_connect();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		if (SPI_execute("SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'backfill'",
+						true, 0) == SPI_OK_SELECT && SPI_processed == 1 &&
+			SPI_execute("SELECT job_id FROM backfill.job WHERE run_mode = 'background' "
+						"AND status IN ('pending', 'backfilling') ORDER BY job_id",
+						true, 0) == SPI_OK_SELECT)
+		{
+			njobs = (int) SPI_processed;
+			job_ids = MemoryContextAlloc(cxt, sizeof(int64) * Max(njobs, 1));
+			for (int i = 0; i < njobs; i++)
+			{
+				bool		isnull;
+
+				job_ids[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
+														 SPI_tuptable->tupdesc, 1, &isnull));
+			}
+		}
+		PopActiveSnapshot();
+		SPI_finish();
+		CommitTransactionCommand();
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		EmitErrorReport();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		njobs = 0;
+	}
+	PG_END_TRY();
+
+	/* one transaction per job, so that one job's error does not stop the rest */
+	for (volatile int i = 0; i < njobs; i++)
+	{
+		MemoryContext oldcxt = CurrentMemoryContext;
+
+		PG_TRY();
+		{
+			StartTransactionCommand();
+			SPI_connect();
+			PushActiveSnapshot(GetTransactionSnapshot());
+			backfill_launch_job(backfill_load_job(job_ids[i], CurrentMemoryContext), true);
+			ereport(LOG,
+					(errmsg("backfill launcher restarted backfill job %lld", (long long) job_ids[i])));
+			PopActiveSnapshot();
+			SPI_finish();
+			CommitTransactionCommand();
+		}
+		PG_CATCH();
+		{
+			MemoryContextSwitchTo(oldcxt);
+			EmitErrorReport();
+			FlushErrorState();
+			AbortCurrentTransaction();
+		}
+		PG_END_TRY();
+	}
+	MemoryContextDelete(cxt);
+}
+
+void
+backfill_launcher_main(Datum main_arg)
+{
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnection(backfill_database, NULL, 0);
+	pgstat_report_appname("backfill launcher");
+
+	launch_jobs();
+
+	pgstat_report_activity(STATE_IDLE, NULL);
+	for (;;)
+		sleep_ms(60 * 1000);
+}
+
+/*
+ * backfill_register_launcher
+ *		Called from _PG_init while shared_preload_libraries is processed.
+ */
+void
+backfill_register_launcher(void)
+{
+	BackgroundWorker worker;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = 5;
+	strlcpy(worker.bgw_library_name, "backfill", BGW_MAXLEN);
+	strlcpy(worker.bgw_function_name, "backfill_launcher_main", BGW_MAXLEN);
+	strlcpy(worker.bgw_name, "backfill launcher", BGW_MAXLEN);
+	strlcpy(worker.bgw_type, "backfill launcher", BGW_MAXLEN);
+	RegisterBackgroundWorker(&worker);
+}
