@@ -99,6 +99,9 @@ run_locked(BackfillJob *job, int max_barriers)
 		}
 		backfill_reload_settings(job);
 		backfill_run_barrier(exec, -1, backfill_barrier_interval_ms, job->rate_limit);
+		/* paused with no interval to wait out: do not spin */
+		if (job->rate_limit == 0 && backfill_barrier_interval_ms == 0)
+			pg_usleep(100 * 1000L);
 	}
 	SPI_commit();
 	backfill_executor_free(exec);
