@@ -36,6 +36,19 @@ our @EXPORT = qw(
   job_state
   compare_states
   state_groups
+  worker_node
+  job_workers
+  wait_workers
+  wait_no_workers
+  actor_rows
+  wait_epoch_past
+  wait_status
+  kill_and_wait_restart
+  kill_postmaster_and_restart
+  wait_all_blocked_on_state
+  psql_error
+  legacy_message
+  leftovers
 );
 
 # Every background process gets killed by IPC::Run after this long, so that
@@ -45,9 +58,12 @@ my $bg_timeout = $PostgreSQL::Test::Utils::timeout_default;
 # A node set up for crash tests: restart_after_crash is on (the test
 # framework turns it off), statements are not logged (pgbench would flood the
 # log), and barriers are short.
+#
+# Options (used by the background worker tests): conf, more lines for
+# postgresql.conf, appended after the defaults.
 sub backfill_node
 {
-	my ($name) = @_;
+	my ($name, %opts) = @_;
 	my $node = PostgreSQL::Test::Cluster->new($name);
 	$node->init;
 	$node->append_conf(
@@ -57,6 +73,7 @@ log_statement = none
 max_connections = 40
 backfill.barrier_interval_ms = 100
 });
+	$node->append_conf('postgresql.conf', $opts{conf}) if $opts{conf};
 	$node->start;
 	$node->safe_psql(
 		'postgres', q{
@@ -82,6 +99,76 @@ BEGIN
         END IF;
         PERFORM pg_sleep(0.01);
     END LOOP;
+END
+$$;
+-- Waits, polling every 10 ms, until the status of a job is one of the given
+-- ones; returns the status, prefixed with "timeout " if it gave up.
+CREATE FUNCTION wait_status(job bigint, statuses text[], timeout_s float8)
+RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+    st text;
+    deadline timestamptz := clock_timestamp() + make_interval(secs => timeout_s);
+BEGIN
+    LOOP
+        SELECT status INTO st FROM backfill.jobs WHERE job_id = job;
+        IF st = ANY (statuses) THEN
+            RETURN st;
+        END IF;
+        IF clock_timestamp() > deadline THEN
+            RETURN 'timeout ' || coalesce(st, 'no job');
+        END IF;
+        PERFORM pg_sleep(0.01);
+    END LOOP;
+END
+$$;
+-- Waits until every actor of a job has committed a barrier after the call
+-- (its epoch in backfill.actor passed the largest one seen at the call),
+-- n times over; returns false on timeout.
+CREATE FUNCTION wait_epoch_past(job bigint, n int, timeout_s float8)
+RETURNS boolean LANGUAGE plpgsql AS $$
+DECLARE
+    e bigint;
+    deadline timestamptz := clock_timestamp() + make_interval(secs => timeout_s);
+BEGIN
+    FOR i IN 1 .. n LOOP
+        SELECT max(epoch) INTO e FROM backfill.actor WHERE job_id = job;
+        LOOP
+            EXIT WHEN (SELECT min(epoch) FROM backfill.actor WHERE job_id = job) > e;
+            IF clock_timestamp() > deadline THEN
+                RETURN false;
+            END IF;
+            PERFORM pg_sleep(0.01);
+        END LOOP;
+    END LOOP;
+    RETURN true;
+END
+$$;
+-- The snapshot rows per second of a job over about secs seconds, measured
+-- between two commits of a barrier (moments where the job's committed
+-- row_count changes), so that the barriers' granularity does not count.
+CREATE FUNCTION measure_rate(job bigint, secs float8)
+RETURNS float8 LANGUAGE plpgsql AS $$
+DECLARE
+    r0 bigint; r1 bigint; r bigint;
+    t0 timestamptz; t1 timestamptz;
+    deadline timestamptz := clock_timestamp() + make_interval(secs => secs + 30);
+BEGIN
+    SELECT row_count INTO r FROM backfill.jobs WHERE job_id = job;
+    LOOP
+        SELECT row_count, clock_timestamp() INTO r0, t0 FROM backfill.jobs WHERE job_id = job;
+        EXIT WHEN r0 <> r;
+        IF clock_timestamp() > deadline THEN RETURN NULL; END IF;
+        PERFORM pg_sleep(0.005);
+    END LOOP;
+    PERFORM pg_sleep(secs);
+    SELECT row_count INTO r FROM backfill.jobs WHERE job_id = job;
+    LOOP
+        SELECT row_count, clock_timestamp() INTO r1, t1 FROM backfill.jobs WHERE job_id = job;
+        EXIT WHEN r1 <> r;
+        IF clock_timestamp() > deadline THEN RETURN NULL; END IF;
+        PERFORM pg_sleep(0.005);
+    END LOOP;
+    RETURN (r1 - r0) / extract(epoch FROM t1 - t0);
 END
 $$;
 -- wait_rows(), then lock the job's state table against writes until the
@@ -391,5 +478,218 @@ sub state_groups
 	}
 	return scalar keys %g;
 }
+
+# A node for the background worker tests: the library preloaded, barriers
+# of 200 ms, room for a few jobs' workers.  %opts as for backfill_node; conf
+# is appended after these lines, so it can override them.
+sub worker_node
+{
+	my ($name, %opts) = @_;
+	my $conf = q{
+shared_preload_libraries = 'backfill'
+backfill.barrier_interval_ms = 200
+max_worker_processes = 16
+};
+	$conf .= $opts{conf} if $opts{conf};
+	return backfill_node($name, conf => $conf);
+}
+
+# The background workers of a job, from backfill.workers: a list of
+# [actor_id, pid], by actor_id.
+sub job_workers
+{
+	my ($node, $job_id) = @_;
+	my $out = $node->safe_psql('postgres',
+		"SELECT actor_id, pid FROM backfill.workers WHERE job_id = $job_id ORDER BY actor_id"
+	);
+	return [ map { [ split /\|/ ] } grep { $_ ne '' } split /\n/, $out ];
+}
+
+# Wait until the workers of a job are exactly the given actors, each with a
+# process that pg_stat_activity shows as a 'backfill actor' named after its
+# job and actor.  Returns their pids by actor_id (a hash), or undef on timeout.
+sub wait_workers
+{
+	my ($node, $job_id, @actors) = @_;
+	my $want = join(',', sort { $a <=> $b } @actors);
+	my %pids;
+	my $ok = wait_until(
+		$PostgreSQL::Test::Utils::timeout_default,
+		sub {
+			my $out = $node->safe_psql(
+				'postgres', qq{
+SELECT w.actor_id, w.pid FROM backfill.workers w
+  JOIN pg_stat_activity a ON a.pid = w.pid
+ WHERE w.job_id = $job_id AND a.backend_type = 'backfill actor'
+   AND a.application_name = 'backfill job ' || w.job_id || ' actor ' || w.actor_id
+ ORDER BY w.actor_id});
+			%pids = map { split /\|/ } grep { $_ ne '' } split /\n/, $out;
+			return join(',', sort { $a <=> $b } keys %pids) eq $want;
+		});
+	return $ok ? \%pids : undef;
+}
+
+# Wait until no worker of the job is left, neither in backfill.workers nor
+# in pg_stat_activity; true if so within the timeout.
+sub wait_no_workers
+{
+	my ($node, $job_id) = @_;
+	return $node->poll_query_until(
+		'postgres', qq{
+SELECT NOT EXISTS (SELECT FROM backfill.workers WHERE job_id = $job_id)
+   AND NOT EXISTS (SELECT FROM pg_stat_activity
+                    WHERE application_name LIKE 'backfill job $job_id actor %')});
+}
+
+# The actors of a job: a list of hashes (actor_id, vnode_start, vnode_end,
+# epoch, row_count), by actor_id.
+sub actor_rows
+{
+	my ($node, $job_id) = @_;
+	my $out = $node->safe_psql('postgres',
+		"SELECT actor_id, vnode_start, vnode_end, epoch, row_count "
+		  . "FROM backfill.actor WHERE job_id = $job_id ORDER BY actor_id");
+	my @rows;
+	for my $line (grep { $_ ne '' } split /\n/, $out)
+	{
+		my %h;
+		@h{qw(actor_id vnode_start vnode_end epoch row_count)} = split /\|/, $line;
+		push @rows, \%h;
+	}
+	return \@rows;
+}
+
+# Wait until every actor of the job has committed $n more barriers; true if
+# they did within $secs.
+sub wait_epoch_past
+{
+	my ($node, $job_id, $n, $secs) = @_;
+	$secs //= 60;
+	return $node->safe_psql('postgres',
+		"SELECT wait_epoch_past($job_id, $n, $secs)") eq 't';
+}
+
+# Wait until a job's status is one of @$statuses; returns the status
+# (prefixed "timeout " if it gave up).
+sub wait_status
+{
+	my ($node, $job_id, $statuses, $secs) = @_;
+	$secs //= 120;
+	my $list = join(',', map { "'$_'" } @$statuses);
+	return $node->safe_psql('postgres',
+		"SELECT wait_status($job_id, ARRAY[$list], $secs)");
+}
+
+# kill -9 a backend or a background worker and wait until the postmaster
+# has reinitialized and accepts connections again (like
+# kill_backend_and_wait, whose log line only matches client backends).
+sub kill_and_wait_restart
+{
+	my ($node, $pid, $label) = @_;
+	my $offset = -s $node->logfile;
+	ok(kill('KILL', $pid), "$label: kill -9 of process $pid");
+	$node->wait_for_log(
+		qr/\(PID $pid\) was terminated by signal 9.*all server processes terminated; reinitializing/s,
+		$offset);
+	ok($node->poll_query_until('postgres', 'SELECT true'),
+		"$label: server accepts connections again after the crash");
+}
+
+# kill -9 of the postmaster itself, then start the server again once every
+# process it had forked is gone (they leave when they notice their
+# postmaster died; shared memory still in use would stop the new one).
+sub kill_postmaster_and_restart
+{
+	my ($node, $label) = @_;
+	my $pm = $node->safe_psql('postgres', 'SELECT pg_postmaster_pid()') // '';
+	chomp $pm;
+	my @children = grep { /^\d+$/ } split /\s+/, `pgrep -P $pm`;
+	ok(kill('KILL', $pm), "$label: kill -9 of the postmaster $pm");
+	my $gone = wait_until(
+		$PostgreSQL::Test::Utils::timeout_default,
+		sub { !grep { kill(0, $_) } ($pm, @children) });
+	ok($gone, "$label: every server process has exited")
+	  or diag('left: ' . join(' ', grep { kill(0, $_) } ($pm, @children)));
+	$node->start;
+}
+
+# Wait until every worker of a job (those of backfill.workers) waits for a
+# lock on the job's state table (see freeze_job).  Returns the pids by
+# actor_id (a hash), or undef on timeout or when a worker has gone.
+sub wait_all_blocked_on_state
+{
+	my ($node, $job_id, $nworkers) = @_;
+	my %pids;
+	my $ok = wait_until(
+		$PostgreSQL::Test::Utils::timeout_default,
+		sub {
+			my $out = $node->safe_psql(
+				'postgres', qq{
+SELECT w.actor_id, w.pid FROM backfill.workers w
+ WHERE w.job_id = $job_id
+   AND EXISTS (SELECT FROM pg_locks l JOIN backfill.jobs j ON l.relation = j.state_table
+                WHERE j.job_id = $job_id AND l.pid = w.pid AND NOT l.granted)});
+			%pids = map { split /\|/ } grep { $_ ne '' } split /\n/, $out;
+			return scalar(keys %pids) == $nworkers;
+		});
+	return $ok ? \%pids : undef;
+}
+
+# Run $sql, which must fail; returns (sqlstate, message, stderr), from
+# psql's verbose error report.
+sub psql_error
+{
+	my ($node, $sql, $db) = @_;
+	my ($out, $err) = ('', '');
+	my $rc = $node->psql($db // 'postgres', "\\set VERBOSITY verbose\n$sql",
+		stdout => \$out, stderr => \$err);
+	return ('', '', "no error (rc $rc): $out") if $rc == 0;
+	my ($state, $msg) = $err =~ /ERROR:  ([0-9A-Z]{5}): (.*)$/m;
+	return ($state // '', $msg // '', $err);
+}
+
+# RisingWave's legacy error for a job, built from the catalogs as they are
+# now: the first actor, by actor_id, whose state (that of its first vnode)
+# has not finished.  Returns (message, actor_id), or () when every actor has
+# finished.
+sub legacy_message
+{
+	my ($node, $job_id) = @_;
+	my $info = job_info($node, $job_id);
+	my $state = job_state($node, $job_id);
+	for my $a (@{ actor_rows($node, $job_id) })
+	{
+		my $first = $state->{ $a->{vnode_start} };
+		next if $first->{finished};
+		return (
+			'legacy no-shuffle backfill recovered unfinished progress; '
+			  . 'cancel and recreate the streaming job. '
+			  . "upstream_table_id=$info->{upstream_table_id}, fragment_id=$info->{fragment_id}, "
+			  . "actor_id=$a->{actor_id}, current_pos=$first->{pos_text}, row_count=$first->{rows}",
+			$a->{actor_id});
+	}
+	return ();
+}
+
+# What a job left behind in the database, as a list of descriptions: its
+# state and change tables, its triggers on $upstream, its downstream table
+# $downstream, its workers.
+sub leftovers
+{
+	my ($node, $job_id, $upstream, $downstream) = @_;
+	my $out = $node->safe_psql(
+		'postgres', qq{
+SELECT 'table ' || c.oid::regclass FROM pg_class c
+ WHERE c.oid::regclass::text IN ('backfill.state_$job_id', 'backfill.changes_$job_id', '$downstream')
+UNION ALL
+SELECT 'trigger ' || tgname FROM pg_trigger
+ WHERE tgrelid = '$upstream'::regclass AND tgname IN ('backfill_capture_$job_id', 'backfill_apply_$job_id')
+UNION ALL
+SELECT 'worker ' || pid FROM backfill.workers WHERE job_id = $job_id
+UNION ALL
+SELECT 'process ' || pid FROM pg_stat_activity WHERE application_name LIKE 'backfill job $job_id actor %'});
+	return grep { $_ ne '' } split /\n/, $out;
+}
+
 
 1;
