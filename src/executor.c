@@ -85,6 +85,10 @@
 
 #include "backfill.h"
 
+/* the most chunks, and rows, one statement reads in a barrier */
+#define BACKFILL_MAX_BATCH_CHUNKS	1024
+#define BACKFILL_MAX_BATCH_ROWS		(64 * 1024)
+
 /* how a chunk query restricts vnodes */
 typedef enum VnodeFilter
 {
@@ -115,6 +119,7 @@ struct BarrierExecutor
 	int16		typlens[INDEX_MAX_KEYS];
 	bool		typbyvals[INDEX_MAX_KEYS];
 	TimestampTz *rate_next;		/* per actor: when the limiter allows a read */
+	int		   *batch;			/* per actor: chunks per statement, this barrier */
 };
 
 static SPIPlanPtr
@@ -176,6 +181,7 @@ backfill_executor_create(BackfillJob *job)
 		get_typlenbyval(job->pk_types[k], &exec->typlens[k], &exec->typbyvals[k]);
 
 	exec->rate_next = MemoryContextAllocZero(cxt, sizeof(TimestampTz) * Max(job->nactors, 1));
+	exec->batch = MemoryContextAllocZero(cxt, sizeof(int) * Max(job->nactors, 1));
 
 	/*
 	 * The captured keys a barrier forwards: those of the vnodes $1..$2 whose
@@ -277,10 +283,16 @@ chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter)
 	if (exec->chunk_plans[has_pos][filter])
 		return exec->chunk_plans[has_pos][filter];
 
+	/*
+	 * The rows go straight from the upstream's index scan into the
+	 * downstream; only their keys come back, to count them per vnode and to
+	 * find the last one.
+	 */
 	initStringInfo(&sql);
 	appendStringInfo(&sql,
-					 "WITH chunk AS MATERIALIZED (SELECT %s FROM ONLY %s u WHERE true",
-					 job->columns_sql, job->upstream_sql);
+					 "WITH ins AS (INSERT INTO %s (%s) SELECT %s FROM ONLY %s u WHERE true",
+					 job->downstream_sql, job->columns_sql, job->columns_sql,
+					 job->upstream_sql);
 	if (has_pos)
 	{
 		appendStringInfo(&sql, " AND (%s) > (%s)", upk, pk_params(job, 1));
@@ -299,16 +311,22 @@ chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter)
 		appendStringInfo(&sql, " AND backfill.vnode(%s) = ANY ($%d)", upk, nargs + 1);
 		argtypes[nargs++] = INT2ARRAYOID;
 	}
-	appendStringInfo(&sql, " ORDER BY %s LIMIT $%d), ", upk, nargs + 1);
+	appendStringInfo(&sql, " ORDER BY %s LIMIT $%d RETURNING %s) ", upk, nargs + 1, pk);
 	argtypes[nargs++] = INT8OID;
-	appendStringInfo(&sql,
-					 "ins AS (INSERT INTO %s (%s) SELECT %s FROM chunk) "
-					 "SELECT c.vnode, c.rows, l.* FROM "
-					 "(SELECT backfill.vnode(%s) AS vnode, pg_catalog.count(*) AS rows "
-					 "FROM chunk GROUP BY 1) c, "
-					 "(SELECT %s FROM chunk ORDER BY %s LIMIT 1) l",
-					 job->downstream_sql, job->columns_sql, job->columns_sql,
-					 pk, pk, pk_list_desc(job));
+	if (job->kind == BACKFILL_KIND_NO_SHUFFLE)
+		/* a legacy actor counts its rows as a whole */
+		appendStringInfo(&sql,
+						 "SELECT NULL::pg_catalog.int2, c.rows, l.* FROM "
+						 "(SELECT pg_catalog.count(*) AS rows FROM ins) c, "
+						 "(SELECT %s FROM ins ORDER BY %s LIMIT 1) l",
+						 pk, pk_list_desc(job));
+	else
+		appendStringInfo(&sql,
+						 "SELECT c.vnode, c.rows, l.* FROM "
+						 "(SELECT backfill.vnode(%s) AS vnode, pg_catalog.count(*) AS rows "
+						 "FROM ins GROUP BY 1) c, "
+						 "(SELECT %s FROM ins ORDER BY %s LIMIT 1) l",
+						 pk, pk, pk_list_desc(job));
 
 	exec->chunk_plans[has_pos][filter] = prepare_kept(sql.data, nargs, argtypes);
 	return exec->chunk_plans[has_pos][filter];
@@ -377,7 +395,7 @@ set_position(BarrierExecutor *exec, VnodeState *vs, Datum *pos)
  * Read one chunk of a group of vnodes.  Returns the number of rows read.
  */
 static int64
-read_chunk(BarrierExecutor *exec, VnodeGroup *group, int limit)
+read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
 {
 	BackfillJob *job = exec->job;
 	BackfillActor *actor = &job->actors[group->actor];
@@ -428,12 +446,12 @@ read_chunk(BarrierExecutor *exec, VnodeGroup *group, int limit)
 		HeapTuple	tup = SPI_tuptable->vals[i];
 		TupleDesc	desc = SPI_tuptable->tupdesc;
 		bool		isnull;
-		int			vnode = DatumGetInt16(SPI_getbinval(tup, desc, 1, &isnull));
+		Datum		vnode = SPI_getbinval(tup, desc, 1, &isnull);
 		int64		rows = DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
 
 		total += rows;
 		if (job->kind == BACKFILL_KIND_ARRANGEMENT)
-			job->vnodes[vnode].row_count += rows;
+			job->vnodes[DatumGetInt16(vnode)].row_count += rows;
 		if (i == 0)
 			for (int k = 0; k < job->npk; k++)
 				lastkey[k] = SPI_getbinval(tup, desc, 3 + k, &isnull);
@@ -619,10 +637,19 @@ actor_round(BarrierExecutor *exec, int actor, int rate_limit, TimestampTz deadli
 	VnodeGroup *groups = palloc(sizeof(VnodeGroup) * BACKFILL_VNODE_COUNT);
 	int			ngroups = actor_groups(exec, actor, groups);
 	int64		rows = 0;
-	int			limit = job->chunk_size;
+	int64		limit = job->chunk_size;
 
+	/*
+	 * Unlimited, an actor reads one chunk first, then ever more chunks per
+	 * statement for the rest of the barrier: positions only become visible
+	 * at the barrier's commit, so k chunks read in one statement leave
+	 * exactly the state that k statements of one chunk would, at a fraction
+	 * of the per-statement cost.
+	 */
 	if (rate_limit > 0)
 		limit = Min(limit, rate_limit);
+	else
+		limit *= exec->batch[actor];
 	for (int g = 0; g < ngroups; g++)
 	{
 		int64		n;
@@ -636,6 +663,9 @@ actor_round(BarrierExecutor *exec, int actor, int rate_limit, TimestampTz deadli
 		}
 		n = read_chunk(exec, &groups[g], limit);
 		rows += n;
+		if (exec->batch[actor] < BACKFILL_MAX_BATCH_CHUNKS &&
+			(int64) job->chunk_size * exec->batch[actor] < BACKFILL_MAX_BATCH_ROWS)
+			exec->batch[actor] *= 2;
 		if (rate_limit > 0)
 		{
 			/* GCRA: each row costs 1/rate seconds; a debt delays later reads */
@@ -668,6 +698,8 @@ backfill_run_barrier(BarrierExecutor *exec, int actor, int interval_ms, int rate
 	int64		total = 0;
 
 	Assert(XactIsoLevel == XACT_REPEATABLE_READ);
+	for (int a = first; a <= last; a++)
+		exec->batch[a] = 1;
 	if (actor < 0)
 		forward_changes(exec, 0, BACKFILL_VNODE_COUNT - 1);
 	else

@@ -19,6 +19,7 @@
 #include "fmgr.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/typcache.h"
 
 #include "backfill.h"
@@ -65,41 +66,64 @@ backfill_vnode_of(int nkeys, Datum *values, bool *nulls, Oid *types)
 	return (int) (hash % BACKFILL_VNODE_COUNT);
 }
 
+/* per call site: the types and hash functions of the arguments */
+typedef struct VnodeCallCache
+{
+	int			nargs;
+	Oid			types[FUNC_MAX_ARGS];
+	FmgrInfo	procs[FUNC_MAX_ARGS];
+} VnodeCallCache;
+
 /*
  * backfill.vnode(VARIADIC "any") RETURNS smallint
  *
- * The vnode of the key made of the arguments, in key column order.
+ * The vnode of the key made of the arguments, in key column order.  Called
+ * for every row a chunk reads, so the hash functions are looked up once per
+ * call site.
  */
 Datum
 backfill_vnode(PG_FUNCTION_ARGS)
 {
 	int			nargs = PG_NARGS();
-	Datum	   *values;
-	bool	   *nulls;
-	Oid		   *types;
+	VnodeCallCache *cache = (VnodeCallCache *) fcinfo->flinfo->fn_extra;
+	uint64		hash = 0;
 
-	if (nargs < 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("backfill.vnode() needs at least one key column")));
-	if (get_fn_expr_variadic(fcinfo->flinfo))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("backfill.vnode() does not accept an array after VARIADIC"),
-				 errhint("Pass the key columns as separate arguments.")));
-
-	values = palloc(nargs * sizeof(Datum));
-	nulls = palloc(nargs * sizeof(bool));
-	types = palloc(nargs * sizeof(Oid));
-	for (int i = 0; i < nargs; i++)
+	if (cache == NULL)
 	{
-		values[i] = PG_GETARG_DATUM(i);
-		nulls[i] = PG_ARGISNULL(i);
-		types[i] = get_fn_expr_argtype(fcinfo->flinfo, i);
-		if (!OidIsValid(types[i]))
+		if (nargs < 1)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("could not determine the type of key column %d", i + 1)));
+					 errmsg("backfill.vnode() needs at least one key column")));
+		if (get_fn_expr_variadic(fcinfo->flinfo))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("backfill.vnode() does not accept an array after VARIADIC"),
+					 errhint("Pass the key columns as separate arguments.")));
+		cache = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(VnodeCallCache));
+		cache->nargs = nargs;
+		for (int i = 0; i < nargs; i++)
+		{
+			cache->types[i] = get_fn_expr_argtype(fcinfo->flinfo, i);
+			if (!OidIsValid(cache->types[i]))
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("could not determine the type of key column %d", i + 1)));
+			fmgr_info_copy(&cache->procs[i], hash_proc_for_type(cache->types[i]),
+						   fcinfo->flinfo->fn_mcxt);
+		}
+		fcinfo->flinfo->fn_extra = cache;
 	}
-	PG_RETURN_INT16((int16) backfill_vnode_of(nargs, values, nulls, types));
+
+	/* the same hash as backfill_vnode_of() */
+	for (int i = 0; i < nargs; i++)
+	{
+		uint64		h = 0;
+
+		if (!PG_ARGISNULL(i))
+			h = DatumGetUInt64(FunctionCall2Coll(&cache->procs[i], C_COLLATION_OID,
+												 PG_GETARG_DATUM(i),
+												 UInt64GetDatum(BACKFILL_HASH_SEED)));
+		hash = hash_combine64(hash, h);
+	}
+	PG_RETURN_INT16((int16) (hash % BACKFILL_VNODE_COUNT));
 }
