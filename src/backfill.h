@@ -116,6 +116,15 @@ typedef struct BackfillJob
 	VnodeState	vnodes[BACKFILL_VNODE_COUNT];
 } BackfillJob;
 
+/* what an actor worker gets in bgw_extra (shmem.c writes, worker.c reads) */
+typedef struct ActorArgs
+{
+	int64		job_id;
+	int32		actor_id;
+	Oid			dboid;			/* database */
+	Oid			owner;			/* the job's owner, whom the worker runs as */
+} ActorArgs;
+
 /* backfill.c */
 extern int	backfill_barrier_interval_ms;
 

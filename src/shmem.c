@@ -79,15 +79,6 @@ typedef struct BackfillShared
 	BackfillWorkerSlot *workers;
 } BackfillShared;
 
-/* what a worker gets in bgw_extra */
-typedef struct ActorArgs
-{
-	int64		job_id;
-	int32		actor_id;
-	Oid			dboid;
-	Oid			owner;
-} ActorArgs;
-
 bool		backfill_preloaded = false;
 
 static BackfillShared *shared = NULL;

@@ -56,15 +56,6 @@ PGDLLEXPORT void backfill_launcher_main(Datum main_arg);
 /* backfill.database: where the launcher looks for jobs */
 char	   *backfill_database = NULL;
 
-/* the layout of bgw_extra, as written by shmem.c */
-typedef struct ActorArgs
-{
-	int64		job_id;
-	int32		actor_id;
-	Oid			dboid;
-	Oid			owner;
-} ActorArgs;
-
 /* how often a worker retries a barrier that lost a serialization race */
 #define BACKFILL_MAX_RETRIES 10
 
