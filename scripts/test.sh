@@ -37,7 +37,9 @@ run_as_tester() {
 }
 
 step "pg_regress and isolation tests"
-if ! (cd "$workdir" && pg_virtualenv -v "$PGVER" make installcheck TAP_TESTS=); then
+# as an unprivileged user, pg_virtualenv keeps its cluster in a temporary
+# directory; as root it would register a system-wide one
+if ! (cd "$workdir" && run_as_tester pg_virtualenv -v "$PGVER" make installcheck TAP_TESTS=); then
     status=1
     for f in "$workdir/regression.diffs" "$workdir/output_iso/regression.diffs"; do
         [ -f "$f" ] && cat "$f"

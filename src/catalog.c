@@ -49,12 +49,14 @@
 #include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
+#include "tcop/pquery.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/regproc.h"
+#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
 #include "backfill.h"
@@ -897,21 +899,28 @@ backfill_reload_settings(BackfillJob *job)
 	MemoryContext old;
 	bool		isnull;
 
+	char	   *status;
+
+	/* once per barrier: in a connection of its own, so nothing accumulates */
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
 	if (SPI_execute_with_args("SELECT status, coalesce(rate_limit, -1) FROM backfill.job "
 							  "WHERE job_id = $1",
 							  1, argtypes, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read backfill.job");
-	old = MemoryContextSwitchTo(GetMemoryChunkContext(job));
-	if (SPI_processed == 0)
-		job->status = "dropped";
-	else
-	{
-		job->status = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	status = SPI_processed == 0 ? "dropped" :
+		SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	if (SPI_processed > 0)
 		job->rate_limit = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
 													  SPI_tuptable->tupdesc, 2, &isnull));
+	/* the status strings are short and few: keep the one in use */
+	if (strcmp(job->status, status) != 0)
+	{
+		old = MemoryContextSwitchTo(GetMemoryChunkContext(job));
+		job->status = pstrdup(status);
+		MemoryContextSwitchTo(old);
 	}
-	MemoryContextSwitchTo(old);
-	SPI_freetuptable(SPI_tuptable);
+	SPI_finish();
 }
 
 /*
@@ -936,5 +945,9 @@ backfill_fail_job(BackfillJob *job, int sqlerrcode, const char *message,
 							  "last_error_detail = $3, last_sqlstate = $4 WHERE job_id = $1",
 							  4, argtypes, values, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update backfill.job");
+	/* a worker has no portal: the snapshot it pushed is its own to pop */
+	if (ActivePortal == NULL)
+		while (ActiveSnapshotSet())
+			PopActiveSnapshot();
 	SPI_commit();
 }

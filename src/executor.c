@@ -122,6 +122,26 @@ struct BarrierExecutor
 	int		   *batch;			/* per actor: chunks per statement, this barrier */
 };
 
+/*
+ * A barrier's statements run in an SPI connection of their own, nested in
+ * the run's: what SPI allocates for them is released when the barrier is
+ * done, instead of accumulating in the run's connection, which lives as long
+ * as the CALL or the worker.
+ */
+static void
+spi_enter(void)
+{
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+}
+
+static void
+spi_leave(void)
+{
+	if (SPI_finish() != SPI_OK_FINISH)
+		elog(ERROR, "SPI_finish failed");
+}
+
 static SPIPlanPtr
 prepare_kept(const char *sql, int nargs, Oid *argtypes)
 {
@@ -698,6 +718,7 @@ backfill_run_barrier(BarrierExecutor *exec, int actor, int interval_ms, int rate
 	int64		total = 0;
 
 	Assert(XactIsoLevel == XACT_REPEATABLE_READ);
+	spi_enter();
 	for (int a = first; a <= last; a++)
 		exec->batch[a] = 1;
 	if (actor < 0)
@@ -705,7 +726,11 @@ backfill_run_barrier(BarrierExecutor *exec, int actor, int interval_ms, int rate
 	else
 		forward_changes(exec, job->actors[actor].vnode_start, job->actors[actor].vnode_end);
 
-	for (;;)
+	/* paused: only changes and the state move; sit out the interval */
+	if (rate_limit == 0)
+		sleep_until(deadline);
+
+	for (; rate_limit != 0;)
 	{
 		bool		all_done = true;
 		bool		any_read = false;
@@ -714,7 +739,7 @@ backfill_run_barrier(BarrierExecutor *exec, int actor, int interval_ms, int rate
 		{
 			int64		rows;
 
-			if (backfill_actor_finished(job, a) || rate_limit == 0)
+			if (backfill_actor_finished(job, a))
 				continue;
 			rows = actor_round(exec, a, rate_limit, interval_ms > 0 ? deadline : start);
 			if (rows >= 0)
@@ -739,6 +764,7 @@ backfill_run_barrier(BarrierExecutor *exec, int actor, int interval_ms, int rate
 	job->epoch = next_epoch(job->epoch);
 	for (int a = first; a <= last; a++)
 		update_actor(exec, &job->actors[a]);
+	spi_leave();
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(exec->barrier_cxt);
 	return total;
@@ -758,10 +784,11 @@ backfill_job_finished_everywhere(BackfillJob *job)
 	bool		isnull;
 	bool		result;
 
+	spi_enter();
 	if (SPI_execute(sql, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read state table %s", job->state_sql);
 	result = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	SPI_freetuptable(SPI_tuptable);
+	spi_leave();
 	return !isnull && result;
 }
 
@@ -788,14 +815,17 @@ backfill_run_finish_barrier(BarrierExecutor *exec)
 		PushActiveSnapshot(GetTransactionSnapshot());	/* a worker */
 
 	/* when every actor finishes at once, the first one finishes the job */
+	spi_enter();
 	sql = psprintf("SELECT status = 'finished' FROM backfill.job WHERE job_id = %lld",
 				   (long long) job->job_id);
 	if (SPI_execute(sql, false, 0) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not read backfill job %lld", (long long) job->job_id);
 	finished = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	SPI_freetuptable(SPI_tuptable);
 	if (finished)
+	{
+		spi_leave();
 		return false;
+	}
 
 	old = MemoryContextSwitchTo(exec->barrier_cxt);
 	forward_changes(exec, 0, BACKFILL_VNODE_COUNT - 1);
@@ -812,6 +842,7 @@ backfill_run_finish_barrier(BarrierExecutor *exec)
 	values[1] = Int64GetDatum(job->epoch);
 	if (SPI_execute_plan(exec->finish_plan, values, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update backfill.job");
+	spi_leave();
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(exec->barrier_cxt);
 	return true;

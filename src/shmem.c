@@ -37,6 +37,7 @@
 #include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
+#include "catalog/pg_type.h"
 #include "utils/builtins.h"
 #include "utils/wait_event.h"
 
@@ -257,14 +258,25 @@ backfill_launch_job(BackfillJob *job, bool from_launcher)
 
 	if (nregistered < job->nactors)
 	{
-		/* take back what was started and reserved */
+		/*
+		 * Take back what was started and reserved.  A worker stopped before
+		 * it attached never frees its slot, so wait for each to be gone and
+		 * free whatever is left.
+		 */
 		LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 		run->stop = true;
-		for (int a = nregistered; a < job->nactors; a++)
-			release_slot(&shared->workers[reserved[a]]);
 		LWLockRelease(shared->lock);
 		for (int a = 0; a < nregistered; a++)
+		{
 			TerminateBackgroundWorker(handles[a]);
+			(void) WaitForBackgroundWorkerShutdown(handles[a]);
+		}
+		LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+		for (int a = 0; a < job->nactors; a++)
+			if (shared->workers[reserved[a]].job_id == job->job_id &&
+				shared->workers[reserved[a]].actor_id == job->actors[a].actor_id)
+				release_slot(&shared->workers[reserved[a]]);
+		LWLockRelease(shared->lock);
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
 				 errmsg("could not start the %d background workers of backfill job %lld",
@@ -523,6 +535,11 @@ backfill_start_job(PG_FUNCTION_ARGS)
 	}
 	/* not run by a session now; held until commit */
 	backfill_lock_job(job_id, false);
+	/* the launcher relaunches it after a crash, even one right after this */
+	if (SPI_execute_with_args("UPDATE backfill.job SET run_mode = 'background' WHERE job_id = $1",
+							  1, (Oid[]) {INT8OID}, (Datum[]) {Int64GetDatum(job_id)},
+							  NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not update backfill.job");
 	backfill_launch_job(job, false);
 	SPI_finish();
 	PG_RETURN_VOID();

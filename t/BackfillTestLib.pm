@@ -530,15 +530,20 @@ SELECT w.actor_id, w.pid FROM backfill.workers w
 }
 
 # Wait until no worker of the job is left, neither in backfill.workers nor
-# in pg_stat_activity; true if so within the timeout.
+# in pg_stat_activity; true if so within $secs (default: the framework's
+# timeout).
 sub wait_no_workers
 {
-	my ($node, $job_id) = @_;
-	return $node->poll_query_until(
-		'postgres', qq{
+	my ($node, $job_id, $secs) = @_;
+	return wait_until(
+		$secs // $PostgreSQL::Test::Utils::timeout_default,
+		sub {
+			$node->safe_psql(
+				'postgres', qq{
 SELECT NOT EXISTS (SELECT FROM backfill.workers WHERE job_id = $job_id)
    AND NOT EXISTS (SELECT FROM pg_stat_activity
-                    WHERE application_name LIKE 'backfill job $job_id actor %')});
+                    WHERE application_name LIKE 'backfill job $job_id actor %')}) eq 't';
+		});
 }
 
 # The actors of a job: a list of hashes (actor_id, vnode_start, vnode_end,
@@ -601,10 +606,10 @@ sub kill_and_wait_restart
 sub kill_postmaster_and_restart
 {
 	my ($node, $label) = @_;
-	my $pm = $node->safe_psql('postgres', 'SELECT pg_postmaster_pid()') // '';
-	chomp $pm;
+	my $pm = $node->{_pid};
 	my @children = grep { /^\d+$/ } split /\s+/, `pgrep -P $pm`;
-	ok(kill('KILL', $pm), "$label: kill -9 of the postmaster $pm");
+	ok(kill(0, $pm), "$label: kill -9 of the postmaster $pm");
+	$node->kill9;    # kill -9, and the node forgets the pid
 	my $gone = wait_until(
 		$PostgreSQL::Test::Utils::timeout_default,
 		sub { !grep { kill(0, $_) } ($pm, @children) });
