@@ -1,0 +1,499 @@
+#!/bin/bash
+# bench/run.sh: the backfill benchmark (see bench/README.md).
+#
+#   bash bench/run.sh [--rows N] [--runs K] [--pgbench-seconds S] [--clients C] [--quick]
+#
+# Starts a throw-away PostgreSQL 15 cluster in a temp dir (own port, unix
+# socket in that dir, shared_preload_libraries = 'backfill'), builds the data,
+# measures throughput, cost to writers, memory and recovery, prints one table
+# and exits non-zero when a target is missed.  It never touches any other
+# cluster and removes only its own temp dir.  It uses the installed extension
+# (cd /work/main && make && make install first).
+set -euo pipefail
+
+ROWS=1000000
+RUNS=3
+PGB_SECS=10
+CLIENTS=4
+QUICK=0
+KEEP=0
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --rows) ROWS=$2; shift 2 ;;
+        --runs) RUNS=$2; shift 2 ;;
+        --pgbench-seconds) PGB_SECS=$2; shift 2 ;;
+        --clients) CLIENTS=$2; shift 2 ;;
+        --quick) QUICK=1; shift ;;
+        --keep) KEEP=1; shift ;;   # keep the temp dir (debugging)
+        -h|--help) sed -n 2,12p "$0"; exit 0 ;;
+        *) echo "unknown option: $1" >&2; exit 2 ;;
+    esac
+done
+if [ "$QUICK" = 1 ]; then
+    ROWS=200000; RUNS=1; PGB_SECS=5
+fi
+MEM_ROWS=$ROWS                       # memory: N and 4N
+MEM_ROWS4=$(( ROWS * 4 ))
+INTERVALS="1000 100"
+KINDS="no_shuffle arrangement snapshot cdc"
+
+PGVER=${PGVER:-15}
+BIN=/usr/lib/postgresql/$PGVER/bin
+HERE=$(cd "$(dirname "$0")/.." && pwd)
+COMMIT=$(git -C "$HERE" log --oneline -1 2>/dev/null || echo unknown)
+T_START=$(date +%s)
+
+RUNAS=()
+[ "$(id -u)" = 0 ] && RUNAS=(runuser -u postgres --)
+DIR=$(mktemp -d /tmp/backfill-bench.XXXXXX)
+[ "$(id -u)" = 0 ] && chown postgres "$DIR"
+chmod 755 "$DIR"
+PORT=$(( 40000 + RANDOM % 20000 ))
+while "$BIN/pg_isready" -q -h "$DIR" -p "$PORT" 2>/dev/null || ss -ltn 2>/dev/null | grep -q ":$PORT "; do
+    PORT=$(( 40000 + RANDOM % 20000 ))
+done
+export PGHOST=$DIR PGPORT=$PORT PGDATABASE=postgres PGUSER=postgres
+
+BGPIDS=()
+cleanup() {
+    local p
+    for p in "${BGPIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+    "${RUNAS[@]}" "$BIN/pg_ctl" -D "$DIR/data" -m immediate stop >/dev/null 2>&1 || true
+    if [ "$KEEP" = 1 ]; then echo "kept $DIR" >&2; else rm -rf "$DIR"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+log() { printf '[%4ds] %s\n' $(( $(date +%s) - T_START )) "$*" >&2; }
+sql() { "${RUNAS[@]}" env PGHOST="$PGHOST" PGPORT="$PGPORT" PGAPPNAME="${PGAPPNAME:-bench}" \
+        "$BIN/psql" -X -q -U postgres -d postgres -v ON_ERROR_STOP=1 "$@"; }
+val() { sql -Atc "$1"; }
+wait_ready() {
+    local i
+    for i in $(seq 1 600); do val 'SELECT 1' >/dev/null 2>&1 && return 0; sleep 0.1; done
+    echo "server did not come back" >&2; return 1
+}
+
+# ---------------------------------------------------------------- cluster
+log "cluster in $DIR, port $PORT; measuring $COMMIT"
+"${RUNAS[@]}" "$BIN/initdb" -D "$DIR/data" -A trust -U postgres >/dev/null
+cat >> "$DIR/data/postgresql.conf" <<CONF
+listen_addresses = ''
+port = $PORT
+unix_socket_directories = '$DIR'
+shared_preload_libraries = 'backfill'
+backfill.database = 'postgres'
+max_worker_processes = 16
+restart_after_crash = on
+shared_buffers = 1GB
+work_mem = 16MB
+maintenance_work_mem = 512MB
+max_wal_size = 16GB
+min_wal_size = 4GB
+wal_init_zero = off
+checkpoint_timeout = 30min
+autovacuum = on
+jit = off
+CONF
+"${RUNAS[@]}" "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/log" -w start >/dev/null
+wait_ready
+
+# ---------------------------------------------------------------- data
+log "building up ($ROWS rows) and the keyset procedure"
+sql <<SQL
+CREATE EXTENSION backfill;
+CREATE EXTENSION pgstattuple;
+CREATE TABLE up (id bigint PRIMARY KEY, a int, b text, c timestamptz);
+INSERT INTO up SELECT g, ((g::bigint * 7919) % 1000003)::int, md5(g::text), '2026-01-01'::timestamptz + g * interval '1 second'
+  FROM generate_series(1, $ROWS) g;
+VACUUM (FREEZE, ANALYZE) up;
+
+-- what people write by hand: a keyset loop committing every 1024 rows
+CREATE PROCEDURE keyset_copy(src regclass, dst regclass, batch int DEFAULT 1024)
+LANGUAGE plpgsql AS \$\$
+DECLARE
+  last bigint := -9223372036854775808;
+  n bigint;
+  m bigint;
+BEGIN
+  LOOP
+    EXECUTE format('WITH ins AS (INSERT INTO %s SELECT * FROM %s WHERE id > \$1 ORDER BY id LIMIT \$2 RETURNING id)
+                    SELECT count(*), max(id) FROM ins', dst, src)
+      INTO n, m USING last, batch;
+    EXIT WHEN n = 0;
+    last := m;
+    COMMIT;
+  END LOOP;
+  COMMIT;
+END \$\$;
+SQL
+
+# ---------------------------------------------------------------- helpers
+# availability of a kind: try create_job on a tiny table
+val "CREATE TABLE probe (id bigint PRIMARY KEY, x int)" >/dev/null
+declare -A AVAIL
+for k in $KINDS; do
+    if out=$(val "SELECT backfill.create_job('probe_$k', 'probe', kind => '$k')" 2>"$DIR/probe.err"); then
+        AVAIL[$k]=1
+        val "SELECT backfill.drop_job($out)" >/dev/null
+    else
+        AVAIL[$k]=0
+        log "kind $k not available: $(grep ERROR "$DIR/probe.err" | head -1)"
+    fi
+done
+# CDC capture for the writers: kind cdc
+set_interval_workers() {
+    val "ALTER SYSTEM SET backfill.barrier_interval_ms = $1" >/dev/null
+    val "SELECT pg_reload_conf()" >/dev/null
+    sleep 0.3
+}
+
+# time a psql script body: prints seconds (clock_timestamp inside the server)
+timed() {
+    local body=$1 out
+    out=$(sql -At <<SQL
+SELECT extract(epoch FROM clock_timestamp()) AS t0 \gset
+$body
+SELECT extract(epoch FROM clock_timestamp()) - :t0;
+SQL
+)
+    tail -1 <<<"$out"
+}
+
+# results: R[name,run] = value
+declare -A R
+
+median() {  # numbers on stdin -> median
+    sort -g | awk '{a[NR]=$1} END {if (NR==0) {print "nan"} else if (NR%2) {print a[(NR+1)/2]} else {print (a[NR/2]+a[NR/2+1])/2}}'
+}
+med() {  # med NAME -> median over runs of R[NAME,r]
+    local r
+    for r in $(seq 1 "$RUNS"); do
+        if [ -n "${R[$1,$r]:-}" ]; then echo "${R[$1,$r]}"; fi
+    done | median
+}
+ratio_med() {  # ratio_med A B -> median over runs of R[A,r]/R[B,r]
+    local r
+    for r in $(seq 1 "$RUNS"); do
+        if [ -n "${R[$1,$r]:-}" ] && [ -n "${R[$2,$r]:-}" ]; then
+            awk -v a="${R[$1,$r]}" -v b="${R[$2,$r]}" 'BEGIN {print (b > 0 ? a / b : 0)}'
+        fi
+    done | median
+}
+
+job_status_finished() {
+    [ "$(val "SELECT status FROM backfill.jobs WHERE job_id = $1")" = finished ]
+}
+
+# one backfill throughput measurement; sets LAST_RPS
+measure_job() {  # kind parallelism interval mode(fg|bg) rows
+    local kind=$1 par=$2 iv=$3 mode=$4 rows=$5 id secs
+    id=$(val "SELECT backfill.create_job('down', 'up', kind => '$kind', parallelism => $par)" 2>/dev/null)
+    val "CHECKPOINT" >/dev/null
+    if [ "$mode" = fg ]; then
+        secs=$(timed "SET backfill.barrier_interval_ms = $iv;
+CALL backfill.run_job($id);")
+    else
+        set_interval_workers "$iv"
+        secs=$(timed "SELECT backfill.start_job($id);
+SELECT backfill.wait_job($id);")
+    fi
+    if ! job_status_finished "$id"; then
+        echo "job $id did not finish" >&2; exit 3
+    fi
+    val "SELECT backfill.drop_job($id)" >/dev/null
+    LAST_RPS=$(awk -v n="$rows" -v s="$secs" 'BEGIN {printf "%.0f", n / s}')
+}
+
+# ---------------------------------------------------------------- 1. throughput
+log "1. throughput: $RUNS run(s)"
+for r in $(seq 1 "$RUNS"); do
+    val "CREATE TABLE down (id bigint PRIMARY KEY, a int, b text, c timestamptz); CHECKPOINT" >/dev/null
+    s=$(timed "INSERT INTO down SELECT * FROM up;")
+    R[insert,$r]=$(awk -v n="$ROWS" -v s="$s" 'BEGIN {printf "%.0f", n / s}')
+    val "DROP TABLE down" >/dev/null
+    log "  run $r: INSERT ... SELECT ${R[insert,$r]} rows/s"
+
+    val "CREATE TABLE down (id bigint PRIMARY KEY, a int, b text, c timestamptz); CHECKPOINT" >/dev/null
+    s=$(timed "CALL keyset_copy('up', 'down');")
+    [ "$(val 'SELECT count(*) FROM down')" = "$ROWS" ] || { echo "keyset loop copied a wrong count" >&2; exit 3; }
+    R[keyset,$r]=$(awk -v n="$ROWS" -v s="$s" 'BEGIN {printf "%.0f", n / s}')
+    val "DROP TABLE down" >/dev/null
+    log "  run $r: keyset loop ${R[keyset,$r]} rows/s"
+
+    for iv in $INTERVALS; do
+        for k in $KINDS; do
+            [ "${AVAIL[$k]}" = 1 ] || continue
+            measure_job "$k" 1 "$iv" fg "$ROWS"
+            R[$k.p1.$iv,$r]=$LAST_RPS
+            log "  run $r: $k p1 ${iv}ms run_job $LAST_RPS rows/s"
+        done
+        measure_job arrangement 2 "$iv" bg "$ROWS"
+        R[arrangement.p2w.$iv,$r]=$LAST_RPS
+        log "  run $r: arrangement p2 ${iv}ms workers $LAST_RPS rows/s"
+    done
+done
+set_interval_workers 1000
+
+# ---------------------------------------------------------------- 2. writers
+cat > "$DIR/writes.sql" <<'SQL'
+\set k1 random(1, :n)
+\set k2 random(1, :n)
+\set k3 random(1, :n)
+INSERT INTO up VALUES (:k1, 1, md5(:k1::text), now()) ON CONFLICT (id) DO UPDATE SET a = up.a + 1;
+UPDATE up SET a = a + 1, c = now() WHERE id = :k2;
+DELETE FROM up WHERE id = :k3;
+SQL
+chmod 644 "$DIR/writes.sql"
+pgbench_tps() {
+    local out
+    out=$("${RUNAS[@]}" env PGHOST="$PGHOST" PGPORT="$PGPORT" "$BIN/pgbench" -n -U postgres \
+          -c "$CLIENTS" -j "$CLIENTS" -T "$PGB_SECS" -f "$DIR/writes.sql" -D n="$ROWS" postgres 2>&1) \
+        || { echo "$out" >&2; return 1; }
+    grep -E '^tps' <<<"$out" | head -1 | sed -E 's/^tps = ([0-9.]+).*/\1/'
+}
+prep_writers() { val "VACUUM ANALYZE up" >/dev/null; val "CHECKPOINT" >/dev/null; }
+
+# the rate limit keeps the job backfilling for the whole pgbench run: at most
+# a third of the table in the pgbench time, per actor (one actor)
+RATE=$(( ROWS / (3 * PGB_SECS) ))
+[ "$RATE" -lt 1 ] && RATE=1
+log "2. writers: $CLIENTS clients, ${PGB_SECS}s each, rate limit $RATE rows/s during the backfill"
+for r in $(seq 1 "$RUNS"); do
+    for cap in trigger cdc; do
+        kind=arrangement; [ "$cap" = cdc ] && kind=cdc
+        [ "${AVAIL[$kind]}" = 1 ] || continue
+        prep_writers
+        R[w.$cap.none,$r]=$(pgbench_tps)
+        id=$(val "SELECT backfill.create_job('down', 'up', kind => '$kind', parallelism => 1, rate_limit => $RATE)")
+        val "SELECT backfill.start_job($id)" >/dev/null
+        # wait until the job has committed a barrier
+        for i in $(seq 1 100); do
+            [ "$(val "SELECT row_count > 0 FROM backfill.jobs WHERE job_id = $id")" = t ] && break; sleep 0.1
+        done
+        prep_writers
+        R[w.$cap.during,$r]=$(pgbench_tps)
+        st=$(val "SELECT status FROM backfill.jobs WHERE job_id = $id")
+        [ "$st" = backfilling ] || { echo "the job was $st at the end of the 'during' pgbench run; lower the rate" >&2; exit 3; }
+        val "SELECT backfill.alter_rate_limit($id, NULL)" >/dev/null
+        val "SELECT backfill.wait_job($id)" >/dev/null
+        prep_writers
+        R[w.$cap.after,$r]=$(pgbench_tps)
+        bad=$(val "SELECT count(*) FROM backfill.verify_job($id)")
+        [ "$bad" = 0 ] || { echo "verify_job($id): $bad differences after the writers" >&2; exit 3; }
+        val "SELECT backfill.drop_job($id)" >/dev/null
+        log "  run $r: $cap capture: tps none ${R[w.$cap.none,$r]} during ${R[w.$cap.during,$r]} after ${R[w.$cap.after,$r]}"
+    done
+done
+
+# ---------------------------------------------------------------- 3. memory
+# peak memory of the backend running CALL backfill.run_job: sampled from
+# /proc/<pid>/status every 20 ms; VmHWM is read at the last sample.  VmHWM
+# counts the shared buffers the backend touched (RssShmem), which grow with
+# the table, so the target is checked on the peak private anonymous memory
+# (RssAnon: palloc'd memory, the backend's heap; shared buffers are RssShmem,
+# mapped binaries RssFile).
+mem_run() {  # table rows -> sets MEM_PRIV (kB) and MEM_HWM (kB)
+    local tbl=$1 id pid psqlpid priv hwm st
+    id=$(val "SELECT backfill.create_job('down_mem', '$tbl', kind => 'arrangement', parallelism => 1)" 2>/dev/null)
+    val "CHECKPOINT" >/dev/null
+    PGAPPNAME=bench_mem sql -c "SET backfill.barrier_interval_ms = 1000" -c "CALL backfill.run_job($id)" &
+    psqlpid=$!
+    BGPIDS+=("$psqlpid")
+    pid=
+    for i in $(seq 1 200); do
+        pid=$(val "SELECT pid FROM pg_stat_activity WHERE application_name = 'bench_mem'")
+        [ -n "$pid" ] && break; sleep 0.02
+    done
+    MEM_PRIV=0; MEM_HWM=0
+    while [ -n "$pid" ] && [ -r "/proc/$pid/status" ]; do
+        st=$(cat "/proc/$pid/status" 2>/dev/null) || break
+        priv=$(awk '/^RssAnon:/ {print $2}' <<<"$st")
+        hwm=$(awk '/^VmHWM:/ {print $2}' <<<"$st")
+        [ -n "$hwm" ] || break
+        if [ "$priv" -gt "$MEM_PRIV" ]; then MEM_PRIV=$priv; fi
+        MEM_HWM=$hwm
+        kill -0 "$psqlpid" 2>/dev/null || break
+        sleep 0.02
+    done
+    wait "$psqlpid"
+    job_status_finished "$id" || { echo "memory job $id did not finish" >&2; exit 3; }
+    val "SELECT backfill.drop_job($id)" >/dev/null
+}
+log "3. memory: building up4 ($MEM_ROWS4 rows)"
+sql <<SQL
+CREATE TABLE up4 (id bigint PRIMARY KEY, a int, b text, c timestamptz);
+INSERT INTO up4 SELECT g, ((g::bigint * 7919) % 1000003)::int, md5(g::text), '2026-01-01'::timestamptz + g * interval '1 second'
+  FROM generate_series(1, $MEM_ROWS4) g;
+VACUUM (FREEZE, ANALYZE) up4;
+CREATE TABLE up1 AS SELECT * FROM up4 WHERE id <= $MEM_ROWS;
+ALTER TABLE up1 ADD PRIMARY KEY (id);
+VACUUM (FREEZE, ANALYZE) up1;
+SQL
+for r in $(seq 1 "$RUNS"); do
+    mem_run up1; R[mem.n.priv,$r]=$MEM_PRIV; R[mem.n.hwm,$r]=$MEM_HWM
+    mem_run up4; R[mem.4n.priv,$r]=$MEM_PRIV; R[mem.4n.hwm,$r]=$MEM_HWM
+    log "  run $r: private peak N ${R[mem.n.priv,$r]} kB, 4N ${R[mem.4n.priv,$r]} kB; VmHWM N ${R[mem.n.hwm,$r]} kB, 4N ${R[mem.4n.hwm,$r]} kB"
+done
+val "DROP TABLE up1" >/dev/null
+
+# ---------------------------------------------------------------- 4. recovery
+# An arrangement job (parallelism 1, 1000 ms barriers) runs in the foreground
+# without writers.  We poll its committed row_count; the growth between two
+# commits is one barrier's worth.  About 80% of a barrier after a commit we
+# kill -9 its backend.  After the restart:
+#   lost    = rows the in-flight barrier had read and inserted, which the
+#             crash rolled back: the dead tuples of the downstream (its
+#             aborted inserts; a lower bound: WAL not yet written is lost)
+#   overlap = rows the resumed run inserts beyond N - committed row_count
+#             (n_tup_ins of the downstream; statistics restart at zero after
+#             a crash), i.e. rows it read that had been committed already
+#   re-read = lost + overlap, as rows and in barriers' worth
+# The job runs on up4 (4N rows).  It must last several barriers: if the
+# measured arrangement p1 throughput would copy up4 in less than 4 s, the job
+# gets a rate limit of 4N/6 rows/s (one barrier's worth is then measured too).
+REC_ROWS=$MEM_ROWS4
+REC_RATE=NULL
+if [ "$(awk -v n="$REC_ROWS" -v t="$(med arrangement.p1.1000)" 'BEGIN {print (n / t < 4) ? 1 : 0}')" = 1 ]; then
+    REC_RATE=$(( REC_ROWS / 6 ))
+fi
+log "4. recovery: $REC_ROWS rows, rate limit $REC_RATE"
+recovery_run() {
+    local id psqlpid pid prev cur t_commit worth=0 now committed ins deadt overlap
+    id=$(val "SELECT backfill.create_job('down_rec', 'up4', kind => 'arrangement', parallelism => 1, rate_limit => $REC_RATE)" 2>/dev/null)
+    val "ALTER TABLE down_rec SET (autovacuum_enabled = off)" >/dev/null
+    PGAPPNAME=bench_rec sql -c "SET backfill.barrier_interval_ms = 1000" -c "CALL backfill.run_job($id)" >/dev/null 2>&1 &
+    psqlpid=$!
+    BGPIDS+=("$psqlpid")
+    prev=0; local ncommits=0
+    while :; do
+        cur=$(val "SELECT row_count FROM backfill.jobs WHERE job_id = $id")
+        if [ "$cur" != "$prev" ]; then
+            if [ $(( cur - prev )) -gt "$worth" ]; then worth=$(( cur - prev )); fi
+            prev=$cur; ncommits=$((ncommits + 1)); t_commit=$(date +%s%N)
+            # kill 800 ms after the second commit we saw
+            if [ "$ncommits" -ge 2 ]; then
+                sleep 0.8
+                break
+            fi
+        fi
+        if [ "$cur" -gt $(( REC_ROWS * 4 / 5 )) ] || ! kill -0 "$psqlpid" 2>/dev/null; then
+            echo "recovery: the job went too fast to be killed mid-backfill (row_count $cur)" >&2
+            break
+        fi
+        sleep 0.02
+    done
+    pid=$(val "SELECT pid FROM pg_stat_activity WHERE application_name = 'bench_rec'")
+    [ -n "$pid" ] || { echo "recovery: no backend to kill" >&2; exit 3; }
+    REC_KILL_MS=$(( ($(date +%s%N) - t_commit) / 1000000 ))
+    "${RUNAS[@]}" kill -9 "$pid"
+    wait "$psqlpid" 2>/dev/null || true
+    sleep 1
+    wait_ready
+    committed=$(val "SELECT row_count FROM backfill.jobs WHERE job_id = $id")
+    deadt=$(val "SELECT dead_tuple_count FROM pgstattuple('down_rec')")
+    ins0=$(val "SELECT coalesce(n_tup_ins, 0) FROM pg_stat_user_tables WHERE relid = 'down_rec'::regclass")
+    sql -c "SET backfill.barrier_interval_ms = 1000" -c "CALL backfill.run_job($id)" >/dev/null
+    val "SELECT pg_stat_force_next_flush()" >/dev/null 2>&1 || true
+    sleep 0.6
+    ins=$(val "SELECT coalesce(n_tup_ins, 0) FROM pg_stat_user_tables WHERE relid = 'down_rec'::regclass")
+    job_status_finished "$id" || { echo "recovery job $id did not finish" >&2; exit 3; }
+    bad=$(val "SELECT count(*) FROM backfill.verify_job($id)")
+    [ "$bad" = 0 ] || { echo "verify_job($id): $bad differences after the crash" >&2; exit 3; }
+    val "SELECT backfill.drop_job($id)" >/dev/null
+    overlap=$(( ins - ins0 - (REC_ROWS - committed) ))
+    if [ "$overlap" -lt 0 ]; then overlap=0; fi
+    REC_COMMITTED=$committed; REC_LOST=$deadt; REC_OVERLAP=$overlap; REC_WORTH=$worth
+    REC_REREAD=$(( deadt + overlap ))
+}
+for r in $(seq 1 "$RUNS"); do
+    val "CHECKPOINT" >/dev/null
+    recovery_run
+    R[rec.reread,$r]=$REC_REREAD; R[rec.worth,$r]=$REC_WORTH
+    R[rec.lost,$r]=$REC_LOST; R[rec.overlap,$r]=$REC_OVERLAP; R[rec.killms,$r]=$REC_KILL_MS
+    log "  run $r: committed at the kill $REC_COMMITTED, lost in flight $REC_LOST, overlap $REC_OVERLAP, barrier worth $REC_WORTH, killed ${REC_KILL_MS} ms after a commit seen"
+done
+val "DROP TABLE up4" >/dev/null
+
+# ---------------------------------------------------------------- report
+FAILS=0
+LINES=()
+row() {  # measurement median ratio target result
+    LINES+=("$(printf '%-58s %14s %8s  %-32s %s' "$1" "$2" "$3" "$4" "$5")")
+    [ "$5" = FAIL ] && FAILS=$((FAILS + 1))
+    return 0
+}
+check() {  # value op bound -> PASS/FAIL
+    awk -v v="$1" -v b="$3" -v op="$2" 'BEGIN {ok = (op == ">=") ? (v >= b) : (v <= b); print ok ? "PASS" : "FAIL"}'
+}
+f2() { awk -v v="$1" 'BEGIN {printf "%.2f", v}'; }
+NA="n/a (not available)"
+
+row "1. throughput, rows/s (ratio: to INSERT...SELECT)" "median" "ratio" "target" "result"
+row "INSERT INTO down SELECT * FROM up (indexed; the limit)" "$(med insert)" "1.00" "" ""
+row "keyset loop, PL/pgSQL, COMMIT every 1024 rows" "$(med keyset)" "$(f2 "$(ratio_med keyset insert)")" "" ""
+for iv in $INTERVALS; do
+    for k in $KINDS; do
+        name="$k, p1, run_job, ${iv} ms"
+        if [ "${AVAIL[$k]}" != 1 ]; then row "$name" "$NA" "" "" "n/a"; continue; fi
+        rat=$(ratio_med "$k.p1.$iv" insert)
+        if [ "$k" = arrangement ] && [ "$iv" = 1000 ]; then
+            row "$name" "$(med "$k.p1.$iv")" "$(f2 "$rat")" ">= 0.90 x INSERT...SELECT" "$(check "$rat" ">=" 0.9)"
+        else
+            row "$name" "$(med "$k.p1.$iv")" "$(f2 "$rat")" "" ""
+        fi
+        kr=$(ratio_med "$k.p1.$iv" keyset)
+        if [ "$iv" = 1000 ]; then
+            row "  $name vs keyset loop" "" "$(f2 "$kr")" ">= 1.20 x keyset" "$(check "$kr" ">=" 1.2)"
+        else
+            row "  $name vs keyset loop" "" "$(f2 "$kr")" "(info)" ""
+        fi
+    done
+    name="arrangement, p2, workers, ${iv} ms"
+    row "$name" "$(med "arrangement.p2w.$iv")" "$(f2 "$(ratio_med "arrangement.p2w.$iv" insert)")" "" ""
+    pr=$(ratio_med "arrangement.p2w.$iv" "arrangement.p1.$iv")
+    if [ "$iv" = 1000 ]; then
+        row "  $name vs arrangement p1" "" "$(f2 "$pr")" ">= 1.30 x p1" "$(check "$pr" ">=" 1.3)"
+        kr=$(ratio_med "arrangement.p2w.$iv" keyset)
+        row "  $name vs keyset loop" "" "$(f2 "$kr")" ">= 1.20 x keyset" "$(check "$kr" ">=" 1.2)"
+    else
+        row "  $name vs arrangement p1" "" "$(f2 "$pr")" "(info)" ""
+    fi
+done
+
+row "2. writers, pgbench TPS, $CLIENTS clients, ${PGB_SECS} s (ratio: to no job)" "" "" "" ""
+for cap in trigger cdc; do
+    kind=arrangement; [ "$cap" = cdc ] && kind=cdc
+    during_t=0.85; [ "$cap" = cdc ] && during_t=0.95
+    if [ "${AVAIL[$kind]}" != 1 ]; then
+        for ph in none during after; do row "$cap capture: $ph" "$NA" "" "" "n/a"; done
+        continue
+    fi
+    row "$cap capture: no job" "$(med "w.$cap.none")" "1.00" "" ""
+    rat=$(ratio_med "w.$cap.during" "w.$cap.none")
+    row "$cap capture: during a backfill (rate limit $RATE rows/s)" "$(med "w.$cap.during")" "$(f2 "$rat")" ">= $during_t x no job" "$(check "$rat" ">=" "$during_t")"
+    rat=$(ratio_med "w.$cap.after" "w.$cap.none")
+    row "$cap capture: after it finished (downstream follows)" "$(med "w.$cap.after")" "$(f2 "$rat")" ">= 0.75 x no job" "$(check "$rat" ">=" 0.75)"
+done
+
+row "3. memory of the run_job backend, kB (ratio: 4N to N)" "" "" "" ""
+row "peak private memory (RssAnon), N = $MEM_ROWS" "$(med mem.n.priv)" "1.00" "" ""
+rat=$(ratio_med mem.4n.priv mem.n.priv)
+row "peak private memory (RssAnon), 4N = $MEM_ROWS4" "$(med mem.4n.priv)" "$(f2 "$rat")" "<= 1.10 x N" "$(check "$rat" "<=" 1.1)"
+row "VmHWM (includes touched shared buffers), N" "$(med mem.n.hwm)" "1.00" "" ""
+row "VmHWM (includes touched shared buffers), 4N" "$(med mem.4n.hwm)" "$(f2 "$(ratio_med mem.4n.hwm mem.n.hwm)")" "(info)" ""
+
+row "4. recovery after kill -9, arrangement p1, 1000 ms, 4N rows, rate limit $REC_RATE" "" "" "" ""
+row "one barrier's worth per actor, rows" "$(med rec.worth)" "" "" ""
+row "kill -9 this many ms after the last commit seen" "$(med rec.killms)" "" "" ""
+row "rows lost in flight (dead tuples, lower bound)" "$(med rec.lost)" "$(f2 "$(ratio_med rec.lost rec.worth)")" "" ""
+row "rows read again beyond the committed position" "$(med rec.overlap)" "$(f2 "$(ratio_med rec.overlap rec.worth)")" "" ""
+rat=$(ratio_med rec.reread rec.worth)
+row "rows re-read in all (ratio: barriers' worth per actor)" "$(med rec.reread)" "$(f2 "$rat")" "<= 1.00 barrier per actor" "$(check "$rat" "<=" 1.0)"
+
+echo
+echo "backfill benchmark: $COMMIT; rows $ROWS, runs $RUNS, $(nproc) cores, $(( $(date +%s) - T_START )) s"
+for l in "${LINES[@]}"; do echo "$l"; done
+echo
+echo "exit code: $(( FAILS > 0 ? 1 : 0 )) ($FAILS target(s) missed)"
+[ "$FAILS" = 0 ]
