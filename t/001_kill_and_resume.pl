@@ -60,8 +60,10 @@ CREATE TABLE $table (id bigint PRIMARY KEY, a int, b text);
 INSERT INTO $table SELECT g, g % 1000, md5(g::text) FROM generate_series(1, $n) g;
 VACUUM ANALYZE $table;
 });
+	# a rate limit keeps each barrier to a few thousand rows, so that the
+	# crash points below are reached mid-backfill however fast the machine
 	return $node->safe_psql('postgres',
-		"SELECT backfill.create_job('${table}_down', '$table', 'arrangement', NULL, $parallelism, $chunk_size)"
+		"SELECT backfill.create_job('${table}_down', '$table', 'arrangement', NULL, $parallelism, $chunk_size, 20000)"
 	);
 }
 

@@ -48,7 +48,9 @@ my $script = writer_script($node, 'up');
 my ($job, $err);
 $node->psql(
 	'postgres',
-	"SELECT backfill.create_job('legacy_down', 'up', 'no_shuffle', NULL, 2, 256)",
+	# the rate limit keeps barriers small, so the job is still mid-backfill
+	# when it is frozen, however fast the machine
+	"SELECT backfill.create_job('legacy_down', 'up', 'no_shuffle', NULL, 2, 256, 20000)",
 	stdout => \$job,
 	stderr => \$err,
 	on_error_die => 1);
