@@ -19,7 +19,6 @@ CREATE TABLE backfill.job (
         CHECK (status OPERATOR(pg_catalog.=) ANY (ARRAY['pending', 'backfilling', 'finished', 'failed', 'cancelled'])),
     owner regrole NOT NULL DEFAULT CURRENT_USER::regrole,
     upstream regclass NOT NULL,
-    upstream_table_id oid NOT NULL,
     downstream_name text NOT NULL,
     downstream regclass,
     state_table regclass,
@@ -81,7 +80,8 @@ COMMENT ON VIEW backfill.workers IS 'Background workers running jobs, with their
 
 -- progress per job: the actors' epochs and snapshot rows
 CREATE VIEW backfill.jobs AS
-SELECT j.job_id, j.job_name, j.kind, j.status, j.upstream, j.upstream_table_id,
+SELECT j.job_id, j.job_name, j.kind, j.status, j.upstream,
+       j.upstream::pg_catalog.oid AS upstream_table_id,
        j.downstream, j.fragment_id, j.parallelism, j.chunk_size,
        coalesce(p.epoch, 0) AS epoch, coalesce(p.row_count, 0)::bigint AS row_count,
        j.created_at, j.finished_at, j.last_error, j.state_table, j.rate_limit, j.run_mode,
@@ -190,11 +190,11 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    IF EXISTS (SELECT FROM pg_class WHERE oid = j.upstream_table_id) THEN
+    IF EXISTS (SELECT FROM pg_class WHERE oid = j.upstream) THEN
         EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s',
-                       'backfill_capture_' || j.job_id, j.upstream_table_id::regclass);
+                       'backfill_capture_' || j.job_id, j.upstream);
         EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s',
-                       'backfill_apply_' || j.job_id, j.upstream_table_id::regclass);
+                       'backfill_apply_' || j.job_id, j.upstream);
     END IF;
     IF drop_downstream AND EXISTS (SELECT FROM pg_class WHERE oid = j.downstream) THEN
         EXECUTE format('DROP TABLE %s', j.downstream);
@@ -296,7 +296,7 @@ BEGIN
     IF j.status <> 'cancelled' THEN
         PERFORM backfill.cancel_job(job_id);
     END IF;
-    new_id := backfill.create_job(j.downstream_name, j.upstream_table_id::regclass,
+    new_id := backfill.create_job(j.downstream_name, j.upstream,
                                   coalesce(kind, j.kind), j.columns, j.parallelism,
                                   j.chunk_size, j.rate_limit);
     UPDATE backfill.job
@@ -538,7 +538,7 @@ BEGIN
         ' WHERE (u.k IS NULL OR d.k IS NULL OR NOT (u.r OPERATOR(pg_catalog.*=) d.r)) '
         '   AND NOT %8$s '
         ' ORDER BY coalesce(u.k, d.k)',
-        key_u, cols_u, j.upstream_table_id::regclass, covered,
+        key_u, cols_u, j.upstream, covered,
         key_d, cols_d, j.downstream, pending);
 END
 $$;

@@ -46,8 +46,6 @@ _PG_init(void)
 							GUC_UNIT_MS,
 							NULL, NULL, NULL);
 
-	MarkGUCPrefixReserved("backfill");
-
 	/*
 	 * Workers and their registry need the library preloaded; so does a
 	 * setting read only at server start, which cannot be defined later.
@@ -65,4 +63,7 @@ _PG_init(void)
 		backfill_shmem_init();
 		backfill_register_launcher();
 	}
+
+	/* last: reserving the prefix drops placeholders not defined by then */
+	MarkGUCPrefixReserved("backfill");
 }

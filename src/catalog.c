@@ -583,11 +583,12 @@ backfill_create_job(PG_FUNCTION_ARGS)
 		if (rate_limit < 0)
 			nulls[15] = 'n';
 
+		/* $5 is unused: relations are stored as regclass, which dumps by name */
 		if (SPI_execute_with_args("INSERT INTO backfill.job (job_id, job_name, kind, upstream, "
-								  "upstream_table_id, downstream_name, downstream, state_table, "
+								  "downstream_name, downstream, state_table, "
 								  "change_table, columns, pk_columns, fragment_id, parallelism, "
 								  "chunk_size, total_rows, ddl_statement, rate_limit) "
-								  "VALUES ($1, $2, $3, $4, $5, $6, $6::pg_catalog.regclass, "
+								  "VALUES ($1, $2, $3, $4, $6, $6::pg_catalog.regclass, "
 								  "$7::pg_catalog.regclass, $8::pg_catalog.regclass, $9, $10, "
 								  "$11, $12, $13, $14, $15, $16)",
 								  16, argtypes, values, nulls, false, 0) != SPI_OK_INSERT)
@@ -709,7 +710,7 @@ backfill_load_job(int64 job_id, MemoryContext cxt)
 	bool		isnull;
 
 	if (SPI_execute_with_args("SELECT job_name, kind, status, owner::pg_catalog.oid, "
-							  "upstream_table_id, downstream::pg_catalog.oid, "
+							  "upstream::pg_catalog.oid, downstream::pg_catalog.oid, "
 							  "state_table::pg_catalog.oid, change_table::pg_catalog.oid, "
 							  "fragment_id, chunk_size, "
 							  "(SELECT coalesce(pg_catalog.max(a.epoch), 0) FROM backfill.actor a "

@@ -371,7 +371,8 @@ backfill_register_launcher(void)
 	memset(&worker, 0, sizeof(worker));
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
 	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
-	worker.bgw_restart_time = 5;
+	/* after a crash reinitialization it restarts at once regardless */
+	worker.bgw_restart_time = 60;
 	strlcpy(worker.bgw_library_name, "backfill", BGW_MAXLEN);
 	strlcpy(worker.bgw_function_name, "backfill_launcher_main", BGW_MAXLEN);
 	strlcpy(worker.bgw_name, "backfill launcher", BGW_MAXLEN);
