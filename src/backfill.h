@@ -137,6 +137,11 @@ extern void backfill_wait_job_lock(int64 job_id);
 extern void backfill_lock_job_shared(int64 job_id);
 extern void backfill_unlock_job_shared(int64 job_id);
 extern bool backfill_job_lock_held(int64 job_id);
+extern bool backfill_job_lock_mine(int64 job_id);
+extern char *backfill_safe_search_path(int npk, Oid *pk_types);
+extern int	backfill_pin_search_path(BackfillJob *job);
+extern void backfill_unpin_search_path(int level);
+extern Oid	backfill_job_owner(int64 job_id);
 extern void backfill_fail_job(BackfillJob *job, int sqlerrcode,
 							  const char *message, const char *detail);
 extern char *backfill_pk_list(BackfillJob *job, const char *alias);
@@ -169,6 +174,7 @@ extern bool backfill_stop_workers(int64 job_id, bool immediate);
 extern bool backfill_stop_requested(int64 job_id);
 extern bool backfill_claim_prepare(int64 job_id);
 extern void backfill_finish_prepare(int64 job_id, bool ok);
+extern void backfill_unclaim_prepare(int64 job_id);
 extern bool backfill_wait_prepared(int64 job_id);
 extern void backfill_attach_worker(int64 job_id, int32 actor_id);
 

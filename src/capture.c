@@ -41,6 +41,7 @@
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/datum.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
@@ -138,6 +139,45 @@ trigger_job_id(TriggerData *trigdata, const char *funcname)
 }
 
 /*
+ * The change table was made for the key the upstream had at create_job: if
+ * the key's columns changed since (retyped, renamed, another primary key),
+ * writing its values there would be wrong, or worse.  Refuse the write
+ * instead.  An index added by hand would not be maintained by the heap
+ * insert below: refuse that too.
+ */
+static void
+check_change_table(Relation changes, Relation upstream, RelationKey *key, int64 job_id)
+{
+	TupleDesc	cdesc = RelationGetDescr(changes);
+	TupleDesc	udesc = RelationGetDescr(upstream);
+	bool		ok = (cdesc->natts == key->npk);
+
+	for (int k = 0; ok && k < key->npk; k++)
+	{
+		Form_pg_attribute catt = TupleDescAttr(cdesc, k);
+		Form_pg_attribute uatt = TupleDescAttr(udesc, key->attnums[k] - 1);
+
+		ok = catt->atttypid == uatt->atttypid &&
+			strcmp(NameStr(catt->attname), NameStr(uatt->attname)) == 0;
+	}
+	if (!ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the primary key of table \"%s\" has changed since backfill job %lld was created",
+						RelationGetRelationName(upstream), (long long) job_id),
+				 errdetail("Change table \"%s\" holds keys of the primary key the job was created with.",
+						   RelationGetRelationName(changes)),
+				 errhint("Cancel the job with backfill.cancel_job(%lld) and create it again.",
+						 (long long) job_id)));
+	if (changes->rd_rel->relhasindex)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("change table \"%s\" of backfill job %lld must not have indexes",
+						RelationGetRelationName(changes), (long long) job_id),
+				 errhint("Drop the indexes created on it.")));
+}
+
+/*
  * backfill.capture_change() trigger
  */
 Datum
@@ -182,11 +222,7 @@ backfill_capture_change(PG_FUNCTION_ARGS)
 	}
 
 	changes = table_open(changes_oid, RowExclusiveLock);
-	if (RelationGetDescr(changes)->natts != key.npk)
-		ereport(ERROR,
-				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("change table \"%s\" does not match the key of table \"%s\"",
-						RelationGetRelationName(changes), RelationGetRelationName(rel))));
+	check_change_table(changes, rel, &key, job_id);
 	simple_heap_insert(changes, heap_form_tuple(RelationGetDescr(changes), oldkey, oldnull));
 	if (have_new)
 		simple_heap_insert(changes, heap_form_tuple(RelationGetDescr(changes), newkey, newnull));
@@ -207,7 +243,9 @@ typedef struct ApplyEntry
 	Oid			downstream;
 	Oid			owner;
 	int			npk;
+	AttrNumber	pk_attnums[INDEX_MAX_KEYS];
 	Oid			pk_types[INDEX_MAX_KEYS];
+	char		search_path[NAMEDATALEN * 4];	/* see backfill_safe_search_path */
 	SPIPlanPtr	upsert_plan;
 	SPIPlanPtr	delete_plan;
 } ApplyEntry;
@@ -303,6 +341,10 @@ apply_entry_build(ApplyEntry *entry, int64 job_id)
 	entry->owner = job->owner;
 	entry->npk = job->npk;
 	memcpy(entry->pk_types, job->pk_types, sizeof(Oid) * job->npk);
+	for (int k = 0; k < job->npk; k++)
+		entry->pk_attnums[k] = get_attnum(job->upstream, job->pk_names[k]);
+	strlcpy(entry->search_path, backfill_safe_search_path(job->npk, job->pk_types),
+			sizeof(entry->search_path));
 	entry->valid = true;
 }
 
@@ -335,6 +377,8 @@ backfill_apply_change(PG_FUNCTION_ARGS)
 	bool		newnull[INDEX_MAX_KEYS];
 	Oid			save_userid;
 	int			save_sec_context;
+	Oid			owner;
+	int			guc_level;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		ereport(ERROR,
@@ -365,15 +409,50 @@ backfill_apply_change(PG_FUNCTION_ARGS)
 	if (TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
 		tuple_key(trigdata->tg_newtuple, desc, &key, newkey, newnull);
 
+	/*
+	 * Everything below runs as the job's owner, in a restricted security
+	 * context, under a search_path of our choosing: the writer's rights,
+	 * search_path and objects count for nothing here.  An error or abort
+	 * restores the user and the settings.
+	 */
+	owner = entry->valid ? entry->owner : backfill_job_owner(job_id);
+	if (!OidIsValid(owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("backfill job %lld does not exist", (long long) job_id),
+				 errhint("Drop trigger \"%s\" on table \"%s\".",
+						 trigdata->tg_trigger->tgname,
+						 RelationGetRelationName(trigdata->tg_relation))));
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(owner, save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	guc_level = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp",
+							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	if (!entry->valid)
-		apply_entry_build(entry, job_id);
+	{
+		int			build_level = NewGUCNestLevel();
 
-	/* write the downstream as the job's owner; abort restores the user */
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(entry->owner,
-						   save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+		/* the plans resolve the key types' operators, wherever they live */
+		apply_entry_build(entry, job_id);
+		AtEOXact_GUC(true, build_level);
+	}
+	(void) set_config_option("search_path", entry->search_path,
+							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+
+	/* the key the plans were made for must still be the primary key */
+	for (int k = 0; k < Max(key.npk, entry->npk); k++)
+		if (key.npk != entry->npk || key.attnums[k] != entry->pk_attnums[k] ||
+			key.types[k] != entry->pk_types[k])
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("the primary key of table \"%s\" has changed since backfill job %lld was created",
+							RelationGetRelationName(trigdata->tg_relation), (long long) job_id),
+					 errhint("Drop the job with backfill.drop_job(%lld) and create it again.",
+							 (long long) job_id)));
 
 	if (TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
 		apply_key(entry->upsert_plan, entry->npk, oldkey, oldnull);
@@ -386,7 +465,8 @@ backfill_apply_change(PG_FUNCTION_ARGS)
 		apply_key(entry->upsert_plan, entry->npk, newkey, newnull);
 	}
 
-	SetUserIdAndSecContext(save_userid, save_sec_context);
 	SPI_finish();
+	AtEOXact_GUC(true, guc_level);
+	SetUserIdAndSecContext(save_userid, save_sec_context);
 	return PointerGetDatum(NULL);
 }

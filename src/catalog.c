@@ -28,6 +28,8 @@
 
 #include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/skey.h"
+#include "access/stratnum.h"
 #include "access/relation.h"
 #include "access/table.h"
 #include "catalog/catalog.h"
@@ -40,7 +42,9 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_index.h"
+#include "catalog/pg_namespace.h"
 #include "catalog/pg_opclass.h"
+#include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
 #include "commands/trigger.h"
@@ -52,12 +56,17 @@
 #include "tcop/pquery.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/regproc.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
+#include "utils/typcache.h"
+#include "utils/acl.h"
+#include "catalog/objectaddress.h"
 
 #include "backfill.h"
 
@@ -192,6 +201,22 @@ upstream_key(Relation rel, AttrNumber **attnums, Oid **collations)
 		AttrNumber	attnum = indexform->indkey.values[i];
 		Oid			atttype = get_atttype(RelationGetRelid(rel), attnum);
 
+		if (!OidIsValid(lookup_type_cache(atttype, TYPECACHE_HASH_EXTENDED_PROC)->hash_extended_proc))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("primary key column \"%s\" of table \"%s\" has a type without an extended hash function",
+							get_attname(RelationGetRelid(rel), attnum, false),
+							RelationGetRelationName(rel)),
+					 errdetail("A key's vnode is a hash of its columns; type %s cannot be hashed.",
+							   format_type_be(atttype))));
+		if (OidIsValid(index->rd_indcollation[i]) &&
+			!get_collation_isdeterministic(index->rd_indcollation[i]))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("primary key column \"%s\" of table \"%s\" has a nondeterministic collation",
+							get_attname(RelationGetRelid(rel), attnum, false),
+							RelationGetRelationName(rel)),
+					 errdetail("Keys that are equal but not identical would fall into different vnodes.")));
 		if (indclass->values[i] != GetDefaultOpClass(atttype, BTREE_AM_OID))
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
@@ -385,6 +410,24 @@ backfill_create_job(PG_FUNCTION_ARGS)
 				 errmsg("chunk_size must be at least 1")));
 
 	/* the upstream: a plain permanent table with a primary key */
+	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(upstream_oid)))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", upstream_oid)));
+	/* before any lock: a user who may not capture it must not queue on it */
+	{
+		AclMode		needed[2] = {ACL_SELECT, ACL_TRIGGER};
+
+		/* each of them: an aclcheck of several bits passes on any one */
+		for (int i = 0; i < lengthof(needed); i++)
+		{
+			AclResult	aclresult = pg_class_aclcheck(upstream_oid, GetUserId(), needed[i]);
+
+			if (aclresult != ACLCHECK_OK)
+				aclcheck_error(aclresult, get_relkind_objtype(get_rel_relkind(upstream_oid)),
+							   get_rel_name(upstream_oid));
+		}
+	}
 	rel = try_relation_open(upstream_oid, ShareRowExclusiveLock);
 	if (rel == NULL)
 		ereport(ERROR,
@@ -629,7 +672,13 @@ backfill_create_job(PG_FUNCTION_ARGS)
 					 quote_identifier(psprintf("backfill_apply_%lld", (long long) job_id)),
 					 upstream_sql, (long long) job_id);
 	spi_exec(buf.data, SPI_OK_UTILITY);
-	/* not ALTER TABLE: we hold the upstream open, and need not own it */
+	/*
+	 * Not ALTER TABLE: we hold the upstream open, and need not own it.  The
+	 * capture fires ALWAYS, so that writes of a replica-role session (a
+	 * logical replication subscriber, a restore) are captured too.
+	 */
+	EnableDisableTrigger(rel, psprintf("backfill_capture_%lld", (long long) job_id),
+						 TRIGGER_FIRES_ALWAYS, false, ShareRowExclusiveLock);
 	EnableDisableTrigger(rel, psprintf("backfill_apply_%lld", (long long) job_id),
 						 TRIGGER_DISABLED, false, ShareRowExclusiveLock);
 
@@ -691,6 +740,46 @@ text_array_sql(Datum array, char ***elems, int *nelems)
 	if (nelems)
 		*nelems = n;
 	return buf.data;
+}
+
+/*
+ * The job's key must still be the upstream's primary key, of the types its
+ * state table was made with: positions are compared, and bound as
+ * parameters, as those types.  A key that changed (retyped, another primary
+ * key) is refused here rather than misread.
+ */
+static void
+check_key_unchanged(BackfillJob *job)
+{
+	Relation	rel = table_open(job->upstream, AccessShareLock);
+	bool		ok;
+	Relation	index;
+
+	(void) RelationGetIndexList(rel);	/* sets rd_pkindex */
+	ok = OidIsValid(rel->rd_pkindex);
+	if (ok)
+	{
+		index = index_open(rel->rd_pkindex, AccessShareLock);
+		ok = index->rd_index->indnkeyatts == job->npk;
+		for (int k = 0; ok && k < job->npk; k++)
+		{
+			AttrNumber	state_attnum = get_attnum(job->state_table, job->pk_names[k]);
+
+			ok = index->rd_index->indkey.values[k] == get_attnum(job->upstream, job->pk_names[k]) &&
+				state_attnum != InvalidAttrNumber &&
+				get_atttype(job->state_table, state_attnum) == job->pk_types[k];
+		}
+		index_close(index, AccessShareLock);
+	}
+	table_close(rel, AccessShareLock);
+	if (!ok)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the primary key of table %s has changed since backfill job %lld was created",
+						job->upstream_sql, (long long) job->job_id),
+				 errdetail("The job's positions are keys of the primary key it was created with."),
+				 errhint("Cancel the job with backfill.cancel_job(%lld) and create it again.",
+						 (long long) job->job_id)));
 }
 
 /*
@@ -773,6 +862,7 @@ backfill_load_job(int64 job_id, MemoryContext cxt)
 								job->pk_names[k], (long long) job_id, job->upstream_sql)));
 			job->pk_types[k] = get_atttype(job->upstream, attnum);
 		}
+		check_key_unchanged(job);
 	}
 	MemoryContextSwitchTo(oldcxt);
 
@@ -874,6 +964,16 @@ backfill_unlock_job_shared(int64 job_id)
 	LockRelease(&tag, ShareLock, true);
 }
 
+/* whether this transaction holds the job lock exclusively */
+bool
+backfill_job_lock_mine(int64 job_id)
+{
+	LOCKTAG		tag;
+
+	job_locktag(&tag, job_id);
+	return LockHeldByMe(&tag, ExclusiveLock);
+}
+
 /* whether anyone holds the job lock now */
 bool
 backfill_job_lock_held(int64 job_id)
@@ -885,6 +985,113 @@ backfill_job_lock_held(int64 job_id)
 		return true;
 	LockRelease(&tag, ExclusiveLock, false);
 	return false;
+}
+
+/*
+ * backfill_safe_search_path
+ *		The search_path under which the extension plans and runs its SQL:
+ *		pg_catalog, then the schemas of the key types' btree operators (the
+ *		comparisons in generated SQL are by operator name), then pg_temp.
+ *		Nothing a caller put on its own search_path can change what the
+ *		statements mean, least of all when they run as the job's owner.
+ */
+char *
+backfill_safe_search_path(int npk, Oid *pk_types)
+{
+	StringInfoData buf;
+	List	   *seen = NIL;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "pg_catalog");
+	for (int k = 0; k < npk; k++)
+	{
+		Oid			opclass = GetDefaultOpClass(pk_types[k], BTREE_AM_OID);
+		Oid			opfamily;
+
+		if (!OidIsValid(opclass))
+			continue;
+		opfamily = get_opclass_family(opclass);
+		for (int strategy = 1; strategy <= BTMaxStrategyNumber; strategy++)
+		{
+			Oid			opr = get_opfamily_member(opfamily, pk_types[k], pk_types[k], strategy);
+			HeapTuple	tup;
+			Oid			nsp;
+
+			if (!OidIsValid(opr))
+				continue;
+			tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(opr));
+			if (!HeapTupleIsValid(tup))
+				continue;
+			nsp = ((Form_pg_operator) GETSTRUCT(tup))->oprnamespace;
+			ReleaseSysCache(tup);
+			if (nsp == PG_CATALOG_NAMESPACE || list_member_oid(seen, nsp))
+				continue;
+			seen = lappend_oid(seen, nsp);
+			appendStringInfo(&buf, ", %s", quote_identifier(get_namespace_name(nsp)));
+		}
+	}
+	appendStringInfoString(&buf, ", pg_temp");
+	return buf.data;
+}
+
+/*
+ * backfill_pin_search_path
+ *		Set the safe search_path until backfill_unpin_search_path(level).
+ */
+int
+backfill_pin_search_path(BackfillJob *job)
+{
+	int			level = NewGUCNestLevel();
+
+	(void) set_config_option("search_path",
+							 backfill_safe_search_path(job->npk, job->pk_types),
+							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	return level;
+}
+
+void
+backfill_unpin_search_path(int level)
+{
+	AtEOXact_GUC(true, level);
+}
+
+/*
+ * backfill_job_owner
+ *		The owner of a job, read from backfill.job directly rather than with
+ *		SPI, so that a writer who may not read the catalog can still find
+ *		whom to act as.  InvalidOid if the job does not exist.
+ */
+Oid
+backfill_job_owner(int64 job_id)
+{
+	Oid			nsp = get_namespace_oid(BACKFILL_SCHEMA, false);
+	Oid			relid = get_relname_relid("job", nsp);
+	Relation	rel;
+	SysScanDesc scan;
+	ScanKeyData key;
+	HeapTuple	tup;
+	Oid			owner = InvalidOid;
+
+	if (!OidIsValid(relid))
+		return InvalidOid;
+	rel = table_open(relid, AccessShareLock);
+	(void) RelationGetIndexList(rel);	/* sets rd_pkindex */
+	ScanKeyInit(&key, get_attnum(relid, "job_id"), BTEqualStrategyNumber,
+				F_INT8EQ, Int64GetDatum(job_id));
+	scan = systable_beginscan(rel, rel->rd_pkindex, true, NULL, 1, &key);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+	{
+		bool		isnull;
+		Datum		d = heap_getattr(tup, get_attnum(relid, "owner"),
+									 RelationGetDescr(rel), &isnull);
+
+		if (!isnull)
+			owner = DatumGetObjectId(d);
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return owner;
 }
 
 /*

@@ -193,10 +193,12 @@ backfill_executor_create(BackfillJob *job)
 	char	   *pk = backfill_pk_list(job, NULL);
 	char	   *matching;
 	Oid			argtypes[INDEX_MAX_KEYS + 3];
+	int			guc_level;
 
 	exec->job = job;
 	exec->barrier_cxt = AllocSetContextCreate(cxt, "backfill barrier",
 											  ALLOCSET_DEFAULT_SIZES);
+	guc_level = backfill_pin_search_path(job);
 	for (int k = 0; k < job->npk; k++)
 		get_typlenbyval(job->pk_types[k], &exec->typlens[k], &exec->typbyvals[k]);
 
@@ -265,6 +267,7 @@ backfill_executor_create(BackfillJob *job)
 									 "UPDATE backfill.job SET status = 'finished', "
 									 "finished_at = pg_catalog.now() "
 									 "WHERE job_id = $1 AND status <> 'finished'", 2, argtypes);
+	backfill_unpin_search_path(guc_level);
 
 	return exec;
 }
@@ -716,8 +719,10 @@ backfill_run_barrier(BarrierExecutor *exec, int actor, int interval_ms, int rate
 	int			first = actor < 0 ? 0 : actor;
 	int			last = actor < 0 ? job->nactors - 1 : actor;
 	int64		total = 0;
+	int			guc_level;
 
 	Assert(XactIsoLevel == XACT_REPEATABLE_READ);
+	guc_level = backfill_pin_search_path(job);
 	spi_enter();
 	for (int a = first; a <= last; a++)
 		exec->batch[a] = 1;
@@ -765,6 +770,7 @@ backfill_run_barrier(BarrierExecutor *exec, int actor, int interval_ms, int rate
 	for (int a = first; a <= last; a++)
 		update_actor(exec, &job->actors[a]);
 	spi_leave();
+	backfill_unpin_search_path(guc_level);
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(exec->barrier_cxt);
 	return total;
@@ -808,6 +814,7 @@ backfill_run_finish_barrier(BarrierExecutor *exec)
 	char	   *sql;
 	bool		isnull;
 	bool		finished;
+	int			guc_level;
 
 	/* before the snapshot: wait for writers in flight, hold off new ones */
 	LockRelationOid(job->upstream, ShareRowExclusiveLock);
@@ -828,13 +835,14 @@ backfill_run_finish_barrier(BarrierExecutor *exec)
 	}
 
 	old = MemoryContextSwitchTo(exec->barrier_cxt);
+	guc_level = backfill_pin_search_path(job);
 	forward_changes(exec, 0, BACKFILL_VNODE_COUNT - 1);
 
 	rel = table_open(job->upstream, NoLock);
 	EnableDisableTrigger(rel, psprintf("backfill_capture_%lld", (long long) job->job_id),
 						 TRIGGER_DISABLED, false, ShareRowExclusiveLock);
 	EnableDisableTrigger(rel, psprintf("backfill_apply_%lld", (long long) job->job_id),
-						 TRIGGER_FIRES_ON_ORIGIN, false, ShareRowExclusiveLock);
+						 TRIGGER_FIRES_ALWAYS, false, ShareRowExclusiveLock);
 	table_close(rel, NoLock);
 
 	job->epoch = next_epoch(job->epoch);
@@ -843,6 +851,7 @@ backfill_run_finish_barrier(BarrierExecutor *exec)
 	if (SPI_execute_plan(exec->finish_plan, values, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update backfill.job");
 	spi_leave();
+	backfill_unpin_search_path(guc_level);
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(exec->barrier_cxt);
 	return true;

@@ -27,6 +27,7 @@
  */
 #include "postgres.h"
 
+#include <errno.h>
 #include <signal.h>
 
 #include "fmgr.h"
@@ -37,7 +38,9 @@
 #include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
+#include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
+#include "utils/syscache.h"
 #include "utils/builtins.h"
 #include "utils/wait_event.h"
 
@@ -154,6 +157,26 @@ require_preloaded(const char *funcname)
 				 errhint("Add 'backfill' to shared_preload_libraries in postgresql.conf and restart the server, or run the job in this session with CALL backfill.run_job().")));
 }
 
+static void release_slot(BackfillWorkerSlot *slot);
+
+/*
+ * Free the slots of workers that died before they could free them (a FATAL
+ * while connecting: the owner cannot log in, the database is gone).  Their
+ * pids are known from the launch.  Lock held exclusively.
+ */
+static void
+reap_dead_slots(void)
+{
+	for (int i = 0; i < shared->nslots; i++)
+	{
+		BackfillWorkerSlot *slot = &shared->workers[i];
+
+		if (slot->job_id != 0 && slot->pid != 0 &&
+			kill(slot->pid, 0) != 0 && errno == ESRCH)
+			release_slot(slot);
+	}
+}
+
 static BackfillRun *
 find_run(int64 job_id)
 {
@@ -193,6 +216,7 @@ backfill_launch_job(BackfillJob *job, bool from_launcher)
 	require_preloaded("backfill.start_job()");
 
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	reap_dead_slots();
 	if (find_run(job->job_id) != NULL)
 	{
 		LWLockRelease(shared->lock);
@@ -291,15 +315,17 @@ backfill_launch_job(BackfillJob *job, bool from_launcher)
 		pid_t		pid;
 		BgwHandleStatus status = WaitForBackgroundWorkerStartup(handles[a], &pid);
 
-		if (status != BGWH_STARTED)
+		LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+		if (shared->workers[reserved[a]].job_id == job->job_id &&
+			shared->workers[reserved[a]].pid == 0)
 		{
-			/* it never ran, so it will not free its slot */
-			LWLockAcquire(shared->lock, LW_EXCLUSIVE);
-			if (shared->workers[reserved[a]].job_id == job->job_id &&
-				shared->workers[reserved[a]].pid == 0)
+			/* a worker that never ran will not free its slot */
+			if (status != BGWH_STARTED)
 				release_slot(&shared->workers[reserved[a]]);
-			LWLockRelease(shared->lock);
+			else
+				shared->workers[reserved[a]].pid = pid;	/* so it can be reaped */
 		}
+		LWLockRelease(shared->lock);
 	}
 }
 
@@ -392,8 +418,21 @@ backfill_finish_prepare(int64 job_id, bool ok)
 
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 	run = find_run(job_id);
-	if (run)
+	if (run && run->prepare == PREPARE_CLAIMED)
 		run->prepare = ok ? PREPARE_DONE : PREPARE_FAILED;
+	LWLockRelease(shared->lock);
+}
+
+/* a preparer that will retry gives the prepare step back, if unfinished */
+void
+backfill_unclaim_prepare(int64 job_id)
+{
+	BackfillRun *run;
+
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	run = find_run(job_id);
+	if (run && run->prepare == PREPARE_CLAIMED)
+		run->prepare = PREPARE_NONE;
 	LWLockRelease(shared->lock);
 }
 
@@ -436,11 +475,22 @@ backfill_stop_workers(int64 job_id, bool immediate)
 		return false;
 
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	reap_dead_slots();
 	run = find_run(job_id);
 	if (run == NULL)
 	{
 		LWLockRelease(shared->lock);
 		return false;
+	}
+	/* they wait for this transaction's lock: waiting for them would hang */
+	if (backfill_job_lock_mine(job_id))
+	{
+		LWLockRelease(shared->lock);
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot stop the workers of backfill job %lld in the transaction that started them",
+						(long long) job_id),
+				 errhint("Commit the transaction that called backfill.start_job() first.")));
 	}
 	run->stop = true;
 	for (int i = 0; i < shared->nslots && npids < BACKFILL_MAX_PARALLELISM; i++)
@@ -456,7 +506,8 @@ backfill_stop_workers(int64 job_id, bool immediate)
 	{
 		bool		gone;
 
-		LWLockAcquire(shared->lock, LW_SHARED);
+		LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+		reap_dead_slots();
 		gone = (find_run(job_id) == NULL);
 		LWLockRelease(shared->lock);
 		if (gone)
@@ -533,6 +584,23 @@ backfill_start_job(PG_FUNCTION_ARGS)
 		SPI_finish();
 		PG_RETURN_VOID();
 	}
+	/* workers connect as the owner, which fails for a role without LOGIN */
+	{
+		HeapTuple	tup = SearchSysCache1(AUTHOID, ObjectIdGetDatum(job->owner));
+		bool		canlogin = HeapTupleIsValid(tup) &&
+			((Form_pg_authid) GETSTRUCT(tup))->rolcanlogin;
+
+		if (HeapTupleIsValid(tup))
+			ReleaseSysCache(tup);
+		if (!canlogin)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("the owner of backfill job %lld cannot log in", (long long) job_id),
+					 errdetail("Background workers connect as the job's owner."),
+					 errhint("Grant LOGIN to the owner, or run the job in a session with CALL backfill.run_job(%lld).",
+							 (long long) job_id)));
+	}
+
 	/* not run by a session now; held until commit */
 	backfill_lock_job(job_id, false);
 	/* the launcher relaunches it after a crash, even one right after this */
@@ -585,7 +653,8 @@ backfill_job_is_running(PG_FUNCTION_ARGS)
 
 	if (backfill_preloaded && shared != NULL)
 	{
-		LWLockAcquire(shared->lock, LW_SHARED);
+		LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+		reap_dead_slots();
 		running = (find_run(job_id) != NULL);
 		LWLockRelease(shared->lock);
 	}

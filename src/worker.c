@@ -254,7 +254,14 @@ backfill_actor_main(Datum main_arg)
 			FlushErrorState();
 			AbortCurrentTransaction();
 			if (preparer)
-				backfill_finish_prepare(args.job_id, retry);
+			{
+				/* failed during the prepare step: give it back, or fail it */
+				if (retry)
+					backfill_unclaim_prepare(args.job_id);
+				else
+					backfill_finish_prepare(args.job_id, false);
+				preparer = false;
+			}
 			if (!retry)
 			{
 				record_failure(args.job_id, edata);
