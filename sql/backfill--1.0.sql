@@ -139,6 +139,12 @@ AS 'MODULE_PATHNAME', 'backfill_apply_change'
 LANGUAGE C;
 COMMENT ON FUNCTION backfill.apply_change() IS 'Trigger: keeps the downstream of a finished job equal to the upstream.';
 
+CREATE FUNCTION backfill.truncate_change()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'backfill_truncate_change'
+LANGUAGE C;
+COMMENT ON FUNCTION backfill.truncate_change() IS 'Trigger: refuses TRUNCATE of the upstream while a job backfills; truncates the downstream too once it has finished.';
+
 CREATE FUNCTION backfill._stop_and_lock_job(job_id bigint)
 RETURNS boolean
 AS 'MODULE_PATHNAME', 'backfill_stop_and_lock_job'
@@ -195,6 +201,10 @@ BEGIN
                        'backfill_capture_' || j.job_id, j.upstream);
         EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s',
                        'backfill_apply_' || j.job_id, j.upstream);
+        EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s',
+                       'backfill_capture_truncate_' || j.job_id, j.upstream);
+        EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s',
+                       'backfill_apply_truncate_' || j.job_id, j.upstream);
     END IF;
     IF drop_downstream AND EXISTS (SELECT FROM pg_class WHERE oid = j.downstream) THEN
         EXECUTE format('DROP TABLE %s', j.downstream);

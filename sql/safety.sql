@@ -22,6 +22,20 @@ RESET session_replication_role;
 SELECT * FROM s_mv WHERE id = 7;
 SELECT * FROM backfill.verify_job(:job);
 
+-- TRUNCATE: refused while backfilling, followed once finished
+CREATE TABLE tr (id int PRIMARY KEY, v text);
+INSERT INTO tr SELECT g, 'v' || g FROM generate_series(1, 30) g;
+SELECT backfill.create_job('tr_mv', 'tr', chunk_size => 10) AS tjob \gset
+CALL backfill.run_job(:tjob, 1);
+TRUNCATE tr;
+CALL backfill.run_job(:tjob);
+TRUNCATE tr;
+INSERT INTO tr VALUES (1, 'after the truncate');
+SELECT * FROM tr_mv;
+SELECT * FROM backfill.verify_job(:tjob);
+SELECT backfill.drop_job(:tjob);
+SELECT count(*) AS triggers_left FROM pg_trigger WHERE tgrelid = 'tr'::regclass;
+
 -- a writer with rights on the upstream only, and a search_path of its own
 CREATE ROLE regress_backfill_writer;
 GRANT INSERT, UPDATE, DELETE, SELECT ON s TO regress_backfill_writer;

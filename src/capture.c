@@ -20,6 +20,12 @@
  * fire in.  The downstream is written with the rights of the job's owner, as
  * the writer may have none on it.
  *
+ * TRUNCATE has a statement trigger of each kind.  While the job backfills,
+ * backfill_capture_truncate_<id> refuses it: the positions of a running
+ * executor would no longer mean anything.  Once it has finished,
+ * backfill_apply_truncate_<id> truncates the downstream in the same
+ * transaction.
+ *
  * The switch from one trigger to the other is done by the job's final
  * barrier under a SHARE ROW EXCLUSIVE lock on the upstream; since trigger
  * state comes from the relation cache, every statement that starts after it
@@ -53,6 +59,7 @@
 
 PG_FUNCTION_INFO_V1(backfill_capture_change);
 PG_FUNCTION_INFO_V1(backfill_apply_change);
+PG_FUNCTION_INFO_V1(backfill_truncate_change);
 
 /* the primary key of a relation, in key order */
 typedef struct RelationKey
@@ -465,6 +472,68 @@ backfill_apply_change(PG_FUNCTION_ARGS)
 		apply_key(entry->upsert_plan, entry->npk, newkey, newnull);
 	}
 
+	SPI_finish();
+	AtEOXact_GUC(true, guc_level);
+	SetUserIdAndSecContext(save_userid, save_sec_context);
+	return PointerGetDatum(NULL);
+}
+
+/*
+ * backfill.truncate_change() trigger, FOR EACH STATEMENT on TRUNCATE:
+ * BEFORE while the job backfills (refuse), AFTER once it has finished
+ * (truncate the downstream too).
+ */
+Datum
+backfill_truncate_change(PG_FUNCTION_ARGS)
+{
+	TriggerData *trigdata = (TriggerData *) fcinfo->context;
+	Trigger    *trigger;
+	int64		job_id;
+	Oid			owner;
+	Oid			save_userid;
+	int			save_sec_context;
+	int			guc_level;
+	BackfillJob *job;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_BY_TRUNCATE(trigdata->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("backfill.truncate_change() must be fired by TRUNCATE")));
+	trigger = trigdata->tg_trigger;
+	if (trigger->tgnargs != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("backfill.truncate_change() needs the job id as its only argument")));
+	job_id = pg_strtoint64(trigger->tgargs[0]);
+
+	if (TRIGGER_FIRED_BEFORE(trigdata->tg_event))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot truncate table \"%s\" while backfill job %lld backfills it",
+						RelationGetRelationName(trigdata->tg_relation), (long long) job_id),
+				 errdetail("The job's positions would no longer describe its downstream table."),
+				 errhint("Wait until the job has finished, or cancel it with backfill.cancel_job(%lld).",
+						 (long long) job_id)));
+
+	/* finished: the downstream follows, as the job's owner */
+	owner = backfill_job_owner(job_id);
+	if (!OidIsValid(owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("backfill job %lld does not exist", (long long) job_id),
+				 errhint("Drop trigger \"%s\" on table \"%s\".", trigger->tgname,
+						 RelationGetRelationName(trigdata->tg_relation))));
+	GetUserIdAndSecContext(&save_userid, &save_sec_context);
+	SetUserIdAndSecContext(owner, save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	guc_level = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp",
+							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	job = backfill_load_job(job_id, CurrentMemoryContext);
+	if (SPI_execute(psprintf("TRUNCATE %s", job->downstream_sql), false, 0) != SPI_OK_UTILITY)
+		elog(ERROR, "could not truncate %s", job->downstream_sql);
 	SPI_finish();
 	AtEOXact_GUC(true, guc_level);
 	SetUserIdAndSecContext(save_userid, save_sec_context);

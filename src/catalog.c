@@ -672,6 +672,21 @@ backfill_create_job(PG_FUNCTION_ARGS)
 					 quote_identifier(psprintf("backfill_apply_%lld", (long long) job_id)),
 					 upstream_sql, (long long) job_id);
 	spi_exec(buf.data, SPI_OK_UTILITY);
+	resetStringInfo(&buf);
+	appendStringInfo(&buf,
+					 "CREATE TRIGGER %s BEFORE TRUNCATE ON %s "
+					 "FOR EACH STATEMENT EXECUTE FUNCTION backfill.truncate_change('%lld')",
+					 quote_identifier(psprintf("backfill_capture_truncate_%lld", (long long) job_id)),
+					 upstream_sql, (long long) job_id);
+	spi_exec(buf.data, SPI_OK_UTILITY);
+	resetStringInfo(&buf);
+	appendStringInfo(&buf,
+					 "CREATE TRIGGER %s AFTER TRUNCATE ON %s "
+					 "FOR EACH STATEMENT EXECUTE FUNCTION backfill.truncate_change('%lld')",
+					 quote_identifier(psprintf("backfill_apply_truncate_%lld", (long long) job_id)),
+					 upstream_sql, (long long) job_id);
+	spi_exec(buf.data, SPI_OK_UTILITY);
+
 	/*
 	 * Not ALTER TABLE: we hold the upstream open, and need not own it.  The
 	 * capture fires ALWAYS, so that writes of a replica-role session (a
@@ -680,6 +695,10 @@ backfill_create_job(PG_FUNCTION_ARGS)
 	EnableDisableTrigger(rel, psprintf("backfill_capture_%lld", (long long) job_id),
 						 TRIGGER_FIRES_ALWAYS, false, ShareRowExclusiveLock);
 	EnableDisableTrigger(rel, psprintf("backfill_apply_%lld", (long long) job_id),
+						 TRIGGER_DISABLED, false, ShareRowExclusiveLock);
+	EnableDisableTrigger(rel, psprintf("backfill_capture_truncate_%lld", (long long) job_id),
+						 TRIGGER_FIRES_ALWAYS, false, ShareRowExclusiveLock);
+	EnableDisableTrigger(rel, psprintf("backfill_apply_truncate_%lld", (long long) job_id),
 						 TRIGGER_DISABLED, false, ShareRowExclusiveLock);
 
 	SPI_finish();

@@ -843,6 +843,10 @@ backfill_run_finish_barrier(BarrierExecutor *exec)
 						 TRIGGER_DISABLED, false, ShareRowExclusiveLock);
 	EnableDisableTrigger(rel, psprintf("backfill_apply_%lld", (long long) job->job_id),
 						 TRIGGER_FIRES_ALWAYS, false, ShareRowExclusiveLock);
+	EnableDisableTrigger(rel, psprintf("backfill_capture_truncate_%lld", (long long) job->job_id),
+						 TRIGGER_DISABLED, false, ShareRowExclusiveLock);
+	EnableDisableTrigger(rel, psprintf("backfill_apply_truncate_%lld", (long long) job->job_id),
+						 TRIGGER_FIRES_ALWAYS, false, ShareRowExclusiveLock);
 	table_close(rel, NoLock);
 
 	job->epoch = next_epoch(job->epoch);
