@@ -67,6 +67,7 @@ SELECT backfill.create_job('orders_mv', 'orders');
 SELECT backfill.create_job('orders', 'orders');
 SELECT backfill.create_job('nosuchschema.x', 'orders');
 SELECT backfill.create_job('backfill.x', 'orders');
+SELECT backfill.create_job('pg_temp.x', 'orders');
 SELECT backfill.create_job('x', 'backfill.job');
 SELECT backfill.create_job('x', 'pg_class');
 CREATE TABLE nopk (a int);

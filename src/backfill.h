@@ -177,6 +177,7 @@ extern void backfill_finish_prepare(int64 job_id, bool ok);
 extern void backfill_unclaim_prepare(int64 job_id);
 extern bool backfill_wait_prepared(int64 job_id);
 extern void backfill_attach_worker(int64 job_id, int32 actor_id);
+extern void backfill_worker_locked_job(void);
 
 /* worker.c */
 extern char *backfill_database;

@@ -480,6 +480,12 @@ backfill_create_job(PG_FUNCTION_ARGS)
 				 errmsg("cannot create the downstream table in schema \"%s\"", BACKFILL_SCHEMA),
 				 errdetail("Schema \"%s\" holds the extension's own tables.", BACKFILL_SCHEMA),
 				 errhint("Choose another schema for the downstream table.")));
+	if (isAnyTempNamespace(downstream_nsp))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot create the downstream table in a temporary schema"),
+				 errdetail("Background workers and later sessions must see the downstream table."),
+				 errhint("Choose a permanent schema for the downstream table.")));
 	if (OidIsValid(get_relname_relid(downstream_rv->relname, downstream_nsp)))
 		ereport(ERROR,
 				(errcode(ERRCODE_DUPLICATE_TABLE),

@@ -92,6 +92,7 @@ static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 /* this worker's slot, for its exit callback */
 static int64 my_job_id = 0;
 static int32 my_actor_id = 0;
+static bool my_job_locked = false;
 
 static Size
 shared_size(void)
@@ -335,7 +336,8 @@ detach_worker(int code, Datum arg)
 	if (shared == NULL || my_job_id == 0)
 		return;
 	/* let cancel_job and friends take the job lock as soon as we are gone */
-	backfill_unlock_job_shared(my_job_id);
+	if (my_job_locked)
+		backfill_unlock_job_shared(my_job_id);
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < shared->nslots; i++)
 		if (shared->workers[i].job_id == my_job_id &&
@@ -379,6 +381,13 @@ backfill_attach_worker(int64 job_id, int32 actor_id)
 	my_job_id = job_id;
 	my_actor_id = actor_id;
 	before_shmem_exit(detach_worker, (Datum) 0);
+}
+
+/* the worker holds its job's shared lock now */
+void
+backfill_worker_locked_job(void)
+{
+	my_job_locked = true;
 }
 
 bool

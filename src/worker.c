@@ -203,6 +203,7 @@ backfill_actor_main(Datum main_arg)
 
 	/* start_job's transaction holds it exclusively until it commits */
 	backfill_lock_job_shared(args.job_id);
+	backfill_worker_locked_job();
 
 	cxt = AllocSetContextCreate(TopMemoryContext, "backfill actor", ALLOCSET_DEFAULT_SIZES);
 	while (!done)
