@@ -142,15 +142,38 @@ spi_leave(void)
 		elog(ERROR, "SPI_finish failed");
 }
 
+/*
+ * Every plan the executor of this backend keeps.  A run that fails leaves
+ * them behind; freeing them during the error's cleanup is unsafe while the
+ * failed statement still holds one, so the next executor created in this
+ * backend frees them first, in a transaction that holds none.
+ */
+static List *kept_plans = NIL;
+
+static void
+free_kept_plans(void)
+{
+	ListCell   *lc;
+
+	foreach(lc, kept_plans)
+		SPI_freeplan((SPIPlanPtr) lfirst(lc));
+	list_free(kept_plans);
+	kept_plans = NIL;
+}
+
 static SPIPlanPtr
 prepare_kept(const char *sql, int nargs, Oid *argtypes)
 {
 	SPIPlanPtr	plan = SPI_prepare(sql, nargs, argtypes);
+	MemoryContext old;
 
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed (%s) for: %s",
 			 SPI_result_code_string(SPI_result), sql);
 	SPI_keepplan(plan);
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	kept_plans = lappend(kept_plans, plan);
+	MemoryContextSwitchTo(old);
 	return plan;
 }
 
@@ -195,6 +218,7 @@ backfill_executor_create(BackfillJob *job)
 	Oid			argtypes[INDEX_MAX_KEYS + 3];
 	int			guc_level;
 
+	free_kept_plans();			/* those of a run that failed */
 	exec->job = job;
 	exec->barrier_cxt = AllocSetContextCreate(cxt, "backfill barrier",
 											  ALLOCSET_DEFAULT_SIZES);
@@ -275,16 +299,7 @@ backfill_executor_create(BackfillJob *job)
 void
 backfill_executor_free(BarrierExecutor *exec)
 {
-	for (int p = 0; p < 2; p++)
-		for (int f = 0; f < 3; f++)
-			if (exec->chunk_plans[p][f])
-				SPI_freeplan(exec->chunk_plans[p][f]);
-	SPI_freeplan(exec->persist_plan);
-	SPI_freeplan(exec->forward_delete_plan);
-	SPI_freeplan(exec->forward_insert_plan);
-	SPI_freeplan(exec->consume_plan);
-	SPI_freeplan(exec->actor_plan);
-	SPI_freeplan(exec->finish_plan);
+	free_kept_plans();
 }
 
 /*
