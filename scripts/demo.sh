@@ -86,13 +86,15 @@ SQL
 WRITERS=$!
 
 step "1. an arrangement job, killed mid-backfill and resumed"
-A=$(value "SELECT backfill.create_job('orders_mv', 'orders', kind => 'arrangement', parallelism => 4)")
+# a rate limit (rows/s per actor) keeps it mid-backfill until the kill
+A=$(value "SELECT backfill.create_job('orders_mv', 'orders', kind => 'arrangement', parallelism => 4, rate_limit => $(( ROWS / 20 )))")
 sql -q -c "SET backfill.barrier_interval_ms = 200" -c "CALL backfill.run_job($A)" >/dev/null 2>&1 &
 wait_rows "$A" $(( ROWS / 3 ))
 show "SELECT ddl_id, progress FROM backfill.ddl_progress"
 kill_runner "$A"
 show "SELECT job_id, kind, status, row_count FROM backfill.jobs"
 echo
+show "SELECT backfill.alter_rate_limit($A, NULL)"
 echo "\$ psql -c \"CALL backfill.run_job($A)\"      # resumes after each vnode's position"
 sql -c "SET backfill.barrier_interval_ms = 200" -c "CALL backfill.run_job($A)"
 show "SELECT ddl_id, ddl_statement, progress FROM backfill.ddl_progress"
@@ -101,7 +103,7 @@ echo "(writers still running: the downstream now follows the upstream in each wr
 show "SELECT count(*) AS problems FROM backfill.verify_job($A)"
 
 step "2. a legacy no-shuffle job, killed mid-backfill"
-L=$(value "SELECT backfill.create_job('orders_legacy', 'orders', kind => 'no_shuffle', parallelism => 2)")
+L=$(value "SELECT backfill.create_job('orders_legacy', 'orders', kind => 'no_shuffle', parallelism => 2, rate_limit => $(( ROWS / 10 )))")
 sql -q -c "SET backfill.barrier_interval_ms = 200" -c "CALL backfill.run_job($L)" >/dev/null 2>&1 &
 wait_rows "$L" $(( ROWS / 4 ))
 kill_runner "$L"
@@ -112,6 +114,7 @@ show "SELECT job_id, status, last_error FROM backfill.jobs WHERE job_id = $L"
 show "SELECT count(*) AS problems FROM backfill.verify_job($L)"
 echo "(the downstream holds exactly what the last committed barrier wrote)"
 R=$(value "SELECT backfill.recreate_job($L, 'arrangement')")
+show "SELECT backfill.alter_rate_limit($R, NULL)"
 echo "\$ psql -c \"CALL backfill.run_job($R)\""
 sql -c "SET backfill.barrier_interval_ms = 200" -c "CALL backfill.run_job($R)"
 show "SELECT job_id, kind, status, row_count FROM backfill.jobs ORDER BY job_id"
