@@ -355,6 +355,47 @@ apply_entry_build(ApplyEntry *entry, int64 job_id)
 	entry->valid = true;
 }
 
+/* what enter_owner_context() changed, for leave_owner_context() */
+typedef struct OwnerContext
+{
+	Oid			save_userid;
+	int			save_sec_context;
+	int			guc_level;
+} OwnerContext;
+
+/*
+ * Act as the job's owner (looked up if owner is invalid), in a restricted
+ * security context, under a search_path of pg_catalog only: the writer's
+ * rights, search_path and objects count for nothing from here on.  An error
+ * restores all of it.
+ */
+static void
+enter_owner_context(TriggerData *trigdata, int64 job_id, Oid owner, OwnerContext *oc)
+{
+	if (!OidIsValid(owner))
+		owner = backfill_job_owner(job_id);
+	if (!OidIsValid(owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("backfill job %lld does not exist", (long long) job_id),
+				 errhint("Drop trigger \"%s\" on table \"%s\".",
+						 trigdata->tg_trigger->tgname,
+						 RelationGetRelationName(trigdata->tg_relation))));
+	GetUserIdAndSecContext(&oc->save_userid, &oc->save_sec_context);
+	SetUserIdAndSecContext(owner, oc->save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	oc->guc_level = NewGUCNestLevel();
+	(void) set_config_option("search_path", "pg_catalog, pg_temp",
+							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+}
+
+static void
+leave_owner_context(OwnerContext *oc)
+{
+	AtEOXact_GUC(true, oc->guc_level);
+	SetUserIdAndSecContext(oc->save_userid, oc->save_sec_context);
+}
+
 static void
 apply_key(SPIPlanPtr plan, int npk, Datum *values, bool *nulls)
 {
@@ -382,10 +423,7 @@ backfill_apply_change(PG_FUNCTION_ARGS)
 	bool		oldnull[INDEX_MAX_KEYS];
 	Datum		newkey[INDEX_MAX_KEYS];
 	bool		newnull[INDEX_MAX_KEYS];
-	Oid			save_userid;
-	int			save_sec_context;
-	Oid			owner;
-	int			guc_level;
+	OwnerContext oc;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		ereport(ERROR,
@@ -416,26 +454,8 @@ backfill_apply_change(PG_FUNCTION_ARGS)
 	if (TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
 		tuple_key(trigdata->tg_newtuple, desc, &key, newkey, newnull);
 
-	/*
-	 * Everything below runs as the job's owner, in a restricted security
-	 * context, under a search_path of our choosing: the writer's rights,
-	 * search_path and objects count for nothing here.  An error or abort
-	 * restores the user and the settings.
-	 */
-	owner = entry->valid ? entry->owner : backfill_job_owner(job_id);
-	if (!OidIsValid(owner))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("backfill job %lld does not exist", (long long) job_id),
-				 errhint("Drop trigger \"%s\" on table \"%s\".",
-						 trigdata->tg_trigger->tgname,
-						 RelationGetRelationName(trigdata->tg_relation))));
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(owner, save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
-	guc_level = NewGUCNestLevel();
-	(void) set_config_option("search_path", "pg_catalog, pg_temp",
-							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	/* everything below runs as the job's owner; see enter_owner_context */
+	enter_owner_context(trigdata, job_id, entry->valid ? entry->owner : InvalidOid, &oc);
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
@@ -473,8 +493,7 @@ backfill_apply_change(PG_FUNCTION_ARGS)
 	}
 
 	SPI_finish();
-	AtEOXact_GUC(true, guc_level);
-	SetUserIdAndSecContext(save_userid, save_sec_context);
+	leave_owner_context(&oc);
 	return PointerGetDatum(NULL);
 }
 
@@ -489,10 +508,7 @@ backfill_truncate_change(PG_FUNCTION_ARGS)
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 	Trigger    *trigger;
 	int64		job_id;
-	Oid			owner;
-	Oid			save_userid;
-	int			save_sec_context;
-	int			guc_level;
+	OwnerContext oc;
 	BackfillJob *job;
 
 	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_BY_TRUNCATE(trigdata->tg_event))
@@ -516,26 +532,13 @@ backfill_truncate_change(PG_FUNCTION_ARGS)
 						 (long long) job_id)));
 
 	/* finished: the downstream follows, as the job's owner */
-	owner = backfill_job_owner(job_id);
-	if (!OidIsValid(owner))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("backfill job %lld does not exist", (long long) job_id),
-				 errhint("Drop trigger \"%s\" on table \"%s\".", trigger->tgname,
-						 RelationGetRelationName(trigdata->tg_relation))));
-	GetUserIdAndSecContext(&save_userid, &save_sec_context);
-	SetUserIdAndSecContext(owner, save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
-	guc_level = NewGUCNestLevel();
-	(void) set_config_option("search_path", "pg_catalog, pg_temp",
-							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	enter_owner_context(trigdata, job_id, InvalidOid, &oc);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	job = backfill_load_job(job_id, CurrentMemoryContext);
 	if (SPI_execute(psprintf("TRUNCATE %s", job->downstream_sql), false, 0) != SPI_OK_UTILITY)
 		elog(ERROR, "could not truncate %s", job->downstream_sql);
 	SPI_finish();
-	AtEOXact_GUC(true, guc_level);
-	SetUserIdAndSecContext(save_userid, save_sec_context);
+	leave_owner_context(&oc);
 	return PointerGetDatum(NULL);
 }

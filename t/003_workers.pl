@@ -48,17 +48,6 @@ my $t0 = time;
 my $node = worker_node('workers');
 
 # A table of $n rows; returns the pgbench script that writes to it.
-sub make_table
-{
-	my ($table, $n) = @_;
-	$node->safe_psql(
-		'postgres', qq{
-CREATE TABLE $table (id bigint PRIMARY KEY, a int, b text);
-INSERT INTO $table SELECT g, g % 1000, md5(g::text) FROM generate_series(1, $n) g;
-VACUUM ANALYZE $table;
-});
-	return writer_script($node, $table);
-}
 
 sub verify
 {
@@ -97,7 +86,7 @@ sub check_finished
 # 1. two actors, two backends at once
 ######################################################################
 {
-	my $script = make_table('up1', 60_000);
+	my $script = make_upstream($node, 'up1', 1, 60_000);
 	my $job = $node->safe_psql('postgres',
 		"SELECT backfill.create_job('up1_down', 'up1', 'arrangement', NULL, 2, 256, 2000)");
 	my @actors = actor_ids($job);
@@ -161,7 +150,7 @@ sub check_finished
 ######################################################################
 {
 	my $n = 120_000;
-	my $script = make_table('up2', $n);
+	my $script = make_upstream($node, 'up2', 1, $n);
 	my $job = $node->safe_psql('postgres',
 		"SELECT backfill.create_job('up2_down', 'up2', 'arrangement', NULL, 2, 256, 5000)");
 	my @actors = actor_ids($job);
@@ -274,7 +263,7 @@ sub check_finished
 ######################################################################
 {
 	my $n = 80_000;
-	my $script = make_table('up3', $n);
+	my $script = make_upstream($node, 'up3', 1, $n);
 	my ($job, $err);
 	$node->psql('postgres',
 		"SELECT backfill.create_job('up3_down', 'up3', 'no_shuffle', NULL, 2, 256, 5000)",

@@ -34,17 +34,6 @@ use BackfillTestLib;
 my $t0 = time;
 my $node = worker_node('resched');
 
-sub make_table
-{
-	my ($table, $from, $to) = @_;
-	$node->safe_psql(
-		'postgres', qq{
-CREATE TABLE $table (id bigint PRIMARY KEY, a int, b text);
-INSERT INTO $table SELECT g, g % 1000, md5(g::text) FROM generate_series($from, $to) g;
-VACUUM ANALYZE $table;
-});
-	return writer_script($node, $table);
-}
 
 sub verify
 {
@@ -99,7 +88,7 @@ sub check_actors
 ######################################################################
 {
 	my $n = 100_000;
-	my $script = make_table('r1', 1, $n);
+	my $script = make_upstream($node, 'r1', 1, $n);
 	my $job = $node->safe_psql('postgres',
 		"SELECT backfill.create_job('r1_down', 'r1', 'arrangement', NULL, 4, 256, 2500)");
 	my @actors = map { $_->{actor_id} } @{ actor_rows($node, $job) };
@@ -147,7 +136,7 @@ sub check_actors
 ######################################################################
 {
 	my $n = 60_000;
-	my $script = make_table('r2', 1, $n);
+	my $script = make_upstream($node, 'r2', 1, $n);
 	my $job = $node->safe_psql('postgres',
 		"SET client_min_messages = error; "
 		  . "SELECT backfill.create_job('r2_down', 'r2', 'no_shuffle', NULL, 2, 256, 2000)");
@@ -184,7 +173,7 @@ sub check_actors
 {
 	# keys -500..-1 as well: the writers never touch them, and the snapshot
 	# reads them first, so they are soon below every position
-	my $script = make_table('r3', -500, 150_000);
+	my $script = make_upstream($node, 'r3', -500, 150_000);
 	$node->safe_psql('postgres', 'DELETE FROM r3 WHERE id = 0');
 	my $job = $node->safe_psql('postgres',
 		"SELECT backfill.create_job('r3_down', 'r3', 'arrangement', NULL, 2, 64, 300)");

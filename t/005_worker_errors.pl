@@ -39,17 +39,6 @@ my $t0 = time;
 # parallel query would take worker slots too
 my $node = backfill_node('limits', conf => "max_parallel_workers_per_gather = 0\n");
 
-sub make_table
-{
-	my ($table, $n) = @_;
-	$node->safe_psql(
-		'postgres', qq{
-CREATE TABLE $table (id bigint PRIMARY KEY, a int, b text);
-INSERT INTO $table SELECT g, g % 1000, md5(g::text) FROM generate_series(1, $n) g;
-VACUUM ANALYZE $table;
-});
-	return writer_script($node, $table);
-}
 
 sub create_job
 {
@@ -89,7 +78,7 @@ sub wait_launcher_idle
 ######################################################################
 # 1. not preloaded
 ######################################################################
-my $script = make_table('e1', 20_000);
+my $script = make_upstream($node, 'e1', 1, 20_000);
 my $job1 = create_job('e1_down', 'e1', 2);
 my ($state, $msg, $err) = psql_error($node, "SELECT backfill.start_job($job1)");
 is($state, '55000', 'no preload: start_job fails with SQLSTATE 55000');
@@ -185,7 +174,7 @@ $node->safe_psql('postgres', "SELECT backfill.drop_job($_)") for ($job8, $job3, 
 ######################################################################
 # 3. stop_job
 ######################################################################
-$script = make_table('s1', 40_000);
+$script = make_upstream($node, 's1', 1, 40_000);
 my $jobs = create_job('s1_down', 's1', 2, 1000);
 $node->safe_psql('postgres', "SELECT backfill.start_job($jobs)");
 ok(wait_workers($node, $jobs, actor_ids($jobs)), 'stop: workers run');
@@ -202,7 +191,7 @@ my $stopped_state = job_state($node, $jobs);
 ######################################################################
 # 4. cancel_job and drop_job of running jobs
 ######################################################################
-$script = make_table('c1', 40_000);
+$script = make_upstream($node, 'c1', 1, 40_000);
 my $jobc = create_job('c1_down', 'c1', 2, 1000);
 my $jobd = create_job('c1_down2', 'c1', 2, 1000);
 $w = start_writers($node, $script, 6);

@@ -21,6 +21,7 @@ use Time::HiRes qw(usleep time);
 
 our @EXPORT = qw(
   backfill_node
+  make_upstream
   start_run_job
   finish_bg
   writer_script
@@ -230,6 +231,21 @@ sub finish_bg
 # and no statement fails (pgbench 15 aborts a client on any error).  Keys go
 # up to 250001, above the tables' initial keys, so inserts and key changes
 # land both behind and ahead of the backfill's positions.
+
+# An upstream table (id bigint primary key, a int, b text) with the ids
+# $from..$to, analyzed; returns the writer script for it.
+sub make_upstream
+{
+	my ($node, $table, $from, $to) = @_;
+	$node->safe_psql(
+		'postgres', qq{
+CREATE TABLE $table (id bigint PRIMARY KEY, a int, b text);
+INSERT INTO $table SELECT g, g % 1000, md5(g::text) FROM generate_series($from, $to) g;
+VACUUM ANALYZE $table;
+});
+	return writer_script($node, $table);
+}
+
 sub writer_script
 {
 	my ($node, $table) = @_;
