@@ -1,6 +1,6 @@
 -- Restarts: the recovery check, resuming, and state rows that cannot be decoded.
 SET backfill.barrier_interval_ms = 0;
-SELECT backfill.drop_job(job_id) FROM backfill.job;
+DO $$BEGIN PERFORM backfill.drop_job(job_id) FROM backfill.job; END$$;   -- earlier files' jobs
 SELECT pg_catalog.setval('backfill.job_id_seq', 1, false);
 SELECT pg_catalog.setval('backfill.fragment_id_seq', 1, false);
 SELECT pg_catalog.setval('backfill.actor_id_seq', 1, false);
