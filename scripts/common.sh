@@ -21,11 +21,37 @@ install_packages() {
     fi
 }
 
-# Run a command that writes into PostgreSQL's installation directories.
-as_installer() {
-    if [ "$(id -u)" = 0 ] || [ -w "$($PG_CONFIG --pkglibdir)" ]; then
-        "$@"
+# Whether two builds of a library hold the same code: their debug
+# information (and the build id made from it) names the directory they were
+# built in, so compare without them.
+same_code() {
+    local a b
+    a=$(mktemp) b=$(mktemp)
+    objcopy --strip-debug --remove-section=.note.gnu.build-id "$1" "$a" 2>/dev/null &&
+        objcopy --strip-debug --remove-section=.note.gnu.build-id "$2" "$b" 2>/dev/null &&
+        cmp -s "$a" "$b"
+    local same=$?
+    rm -f "$a" "$b"
+    return $same
+}
+
+# Install the built extension.  A normal user needs write access to
+# PostgreSQL's directories, sudo, or the same build installed already.
+install_extension() {
+    local pkglib share
+    pkglib=$($PG_CONFIG --pkglibdir)
+    share=$($PG_CONFIG --sharedir)/extension
+    if [ "$(id -u)" = 0 ] || [ -w "$pkglib" ]; then
+        make -s install
+    elif same_code backfill.so "$pkglib/backfill.so" &&
+         cmp -s backfill.control "$share/backfill.control" &&
+         cmp -s sql/backfill--1.0.sql "$share/backfill--1.0.sql"; then
+        echo "this build of the extension is installed already"
+    elif command -v sudo >/dev/null; then
+        sudo make -s install
     else
-        sudo "$@"
+        echo "cannot install the extension into $pkglib as $(id -un), and sudo is missing" >&2
+        echo "install it as root first: make install PG_CONFIG=$PG_CONFIG" >&2
+        exit 1
     fi
 }

@@ -22,7 +22,7 @@ export PG_CONFIG=/usr/lib/postgresql/$PGVER/bin/pg_config
 BIN=$($PG_CONFIG --bindir)
 step "building and installing the extension"
 make -s
-as_installer make -s install
+install_extension
 
 # the cluster runs as "postgres" when we are root: PostgreSQL refuses root
 RUNAS=()

@@ -19,7 +19,7 @@ export PG_CONFIG=/usr/lib/postgresql/$PGVER/bin/pg_config
 step "build (warnings are errors)"
 make -s clean
 make -s PG_CFLAGS_EXTRA=-Werror
-as_installer make -s install
+install_extension
 
 status=0
 
