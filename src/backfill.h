@@ -109,6 +109,7 @@ typedef struct BackfillJob
 	int			npk;
 	char	  **pk_names;		/* unquoted */
 	Oid		   *pk_types;
+	char	   *search_path;	/* to plan and run the job's SQL under */
 
 	int			nactors;
 	BackfillActor *actors;
@@ -138,7 +139,6 @@ extern void backfill_lock_job_shared(int64 job_id);
 extern void backfill_unlock_job_shared(int64 job_id);
 extern bool backfill_job_lock_held(int64 job_id);
 extern bool backfill_job_lock_mine(int64 job_id);
-extern char *backfill_safe_search_path(int npk, Oid *pk_types);
 extern int	backfill_pin_search_path(BackfillJob *job);
 extern void backfill_unpin_search_path(int level);
 extern Oid	backfill_job_owner(int64 job_id);
@@ -162,9 +162,12 @@ extern int64 backfill_run_barrier(BarrierExecutor *exec, int actor, int interval
 								  int rate_limit);
 extern bool backfill_run_finish_barrier(BarrierExecutor *exec);
 extern void backfill_reload_settings(BackfillJob *job);
+extern void backfill_sleep_ms(long ms);
 
 /* run.c */
 extern bool backfill_prepare_run(BackfillJob *job, bool background);
+extern void backfill_commit(void);
+extern void backfill_next_barrier(bool with_snapshot);
 
 /* shmem.c */
 extern bool backfill_preloaded;
@@ -182,8 +185,5 @@ extern void backfill_worker_locked_job(void);
 /* worker.c */
 extern char *backfill_database;
 extern void backfill_register_launcher(void);
-
-/* vnode.c */
-extern int	backfill_vnode_of(int nkeys, Datum *values, bool *nulls, Oid *types);
 
 #endif							/* BACKFILL_H */

@@ -252,7 +252,7 @@ typedef struct ApplyEntry
 	int			npk;
 	AttrNumber	pk_attnums[INDEX_MAX_KEYS];
 	Oid			pk_types[INDEX_MAX_KEYS];
-	char		search_path[NAMEDATALEN * 4];	/* see backfill_safe_search_path */
+	char	   *search_path;	/* the job's, in CacheMemoryContext */
 	SPIPlanPtr	upsert_plan;
 	SPIPlanPtr	delete_plan;
 } ApplyEntry;
@@ -350,8 +350,9 @@ apply_entry_build(ApplyEntry *entry, int64 job_id)
 	memcpy(entry->pk_types, job->pk_types, sizeof(Oid) * job->npk);
 	for (int k = 0; k < job->npk; k++)
 		entry->pk_attnums[k] = get_attnum(job->upstream, job->pk_names[k]);
-	strlcpy(entry->search_path, backfill_safe_search_path(job->npk, job->pk_types),
-			sizeof(entry->search_path));
+	if (entry->search_path)
+		pfree(entry->search_path);
+	entry->search_path = MemoryContextStrdup(CacheMemoryContext, job->search_path);
 	entry->valid = true;
 }
 
@@ -446,6 +447,7 @@ backfill_apply_change(PG_FUNCTION_ARGS)
 	{
 		entry->valid = false;
 		entry->upsert_plan = entry->delete_plan = NULL;
+		entry->search_path = NULL;
 	}
 
 	desc = RelationGetDescr(trigdata->tg_relation);

@@ -767,6 +767,8 @@ text_array_sql(Datum array, char ***elems, int *nelems)
 	return buf.data;
 }
 
+static char *safe_search_path(int npk, Oid *pk_types);
+
 /*
  * The job's key must still be the upstream's primary key, of the types its
  * state table was made with: positions are compared, and bound as
@@ -888,6 +890,7 @@ backfill_load_job(int64 job_id, MemoryContext cxt)
 			job->pk_types[k] = get_atttype(job->upstream, attnum);
 		}
 		check_key_unchanged(job);
+		job->search_path = safe_search_path(job->npk, job->pk_types);
 	}
 	MemoryContextSwitchTo(oldcxt);
 
@@ -1013,15 +1016,15 @@ backfill_job_lock_held(int64 job_id)
 }
 
 /*
- * backfill_safe_search_path
+ * safe_search_path
  *		The search_path under which the extension plans and runs its SQL:
  *		pg_catalog, then the schemas of the key types' btree operators (the
  *		comparisons in generated SQL are by operator name), then pg_temp.
  *		Nothing a caller put on its own search_path can change what the
  *		statements mean, least of all when they run as the job's owner.
  */
-char *
-backfill_safe_search_path(int npk, Oid *pk_types)
+static char *
+safe_search_path(int npk, Oid *pk_types)
 {
 	StringInfoData buf;
 	List	   *seen = NIL;
@@ -1068,8 +1071,7 @@ backfill_pin_search_path(BackfillJob *job)
 {
 	int			level = NewGUCNestLevel();
 
-	(void) set_config_option("search_path",
-							 backfill_safe_search_path(job->npk, job->pk_types),
+	(void) set_config_option("search_path", job->search_path,
 							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	return level;
 }
@@ -1178,9 +1180,5 @@ backfill_fail_job(BackfillJob *job, int sqlerrcode, const char *message,
 							  "last_error_detail = $3, last_sqlstate = $4 WHERE job_id = $1",
 							  4, argtypes, values, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update backfill.job");
-	/* a worker has no portal: the snapshot it pushed is its own to pop */
-	if (ActivePortal == NULL)
-		while (ActiveSnapshotSet())
-			PopActiveSnapshot();
-	SPI_commit();
+	backfill_commit();
 }

@@ -645,22 +645,29 @@ backfill_all_finished(BackfillJob *job)
 	return true;
 }
 
+/*
+ * backfill_sleep_ms
+ *		Sleep on the latch for ms milliseconds at most: a cancel, a
+ *		statement timeout, SIGTERM or the postmaster's death end it.
+ */
+void
+backfill_sleep_ms(long ms)
+{
+	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+					 ms, PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+	CHECK_FOR_INTERRUPTS();
+}
+
 /* sleep until t, or until interrupted */
 static void
 sleep_until(TimestampTz t)
 {
-	for (;;)
-	{
-		long		ms;
+	long		ms;
 
-		CHECK_FOR_INTERRUPTS();
-		ms = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), t);
-		if (ms <= 0)
-			return;
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 ms, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-	}
+	CHECK_FOR_INTERRUPTS();
+	while ((ms = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), t)) > 0)
+		backfill_sleep_ms(ms);
 }
 
 /*

@@ -26,19 +26,44 @@
 #include "nodes/parsenodes.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
+#include "tcop/pquery.h"
 #include "utils/snapmgr.h"
 
 #include "backfill.h"
 
 PG_FUNCTION_INFO_V1(backfill_run_job);
 
-/* commit the current transaction and start the next barrier's */
-static void
-next_transaction(void)
+/*
+ * backfill_commit
+ *		Commit in a non-atomic SPI connection; SPI starts the next
+ *		transaction.  Within CALL the portal owns the active snapshot and
+ *		SPI_commit lets go of it; a background worker has no portal and
+ *		pushed its own, which it must pop first.
+ */
+void
+backfill_commit(void)
 {
+	if (ActivePortal == NULL)
+		while (ActiveSnapshotSet())
+			PopActiveSnapshot();
 	SPI_commit();
+}
+
+/*
+ * backfill_next_barrier
+ *		Commit, and start the next barrier's transaction REPEATABLE READ,
+ *		before it has taken a snapshot.  Without a portal to provide one, the
+ *		transaction's snapshot is pushed when with_snapshot; the final
+ *		barrier wants none yet, as it locks the upstream first.
+ */
+void
+backfill_next_barrier(bool with_snapshot)
+{
+	backfill_commit();
 	Assert(!FirstSnapshotSet);
 	XactIsoLevel = XACT_REPEATABLE_READ;
+	if (with_snapshot && ActivePortal == NULL)
+		PushActiveSnapshot(GetTransactionSnapshot());
 }
 
 /* mark the run: one more start, backfilling unless finished, the mode */
@@ -90,7 +115,7 @@ run_locked(BackfillJob *job, int max_barriers)
 	exec = backfill_executor_create(job);
 	while (max_barriers <= 0 || barriers < max_barriers)
 	{
-		next_transaction();
+		backfill_next_barrier(false);	/* the CALL's portal provides it */
 		barriers++;
 		if (backfill_all_finished(job))
 		{
@@ -101,9 +126,9 @@ run_locked(BackfillJob *job, int max_barriers)
 		backfill_run_barrier(exec, -1, backfill_barrier_interval_ms, job->rate_limit);
 		/* paused with no interval to wait out: do not spin */
 		if (job->rate_limit == 0 && backfill_barrier_interval_ms == 0)
-			pg_usleep(100 * 1000L);
+			backfill_sleep_ms(100);
 	}
-	SPI_commit();
+	backfill_commit();
 	backfill_executor_free(exec);
 }
 

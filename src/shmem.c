@@ -460,10 +460,7 @@ backfill_wait_prepared(int64 job_id)
 		LWLockRelease(shared->lock);
 		if (state == PREPARE_DONE || state == PREPARE_FAILED)
 			return state == PREPARE_DONE;
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 10, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
+		backfill_sleep_ms(10);
 	}
 }
 
@@ -521,10 +518,7 @@ backfill_stop_workers(int64 job_id, bool immediate)
 		LWLockRelease(shared->lock);
 		if (gone)
 			return true;
-		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 10, PG_WAIT_EXTENSION);
-		ResetLatch(MyLatch);
-		CHECK_FOR_INTERRUPTS();
+		backfill_sleep_ms(10);
 	}
 }
 

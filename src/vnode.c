@@ -43,29 +43,6 @@ hash_proc_for_type(Oid typid)
 	return &tce->hash_extended_proc_finfo;
 }
 
-/*
- * backfill_vnode_of
- *		The vnode (0..255) of a key of nkeys columns of the given types.
- */
-int
-backfill_vnode_of(int nkeys, Datum *values, bool *nulls, Oid *types)
-{
-	uint64		hash = 0;
-
-	for (int i = 0; i < nkeys; i++)
-	{
-		uint64		h = 0;
-
-		if (!nulls[i])
-			h = DatumGetUInt64(FunctionCall2Coll(hash_proc_for_type(types[i]),
-												 C_COLLATION_OID,
-												 values[i],
-												 UInt64GetDatum(BACKFILL_HASH_SEED)));
-		hash = hash_combine64(hash, h);
-	}
-	return (int) (hash % BACKFILL_VNODE_COUNT);
-}
-
 /* per call site: the types and hash functions of the arguments */
 typedef struct VnodeCallCache
 {
@@ -114,7 +91,6 @@ backfill_vnode(PG_FUNCTION_ARGS)
 		fcinfo->flinfo->fn_extra = cache;
 	}
 
-	/* the same hash as backfill_vnode_of() */
 	for (int i = 0; i < nargs; i++)
 	{
 		uint64		h = 0;

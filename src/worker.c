@@ -60,41 +60,6 @@ char	   *backfill_database = NULL;
 #define BACKFILL_MAX_RETRIES 10
 
 /*
- * Commit and start the next barrier's transaction, REPEATABLE READ.  A
- * worker has no portal to hold a snapshot for SPI, so it pushes the
- * transaction's snapshot itself, except before the final barrier, which
- * must lock the upstream before it takes its snapshot (executor.c).
- */
-static void
-next_transaction(bool with_snapshot)
-{
-	while (ActiveSnapshotSet())
-		PopActiveSnapshot();
-	SPI_commit();
-	Assert(!FirstSnapshotSet);
-	XactIsoLevel = XACT_REPEATABLE_READ;
-	if (with_snapshot)
-		PushActiveSnapshot(GetTransactionSnapshot());
-}
-
-static void
-commit_work(void)
-{
-	while (ActiveSnapshotSet())
-		PopActiveSnapshot();
-	SPI_commit();
-}
-
-static void
-sleep_ms(long ms)
-{
-	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-					 ms, PG_WAIT_EXTENSION);
-	ResetLatch(MyLatch);
-	CHECK_FOR_INTERRUPTS();
-}
-
-/*
  * The actor's work after the prepare step: barriers until done.  Runs in a
  * transaction with SPI connected non-atomically.
  */
@@ -121,14 +86,14 @@ actor_barriers(ActorArgs *args, MemoryContext cxt)
 	{
 		int64		rows;
 
-		next_transaction(true);
+		backfill_next_barrier(true);
 		if (backfill_stop_requested(job->job_id))
 			break;
 		if (backfill_actor_finished(job, actor))
 		{
 			if (backfill_job_finished_everywhere(job))
 			{
-				next_transaction(false);
+				backfill_next_barrier(false);
 				pgstat_report_activity(STATE_RUNNING, "final barrier");
 				(void) backfill_run_finish_barrier(exec);
 			}
@@ -146,12 +111,12 @@ actor_barriers(ActorArgs *args, MemoryContext cxt)
 		/* nothing to read (paused) and no interval to wait: do not spin */
 		if (rows == 0 && backfill_barrier_interval_ms == 0)
 		{
-			commit_work();
+			backfill_commit();
 			PushActiveSnapshot(GetTransactionSnapshot());
-			sleep_ms(100);
+			backfill_sleep_ms(100);
 		}
 	}
-	commit_work();
+	backfill_commit();
 	backfill_executor_free(exec);
 }
 
@@ -224,7 +189,7 @@ backfill_actor_main(Datum main_arg)
 				pgstat_report_activity(STATE_RUNNING, "recovery check");
 				runnable = strcmp(job->status, "cancelled") != 0 &&
 					backfill_prepare_run(job, true);
-				commit_work();
+				backfill_commit();
 				PushActiveSnapshot(GetTransactionSnapshot());
 				backfill_finish_prepare(args.job_id, runnable);
 				if (runnable)
@@ -273,7 +238,7 @@ backfill_actor_main(Datum main_arg)
 		}
 		PG_END_TRY();
 		if (!done)
-			sleep_ms(100);
+			backfill_sleep_ms(100);
 	}
 	proc_exit(0);
 }
@@ -364,7 +329,7 @@ backfill_launcher_main(Datum main_arg)
 
 	pgstat_report_activity(STATE_IDLE, NULL);
 	for (;;)
-		sleep_ms(60 * 1000);
+		backfill_sleep_ms(60 * 1000);
 }
 
 /*
