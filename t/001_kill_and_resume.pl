@@ -67,22 +67,7 @@ VACUUM ANALYZE $table;
 	);
 }
 
-# The rows of verify_job(), at most 10 of them, for diagnostics.
-sub verify
-{
-	my ($job) = @_;
-	return $node->safe_psql('postgres',
-		"SELECT pk || ' ' || problem FROM backfill.verify_job($job) LIMIT 10");
-}
 
-# Rows that differ between the two tables, found without the extension.
-sub table_diff
-{
-	my ($table) = @_;
-	return $node->safe_psql('postgres',
-		    "SELECT count(*) FROM ((TABLE $table EXCEPT ALL TABLE ${table}_down) "
-		  . "UNION ALL (TABLE ${table}_down EXCEPT ALL TABLE $table)) x");
-}
 
 # Run the job in the background with writers until its committed row_count
 # reaches $target, crash ('kill': SIGKILL of the run_job backend;
@@ -157,7 +142,7 @@ sub crash_and_check
 	ok(!@bad, "$label: no vnode lost committed progress")
 	  or diag(join("\n", @bad[ 0 .. ($#bad < 9 ? $#bad : 9) ]));
 
-	is(verify($job), '',
+	is(verify_rows($node, $job), '',
 		"$label: downstream holds exactly what the committed barriers wrote");
 
 	# What a resumed barrier re-reads.  The barrier in flight at the crash is
@@ -185,7 +170,7 @@ sub crash_and_check
 	@bad = compare_states($after, $state1);
 	ok(!@bad, "$label: first resumed barrier starts from the committed positions")
 	  or diag(join("\n", @bad[ 0 .. ($#bad < 9 ? $#bad : 9) ]));
-	is(verify($job), '', "$label: consistent after the first resumed barrier");
+	is(verify_rows($node, $job), '', "$label: consistent after the first resumed barrier");
 	note sprintf("%s: committed %d rows before, %d after the crash, %d after one barrier (%.1fs)",
 		$label, $info_before->{row_count}, $info->{row_count},
 		$info1->{row_count}, time - $t0);
@@ -208,17 +193,17 @@ sub finish_and_check
 	is($node->safe_psql('postgres',
 			"SELECT progress FROM backfill.ddl_progress WHERE ddl_id = $job"),
 		'100%', "$label: ddl_progress says 100%");
-	is(verify($job), '', "$label: verify_job is empty after the resume");
+	is(verify_rows($node, $job), '', "$label: verify_job is empty after the resume");
 	is( $node->safe_psql('postgres', "SELECT count(*) FROM ${table}_down"),
 		$node->safe_psql('postgres', "SELECT count(*) FROM $table"),
 		"$label: downstream has as many rows as the upstream");
-	is(table_diff($table), 0, "$label: downstream equals the upstream (EXCEPT ALL)");
+	is(table_diff($node, $table, "${table}_down"), 0, "$label: downstream equals the upstream (EXCEPT ALL)");
 
 	$w = start_writers($node, $script, 2);
 	is(finish_bg($w), 0, "$label: writers after the finish ran without errors")
 	  or diag($w->{err});
-	is(verify($job), '', "$label: verify_job stays empty under writes once finished");
-	is(table_diff($table), 0, "$label: downstream still equals the upstream");
+	is(verify_rows($node, $job), '', "$label: verify_job stays empty under writes once finished");
+	is(table_diff($node, $table, "${table}_down"), 0, "$label: downstream still equals the upstream");
 }
 
 # 1. kill -9 of the run_job backend, three times, then resume to the end
@@ -256,7 +241,7 @@ UPDATE up_down SET a = a + 1 WHERE id = (SELECT min(id) FROM up_down);
 DELETE FROM up_down WHERE id = (SELECT max(id) FROM up_down);
 INSERT INTO up_down VALUES (-1, 0, 'not upstream');
 });
-my @problems = split /\n/, verify($job1);
+my @problems = split /\n/, verify_rows($node, $job1);
 is(scalar(@problems), 3, 'verify_job reports a damaged downstream');
 like($problems[0], qr/^\(-1\) extra$/, 'verify_job reports an extra row');
 like($problems[1], qr/^\(\d+\) different$/, 'verify_job reports a different row');

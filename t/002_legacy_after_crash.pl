@@ -82,7 +82,7 @@ is($info->{status}, 'backfilling', 'status after the crash, before any restart')
 cmp_ok($info->{row_count}, '>', 0, 'committed progress survived the crash');
 my $state = job_state($node, $job);
 is_deeply($state, $before, 'state is the one committed before the crash');
-is(verify_rows($job), '', 'downstream holds what the committed barriers wrote');
+is(verify_rows($node, $job), '', 'downstream holds what the committed barriers wrote');
 
 # The message the restart must fail with, from the catalogs: the first
 # actor, by actor_id, whose state (that of its first vnode) is unfinished.
@@ -131,7 +131,7 @@ for my $attempt (1, 2)
 	my $log = slurp_file($node->logfile, $offset);
 	like($log, qr/ERROR:  \Q$expected\E\n/, "run $attempt: the server log has the ERROR");
 
-	is(verify_rows($job), '', "run $attempt: verify_job is still empty");
+	is(verify_rows($node, $job), '', "run $attempt: verify_job is still empty");
 	is_deeply(job_state($node, $job), $before, "run $attempt: state unchanged");
 	is($node->safe_psql('postgres', 'SELECT count(*) FROM legacy_down'),
 		$down_count, "run $attempt: downstream unchanged");
@@ -144,7 +144,7 @@ $node->safe_psql(
 DELETE FROM legacy_down WHERE id = (SELECT min(id) FROM legacy_down);
 INSERT INTO legacy_down VALUES (-1, 0, 'not upstream');
 });
-my @problems = split /\n/, verify_rows($job);
+my @problems = split /\n/, verify_rows($node, $job);
 is(scalar(@problems), 2, 'verify_job reports a damaged downstream of the failed job');
 like($problems[0], qr/^\(-1\) extra$/, 'verify_job reports an extra row');
 like($problems[1], qr/^\(\d+\) missing$/, 'verify_job reports a missing row');
@@ -176,7 +176,7 @@ is(finish_bg($w), 0, 'writers ran without errors during the new job')
   or diag($w->{err});
 cmp_ok(writer_transactions($w), '>', 0, 'writers did write');
 is(job_info($node, $new)->{status}, 'finished', 'the new job finished');
-is(verify_rows($new), '', 'verify_job of the new job is empty');
+is(verify_rows($node, $new), '', 'verify_job of the new job is empty');
 is( $node->safe_psql('postgres', 'SELECT count(*) FROM legacy_down'),
 	$node->safe_psql('postgres', 'SELECT count(*) FROM up'),
 	'downstream has as many rows as the upstream');
@@ -194,10 +194,3 @@ $node->stop;
 note sprintf('total %.1fs', time - $t0);
 done_testing();
 
-# The rows of verify_job(), at most 10 of them.
-sub verify_rows
-{
-	my ($job_id) = @_;
-	return $node->safe_psql('postgres',
-		"SELECT pk || ' ' || problem FROM backfill.verify_job($job_id) LIMIT 10");
-}

@@ -47,22 +47,7 @@ use BackfillTestLib;
 my $t0 = time;
 my $node = worker_node('workers');
 
-# A table of $n rows; returns the pgbench script that writes to it.
 
-sub verify
-{
-	my ($job) = @_;
-	return $node->safe_psql('postgres',
-		"SELECT pk || ' ' || problem FROM backfill.verify_job($job) LIMIT 10");
-}
-
-sub table_diff
-{
-	my ($up, $down) = @_;
-	return $node->safe_psql('postgres',
-		    "SELECT count(*) FROM ((TABLE $up EXCEPT ALL TABLE $down) "
-		  . "UNION ALL (TABLE $down EXCEPT ALL TABLE $up)) x");
-}
 
 sub actor_ids
 {
@@ -76,10 +61,10 @@ sub check_finished
 	my ($job, $up, $down, $label) = @_;
 	is(job_info($node, $job)->{status}, 'finished', "$label: job finished");
 	ok(wait_no_workers($node, $job), "$label: no worker is left");
-	is(verify($job), '', "$label: verify_job is empty");
+	is(verify_rows($node, $job), '', "$label: verify_job is empty");
 	is($node->safe_psql('postgres', "SELECT progress FROM backfill.ddl_progress WHERE ddl_id = $job"),
 		'100%', "$label: ddl_progress says 100%");
-	is(table_diff($up, $down), 0, "$label: downstream equals the upstream (EXCEPT ALL)");
+	is(table_diff($node, $up, $down), 0, "$label: downstream equals the upstream (EXCEPT ALL)");
 }
 
 ######################################################################
@@ -173,7 +158,7 @@ sub check_finished
 		my @bad = compare_states($before, $after);
 		ok(!@bad, "$label: no vnode's progress went back")
 		  or diag(join("\n", @bad[ 0 .. ($#bad < 9 ? $#bad : 9) ]));
-		is(verify($job), '', "$label: verify_job is empty");
+		is(verify_rows($node, $job), '', "$label: verify_job is empty");
 		$w = start_writers($node, $script, $secs // 60);
 		return $after;
 	};
@@ -211,7 +196,7 @@ sub check_finished
 		'kill worker: each actor kept its committed row_count');
 	ok((grep { $actors_after->[$_]{epoch} > $actors_before->[$_]{epoch} } 0 .. $#$actors_after) == 2,
 		'kill worker: each actor is at a later epoch');
-	is(verify($job), '', 'kill worker: verify_job is empty while paused');
+	is(verify_rows($node, $job), '', 'kill worker: verify_job is empty while paused');
 	like(slurp_file($node->logfile),
 		qr/backfill launcher restarted backfill job $job\b/,
 		'kill worker: the log says the launcher restarted the job');
@@ -305,7 +290,7 @@ sub check_finished
 	my ($state, $msg) = psql_error($node, "SELECT backfill.wait_job($job)");
 	is($state, '55000', 'legacy: wait_job raises SQLSTATE 55000');
 	is($msg, $expected, 'legacy: wait_job raises the message');
-	is(verify($job), '', 'legacy: verify_job is empty');
+	is(verify_rows($node, $job), '', 'legacy: verify_job is empty');
 	is($node->safe_psql('postgres', 'SELECT count(*) FROM up3_down'), $down_before,
 		'legacy: downstream holds what the committed barriers wrote');
 

@@ -35,20 +35,7 @@ my $t0 = time;
 my $node = worker_node('resched');
 
 
-sub verify
-{
-	my ($job) = @_;
-	return $node->safe_psql('postgres',
-		"SELECT pk || ' ' || problem FROM backfill.verify_job($job) LIMIT 10");
-}
 
-sub table_diff
-{
-	my ($up, $down) = @_;
-	return $node->safe_psql('postgres',
-		    "SELECT count(*) FROM ((TABLE $up EXCEPT ALL TABLE $down) "
-		  . "UNION ALL (TABLE $down EXCEPT ALL TABLE $up)) x");
-}
 
 sub bad_list
 {
@@ -113,7 +100,7 @@ sub check_actors
 		my @new = check_actors($job, $p, \@actors, $label);
 		ok(wait_workers($node, $job, @new), "$label: workers run on the new actors, and only on them");
 		is(job_info($node, $job)->{status}, 'backfilling', "$label: still backfilling");
-		is(verify($job), '', "$label: verify_job is empty");
+		is(verify_rows($node, $job), '', "$label: verify_job is empty");
 		@actors = @new;
 		$prev_state = $after;
 	}
@@ -125,9 +112,9 @@ sub check_actors
 	ok(!@bad, 'reschedule: no vnode went back until the end') or diag(bad_list(@bad));
 	is(job_info($node, $job)->{status}, 'finished', 'reschedule: job finished');
 	ok(wait_no_workers($node, $job), 'reschedule: no worker is left');
-	is(verify($job), '', 'reschedule: verify_job is empty');
+	is(verify_rows($node, $job), '', 'reschedule: verify_job is empty');
 	is(finish_bg($w), 0, 'reschedule: writers ran without errors') or diag($w->{err});
-	is(table_diff('r1', 'r1_down'), 0, 'reschedule: downstream equals the upstream (EXCEPT ALL)');
+	is(table_diff($node, 'r1', 'r1_down'), 0, 'reschedule: downstream equals the upstream (EXCEPT ALL)');
 	note sprintf('reschedule: done at %.1fs', time - $t0);
 }
 
@@ -162,7 +149,7 @@ sub check_actors
 	  or diag(join('', grep { /ERROR/ } split /^/, slurp_file($node->logfile, $offset)));
 	my ($state, $msg) = psql_error($node, "SELECT backfill.wait_job($job)");
 	is($state, '55000', 'legacy reschedule: wait_job raises SQLSTATE 55000');
-	is(verify($job), '', 'legacy reschedule: verify_job is empty');
+	is(verify_rows($node, $job), '', 'legacy reschedule: verify_job is empty');
 	finish_bg($w);
 	note sprintf('legacy reschedule: done at %.1fs', time - $t0);
 }
@@ -250,7 +237,7 @@ SELECT count(*) FROM (
 			"SELECT string_agg(id || ':' || b, ',' ORDER BY id) FROM r3_down WHERE id IN (-7, -8, -9, -100009, -200000)"),
 		'-200000:inserted while paused,-100009:moved while paused,-7:changed while paused',
 		'pause: downstream has the update, the key change and the insert, not the deleted rows');
-	is(verify($job), '', 'pause: verify_job is empty');
+	is(verify_rows($node, $job), '', 'pause: verify_job is empty');
 	is(finish_bg($w), 0, 'pause: writers ran without errors') or diag($w->{err});
 
 	# unlimited: it finishes
@@ -260,8 +247,8 @@ SELECT count(*) FROM (
 	pass('unlimited: wait_job returned');
 	is(finish_bg($w), 0, 'unlimited: writers ran without errors') or diag($w->{err});
 	is(job_info($node, $job)->{status}, 'finished', 'unlimited: job finished');
-	is(verify($job), '', 'unlimited: verify_job is empty');
-	is(table_diff('r3', 'r3_down'), 0, 'unlimited: downstream equals the upstream (EXCEPT ALL)');
+	is(verify_rows($node, $job), '', 'unlimited: verify_job is empty');
+	is(table_diff($node, 'r3', 'r3_down'), 0, 'unlimited: downstream equals the upstream (EXCEPT ALL)');
 	note sprintf('rate: done at %.1fs', time - $t0);
 }
 

@@ -48,12 +48,6 @@ sub create_job
 		"SELECT backfill.create_job('$down', '$up', 'arrangement', NULL, $p, 256, $rate)");
 }
 
-sub verify
-{
-	my ($job) = @_;
-	return $node->safe_psql('postgres',
-		"SELECT pk || ' ' || problem FROM backfill.verify_job($job) LIMIT 10");
-}
 
 sub actor_ids
 {
@@ -155,7 +149,7 @@ is_deeply(wait_workers($node, $job1, actor_ids($job1)), $pids1,
 $node->safe_psql('postgres', "SELECT backfill.alter_rate_limit($job1, NULL)");
 $node->safe_psql('postgres', "SELECT backfill.wait_job($job1)");
 is(job_info($node, $job1)->{status}, 'finished', 'two jobs: the first job finished');
-is(verify($job1), '', 'two jobs: its verify_job is empty');
+is(verify_rows($node, $job1), '', 'two jobs: its verify_job is empty');
 ok(wait_no_workers($node, $job1), 'two jobs: its workers have gone');
 
 # the slots are free again: the refused jobs run, the one of parallelism 3
@@ -168,7 +162,7 @@ $node->safe_psql('postgres', "SELECT backfill.start_job($job3)");
 $node->safe_psql('postgres', "SELECT backfill.wait_job($job3)");
 is(job_info($node, $job3)->{status}, 'finished', 'freed slots: the job of 3 actors, rescheduled to 2, finished');
 is(finish_bg($w), 0, 'slots: writers ran without errors') or diag($w->{err});
-is(verify($_), '', "freed slots: verify_job $_ is empty") for ($job1b, $job3);
+is(verify_rows($node, $_), '', "freed slots: verify_job $_ is empty") for ($job1b, $job3);
 $node->safe_psql('postgres', "SELECT backfill.drop_job($_)") for ($job8, $job3, $job1b, $job1);
 
 ######################################################################
@@ -185,7 +179,7 @@ is($node->safe_psql('postgres',
 	0, 'stop: stop_job returns once the workers have exited');
 is(run_mode($jobs), 'foreground', 'stop: run_mode is foreground');
 is(job_info($node, $jobs)->{status}, 'backfilling', 'stop: the job is still backfilling');
-is(verify($jobs), '', 'stop: verify_job is empty');
+is(verify_rows($node, $jobs), '', 'stop: verify_job is empty');
 my $stopped_state = job_state($node, $jobs);
 
 ######################################################################
@@ -247,7 +241,7 @@ ok($node->poll_query_until('postgres',
 	'stop: start_job makes it background again');
 $node->safe_psql('postgres', "SELECT backfill.wait_job($jobs)");
 is(job_info($node, $jobs)->{status}, 'finished', 'stop: the restarted job finished');
-is(verify($jobs), '', 'stop: verify_job is empty');
+is(verify_rows($node, $jobs), '', 'stop: verify_job is empty');
 
 my $log = slurp_file($node->logfile);
 unlike($log, qr/terminated by signal \d+|was terminated by exception|PANIC:/,

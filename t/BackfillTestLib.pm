@@ -22,6 +22,8 @@ use Time::HiRes qw(usleep time);
 our @EXPORT = qw(
   backfill_node
   make_upstream
+  verify_rows
+  table_diff
   start_run_job
   finish_bg
   writer_script
@@ -244,6 +246,25 @@ INSERT INTO $table SELECT g, g % 1000, md5(g::text) FROM generate_series($from, 
 VACUUM ANALYZE $table;
 });
 	return writer_script($node, $table);
+}
+
+# The first rows verify_job() reports, one "pk problem" a line: '' when the
+# downstream is consistent.
+sub verify_rows
+{
+	my ($node, $job_id) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT pk || ' ' || problem FROM backfill.verify_job($job_id) LIMIT 10");
+}
+
+# The rows that are in one table and not in the other, counted both ways
+# without the extension's help.
+sub table_diff
+{
+	my ($node, $up, $down) = @_;
+	return $node->safe_psql('postgres',
+		    "SELECT count(*) FROM ((TABLE $up EXCEPT ALL TABLE $down) "
+		  . "UNION ALL (TABLE $down EXCEPT ALL TABLE $up)) x");
 }
 
 sub writer_script
