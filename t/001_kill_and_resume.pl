@@ -247,10 +247,7 @@ like($problems[0], qr/^\(-1\) extra$/, 'verify_job reports an extra row');
 like($problems[1], qr/^\(\d+\) different$/, 'verify_job reports a different row');
 like($problems[2], qr/^\(\d+\) missing$/, 'verify_job reports a missing row');
 
-# No backend died of anything but our SIGKILLs.
-my $log = slurp_file($node->logfile);
-unlike($log, qr/terminated by signal (?!9\b)\d+|was terminated by exception|PANIC:/,
-	'no backend crashed on its own');
+no_crash_in_log($node, 1);
 
 $node->stop;
 note sprintf('total %.1fs', time - $t0);

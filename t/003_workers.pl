@@ -308,9 +308,7 @@ sub check_finished
 	note sprintf('legacy: done at %.1fs', time - $t0);
 }
 
-my $log = slurp_file($node->logfile);
-unlike($log, qr/terminated by signal (?!9\b)\d+|was terminated by exception|PANIC:/,
-	'no process crashed on its own');
+no_crash_in_log($node, 1);
 
 $node->stop;
 note sprintf('total %.1fs', time - $t0);

@@ -252,9 +252,7 @@ SELECT count(*) FROM (
 	note sprintf('rate: done at %.1fs', time - $t0);
 }
 
-my $log = slurp_file($node->logfile);
-unlike($log, qr/terminated by signal \d+|was terminated by exception|PANIC:/,
-	'no process crashed');
+no_crash_in_log($node);
 
 $node->stop;
 note sprintf('total %.1fs', time - $t0);

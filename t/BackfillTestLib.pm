@@ -21,6 +21,7 @@ use Time::HiRes qw(usleep time);
 
 our @EXPORT = qw(
   backfill_node
+  no_crash_in_log
   make_upstream
   verify_rows
   table_diff
@@ -190,6 +191,17 @@ $$;
 	return $node;
 }
 
+# Start a command in the background, its output collected; returns a hash:
+# h (the IPC::Run harness), out, err, and the given extra fields.
+sub start_bg
+{
+	my ($cmd, %fields) = @_;
+	my $r = { out => '', err => '', %fields };
+	$r->{h} = IPC::Run::start($cmd, '<', \undef, '>', \$r->{out}, '2>',
+		\$r->{err}, IPC::Run::timeout($bg_timeout));
+	return $r;
+}
+
 # Start "CALL backfill.run_job(job)" in a psql of its own, in the background.
 # The session is tagged with an application_name so that its backend can be
 # found in pg_stat_activity.  Returns a hash: h (the IPC::Run harness), out,
@@ -198,18 +210,13 @@ sub start_run_job
 {
 	my ($node, $job_id, $appname) = @_;
 	$appname //= "backfill_runner_$job_id";
-	my $r = { out => '', err => '', name => $appname };
 	my $connstr = $node->connstr('postgres') . " application_name=$appname";
-	$r->{h} = IPC::Run::start(
+	return start_bg(
 		[
 			'psql', '-X', '-At', '-v', 'ON_ERROR_STOP=1',
 			'-d', $connstr, '-c', "CALL backfill.run_job($job_id)"
 		],
-		'<', \undef,
-		'>', \$r->{out},
-		'2>', \$r->{err},
-		IPC::Run::timeout($bg_timeout));
-	return $r;
+		name => $appname);
 }
 
 # Wait for a background process started here to exit; returns its exit code
@@ -267,6 +274,17 @@ sub table_diff
 		  . "UNION ALL (TABLE $down EXCEPT ALL TABLE $up)) x");
 }
 
+# The server log shows no process that died on its own: no signal (but
+# SIGKILL, when the test sends it itself), no exception, no PANIC.
+sub no_crash_in_log
+{
+	my ($node, $sigkill_sent) = @_;
+	my $signal = $sigkill_sent ? 'terminated by signal (?!9\b)\d+' : 'terminated by signal \d+';
+	unlike(slurp_file($node->logfile),
+		qr/$signal|was terminated by exception|PANIC:/,
+		$sigkill_sent ? 'no process crashed on its own' : 'no process crashed');
+}
+
 sub writer_script
 {
 	my ($node, $table) = @_;
@@ -309,15 +327,12 @@ sub start_writers
 	my ($node, $script, $secs, %opts) = @_;
 	my $clients = $opts{clients} // 2;
 	my $rate = $opts{rate} // 400;
-	my $r = { out => '', err => '' };
-	my @cmd = (
-		'pgbench', '-n', '-h', $node->host, '-p', $node->port,
-		'-c', $clients, '-j', $clients, '-T', $secs, '-R', $rate,
-		'-f', $script);
-	push @cmd, 'postgres';
-	$r->{h} = IPC::Run::start(\@cmd, '<', \undef, '>', \$r->{out}, '2>',
-		\$r->{err}, IPC::Run::timeout($bg_timeout));
-	return $r;
+	return start_bg(
+		[
+			'pgbench', '-n', '-h', $node->host, '-p', $node->port,
+			'-c', $clients, '-j', $clients, '-T', $secs, '-R', $rate,
+			'-f', $script, 'postgres'
+		]);
 }
 
 # Call $cb every 50 ms until it returns true or $secs have passed; returns
@@ -373,7 +388,6 @@ sub wait_rows
 sub freeze_job
 {
 	my ($node, $job_id, $target) = @_;
-	my $r = { out => '', err => '' };
 
 	# a file, not a scalar: IPC::Run only feeds a scalar while it is pumped
 	my $file = $node->basedir . "/freeze_${job_id}_$target.sql";
@@ -381,16 +395,11 @@ sub freeze_job
 	append_to_file($file,
 		    "BEGIN;\nSELECT wait_and_lock($job_id, $target, 120);\n"
 		  . "SELECT pg_sleep($bg_timeout);\n");
-	$r->{h} = IPC::Run::start(
+	return start_bg(
 		[
 			'psql', '-X', '-At', '-v', 'ON_ERROR_STOP=1',
 			'-d', $node->connstr('postgres'), '-f', $file
-		],
-		'<', \undef,
-		'>', \$r->{out},
-		'2>', \$r->{err},
-		IPC::Run::timeout($bg_timeout));
-	return $r;
+		]);
 }
 
 # Wait until the backend $pid waits for a lock on the job's state table
