@@ -6,13 +6,16 @@ OBJS = \
 	src/backfill.o \
 	src/catalog.o \
 	src/capture.o \
+	src/cdc.o \
+	src/decode.o \
 	src/executor.o \
 	src/run.o \
 	src/shmem.o \
+	src/snapshot.o \
 	src/state.o \
 	src/vnode.o \
 	src/worker.o
-DATA = sql/backfill--1.0.sql
+DATA = sql/backfill--1.0.sql sql/backfill--1.0--1.1.sql
 PGFILEDESC = "backfill - resumable backfill of derived tables"
 
 REGRESS = setup create_job run_job recovery observe cancel_drop workers safety

@@ -6,18 +6,31 @@
  * A streaming job copies an upstream table into a downstream table while
  * the upstream keeps changing.  Its definition lives in backfill.job and
  * backfill.actor; its progress lives in its own state table,
- * backfill.state_<job_id>, laid out as RisingWave's backfill state tables:
+ * backfill.state_<job_id>, laid out as RisingWave's state tables of its kind:
  *
+ *	no_shuffle, arrangement:
  *		vnode smallint PRIMARY KEY, <pk columns>, backfill_finished boolean,
  *		row_count bigint
+ *	snapshot:
+ *		vnode smallint PRIMARY KEY, epoch bigint, row_count bigint,
+ *		is_epoch_finished boolean, <pk columns>
+ *	cdc:
+ *		split_id varchar PRIMARY KEY, <pk columns>, backfill_finished boolean,
+ *		row_count bigint, cdc_offset jsonb
  *
- * and the keys touched by upstream writes while it backfills are captured in
- * backfill.changes_<job_id> by a row trigger on the upstream.
+ * The keys touched by upstream writes while it backfills go to
+ * backfill.changes_<job_id>: written by a row trigger on the upstream
+ * (no_shuffle, arrangement), by the same trigger with the row's image as of
+ * the snapshot epoch (snapshot), or decoded from the write-ahead log through
+ * the job's replication slot (cdc).
  *
  * src/catalog.c	 create_job, loading a job, the job lock
  * src/capture.c	 the capture and apply triggers on the upstream
  * src/state.c		 decoding the state table, the recovery check
  * src/executor.c	 one barrier: changes, snapshot chunks, state
+ * src/snapshot.c	 the snapshot kind: reading as of the snapshot epoch, the log store
+ * src/cdc.c		 the cdc kind: the replication slot, fetching its changes
+ * src/decode.c		 the logical decoding output plugin of the cdc kind
  * src/run.c		 run_job: the barrier loop, one transaction per barrier
  * src/vnode.c		 the vnode of a key
  * src/shmem.c		 the registry of background workers, launching them
@@ -30,6 +43,8 @@
 
 #include "access/attnum.h"
 #include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "utils/rel.h"
 #include "utils/palloc.h"
 
 /* RisingWave's vnode count, kept for compatibility (VirtualNode::COUNT) */
@@ -64,6 +79,7 @@ typedef struct VnodeState
 	Datum	   *pos;			/* current_pos, npk values */
 	bool	   *pos_null;
 	int64		row_count;
+	int64		epoch;			/* snapshot kind: the epoch of row_count */
 	bool		dirty;			/* changed since the last persisted barrier */
 } VnodeState;
 
@@ -72,6 +88,11 @@ typedef struct BackfillActor
 	int32		actor_id;
 	int			vnode_start;	/* inclusive */
 	int			vnode_end;		/* inclusive */
+
+	/* snapshot kind: the log store phase (snapshot.c) */
+	bool		in_log_store;	/* consumes the log store */
+	bool		caught_up;		/* its last log store barrier found little */
+	int64		lag_ms;			/* age of the oldest change it last consumed */
 } BackfillActor;
 
 /*
@@ -94,6 +115,9 @@ typedef struct BackfillJob
 	int			rate_limit;		/* rows/s per actor; 0 paused; -1 none */
 	bool		background;		/* run_mode 'background' */
 	int64		epoch;			/* of the last barrier, any actor */
+	int64		snapshot_epoch; /* snapshot kind: the epoch it reads as of */
+	bool		has_cdc_offset; /* cdc kind: the state row has an offset */
+	uint64		cdc_offset;		/* cdc kind: its LSN */
 	int32		runs;
 
 	/* SQL names, quoted and schema-qualified, fixed for the run */
@@ -129,6 +153,10 @@ typedef struct ActorArgs
 /* backfill.c */
 extern int	backfill_barrier_interval_ms;
 
+/* kinds that store one position and one count for all of an actor's vnodes */
+#define BACKFILL_KIND_ONE_POSITION(kind) \
+	((kind) == BACKFILL_KIND_NO_SHUFFLE || (kind) == BACKFILL_KIND_CDC)
+
 /* catalog.c */
 extern const char *backfill_kind_name(BackfillKind kind);
 extern BackfillJob *backfill_load_job(int64 job_id, MemoryContext cxt);
@@ -150,6 +178,9 @@ extern char *backfill_pk_list(BackfillJob *job, const char *alias);
 extern void backfill_load_state(BackfillJob *job);
 extern void backfill_recovery_check(BackfillJob *job);
 extern char *backfill_pos_text(BackfillJob *job, VnodeState *vs);
+extern void backfill_append_record_field(StringInfo buf, const char *value);
+extern void backfill_state_error(BackfillJob *job, const char *field,
+								 const char *detail) pg_attribute_noreturn();
 
 /* executor.c */
 typedef struct BarrierExecutor BarrierExecutor;
@@ -163,6 +194,15 @@ extern int64 backfill_run_barrier(BarrierExecutor *exec, int actor, int interval
 extern bool backfill_run_finish_barrier(BarrierExecutor *exec);
 extern void backfill_reload_settings(BackfillJob *job);
 extern void backfill_sleep_ms(long ms);
+extern int64 backfill_next_epoch(int64 previous);
+extern bool backfill_needs_fetch(BackfillJob *job);
+extern void backfill_run_fetch(BarrierExecutor *exec);
+extern void backfill_after_finish(BackfillJob *job);
+
+/* cdc.c */
+extern char *backfill_slot_name(int64 job_id);
+extern void backfill_cdc_check_create(Relation upstream, int parallelism);
+extern void backfill_cdc_drop_slot(int64 job_id);
 
 /* run.c */
 extern bool backfill_prepare_run(BackfillJob *job, bool background);

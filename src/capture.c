@@ -11,6 +11,13 @@
  * executor.c); keys of transactions that commit after that snapshot stay for
  * the next barrier, so commit order never matters.
  *
+ * For a job of kind snapshot the change table is a log (snapshot.c): each
+ * entry also has a sequence number, the time of the write's statement, and
+ * the row's image before the write, projected on the downstream's columns
+ * (NULL when the key did not exist), and the log is indexed on (key,
+ * sequence) so that the first entry of a key is found at once.  The layout
+ * of the change table tells the trigger which kind it serves.
+ *
  * backfill.apply_change(job_id), enabled instead once the job has finished,
  * keeps the downstream equal to the upstream in the writer's own
  * transaction: for every key it touches it makes the downstream row match the
@@ -40,8 +47,10 @@
 #include "access/heapam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
+#include "commands/sequence.h"
 #include "commands/trigger.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
@@ -54,6 +63,10 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/typcache.h"
+#include "utils/timestamp.h"
+#include "access/xact.h"
+#include "nodes/execnodes.h"
 
 #include "backfill.h"
 
@@ -146,6 +159,12 @@ trigger_job_id(TriggerData *trigdata, const char *funcname)
 }
 
 /*
+ * The log's own columns after the key: backfill_seq, backfill_captured_at,
+ * backfill_old_row.
+ */
+#define LOG_EXTRA_COLUMNS 3
+
+/*
  * The change table was made for the key the upstream had at create_job: if
  * the key's columns changed since (retyped, renamed, another primary key),
  * writing its values there would be wrong, or worse.  Refuse the write
@@ -153,11 +172,12 @@ trigger_job_id(TriggerData *trigdata, const char *funcname)
  * insert below: refuse that too.
  */
 static void
-check_change_table(Relation changes, Relation upstream, RelationKey *key, int64 job_id)
+check_change_table(Relation changes, Relation upstream, RelationKey *key, int64 job_id,
+				   bool is_log)
 {
 	TupleDesc	cdesc = RelationGetDescr(changes);
 	TupleDesc	udesc = RelationGetDescr(upstream);
-	bool		ok = (cdesc->natts == key->npk);
+	bool		ok = (cdesc->natts == key->npk + (is_log ? LOG_EXTRA_COLUMNS : 0));
 
 	for (int k = 0; ok && k < key->npk; k++)
 	{
@@ -176,12 +196,159 @@ check_change_table(Relation changes, Relation upstream, RelationKey *key, int64 
 						   RelationGetRelationName(changes)),
 				 errhint("Cancel the job with backfill.cancel_job(%lld) and create it again.",
 						 (long long) job_id)));
-	if (changes->rd_rel->relhasindex)
+	if (changes->rd_rel->relhasindex &&
+		(!is_log || list_length(RelationGetIndexList(changes)) != 1))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("change table \"%s\" of backfill job %lld must not have indexes",
+				 errmsg("change table \"%s\" of backfill job %lld must not have indexes of its own",
 						RelationGetRelationName(changes), (long long) job_id),
 				 errhint("Drop the indexes created on it.")));
+}
+
+/* whether a change table has the snapshot kind's layout */
+static bool
+is_log_table(Relation changes, int npk)
+{
+	TupleDesc	desc = RelationGetDescr(changes);
+
+	return desc->natts == npk + LOG_EXTRA_COLUMNS &&
+		strcmp(NameStr(TupleDescAttr(desc, npk)->attname), "backfill_seq") == 0;
+}
+
+/*
+ * What the log trigger keeps for the statement: how to project an upstream
+ * row on the downstream's columns, and the log's index.
+ */
+typedef struct LogProjection
+{
+	Oid			changes;
+	TupleDesc	down_desc;		/* the downstream's row type */
+	AttrNumber *map;			/* per downstream column, the upstream's */
+	Oid			seq;			/* backfill.change_seq */
+} LogProjection;
+
+static LogProjection *
+log_projection(FunctionCallInfo fcinfo, Relation upstream, Relation changes)
+{
+	LogProjection *proj = fcinfo->flinfo->fn_extra;
+	TupleDesc	udesc = RelationGetDescr(upstream);
+	Oid			rowtype;
+	MemoryContext old;
+
+	if (proj && proj->changes == RelationGetRelid(changes))
+		return proj;
+
+	old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+	proj = palloc0(sizeof(LogProjection));
+	proj->changes = RelationGetRelid(changes);
+	rowtype = TupleDescAttr(RelationGetDescr(changes),
+							RelationGetDescr(changes)->natts - 1)->atttypid;
+	{
+		TupleDesc	td = lookup_rowtype_tupdesc(rowtype, -1);
+
+		proj->down_desc = CreateTupleDescCopy(td);
+		ReleaseTupleDesc(td);
+	}
+	proj->map = palloc0(sizeof(AttrNumber) * proj->down_desc->natts);
+	for (int i = 0; i < proj->down_desc->natts; i++)
+	{
+		Form_pg_attribute datt = TupleDescAttr(proj->down_desc, i);
+
+		if (datt->attisdropped)
+			continue;
+		for (int j = 0; j < udesc->natts; j++)
+		{
+			Form_pg_attribute uatt = TupleDescAttr(udesc, j);
+
+			if (!uatt->attisdropped &&
+				strcmp(NameStr(uatt->attname), NameStr(datt->attname)) == 0)
+			{
+				if (uatt->atttypid != datt->atttypid)
+					break;
+				proj->map[i] = uatt->attnum;
+			}
+		}
+		if (proj->map[i] == InvalidAttrNumber)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("column \"%s\" of table \"%s\" has changed since its backfill job was created",
+							NameStr(datt->attname), RelationGetRelationName(upstream)),
+					 errdetail("The job logs the rows it changes as the downstream's columns.")));
+	}
+	proj->seq = get_relname_relid("change_seq", get_namespace_oid(BACKFILL_SCHEMA, false));
+	if (!OidIsValid(proj->seq))
+		elog(ERROR, "sequence %s.change_seq does not exist", BACKFILL_SCHEMA);
+	fcinfo->flinfo->fn_extra = proj;
+	MemoryContextSwitchTo(old);
+	return proj;
+}
+
+/* one log entry: the key, the next sequence number, now, the old image */
+static void
+log_insert(Relation changes, LogProjection *proj, RelationKey *key,
+		   Datum *keyvals, bool *keynulls, HeapTuple oldrow, TupleDesc udesc)
+{
+	Datum		values[INDEX_MAX_KEYS + LOG_EXTRA_COLUMNS];
+	bool		nulls[INDEX_MAX_KEYS + LOG_EXTRA_COLUMNS];
+	HeapTuple	entry;
+	List	   *indexes;
+
+	memcpy(values, keyvals, sizeof(Datum) * key->npk);
+	memcpy(nulls, keynulls, sizeof(bool) * key->npk);
+	values[key->npk] = Int64GetDatum(nextval_internal(proj->seq, false));
+	nulls[key->npk] = false;
+	values[key->npk + 1] = TimestampTzGetDatum(GetCurrentStatementStartTimestamp());
+	nulls[key->npk + 1] = false;
+	nulls[key->npk + 2] = (oldrow == NULL);
+	values[key->npk + 2] = (Datum) 0;
+	if (oldrow)
+	{
+		int			n = proj->down_desc->natts;
+		Datum	   *dvalues = palloc(sizeof(Datum) * n);
+		bool	   *dnulls = palloc(sizeof(bool) * n);
+		HeapTuple	image;
+
+		for (int i = 0; i < n; i++)
+		{
+			if (proj->map[i] == InvalidAttrNumber)
+			{
+				dvalues[i] = (Datum) 0;
+				dnulls[i] = true;
+			}
+			else
+				dvalues[i] = heap_getattr(oldrow, proj->map[i], udesc, &dnulls[i]);
+		}
+		image = heap_form_tuple(proj->down_desc, dvalues, dnulls);
+		/* flattens what is toasted in the upstream: the log keeps its own copy */
+		values[key->npk + 2] = heap_copy_tuple_as_datum(image, proj->down_desc);
+	}
+
+	entry = heap_form_tuple(RelationGetDescr(changes), values, nulls);
+	simple_heap_insert(changes, entry);
+
+	/* the log's one index, on the key and the sequence */
+	indexes = RelationGetIndexList(changes);
+	if (indexes != NIL)
+	{
+		Relation	index = index_open(linitial_oid(indexes), RowExclusiveLock);
+		IndexInfo  *ii = BuildIndexInfo(index);
+		Datum		ivalues[INDEX_MAX_KEYS];
+		bool		inulls[INDEX_MAX_KEYS];
+
+		for (int i = 0; i < ii->ii_NumIndexAttrs; i++)
+		{
+			AttrNumber	attnum = ii->ii_IndexAttrNumbers[i];
+
+			if (attnum <= 0)
+				elog(ERROR, "the index of change table \"%s\" must be on columns only",
+					 RelationGetRelationName(changes));
+			ivalues[i] = values[attnum - 1];
+			inulls[i] = nulls[attnum - 1];
+		}
+		index_insert(index, ivalues, inulls, &entry->t_self, changes,
+					 UNIQUE_CHECK_NO, false, ii);
+		index_close(index, RowExclusiveLock);
+	}
 }
 
 /*
@@ -202,6 +369,7 @@ backfill_capture_change(PG_FUNCTION_ARGS)
 	Datum		newkey[INDEX_MAX_KEYS];
 	bool		newnull[INDEX_MAX_KEYS];
 	bool		have_new = false;
+	bool		is_log;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		ereport(ERROR,
@@ -229,10 +397,26 @@ backfill_capture_change(PG_FUNCTION_ARGS)
 	}
 
 	changes = table_open(changes_oid, RowExclusiveLock);
-	check_change_table(changes, rel, &key, job_id);
-	simple_heap_insert(changes, heap_form_tuple(RelationGetDescr(changes), oldkey, oldnull));
-	if (have_new)
-		simple_heap_insert(changes, heap_form_tuple(RelationGetDescr(changes), newkey, newnull));
+	is_log = is_log_table(changes, key.npk);
+	check_change_table(changes, rel, &key, job_id, is_log);
+	if (is_log)
+	{
+		LogProjection *proj = log_projection(fcinfo, rel, changes);
+
+		/* an insert had no row before; an update that moves the key, none at the new key */
+		if (TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
+			log_insert(changes, proj, &key, oldkey, oldnull, NULL, desc);
+		else
+			log_insert(changes, proj, &key, oldkey, oldnull, trigdata->tg_trigtuple, desc);
+		if (have_new)
+			log_insert(changes, proj, &key, newkey, newnull, NULL, desc);
+	}
+	else
+	{
+		simple_heap_insert(changes, heap_form_tuple(RelationGetDescr(changes), oldkey, oldnull));
+		if (have_new)
+			simple_heap_insert(changes, heap_form_tuple(RelationGetDescr(changes), newkey, newnull));
+	}
 	table_close(changes, RowExclusiveLock);
 
 	return PointerGetDatum(NULL);

@@ -72,9 +72,16 @@
 
 PG_FUNCTION_INFO_V1(backfill_create_job);
 
-/* names of the state table's own columns, which a key column cannot take */
-static const char *const state_column_names[] = {
-	"vnode", "backfill_finished", "row_count"
+/*
+ * Names of the state and change tables' own columns, per kind, which a key
+ * column cannot take.
+ */
+static const char *const reserved_column_names[][8] = {
+	[BACKFILL_KIND_NO_SHUFFLE] = {"vnode", "backfill_finished", "row_count"},
+	[BACKFILL_KIND_ARRANGEMENT] = {"vnode", "backfill_finished", "row_count"},
+	[BACKFILL_KIND_SNAPSHOT] = {"vnode", "epoch", "row_count", "is_epoch_finished",
+	"backfill_seq", "backfill_captured_at", "backfill_old_row"},
+	[BACKFILL_KIND_CDC] = {"split_id", "backfill_finished", "row_count", "cdc_offset"},
 };
 
 static const char *const kind_names[] = {
@@ -393,11 +400,6 @@ backfill_create_job(PG_FUNCTION_ARGS)
 					 errhint("Pass NULL for no limit, or 0 to create the job paused.")));
 	}
 
-	if (kind == BACKFILL_KIND_SNAPSHOT || kind == BACKFILL_KIND_CDC)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("backfill kind \"%s\" is not supported yet", backfill_kind_name(kind)),
-				 errhint("Use kind \"arrangement\".")));
 	if (parallelism < 1 || parallelism > BACKFILL_MAX_PARALLELISM)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -461,15 +463,19 @@ backfill_create_job(PG_FUNCTION_ARGS)
 	{
 		char	   *keyname = get_attname(upstream_oid, pk[k], false);
 
-		for (int i = 0; i < lengthof(state_column_names); i++)
-			if (strcmp(keyname, state_column_names[i]) == 0)
+		for (int i = 0; i < lengthof(reserved_column_names[kind]); i++)
+			if (reserved_column_names[kind][i] &&
+				strcmp(keyname, reserved_column_names[kind][i]) == 0)
 				ereport(ERROR,
 						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 						 errmsg("primary key column \"%s\" of table \"%s\" has a name the state table uses",
 								keyname, RelationGetRelationName(rel)),
-						 errdetail("The state table has columns \"vnode\", \"backfill_finished\" and \"row_count\" besides the key columns.")));
+						 errdetail("The state and change tables of a job of kind \"%s\" have a column \"%s\" besides the key columns.",
+								   backfill_kind_name(kind), keyname)));
 	}
 	ncols = output_columns(rel, requested, npk, pk, &cols);
+	if (kind == BACKFILL_KIND_CDC)
+		backfill_cdc_check_create(rel, parallelism);
 
 	/* the downstream: a new table, outside the extension's schema */
 	downstream_rv = makeRangeVarFromNameList(stringToQualifiedNameList(name));
@@ -554,17 +560,45 @@ backfill_create_job(PG_FUNCTION_ARGS)
 	appendStringInfo(&buf, "PRIMARY KEY (%s))", pklist.data);
 	spi_exec(buf.data, SPI_OK_UTILITY);
 
-	/* the state table, in RisingWave's layout */
+	/* the state table, in RisingWave's layout of the kind */
 	resetStringInfo(&buf);
-	appendStringInfo(&buf,
-					 "CREATE TABLE %s (vnode pg_catalog.int2 PRIMARY KEY%s, "
-					 "backfill_finished pg_catalog.bool, row_count pg_catalog.int8)",
-					 state_sql, ddl.data);
+	if (kind == BACKFILL_KIND_SNAPSHOT)
+		appendStringInfo(&buf,
+						 "CREATE TABLE %s (vnode pg_catalog.int2 PRIMARY KEY, "
+						 "epoch pg_catalog.int8, row_count pg_catalog.int8, "
+						 "is_epoch_finished pg_catalog.bool%s)",
+						 state_sql, ddl.data);
+	else if (kind == BACKFILL_KIND_CDC)
+		appendStringInfo(&buf,
+						 "CREATE TABLE %s (split_id pg_catalog.varchar PRIMARY KEY%s, "
+						 "backfill_finished pg_catalog.bool, row_count pg_catalog.int8, "
+						 "cdc_offset pg_catalog.jsonb)",
+						 state_sql, ddl.data);
+	else
+		appendStringInfo(&buf,
+						 "CREATE TABLE %s (vnode pg_catalog.int2 PRIMARY KEY%s, "
+						 "backfill_finished pg_catalog.bool, row_count pg_catalog.int8)",
+						 state_sql, ddl.data);
 	spi_exec(buf.data, SPI_OK_UTILITY);
 
-	/* the change table: the keys written since the last barrier */
+	/*
+	 * The change table: the keys written since the last barrier; for the
+	 * snapshot kind, a log of them with the rows' images before the write
+	 * (snapshot.c).
+	 */
 	resetStringInfo(&buf);
-	appendStringInfo(&buf, "CREATE TABLE %s (%s)", changes_sql, ddl.data + 2);
+	if (kind == BACKFILL_KIND_SNAPSHOT)
+	{
+		appendStringInfo(&buf,
+						 "CREATE TABLE %s (%s, backfill_seq pg_catalog.int8, "
+						 "backfill_captured_at pg_catalog.timestamptz, backfill_old_row %s)",
+						 changes_sql, ddl.data + 2, downstream_sql);
+		spi_exec(buf.data, SPI_OK_UTILITY);
+		resetStringInfo(&buf);
+		appendStringInfo(&buf, "CREATE INDEX ON %s (%s, backfill_seq)", changes_sql, pklist.data);
+	}
+	else
+		appendStringInfo(&buf, "CREATE TABLE %s (%s)", changes_sql, ddl.data + 2);
 	spi_exec(buf.data, SPI_OK_UTILITY);
 
 	/*
@@ -663,14 +697,32 @@ backfill_create_job(PG_FUNCTION_ARGS)
 			elog(ERROR, "could not insert into backfill.actor");
 	}
 
-	/* the triggers: capture now, apply once the job has finished */
-	resetStringInfo(&buf);
-	appendStringInfo(&buf,
-					 "CREATE TRIGGER %s AFTER INSERT OR UPDATE OR DELETE ON %s "
-					 "FOR EACH ROW EXECUTE FUNCTION backfill.capture_change('%lld')",
-					 quote_identifier(psprintf("backfill_capture_%lld", (long long) job_id)),
-					 upstream_sql, (long long) job_id);
-	spi_exec(buf.data, SPI_OK_UTILITY);
+	/* the snapshot kind reads as of now: the epoch of create_job */
+	if (kind == BACKFILL_KIND_SNAPSHOT)
+	{
+		Oid			argtypes[2] = {INT8OID, INT8OID};
+		Datum		values[2] = {Int64GetDatum(job_id),
+		Int64GetDatum(backfill_next_epoch(0))};
+
+		if (SPI_execute_with_args("UPDATE backfill.job SET snapshot_epoch = $2 WHERE job_id = $1",
+								  2, argtypes, values, NULL, false, 0) != SPI_OK_UPDATE)
+			elog(ERROR, "could not update backfill.job");
+	}
+
+	/*
+	 * The triggers: capture now, apply once the job has finished.  A cdc job
+	 * captures from the write-ahead log instead (cdc.c).
+	 */
+	if (kind != BACKFILL_KIND_CDC)
+	{
+		resetStringInfo(&buf);
+		appendStringInfo(&buf,
+						 "CREATE TRIGGER %s AFTER INSERT OR UPDATE OR DELETE ON %s "
+						 "FOR EACH ROW EXECUTE FUNCTION backfill.capture_change('%lld')",
+						 quote_identifier(psprintf("backfill_capture_%lld", (long long) job_id)),
+						 upstream_sql, (long long) job_id);
+		spi_exec(buf.data, SPI_OK_UTILITY);
+	}
 	resetStringInfo(&buf);
 	appendStringInfo(&buf,
 					 "CREATE TRIGGER %s AFTER INSERT OR UPDATE OR DELETE ON %s "
@@ -698,8 +750,9 @@ backfill_create_job(PG_FUNCTION_ARGS)
 	 * capture fires ALWAYS, so that writes of a replica-role session (a
 	 * logical replication subscriber, a restore) are captured too.
 	 */
-	EnableDisableTrigger(rel, psprintf("backfill_capture_%lld", (long long) job_id),
-						 TRIGGER_FIRES_ALWAYS, false, ShareRowExclusiveLock);
+	if (kind != BACKFILL_KIND_CDC)
+		EnableDisableTrigger(rel, psprintf("backfill_capture_%lld", (long long) job_id),
+							 TRIGGER_FIRES_ALWAYS, false, ShareRowExclusiveLock);
 	EnableDisableTrigger(rel, psprintf("backfill_apply_%lld", (long long) job_id),
 						 TRIGGER_DISABLED, false, ShareRowExclusiveLock);
 	EnableDisableTrigger(rel, psprintf("backfill_capture_truncate_%lld", (long long) job_id),
@@ -832,7 +885,7 @@ backfill_load_job(int64 job_id, MemoryContext cxt)
 							  "(SELECT coalesce(pg_catalog.max(a.epoch), 0) FROM backfill.actor a "
 							  " WHERE a.job_id = j.job_id), "
 							  "runs, columns, pk_columns, coalesce(rate_limit, -1), "
-							  "run_mode = 'background' "
+							  "run_mode = 'background', coalesce(snapshot_epoch, 0) "
 							  "FROM backfill.job j WHERE job_id = $1",
 							  1, argtypes, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read backfill.job");
@@ -869,6 +922,7 @@ backfill_load_job(int64 job_id, MemoryContext cxt)
 	(void) text_array_sql(SPI_getbinval(tup, desc, 14, &isnull), &job->pk_names, &job->npk);
 	job->rate_limit = DatumGetInt32(SPI_getbinval(tup, desc, 15, &isnull));
 	job->background = DatumGetBool(SPI_getbinval(tup, desc, 16, &isnull));
+	job->snapshot_epoch = DatumGetInt64(SPI_getbinval(tup, desc, 17, &isnull));
 
 	/* a cancelled job has no tables left: the caller reports it */
 	if (strcmp(job->status, "cancelled") != 0)

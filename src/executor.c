@@ -83,44 +83,11 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
-#include "backfill.h"
+#include "barrier.h"
 
 /* the most chunks, and rows, one statement reads in a barrier */
 #define BACKFILL_MAX_BATCH_CHUNKS	1024
 #define BACKFILL_MAX_BATCH_ROWS		(64 * 1024)
-
-/* how a chunk query restricts vnodes */
-typedef enum VnodeFilter
-{
-	VNODE_FILTER_NONE,			/* the set is all 256 vnodes */
-	VNODE_FILTER_RANGE,			/* a contiguous range */
-	VNODE_FILTER_LIST			/* any set */
-} VnodeFilter;
-
-/* a set of unfinished vnodes of one actor that share a position */
-typedef struct VnodeGroup
-{
-	int			nvnodes;
-	int16		vnodes[BACKFILL_VNODE_COUNT];
-	int			actor;			/* index into job->actors */
-} VnodeGroup;
-
-struct BarrierExecutor
-{
-	BackfillJob *job;
-	MemoryContext barrier_cxt;	/* reset at every barrier */
-	SPIPlanPtr	chunk_plans[2][3];	/* [has position][VnodeFilter] */
-	SPIPlanPtr	persist_plan;
-	SPIPlanPtr	forward_delete_plan;
-	SPIPlanPtr	forward_insert_plan;
-	SPIPlanPtr	consume_plan;
-	SPIPlanPtr	actor_plan;
-	SPIPlanPtr	finish_plan;
-	int16		typlens[INDEX_MAX_KEYS];
-	bool		typbyvals[INDEX_MAX_KEYS];
-	TimestampTz *rate_next;		/* per actor: when the limiter allows a read */
-	int		   *batch;			/* per actor: chunks per statement, this barrier */
-};
 
 /*
  * A barrier's statements run in an SPI connection of their own, nested in
@@ -128,15 +95,15 @@ struct BarrierExecutor
  * done, instead of accumulating in the run's connection, which lives as long
  * as the CALL or the worker.
  */
-static void
-spi_enter(void)
+void
+backfill_spi_enter(void)
 {
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 }
 
-static void
-spi_leave(void)
+void
+backfill_spi_leave(void)
 {
 	if (SPI_finish() != SPI_OK_FINISH)
 		elog(ERROR, "SPI_finish failed");
@@ -161,8 +128,8 @@ free_kept_plans(void)
 	kept_plans = NIL;
 }
 
-static SPIPlanPtr
-prepare_kept(const char *sql, int nargs, Oid *argtypes)
+SPIPlanPtr
+backfill_prepare_kept(const char *sql, int nargs, Oid *argtypes)
 {
 	SPIPlanPtr	plan = SPI_prepare(sql, nargs, argtypes);
 	MemoryContext old;
@@ -191,8 +158,8 @@ pk_list_desc(BackfillJob *job)
 }
 
 /* "$first, $first+1, ..." for the key's parameters */
-static char *
-pk_params(BackfillJob *job, int first)
+char *
+backfill_pk_params(BackfillJob *job, int first)
 {
 	StringInfoData buf;
 
@@ -231,15 +198,30 @@ backfill_executor_create(BackfillJob *job)
 
 	/*
 	 * The captured keys a barrier forwards: those of the vnodes $1..$2 whose
-	 * vnode has finished or that are <= the vnode's position.
+	 * vnode has finished or that are <= the vnode's position.  The snapshot
+	 * kind forwards only once its vnodes have finished (snapshot.c, and the
+	 * final barrier); the cdc kind has one state row for all vnodes.
 	 */
 	initStringInfo(&sql);
-	appendStringInfo(&sql,
-					 "SELECT %s FROM %s c JOIN %s s ON s.vnode = backfill.vnode(%s) "
-					 "WHERE s.vnode BETWEEN $1 AND $2 AND (s.backfill_finished OR (%s) <= (%s))",
-					 backfill_pk_list(job, "c"), job->changes_sql, job->state_sql,
-					 backfill_pk_list(job, "c"), backfill_pk_list(job, "c"),
-					 backfill_pk_list(job, "s"));
+	if (job->kind == BACKFILL_KIND_SNAPSHOT)
+		appendStringInfo(&sql,
+						 "SELECT %s FROM %s c WHERE backfill.vnode(%s) BETWEEN $1 AND $2",
+						 backfill_pk_list(job, "c"), job->changes_sql,
+						 backfill_pk_list(job, "c"));
+	else if (job->kind == BACKFILL_KIND_CDC)
+		appendStringInfo(&sql,
+						 "SELECT %s FROM %s c JOIN %s s ON (s.backfill_finished OR (%s) <= (%s)) "
+						 "WHERE backfill.vnode(%s) BETWEEN $1 AND $2",
+						 backfill_pk_list(job, "c"), job->changes_sql, job->state_sql,
+						 backfill_pk_list(job, "c"), backfill_pk_list(job, "s"),
+						 backfill_pk_list(job, "c"));
+	else
+		appendStringInfo(&sql,
+						 "SELECT %s FROM %s c JOIN %s s ON s.vnode = backfill.vnode(%s) "
+						 "WHERE s.vnode BETWEEN $1 AND $2 AND (s.backfill_finished OR (%s) <= (%s))",
+						 backfill_pk_list(job, "c"), job->changes_sql, job->state_sql,
+						 backfill_pk_list(job, "c"), backfill_pk_list(job, "c"),
+						 backfill_pk_list(job, "s"));
 	matching = sql.data;
 	argtypes[0] = INT2OID;
 	argtypes[1] = INT2OID;
@@ -247,47 +229,54 @@ backfill_executor_create(BackfillJob *job)
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "DELETE FROM %s d WHERE (%s) IN (%s)",
 					 job->downstream_sql, backfill_pk_list(job, "d"), matching);
-	exec->forward_delete_plan = prepare_kept(sql.data, 2, argtypes);
+	exec->forward_delete_plan = backfill_prepare_kept(sql.data, 2, argtypes);
 
 	resetStringInfo(&sql);
 	appendStringInfo(&sql, "INSERT INTO %s (%s) SELECT %s FROM ONLY %s u WHERE (%s) IN (%s)",
 					 job->downstream_sql, job->columns_sql, job->columns_sql,
 					 job->upstream_sql, backfill_pk_list(job, "u"), matching);
-	exec->forward_insert_plan = prepare_kept(sql.data, 2, argtypes);
+	exec->forward_insert_plan = backfill_prepare_kept(sql.data, 2, argtypes);
 
 	/* consumed: exactly the keys of those vnodes that the snapshot sees */
 	resetStringInfo(&sql);
 	appendStringInfo(&sql, "DELETE FROM %s c WHERE backfill.vnode(%s) BETWEEN $1 AND $2",
 					 job->changes_sql, backfill_pk_list(job, "c"));
-	exec->consume_plan = prepare_kept(sql.data, 2, argtypes);
+	exec->consume_plan = backfill_prepare_kept(sql.data, 2, argtypes);
 
 	/* state rows of a set of vnodes that share position, flag */
-	resetStringInfo(&sql);
-	appendStringInfo(&sql,
-					 "INSERT INTO %s (vnode, %s, backfill_finished, row_count) "
-					 "SELECT u.v, %s, $3, u.c FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS u(v, c) "
-					 "ON CONFLICT (vnode) DO UPDATE SET ",
-					 job->state_sql, pk, pk_params(job, 4));
-	for (int k = 0; k < job->npk; k++)
-		appendStringInfo(&sql, "%s = EXCLUDED.%s, ",
-						 quote_identifier(job->pk_names[k]),
-						 quote_identifier(job->pk_names[k]));
-	appendStringInfoString(&sql, "backfill_finished = EXCLUDED.backfill_finished, "
-						   "row_count = EXCLUDED.row_count");
-	argtypes[0] = INT2ARRAYOID;
-	argtypes[1] = INT8ARRAYOID;
-	argtypes[2] = BOOLOID;
-	memcpy(&argtypes[3], job->pk_types, sizeof(Oid) * job->npk);
-	exec->persist_plan = prepare_kept(sql.data, 3 + job->npk, argtypes);
+	if (job->kind == BACKFILL_KIND_SNAPSHOT)
+		backfill_snapshot_prepare(exec);
+	else if (job->kind == BACKFILL_KIND_CDC)
+		backfill_cdc_prepare(exec);
+	else
+	{
+		resetStringInfo(&sql);
+		appendStringInfo(&sql,
+						 "INSERT INTO %s (vnode, %s, backfill_finished, row_count) "
+						 "SELECT u.v, %s, $3, u.c FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS u(v, c) "
+						 "ON CONFLICT (vnode) DO UPDATE SET ",
+						 job->state_sql, pk, backfill_pk_params(job, 4));
+		for (int k = 0; k < job->npk; k++)
+			appendStringInfo(&sql, "%s = EXCLUDED.%s, ",
+							 quote_identifier(job->pk_names[k]),
+							 quote_identifier(job->pk_names[k]));
+		appendStringInfoString(&sql, "backfill_finished = EXCLUDED.backfill_finished, "
+							   "row_count = EXCLUDED.row_count");
+		argtypes[0] = INT2ARRAYOID;
+		argtypes[1] = INT8ARRAYOID;
+		argtypes[2] = BOOLOID;
+		memcpy(&argtypes[3], job->pk_types, sizeof(Oid) * job->npk);
+		exec->persist_plan = backfill_prepare_kept(sql.data, 3 + job->npk, argtypes);
+	}
 
 	argtypes[0] = INT4OID;
 	argtypes[1] = INT8OID;
 	argtypes[2] = INT8OID;
-	exec->actor_plan = prepare_kept("UPDATE backfill.actor SET epoch = $2, row_count = $3 "
+	exec->actor_plan = backfill_prepare_kept("UPDATE backfill.actor SET epoch = $2, row_count = $3 "
 									"WHERE actor_id = $1", 3, argtypes);
 	argtypes[0] = INT8OID;
 	argtypes[1] = INT8OID;
-	exec->finish_plan = prepare_kept("WITH a AS (UPDATE backfill.actor SET epoch = $2 WHERE job_id = $1) "
+	exec->finish_plan = backfill_prepare_kept("WITH a AS (UPDATE backfill.actor SET epoch = $2 WHERE job_id = $1) "
 									 "UPDATE backfill.job SET status = 'finished', "
 									 "finished_at = pg_catalog.now() "
 									 "WHERE job_id = $1 AND status <> 'finished'", 2, argtypes);
@@ -333,7 +322,7 @@ chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter)
 					 job->upstream_sql);
 	if (has_pos)
 	{
-		appendStringInfo(&sql, " AND (%s) > (%s)", upk, pk_params(job, 1));
+		appendStringInfo(&sql, " AND (%s) > (%s)", upk, backfill_pk_params(job, 1));
 		memcpy(argtypes, job->pk_types, sizeof(Oid) * job->npk);
 		nargs = job->npk;
 	}
@@ -351,8 +340,8 @@ chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter)
 	}
 	appendStringInfo(&sql, " ORDER BY %s LIMIT $%d RETURNING %s) ", upk, nargs + 1, pk);
 	argtypes[nargs++] = INT8OID;
-	if (job->kind == BACKFILL_KIND_NO_SHUFFLE)
-		/* a legacy actor counts its rows as a whole */
+	if (BACKFILL_KIND_ONE_POSITION(job->kind))
+		/* a legacy or cdc actor counts its rows as a whole */
 		appendStringInfo(&sql,
 						 "SELECT NULL::pg_catalog.int2, c.rows, l.* FROM "
 						 "(SELECT pg_catalog.count(*) AS rows FROM ins) c, "
@@ -366,7 +355,7 @@ chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter)
 						 "(SELECT %s FROM ins ORDER BY %s LIMIT 1) l",
 						 pk, pk, pk_list_desc(job));
 
-	exec->chunk_plans[has_pos][filter] = prepare_kept(sql.data, nargs, argtypes);
+	exec->chunk_plans[has_pos][filter] = backfill_prepare_kept(sql.data, nargs, argtypes);
 	return exec->chunk_plans[has_pos][filter];
 }
 
@@ -412,8 +401,8 @@ actor_groups(BarrierExecutor *exec, int actor, VnodeGroup *groups)
 	return ngroups;
 }
 
-static void
-set_position(BarrierExecutor *exec, VnodeState *vs, Datum *pos)
+void
+backfill_set_position(BarrierExecutor *exec, VnodeState *vs, Datum *pos)
 {
 	BackfillJob *job = exec->job;
 	MemoryContext old = MemoryContextSwitchTo(GetMemoryChunkContext(job));
@@ -429,31 +418,30 @@ set_position(BarrierExecutor *exec, VnodeState *vs, Datum *pos)
 	MemoryContextSwitchTo(old);
 }
 
-/*
- * Read one chunk of a group of vnodes.  Returns the number of rows read.
- */
-static int64
-read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
+/* how a chunk query of a group restricts its vnodes */
+VnodeFilter
+backfill_group_filter(VnodeGroup *group)
 {
-	BackfillJob *job = exec->job;
-	BackfillActor *actor = &job->actors[group->actor];
-	VnodeState *first = &job->vnodes[group->vnodes[0]];
-	VnodeFilter filter;
-	Datum		values[INDEX_MAX_KEYS + 3];
-	int			nvalues = 0;
-	SPIPlanPtr	plan;
-	int64		total = 0;
-	Datum		lastkey[INDEX_MAX_KEYS];
 	bool		contiguous = true;
 
 	for (int i = 1; i < group->nvnodes; i++)
 		contiguous &= (group->vnodes[i] == group->vnodes[i - 1] + 1);
 	if (group->nvnodes == BACKFILL_VNODE_COUNT)
-		filter = VNODE_FILTER_NONE;
-	else if (contiguous)
-		filter = VNODE_FILTER_RANGE;
-	else
-		filter = VNODE_FILTER_LIST;
+		return VNODE_FILTER_NONE;
+	return contiguous ? VNODE_FILTER_RANGE : VNODE_FILTER_LIST;
+}
+
+/*
+ * The parameters of a chunk query of a group, but the limit: the position if
+ * any, then the vnode filter.  Returns how many were set.
+ */
+int
+backfill_group_params(BarrierExecutor *exec, VnodeGroup *group, VnodeFilter filter,
+					  Datum *values)
+{
+	BackfillJob *job = exec->job;
+	VnodeState *first = &job->vnodes[group->vnodes[0]];
+	int			nvalues = 0;
 
 	if (first->has_pos)
 		for (int k = 0; k < job->npk; k++)
@@ -473,6 +461,30 @@ read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
 															INT2OID, 2, true,
 															TYPALIGN_SHORT));
 	}
+	return nvalues;
+}
+
+/*
+ * Read one chunk of a group of vnodes.  Returns the number of rows read.
+ */
+static int64
+read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
+{
+	BackfillJob *job = exec->job;
+	BackfillActor *actor = &job->actors[group->actor];
+	VnodeState *first = &job->vnodes[group->vnodes[0]];
+	VnodeFilter filter;
+	Datum		values[INDEX_MAX_KEYS + 3];
+	int			nvalues;
+	SPIPlanPtr	plan;
+	int64		total = 0;
+	Datum		lastkey[INDEX_MAX_KEYS];
+
+	if (job->kind == BACKFILL_KIND_SNAPSHOT)
+		return backfill_snapshot_read_chunk(exec, group, limit);
+
+	filter = backfill_group_filter(group);
+	nvalues = backfill_group_params(exec, group, filter, values);
 	values[nvalues++] = Int64GetDatum(limit);
 
 	plan = chunk_plan(exec, first->has_pos, filter);
@@ -495,8 +507,8 @@ read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
 				lastkey[k] = SPI_getbinval(tup, desc, 3 + k, &isnull);
 	}
 
-	/* legacy rows carry the actor's total, which only grows here */
-	if (job->kind == BACKFILL_KIND_NO_SHUFFLE)
+	/* legacy and cdc rows carry the actor's total, which only grows here */
+	if (BACKFILL_KIND_ONE_POSITION(job->kind))
 	{
 		int64		actor_total = job->vnodes[actor->vnode_start].row_count + total;
 
@@ -512,7 +524,7 @@ read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
 		VnodeState *vs = &job->vnodes[group->vnodes[i]];
 
 		if (total > 0)
-			set_position(exec, vs, lastkey);
+			backfill_set_position(exec, vs, lastkey);
 		if (total < limit)
 			vs->finished = true;
 		vs->dirty = true;
@@ -530,6 +542,17 @@ persist_state(BarrierExecutor *exec)
 {
 	BackfillJob *job = exec->job;
 	bool		done[BACKFILL_VNODE_COUNT] = {0};
+
+	if (job->kind == BACKFILL_KIND_SNAPSHOT)
+	{
+		backfill_snapshot_persist(exec);
+		return;
+	}
+	if (job->kind == BACKFILL_KIND_CDC)
+	{
+		backfill_cdc_persist(exec);
+		return;
+	}
 
 	for (int v = 0; v < BACKFILL_VNODE_COUNT; v++)
 	{
@@ -577,8 +600,8 @@ persist_state(BarrierExecutor *exec)
 }
 
 /* RisingWave's epoch: milliseconds since 2021-04-01 in the high 48 bits */
-static int64
-next_epoch(int64 previous)
+int64
+backfill_next_epoch(int64 previous)
 {
 	int64		unix_ms = GetCurrentTimestamp() / 1000 +
 		(int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY * 1000;
@@ -593,7 +616,7 @@ actor_row_count(BackfillJob *job, BackfillActor *actor)
 {
 	int64		total = 0;
 
-	if (job->kind == BACKFILL_KIND_NO_SHUFFLE)
+	if (BACKFILL_KIND_ONE_POSITION(job->kind))
 		return job->vnodes[actor->vnode_start].row_count;
 	for (int v = actor->vnode_start; v <= actor->vnode_end; v++)
 		total += job->vnodes[v].row_count;
@@ -606,6 +629,11 @@ update_actor(BarrierExecutor *exec, BackfillActor *actor)
 	BackfillJob *job = exec->job;
 	Datum		values[3];
 
+	if (job->kind == BACKFILL_KIND_SNAPSHOT)
+	{
+		backfill_snapshot_update_actor(exec, actor);
+		return;
+	}
 	values[0] = Int32GetDatum(actor->actor_id);
 	values[1] = Int64GetDatum(job->epoch);
 	values[2] = Int64GetDatum(actor_row_count(job, actor));
@@ -614,8 +642,8 @@ update_actor(BarrierExecutor *exec, BackfillActor *actor)
 }
 
 /* step 1: forward the captured changes of vnodes lo..hi, consume them all */
-static void
-forward_changes(BarrierExecutor *exec, int lo, int hi)
+void
+backfill_forward_changes(BarrierExecutor *exec, int lo, int hi)
 {
 	Datum		values[2] = {Int16GetDatum(lo), Int16GetDatum(hi)};
 
@@ -625,8 +653,9 @@ forward_changes(BarrierExecutor *exec, int lo, int hi)
 		elog(ERROR, "could not forward the changes of %s", exec->job->upstream_sql);
 }
 
+/* whether the snapshot side of an actor is done: all its vnodes finished */
 bool
-backfill_actor_finished(BackfillJob *job, int actor)
+backfill_vnodes_finished(BackfillJob *job, int actor)
 {
 	BackfillActor *a = &job->actors[actor];
 
@@ -636,11 +665,23 @@ backfill_actor_finished(BackfillJob *job, int actor)
 	return true;
 }
 
+/*
+ * Whether an actor has nothing left but the final barrier: its vnodes have
+ * finished, and for the snapshot kind its log store has caught up too.
+ */
+bool
+backfill_actor_finished(BackfillJob *job, int actor)
+{
+	if (!backfill_vnodes_finished(job, actor))
+		return false;
+	return job->kind != BACKFILL_KIND_SNAPSHOT || job->actors[actor].caught_up;
+}
+
 bool
 backfill_all_finished(BackfillJob *job)
 {
-	for (int v = 0; v < BACKFILL_VNODE_COUNT; v++)
-		if (!job->vnodes[v].finished)
+	for (int a = 0; a < job->nactors; a++)
+		if (!backfill_actor_finished(job, a))
 			return false;
 	return true;
 }
@@ -660,8 +701,8 @@ backfill_sleep_ms(long ms)
 }
 
 /* sleep until t, or until interrupted */
-static void
-sleep_until(TimestampTz t)
+void
+backfill_sleep_until(TimestampTz t)
 {
 	long		ms;
 
@@ -704,7 +745,7 @@ actor_round(BarrierExecutor *exec, int actor, int rate_limit, TimestampTz deadli
 		{
 			if (exec->rate_next[actor] > deadline)
 				return rows > 0 ? rows : -1;
-			sleep_until(exec->rate_next[actor]);
+			backfill_sleep_until(exec->rate_next[actor]);
 		}
 		n = read_chunk(exec, &groups[g], limit);
 		rows += n;
@@ -745,17 +786,28 @@ backfill_run_barrier(BarrierExecutor *exec, int actor, int interval_ms, int rate
 
 	Assert(XactIsoLevel == XACT_REPEATABLE_READ);
 	guc_level = backfill_pin_search_path(job);
-	spi_enter();
+	backfill_spi_enter();
 	for (int a = first; a <= last; a++)
 		exec->batch[a] = 1;
-	if (actor < 0)
-		forward_changes(exec, 0, BACKFILL_VNODE_COUNT - 1);
+	if (job->kind == BACKFILL_KIND_SNAPSHOT)
+	{
+		bool		waiting = false;
+
+		/* phase 1 forwards nothing; the log store, once every vnode is done */
+		for (int a = first; a <= last; a++)
+			if (backfill_vnodes_finished(job, a))
+				waiting |= !backfill_snapshot_log_store_barrier(exec, a);
+		if (waiting)
+			backfill_sleep_until(deadline);
+	}
+	else if (actor < 0)
+		backfill_forward_changes(exec, 0, BACKFILL_VNODE_COUNT - 1);
 	else
-		forward_changes(exec, job->actors[actor].vnode_start, job->actors[actor].vnode_end);
+		backfill_forward_changes(exec, job->actors[actor].vnode_start, job->actors[actor].vnode_end);
 
 	/* paused: only changes and the state move; sit out the interval */
 	if (rate_limit == 0)
-		sleep_until(deadline);
+		backfill_sleep_until(deadline);
 
 	for (; rate_limit != 0;)
 	{
@@ -766,7 +818,7 @@ backfill_run_barrier(BarrierExecutor *exec, int actor, int interval_ms, int rate
 		{
 			int64		rows;
 
-			if (backfill_actor_finished(job, a))
+			if (backfill_vnodes_finished(job, a))
 				continue;
 			rows = actor_round(exec, a, rate_limit, interval_ms > 0 ? deadline : start);
 			if (rows >= 0)
@@ -774,7 +826,7 @@ backfill_run_barrier(BarrierExecutor *exec, int actor, int interval_ms, int rate
 				total += rows;
 				any_read = true;
 			}
-			all_done &= backfill_actor_finished(job, a);
+			all_done &= backfill_vnodes_finished(job, a);
 		}
 		if (interval_ms <= 0 || all_done ||
 			TimestampDifferenceExceeds(start, GetCurrentTimestamp(), interval_ms))
@@ -782,16 +834,16 @@ backfill_run_barrier(BarrierExecutor *exec, int actor, int interval_ms, int rate
 		/* paused, or every actor waits for its limiter: sit out the interval */
 		if (!any_read)
 		{
-			sleep_until(deadline);
+			backfill_sleep_until(deadline);
 			break;
 		}
 	}
 
 	persist_state(exec);
-	job->epoch = next_epoch(job->epoch);
+	job->epoch = backfill_next_epoch(job->epoch);
 	for (int a = first; a <= last; a++)
 		update_actor(exec, &job->actors[a]);
-	spi_leave();
+	backfill_spi_leave();
 	backfill_unpin_search_path(guc_level);
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(exec->barrier_cxt);
@@ -806,17 +858,24 @@ backfill_run_barrier(BarrierExecutor *exec, int actor, int interval_ms, int rate
 bool
 backfill_job_finished_everywhere(BackfillJob *job)
 {
-	char	   *sql = psprintf("SELECT pg_catalog.count(*) = %d AND pg_catalog.bool_and(backfill_finished) "
-							   "FROM %s WHERE vnode BETWEEN 0 AND %d",
-							   BACKFILL_VNODE_COUNT, job->state_sql, BACKFILL_VNODE_COUNT - 1);
+	char	   *sql;
 	bool		isnull;
 	bool		result;
 
-	spi_enter();
+	if (job->kind == BACKFILL_KIND_SNAPSHOT)
+		return backfill_snapshot_everywhere(job, true);
+	if (job->kind == BACKFILL_KIND_CDC)
+		sql = psprintf("SELECT pg_catalog.bool_and(backfill_finished) FROM %s", job->state_sql);
+	else
+		sql = psprintf("SELECT pg_catalog.count(*) = %d AND pg_catalog.bool_and(backfill_finished) "
+					   "FROM %s WHERE vnode BETWEEN 0 AND %d",
+					   BACKFILL_VNODE_COUNT, job->state_sql, BACKFILL_VNODE_COUNT - 1);
+
+	backfill_spi_enter();
 	if (SPI_execute(sql, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read state table %s", job->state_sql);
 	result = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	spi_leave();
+	backfill_spi_leave();
 	return !isnull && result;
 }
 
@@ -844,7 +903,7 @@ backfill_run_finish_barrier(BarrierExecutor *exec)
 		PushActiveSnapshot(GetTransactionSnapshot());	/* a worker */
 
 	/* when every actor finishes at once, the first one finishes the job */
-	spi_enter();
+	backfill_spi_enter();
 	sql = psprintf("SELECT status = 'finished' FROM backfill.job WHERE job_id = %lld",
 				   (long long) job->job_id);
 	if (SPI_execute(sql, false, 0) != SPI_OK_SELECT || SPI_processed != 1)
@@ -852,17 +911,22 @@ backfill_run_finish_barrier(BarrierExecutor *exec)
 	finished = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	if (finished)
 	{
-		spi_leave();
+		backfill_spi_leave();
 		return false;
 	}
 
 	old = MemoryContextSwitchTo(exec->barrier_cxt);
 	guc_level = backfill_pin_search_path(job);
-	forward_changes(exec, 0, BACKFILL_VNODE_COUNT - 1);
+
+	/* the writers are done: whatever they wrote is in the log now */
+	if (job->kind == BACKFILL_KIND_CDC)
+		backfill_cdc_fetch(exec);
+	backfill_forward_changes(exec, 0, BACKFILL_VNODE_COUNT - 1);
 
 	rel = table_open(job->upstream, NoLock);
-	EnableDisableTrigger(rel, psprintf("backfill_capture_%lld", (long long) job->job_id),
-						 TRIGGER_DISABLED, false, ShareRowExclusiveLock);
+	if (job->kind != BACKFILL_KIND_CDC)
+		EnableDisableTrigger(rel, psprintf("backfill_capture_%lld", (long long) job->job_id),
+							 TRIGGER_DISABLED, false, ShareRowExclusiveLock);
 	EnableDisableTrigger(rel, psprintf("backfill_apply_%lld", (long long) job->job_id),
 						 TRIGGER_FIRES_ALWAYS, false, ShareRowExclusiveLock);
 	EnableDisableTrigger(rel, psprintf("backfill_capture_truncate_%lld", (long long) job->job_id),
@@ -871,14 +935,57 @@ backfill_run_finish_barrier(BarrierExecutor *exec)
 						 TRIGGER_FIRES_ALWAYS, false, ShareRowExclusiveLock);
 	table_close(rel, NoLock);
 
-	job->epoch = next_epoch(job->epoch);
+	job->epoch = backfill_next_epoch(job->epoch);
 	values[0] = Int64GetDatum(job->job_id);
 	values[1] = Int64GetDatum(job->epoch);
 	if (SPI_execute_plan(exec->finish_plan, values, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update backfill.job");
-	spi_leave();
+	backfill_spi_leave();
 	backfill_unpin_search_path(guc_level);
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(exec->barrier_cxt);
 	return true;
+}
+
+/*
+ * backfill_needs_fetch
+ *		Whether the job's barriers need a fetch first: the cdc kind's changes
+ *		come from its replication slot, in a transaction of their own before
+ *		each barrier (cdc.c says why).
+ */
+bool
+backfill_needs_fetch(BackfillJob *job)
+{
+	return job->kind == BACKFILL_KIND_CDC;
+}
+
+/*
+ * backfill_run_fetch
+ *		The fetch before a barrier, in the current transaction, which the
+ *		caller commits before the barrier starts.
+ */
+void
+backfill_run_fetch(BarrierExecutor *exec)
+{
+	MemoryContext old = MemoryContextSwitchTo(exec->barrier_cxt);
+	int			guc_level = backfill_pin_search_path(exec->job);
+
+	backfill_spi_enter();
+	backfill_cdc_fetch(exec);
+	backfill_spi_leave();
+	backfill_unpin_search_path(guc_level);
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(exec->barrier_cxt);
+}
+
+/*
+ * backfill_after_finish
+ *		What follows the commit of the final barrier, outside any barrier:
+ *		a cdc job drops its replication slot, which nothing reads any more.
+ */
+void
+backfill_after_finish(BackfillJob *job)
+{
+	if (job->kind == BACKFILL_KIND_CDC)
+		backfill_cdc_drop_slot(job->job_id);
 }

@@ -74,12 +74,16 @@ start_run(BackfillJob *job, bool background)
 	Datum		values[2] = {Int64GetDatum(job->job_id), BoolGetDatum(background)};
 	char	   *sql;
 
-	/* RisingWave re-reads the upstream's size on recovery too */
+	/*
+	 * RisingWave re-reads the upstream's size on recovery too; a snapshot
+	 * job's total is that of its snapshot, counted by create_job.
+	 */
 	sql = psprintf("UPDATE backfill.job SET runs = runs + 1, last_error = NULL, "
 				   "last_error_detail = NULL, last_sqlstate = NULL, "
 				   "status = CASE status WHEN 'finished' THEN 'finished' ELSE 'backfilling' END, "
 				   "run_mode = CASE WHEN $2 THEN 'background' ELSE 'foreground' END, "
-				   "total_rows = (SELECT pg_catalog.count(*) FROM ONLY %s) "
+				   "total_rows = CASE kind WHEN 'snapshot' THEN total_rows "
+				   "ELSE (SELECT pg_catalog.count(*) FROM ONLY %s) END "
 				   "WHERE job_id = $1", job->upstream_sql);
 	if (SPI_execute_with_args(sql, 2, argtypes, values, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update backfill.job");
@@ -100,7 +104,13 @@ backfill_prepare_run(BackfillJob *job, bool background)
 	if (job->runs > 0)
 		backfill_recovery_check(job);
 	start_run(job, background);
-	return strcmp(job->status, "finished") != 0;
+	if (strcmp(job->status, "finished") == 0)
+	{
+		/* a crash may have come between the finish and the slot's drop */
+		backfill_after_finish(job);
+		return false;
+	}
+	return true;
 }
 
 static void
@@ -115,11 +125,20 @@ run_locked(BackfillJob *job, int max_barriers)
 	exec = backfill_executor_create(job);
 	while (max_barriers <= 0 || barriers < max_barriers)
 	{
+		if (backfill_needs_fetch(job))
+		{
+			backfill_next_barrier(false);
+			backfill_run_fetch(exec);
+		}
 		backfill_next_barrier(false);	/* the CALL's portal provides it */
 		barriers++;
 		if (backfill_all_finished(job))
 		{
-			(void) backfill_run_finish_barrier(exec);
+			if (backfill_run_finish_barrier(exec))
+			{
+				backfill_commit();
+				backfill_after_finish(job);
+			}
 			break;
 		}
 		backfill_reload_settings(job);

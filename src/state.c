@@ -12,6 +12,21 @@
  * legacy executor's assert that all vnodes of an actor agree) we raise the
  * same "backfill_finished" error instead.
  *
+ * A snapshot state row is (vnode, epoch, row_count, is_epoch_finished,
+ * <pk columns>), checked as RisingWave's snapshot backfill checks its
+ * progress table (snapshot_backfill/state.rs): first the table's columns,
+ * with RisingWave's texts, then each row, where RisingWave panics on a value
+ * of the wrong type: here "invalid backfill state: <column>".  An unfinished
+ * row's key is the next row to read, so it must be all there; a finished
+ * row's key must be NULL, and, as in a release build of RisingWave, one that
+ * is not draws a warning and is ignored.
+ *
+ * The cdc state is one row, (split_id, <pk columns>, backfill_finished,
+ * row_count, cdc_offset), decoded in the order of RisingWave's cdc/state.rs
+ * (the version with the null-offset check): row_count, backfill_finished,
+ * then a NULL offset on an unfinished row ("unfinished row has null
+ * cdc_offset"), then an offset that does not decode ("cdc_offset").
+ *
  * The recovery check is the legacy no-shuffle executor's: an actor whose
  * state is unfinished, or missing, cannot resume, and the job fails with
  * RisingWave's message.  Arrangement jobs need no check beyond decoding: each
@@ -25,31 +40,310 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/relation.h"
+#include "access/xlogdefs.h"
+#include "catalog/pg_type.h"
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/pg_lsn.h"
+#include "utils/rel.h"
 
 #include "backfill.h"
 
-static void
-fail_with_state_error(BackfillJob *job, const char *field, int vnode)
+/*
+ * backfill_state_error
+ *		Fail the job with "invalid backfill state: <field>", recorded on the
+ *		job first.  Caller is connected to SPI in a non-atomic context.
+ */
+static void report_state_error(BackfillJob *job, const char *message,
+							   const char *detail) pg_attribute_noreturn();
+
+void
+backfill_state_error(BackfillJob *job, const char *field, const char *detail)
 {
 	char	   *message;
-	char	   *detail;
 
 	/* the strings must survive the commit that records them */
 	MemoryContextSwitchTo(GetMemoryChunkContext(job));
 	message = psprintf("invalid backfill state: %s", field);
-	detail = psprintf("State table %s of backfill job %lld has an invalid row for vnode %d.",
-					  job->state_sql, (long long) job->job_id, vnode);
+	detail = pstrdup(detail);
+	report_state_error(job, message, detail);
+}
 
+static void
+report_state_error(BackfillJob *job, const char *message, const char *detail)
+{
 	backfill_fail_job(job, ERRCODE_DATA_CORRUPTED, message, detail);
 	ereport(ERROR,
 			(errcode(ERRCODE_DATA_CORRUPTED),
 			 errmsg_internal("%s", message),
 			 errdetail_internal("%s", detail)));
+}
+
+static void fail_with_state_error(BackfillJob *job, const char *field,
+								  int vnode) pg_attribute_noreturn();
+
+static void
+fail_with_state_error(BackfillJob *job, const char *field, int vnode)
+{
+	backfill_state_error(job, field,
+						 psprintf("State table %s of backfill job %lld has an invalid row for vnode %d.",
+								  job->state_sql, (long long) job->job_id, vnode));
+}
+
+/* read the key columns first..first+npk-1 of a state row into vs */
+static void
+read_position(BackfillJob *job, VnodeState *vs, HeapTuple tup, TupleDesc desc, int first)
+{
+	MemoryContext cxt = GetMemoryChunkContext(job);
+
+	vs->has_pos = false;
+	for (int k = 0; k < job->npk; k++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, first + k - 1);
+		Datum		d = SPI_getbinval(tup, desc, first + k, &vs->pos_null[k]);
+
+		if (!vs->pos_null[k])
+		{
+			MemoryContext old = MemoryContextSwitchTo(cxt);
+
+			vs->pos[k] = datumCopy(d, att->attbyval, att->attlen);
+			MemoryContextSwitchTo(old);
+			vs->has_pos = true;
+		}
+	}
+}
+
+/* "[vnode, epoch, ...]": the column names of a relation, for an error */
+static char *
+column_list(Oid relid, int *natts, Oid **types)
+{
+	Relation	rel = relation_open(relid, AccessShareLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	StringInfoData buf;
+	int			n = 0;
+
+	initStringInfo(&buf);
+	*types = palloc(sizeof(Oid) * Max(desc->natts, 1));
+	appendStringInfoChar(&buf, '[');
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (att->attisdropped)
+			continue;
+		appendStringInfo(&buf, "%s%s %s", n > 0 ? ", " : "", NameStr(att->attname),
+						 format_type_be(att->atttypid));
+		(*types)[n++] = att->atttypid;
+	}
+	appendStringInfoChar(&buf, ']');
+	relation_close(rel, AccessShareLock);
+	*natts = n;
+	return buf.data;
+}
+
+/*
+ * The snapshot kind's progress table must have RisingWave's columns:
+ * smallint, bigint, bigint, boolean, then the upstream's key types.
+ */
+static void
+check_snapshot_state_table(BackfillJob *job)
+{
+	int			natts;
+	Oid		   *types;
+	char	   *cols = column_list(job->state_table, &natts, &types);
+	StringInfoData pk;
+	Oid			expected[4] = {INT2OID, INT8OID, INT8OID, BOOLOID};
+	bool		ok = true;
+	char	   *message;
+
+	initStringInfo(&pk);
+	appendStringInfoChar(&pk, '[');
+	for (int k = 0; k < job->npk; k++)
+		appendStringInfo(&pk, "%s%s %s", k > 0 ? ", " : "", job->pk_names[k],
+						 format_type_be(job->pk_types[k]));
+	appendStringInfoChar(&pk, ']');
+
+	if (natts != 4 + job->npk)
+		message = psprintf("progress table columns len not matched with the len derived from upstream table pk. progress table: %s, pk: %s",
+						   cols, pk.data);
+	else
+	{
+		for (int i = 0; i < natts; i++)
+			ok &= types[i] == (i < 4 ? expected[i] : job->pk_types[i - 4]);
+		if (ok)
+			return;
+		message = psprintf("progress table column not matched with upstream table schema: progress table: %s, pk: %s",
+						   cols, pk.data);
+	}
+	MemoryContextSwitchTo(GetMemoryChunkContext(job));
+	report_state_error(job, pstrdup(message),
+					   psprintf("State table %s of backfill job %lld does not have the layout of a snapshot backfill's progress table.",
+								job->state_sql, (long long) job->job_id));
+}
+
+/* the snapshot kind's rows: (vnode, epoch, row_count, is_epoch_finished, pk) */
+static void
+load_snapshot_state(BackfillJob *job)
+{
+	StringInfoData sql;
+
+	check_snapshot_state_table(job);
+	initStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "SELECT vnode, epoch, row_count, is_epoch_finished, %s FROM %s ORDER BY vnode",
+					 backfill_pk_list(job, NULL), job->state_sql);
+	if (SPI_execute(sql.data, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read state table %s", job->state_sql);
+
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		int			vnode;
+		Datum		epoch;
+		Datum		row_count;
+		Datum		finished;
+		VnodeState *vs;
+
+		vnode = DatumGetInt16(SPI_getbinval(tup, desc, 1, &isnull));
+		if (isnull || vnode < 0 || vnode >= BACKFILL_VNODE_COUNT)
+			fail_with_state_error(job, "vnode", isnull ? -1 : vnode);
+		vs = &job->vnodes[vnode];
+
+		epoch = SPI_getbinval(tup, desc, 2, &isnull);
+		if (isnull || DatumGetInt64(epoch) < job->snapshot_epoch)
+			backfill_state_error(job, "epoch",
+								 isnull ?
+								 psprintf("State table %s of backfill job %lld has an invalid row for vnode %d.",
+										  job->state_sql, (long long) job->job_id, vnode) :
+								 psprintf("In state table %s of backfill job %lld, vnode %d has epoch %lld, before the job's snapshot epoch %lld.",
+										  job->state_sql, (long long) job->job_id, vnode,
+										  (long long) DatumGetInt64(epoch),
+										  (long long) job->snapshot_epoch));
+		row_count = SPI_getbinval(tup, desc, 3, &isnull);
+		if (isnull || DatumGetInt64(row_count) < 0)
+			fail_with_state_error(job, "row_count", vnode);
+		finished = SPI_getbinval(tup, desc, 4, &isnull);
+		if (isnull)
+			fail_with_state_error(job, "is_epoch_finished", vnode);
+
+		vs->present = true;
+		vs->epoch = DatumGetInt64(epoch);
+		vs->row_count = DatumGetInt64(row_count);
+		vs->finished = DatumGetBool(finished);
+		read_position(job, vs, tup, desc, 5);
+
+		if (vs->finished && vs->has_pos)
+		{
+			ereport(WARNING,
+					(errmsg("get non-empty pk row: %s", backfill_pos_text(job, vs)),
+					 errdetail("Vnode %d of backfill job %lld is finished, so its position is ignored.",
+							   vnode, (long long) job->job_id)));
+			vs->has_pos = false;
+		}
+		/* the next row to read: all of the key */
+		if (!vs->finished)
+			for (int k = 0; k < job->npk; k++)
+				if (vs->pos_null[k])
+					fail_with_state_error(job, "latest_pk", vnode);
+	}
+	SPI_freetuptable(SPI_tuptable);
+}
+
+static void fail_with_split_error(BackfillJob *job, const char *field,
+								  const char *split) pg_attribute_noreturn();
+
+static void
+fail_with_split_error(BackfillJob *job, const char *field, const char *split)
+{
+	backfill_state_error(job, field,
+						 psprintf("State table %s of backfill job %lld has an invalid row for split \"%s\".",
+								  job->state_sql, (long long) job->job_id, split));
+}
+
+/* the cdc kind's one row: (split_id, pk, backfill_finished, row_count, cdc_offset) */
+static void
+load_cdc_state(BackfillJob *job)
+{
+	StringInfoData sql;
+	char	   *split = psprintf("%u", job->upstream);
+	int			npk = job->npk;
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+	Datum		row_count;
+	Datum		finished;
+	char	   *offset_type;
+	char	   *offset_lsn;
+	VnodeState	vs;
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "SELECT split_id, %s, backfill_finished, row_count, "
+					 "pg_catalog.jsonb_typeof(cdc_offset), cdc_offset OPERATOR(pg_catalog.->>) 'lsn' "
+					 "FROM %s ORDER BY split_id",
+					 backfill_pk_list(job, NULL), job->state_sql);
+	if (SPI_execute(sql.data, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read state table %s", job->state_sql);
+	job->has_cdc_offset = false;
+	job->cdc_offset = InvalidXLogRecPtr;
+	if (SPI_processed == 0)
+		return;					/* not started */
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	if (SPI_processed > 1 || strcmp(SPI_getvalue(tup, desc, 1), split) != 0)
+		fail_with_split_error(job, "split_id", SPI_getvalue(tup, desc, 1));
+
+	/* RisingWave's order: row_count, backfill_finished, cdc_offset */
+	row_count = SPI_getbinval(tup, desc, npk + 3, &isnull);
+	if (isnull || DatumGetInt64(row_count) < 0)
+		fail_with_split_error(job, "row_count", split);
+	finished = SPI_getbinval(tup, desc, npk + 2, &isnull);
+	if (isnull)
+		fail_with_split_error(job, "backfill_finished", split);
+	offset_type = SPI_getvalue(tup, desc, npk + 4);
+	offset_lsn = SPI_getvalue(tup, desc, npk + 5);
+	if (offset_type == NULL && !DatumGetBool(finished))
+		fail_with_split_error(job, "unfinished row has null cdc_offset", split);
+	if (offset_type != NULL)
+	{
+		bool		have_error = false;
+
+		if (strcmp(offset_type, "object") != 0 || offset_lsn == NULL)
+			have_error = true;
+		else
+			job->cdc_offset = pg_lsn_in_internal(offset_lsn, &have_error);
+		if (have_error)
+			fail_with_split_error(job, "cdc_offset", split);
+		job->has_cdc_offset = true;
+	}
+
+	/* every vnode shares the one position */
+	memset(&vs, 0, sizeof(vs));
+	vs.pos = job->vnodes[0].pos;
+	vs.pos_null = job->vnodes[0].pos_null;
+	read_position(job, &vs, tup, desc, 2);
+	if (vs.has_pos)
+		for (int k = 0; k < npk; k++)
+			if (vs.pos_null[k])
+				fail_with_split_error(job, "current_pos", split);
+	for (int v = 0; v < BACKFILL_VNODE_COUNT; v++)
+	{
+		VnodeState *ws = &job->vnodes[v];
+
+		ws->present = true;
+		ws->finished = DatumGetBool(finished);
+		ws->row_count = DatumGetInt64(row_count);
+		ws->has_pos = vs.has_pos;
+		memcpy(ws->pos, vs.pos, sizeof(Datum) * npk);
+		memcpy(ws->pos_null, vs.pos_null, sizeof(bool) * npk);
+	}
+	SPI_freetuptable(SPI_tuptable);
 }
 
 /*
@@ -64,22 +358,33 @@ backfill_load_state(BackfillJob *job)
 	StringInfoData sql;
 	int			npk = job->npk;
 
-	initStringInfo(&sql);
-	appendStringInfo(&sql,
-					 "SELECT vnode, %s, backfill_finished, row_count FROM %s ORDER BY vnode",
-					 backfill_pk_list(job, NULL), job->state_sql);
-	if (SPI_execute(sql.data, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read state table %s", job->state_sql);
-
 	for (int v = 0; v < BACKFILL_VNODE_COUNT; v++)
 	{
 		VnodeState *vs = &job->vnodes[v];
 
 		vs->present = vs->finished = vs->has_pos = vs->dirty = false;
 		vs->row_count = 0;
+		vs->epoch = 0;
 		vs->pos = MemoryContextAllocZero(cxt, sizeof(Datum) * npk);
 		vs->pos_null = MemoryContextAllocZero(cxt, sizeof(bool) * npk);
 	}
+	if (job->kind == BACKFILL_KIND_SNAPSHOT)
+	{
+		load_snapshot_state(job);
+		return;
+	}
+	if (job->kind == BACKFILL_KIND_CDC)
+	{
+		load_cdc_state(job);
+		return;
+	}
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "SELECT vnode, %s, backfill_finished, row_count FROM %s ORDER BY vnode",
+					 backfill_pk_list(job, NULL), job->state_sql);
+	if (SPI_execute(sql.data, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read state table %s", job->state_sql);
 
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
@@ -135,8 +440,8 @@ backfill_load_state(BackfillJob *job)
 }
 
 /* one value of a row literal, quoted as record_out quotes it */
-static void
-append_record_field(StringInfo buf, const char *value)
+void
+backfill_append_record_field(StringInfo buf, const char *value)
 {
 	bool		quote = (value[0] == '\0');
 
@@ -183,7 +488,7 @@ backfill_pos_text(BackfillJob *job, VnodeState *vs)
 		if (vs->pos_null[k])
 			continue;
 		getTypeOutputInfo(job->pk_types[k], &outfunc, &isvarlena);
-		append_record_field(&buf, OidOutputFunctionCall(outfunc, vs->pos[k]));
+		backfill_append_record_field(&buf, OidOutputFunctionCall(outfunc, vs->pos[k]));
 	}
 	appendStringInfoChar(&buf, ')');
 	return buf.data;

@@ -86,6 +86,11 @@ actor_barriers(ActorArgs *args, MemoryContext cxt)
 	{
 		int64		rows;
 
+		if (backfill_needs_fetch(job))
+		{
+			backfill_next_barrier(true);
+			backfill_run_fetch(exec);
+		}
 		backfill_next_barrier(true);
 		if (backfill_stop_requested(job->job_id))
 			break;
@@ -95,7 +100,11 @@ actor_barriers(ActorArgs *args, MemoryContext cxt)
 			{
 				backfill_next_barrier(false);
 				pgstat_report_activity(STATE_RUNNING, "final barrier");
-				(void) backfill_run_finish_barrier(exec);
+				if (backfill_run_finish_barrier(exec))
+				{
+					backfill_commit();
+					backfill_after_finish(job);
+				}
 			}
 			break;
 		}

@@ -1,0 +1,492 @@
+/*-------------------------------------------------------------------------
+ *
+ * snapshot.c
+ *	  The snapshot kind: reading the upstream as of the snapshot epoch, then
+ *	  consuming the log store.
+ *
+ * RisingWave's snapshot backfill reads a committed snapshot of the upstream
+ * at a fixed snapshot epoch (phase 1), then replays the upstream's change log
+ * from that epoch on until it has caught up (phase 2), then follows the
+ * upstream (phase 3).  No change made after the snapshot epoch is visible
+ * downstream during phase 1, across restarts too.
+ *
+ * PostgreSQL cannot keep an MVCC snapshot across barriers, let alone across
+ * a restart, so "as of the snapshot epoch" comes from the change capture
+ * instead.  The snapshot epoch is create_job's commit: create_job holds SHARE
+ * ROW EXCLUSIVE on the upstream while it installs the capture trigger, so
+ * every later write is captured.  For this kind the trigger (capture.c)
+ * writes, for every row it touches, the key, a sequence number and the row's
+ * image before the write (NULL when the key did not exist) into the log,
+ * backfill.changes_<id>.  Writes of one key are serialized by its row lock,
+ * so the sequence orders them as their commits do, and the first log entry
+ * of a key holds its image as of the snapshot epoch.  At any later snapshot,
+ *
+ *		upstream as of the snapshot epoch =
+ *			upstream rows whose key has no log entry
+ *			+ the first image of each logged key, when not NULL
+ *
+ * which is what a phase 1 chunk reads, in key order, per set of vnodes that
+ * share a position.  It reads one row past the chunk and stores that row's
+ * key as the vnodes' position: as in RisingWave, the position is the next
+ * row not yet read, and a restart reads from it inclusive.  No log entry is
+ * consumed during phase 1.
+ *
+ * Phase 1 ends for the whole job at once, as in RisingWave, where no actor
+ * sees a barrier past the snapshot epoch before every actor has finished its
+ * snapshot: an actor whose vnodes are done waits, barrier after barrier,
+ * until every vnode's state row says is_epoch_finished.  Then each actor
+ * consumes the log entries of its vnodes that its barrier's snapshot sees,
+ * making each logged key's downstream row equal to the upstream's, and
+ * records Consumed at the previous epoch with the rows of that epoch.  An
+ * actor whose log store barrier found at most chunk_size keys has caught up;
+ * when all have, the job's final barrier (executor.c) takes the rest under
+ * its lock and the job follows the upstream through the apply trigger.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "lib/stringinfo.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/lsyscache.h"
+#include "utils/timestamp.h"
+
+#include "barrier.h"
+
+/*
+ * backfill_snapshot_prepare
+ *		The statements of the snapshot kind, prepared with the executor's.
+ */
+void
+backfill_snapshot_prepare(BarrierExecutor *exec)
+{
+	BackfillJob *job = exec->job;
+	StringInfoData sql;
+	Oid			argtypes[INDEX_MAX_KEYS + 4];
+	char	   *pk = backfill_pk_list(job, NULL);
+
+	/* state rows of a set of vnodes that share position, flag and epoch */
+	initStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "INSERT INTO %s (vnode, epoch, row_count, is_epoch_finished, %s) "
+					 "SELECT u.v, $4, u.c, $3, %s FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS u(v, c) "
+					 "ON CONFLICT (vnode) DO UPDATE SET epoch = EXCLUDED.epoch, "
+					 "row_count = EXCLUDED.row_count, is_epoch_finished = EXCLUDED.is_epoch_finished",
+					 job->state_sql, pk, backfill_pk_params(job, 5));
+	for (int k = 0; k < job->npk; k++)
+		appendStringInfo(&sql, ", %s = EXCLUDED.%s",
+						 quote_identifier(job->pk_names[k]),
+						 quote_identifier(job->pk_names[k]));
+	argtypes[0] = INT2ARRAYOID;
+	argtypes[1] = INT8ARRAYOID;
+	argtypes[2] = BOOLOID;
+	argtypes[3] = INT8OID;
+	memcpy(&argtypes[4], job->pk_types, sizeof(Oid) * job->npk);
+	exec->persist_plan = backfill_prepare_kept(sql.data, 4 + job->npk, argtypes);
+
+	/* the log entries of vnodes $1..$2: how many, and the oldest */
+	resetStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "WITH d AS (DELETE FROM %s c WHERE backfill.vnode(%s) BETWEEN $1 AND $2 "
+					 "RETURNING c.backfill_captured_at) "
+					 "SELECT pg_catalog.count(*), pg_catalog.min(d.backfill_captured_at) FROM d",
+					 job->changes_sql, backfill_pk_list(job, "c"));
+	argtypes[0] = INT2OID;
+	argtypes[1] = INT2OID;
+	exec->log_consume_plan = backfill_prepare_kept(sql.data, 2, argtypes);
+
+	argtypes[0] = INT4OID;
+	argtypes[1] = INT8OID;
+	argtypes[2] = INT8OID;
+	argtypes[3] = BOOLOID;
+	exec->log_store_plan =
+		backfill_prepare_kept("UPDATE backfill.actor SET epoch = $2, log_store_lag_ms = $3, "
+							  "log_store_caught_up = $4 WHERE actor_id = $1", 4, argtypes);
+}
+
+/*
+ * The chunk query of phase 1: the next rows, as of the snapshot epoch, from
+ * a position (inclusive) if any, of a set of vnodes.  It inserts all but the
+ * last of limit + 1 rows downstream and returns one row: the vnodes and their
+ * row counts, and the key of the row it did not insert, NULL at the end.
+ * Parameters: the position ($1..$npk), the vnode filter, then the limit.
+ */
+static SPIPlanPtr
+snapshot_chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter)
+{
+	BackfillJob *job = exec->job;
+	StringInfoData sql;
+	StringInfoData cols_u;
+	StringInfoData cols_f;
+	Oid			argtypes[INDEX_MAX_KEYS + 3];
+	int			nargs = 0;
+	char	   *upk = backfill_pk_list(job, "u");
+	char	   *lpk = backfill_pk_list(job, "l");
+	char	   *pk = backfill_pk_list(job, NULL);
+	char	   *cond_u = "";
+	char	   *cond_l = "";
+
+	if (exec->chunk_plans[has_pos][filter])
+		return exec->chunk_plans[has_pos][filter];
+
+	if (has_pos)
+	{
+		char	   *params = backfill_pk_params(job, 1);
+
+		cond_u = psprintf(" AND (%s) >= (%s)", upk, params);
+		cond_l = psprintf(" AND (%s) >= (%s)", lpk, params);
+		memcpy(argtypes, job->pk_types, sizeof(Oid) * job->npk);
+		nargs = job->npk;
+	}
+	if (filter == VNODE_FILTER_RANGE)
+	{
+		cond_u = psprintf("%s AND backfill.vnode(%s) BETWEEN $%d AND $%d", cond_u, upk,
+						  nargs + 1, nargs + 2);
+		cond_l = psprintf("%s AND backfill.vnode(%s) BETWEEN $%d AND $%d", cond_l, lpk,
+						  nargs + 1, nargs + 2);
+		argtypes[nargs++] = INT2OID;
+		argtypes[nargs++] = INT2OID;
+	}
+	else if (filter == VNODE_FILTER_LIST)
+	{
+		cond_u = psprintf("%s AND backfill.vnode(%s) = ANY ($%d)", cond_u, upk, nargs + 1);
+		cond_l = psprintf("%s AND backfill.vnode(%s) = ANY ($%d)", cond_l, lpk, nargs + 1);
+		argtypes[nargs++] = INT2ARRAYOID;
+	}
+	argtypes[nargs++] = INT8OID;
+
+	initStringInfo(&cols_u);
+	initStringInfo(&cols_f);
+	for (int i = 0; i < job->ncols; i++)
+	{
+		const char *col = quote_identifier(job->col_names[i]);
+
+		appendStringInfo(&cols_u, "%su.%s", i > 0 ? ", " : "", col);
+		appendStringInfo(&cols_f, "%s(f.o).%s", i > 0 ? ", " : "", col);
+	}
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "WITH s AS MATERIALIZED (SELECT x.* FROM ("
+					 "SELECT %s FROM ONLY %s u WHERE true%s "
+					 "AND NOT EXISTS (SELECT FROM %s l WHERE (%s) = (%s)) "
+					 "UNION ALL "
+					 "SELECT %s FROM (SELECT DISTINCT ON (%s) l.backfill_old_row AS o FROM %s l "
+					 "WHERE true%s ORDER BY %s, l.backfill_seq) f "
+					 "WHERE (f.o).%s IS NOT NULL"
+					 ") x ORDER BY %s LIMIT $%d + 1), ",
+					 cols_u.data, job->upstream_sql, cond_u,
+					 job->changes_sql, lpk, upk,
+					 cols_f.data, lpk, job->changes_sql, cond_l, lpk,
+					 quote_identifier(job->pk_names[0]),
+					 pk, nargs);
+	appendStringInfo(&sql,
+					 "ins AS (INSERT INTO %s (%s) SELECT %s FROM s ORDER BY %s LIMIT $%d RETURNING %s) "
+					 "SELECT c.vnodes, c.counts, nxt.* FROM "
+					 "(SELECT pg_catalog.array_agg(g.v) AS vnodes, pg_catalog.array_agg(g.n) AS counts "
+					 "FROM (SELECT backfill.vnode(%s) AS v, pg_catalog.count(*) AS n FROM ins GROUP BY 1) g) c "
+					 "LEFT JOIN (SELECT %s FROM s ORDER BY %s OFFSET $%d LIMIT 1) nxt ON true",
+					 job->downstream_sql, job->columns_sql, job->columns_sql, pk, nargs, pk,
+					 pk, pk, pk, nargs);
+
+	exec->chunk_plans[has_pos][filter] = backfill_prepare_kept(sql.data, nargs, argtypes);
+	return exec->chunk_plans[has_pos][filter];
+}
+
+/*
+ * backfill_snapshot_read_chunk
+ *		Read one chunk of a group of vnodes as of the snapshot epoch.
+ *		Returns the number of rows inserted downstream.
+ */
+int64
+backfill_snapshot_read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
+{
+	BackfillJob *job = exec->job;
+	VnodeState *first = &job->vnodes[group->vnodes[0]];
+	VnodeFilter filter = backfill_group_filter(group);
+	Datum		values[INDEX_MAX_KEYS + 3];
+	int			nvalues;
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+	Datum		d;
+	int64		total = 0;
+	Datum		nextkey[INDEX_MAX_KEYS];
+	bool		at_end;
+
+	nvalues = backfill_group_params(exec, group, filter, values);
+	values[nvalues++] = Int64GetDatum(limit);
+	if (SPI_execute_plan(snapshot_chunk_plan(exec, first->has_pos, filter),
+						 values, NULL, false, 0) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not read a snapshot chunk of %s", job->upstream_sql);
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+
+	d = SPI_getbinval(tup, desc, 1, &isnull);
+	if (!isnull)
+	{
+		Datum	   *vnodes;
+		Datum	   *counts;
+		int			n;
+
+		deconstruct_array(DatumGetArrayTypeP(d), INT2OID, 2, true, TYPALIGN_SHORT,
+						  &vnodes, NULL, &n);
+		deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(tup, desc, 2, &isnull)),
+						  INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE, &counts, NULL, &n);
+		for (int i = 0; i < n; i++)
+		{
+			job->vnodes[DatumGetInt16(vnodes[i])].row_count += DatumGetInt64(counts[i]);
+			total += DatumGetInt64(counts[i]);
+		}
+	}
+	at_end = false;
+	for (int k = 0; k < job->npk; k++)
+	{
+		nextkey[k] = SPI_getbinval(tup, desc, 3 + k, &isnull);
+		at_end |= isnull;
+	}
+
+	for (int i = 0; i < group->nvnodes; i++)
+	{
+		VnodeState *vs = &job->vnodes[group->vnodes[i]];
+
+		if (at_end)
+		{
+			/* Consumed at the snapshot epoch: no position */
+			vs->finished = true;
+			vs->has_pos = false;
+			for (int k = 0; k < job->npk; k++)
+				vs->pos_null[k] = true;
+		}
+		else
+			backfill_set_position(exec, vs, nextkey);
+		vs->epoch = job->snapshot_epoch;
+		vs->dirty = true;
+	}
+	SPI_freetuptable(SPI_tuptable);
+	return total;
+}
+
+/*
+ * backfill_snapshot_everywhere
+ *		Whether every vnode has finished phase 1, as committed by all the
+ *		actors; with log_store_too, whether every actor has caught up too.
+ */
+bool
+backfill_snapshot_everywhere(BackfillJob *job, bool log_store_too)
+{
+	char	   *sql;
+	bool		isnull;
+	bool		result;
+
+	sql = psprintf("SELECT (SELECT pg_catalog.count(*) = %d AND pg_catalog.bool_and(is_epoch_finished) "
+				   "        FROM %s WHERE vnode BETWEEN 0 AND %d) "
+				   "   AND (NOT %s OR (SELECT pg_catalog.bool_and(log_store_caught_up) "
+				   "                   FROM backfill.actor WHERE job_id = %lld))",
+				   BACKFILL_VNODE_COUNT, job->state_sql, BACKFILL_VNODE_COUNT - 1,
+				   log_store_too ? "true" : "false", (long long) job->job_id);
+	backfill_spi_enter();
+	if (SPI_execute(sql, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read state table %s", job->state_sql);
+	result = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	backfill_spi_leave();
+	return !isnull && result;
+}
+
+/* count the vnodes of the rows a forwarding statement returned */
+static void
+count_returned_vnodes(int64 *counts)
+{
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		int16		v = DatumGetInt16(SPI_getbinval(SPI_tuptable->vals[i],
+													SPI_tuptable->tupdesc, 1, &isnull));
+
+		if (!isnull && v >= 0 && v < BACKFILL_VNODE_COUNT)
+			counts[v]++;
+	}
+}
+
+/*
+ * backfill_snapshot_log_store_barrier
+ *		The log store part of a barrier of an actor whose vnodes have all
+ *		finished phase 1.  Returns false while other vnodes are still in
+ *		phase 1, when there is nothing to do but wait.
+ */
+bool
+backfill_snapshot_log_store_barrier(BarrierExecutor *exec, int actor)
+{
+	BackfillJob *job = exec->job;
+	BackfillActor *a = &job->actors[actor];
+	int64		counts[BACKFILL_VNODE_COUNT] = {0};
+	Datum		values[2];
+	StringInfoData sql;
+	bool		isnull;
+	int64		consumed;
+	Datum		oldest;
+	char	   *matching;
+
+	if (!a->in_log_store)
+	{
+		/* inside the barrier's connection: a nested one of its own */
+		if (!backfill_snapshot_everywhere(job, false))
+			return false;
+		a->in_log_store = true;
+	}
+
+	/*
+	 * Every logged key of the actor's vnodes that this snapshot sees: its
+	 * downstream row becomes the upstream's.  Counted per vnode, a changed
+	 * row twice, as RisingWave counts an update.
+	 */
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "SELECT %s FROM %s c WHERE backfill.vnode(%s) BETWEEN %d AND %d",
+					 backfill_pk_list(job, "c"), job->changes_sql, backfill_pk_list(job, "c"),
+					 a->vnode_start, a->vnode_end);
+	matching = pstrdup(sql.data);
+	resetStringInfo(&sql);
+	appendStringInfo(&sql, "DELETE FROM %s d WHERE (%s) IN (%s) RETURNING backfill.vnode(%s)",
+					 job->downstream_sql, backfill_pk_list(job, "d"), matching,
+					 backfill_pk_list(job, "d"));
+	if (SPI_execute(sql.data, false, 0) != SPI_OK_DELETE_RETURNING)
+		elog(ERROR, "could not forward the changes of %s", job->upstream_sql);
+	count_returned_vnodes(counts);
+	SPI_freetuptable(SPI_tuptable);
+	resetStringInfo(&sql);
+	appendStringInfo(&sql, "INSERT INTO %s (%s) SELECT %s FROM ONLY %s u WHERE (%s) IN (%s) "
+					 "RETURNING backfill.vnode(%s)",
+					 job->downstream_sql, job->columns_sql, job->columns_sql,
+					 job->upstream_sql, backfill_pk_list(job, "u"), matching,
+					 backfill_pk_list(job, NULL));
+	if (SPI_execute(sql.data, false, 0) != SPI_OK_INSERT_RETURNING)
+		elog(ERROR, "could not forward the changes of %s", job->upstream_sql);
+	count_returned_vnodes(counts);
+	SPI_freetuptable(SPI_tuptable);
+
+	/* consumed: exactly the entries this snapshot sees */
+	values[0] = Int16GetDatum(a->vnode_start);
+	values[1] = Int16GetDatum(a->vnode_end);
+	if (SPI_execute_plan(exec->log_consume_plan, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not consume the log store of %s", job->upstream_sql);
+	consumed = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	oldest = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+	a->lag_ms = 0;
+	if (!isnull)
+	{
+		long		secs;
+		int			usecs;
+
+		TimestampDifference(DatumGetTimestampTz(oldest), GetCurrentTimestamp(), &secs, &usecs);
+		a->lag_ms = (int64) secs * 1000 + usecs / 1000;
+	}
+	SPI_freetuptable(SPI_tuptable);
+	a->caught_up = consumed <= job->chunk_size;
+
+	/* Consumed at the epoch that ends here, with its rows */
+	for (int v = a->vnode_start; v <= a->vnode_end; v++)
+	{
+		VnodeState *vs = &job->vnodes[v];
+
+		vs->epoch = job->epoch;
+		vs->row_count = counts[v];
+		vs->dirty = true;
+	}
+	return true;
+}
+
+/*
+ * backfill_snapshot_update_actor
+ *		Record an actor's barrier in backfill.actor.  In phase 1 its row count
+ *		is its snapshot rows; in the log store it keeps that count and
+ *		records its lag instead.
+ */
+void
+backfill_snapshot_update_actor(BarrierExecutor *exec, BackfillActor *actor)
+{
+	BackfillJob *job = exec->job;
+	Datum		values[4];
+	int64		rows = 0;
+
+	if (actor->in_log_store)
+	{
+		values[0] = Int32GetDatum(actor->actor_id);
+		values[1] = Int64GetDatum(job->epoch);
+		values[2] = Int64GetDatum(actor->lag_ms);
+		values[3] = BoolGetDatum(actor->caught_up);
+		if (SPI_execute_plan(exec->log_store_plan, values, NULL, false, 0) != SPI_OK_UPDATE)
+			elog(ERROR, "could not update backfill.actor");
+		return;
+	}
+	for (int v = actor->vnode_start; v <= actor->vnode_end; v++)
+		rows += job->vnodes[v].row_count;
+	values[0] = Int32GetDatum(actor->actor_id);
+	values[1] = Int64GetDatum(job->epoch);
+	values[2] = Int64GetDatum(rows);
+	if (SPI_execute_plan(exec->actor_plan, values, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not update backfill.actor");
+}
+
+/*
+ * backfill_snapshot_persist
+ *		Persist every dirty vnode, one statement per set of vnodes that share
+ *		position, flag and epoch.
+ */
+void
+backfill_snapshot_persist(BarrierExecutor *exec)
+{
+	BackfillJob *job = exec->job;
+	bool		done[BACKFILL_VNODE_COUNT] = {0};
+
+	for (int v = 0; v < BACKFILL_VNODE_COUNT; v++)
+	{
+		VnodeState *vs = &job->vnodes[v];
+		Datum		vnodes[BACKFILL_VNODE_COUNT];
+		Datum		counts[BACKFILL_VNODE_COUNT];
+		int			n = 0;
+		Datum		values[INDEX_MAX_KEYS + 4];
+		char		nulls[INDEX_MAX_KEYS + 4];
+
+		if (!vs->dirty || done[v])
+			continue;
+		for (int w = v; w < BACKFILL_VNODE_COUNT; w++)
+		{
+			VnodeState *ws = &job->vnodes[w];
+			bool		same = ws->dirty && !done[w] && ws->finished == vs->finished &&
+				ws->epoch == vs->epoch && ws->has_pos == vs->has_pos;
+
+			for (int k = 0; same && vs->has_pos && k < job->npk; k++)
+				same = datumIsEqual(vs->pos[k], ws->pos[k], exec->typbyvals[k], exec->typlens[k]);
+			if (same)
+			{
+				vnodes[n] = Int16GetDatum((int16) w);
+				counts[n] = Int64GetDatum(ws->row_count);
+				n++;
+				done[w] = true;
+			}
+		}
+		values[0] = PointerGetDatum(construct_array(vnodes, n, INT2OID, 2, true, TYPALIGN_SHORT));
+		values[1] = PointerGetDatum(construct_array(counts, n, INT8OID, 8,
+													FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+		values[2] = BoolGetDatum(vs->finished);
+		values[3] = Int64GetDatum(vs->epoch);
+		memset(nulls, ' ', sizeof(nulls));
+		for (int k = 0; k < job->npk; k++)
+		{
+			values[4 + k] = vs->has_pos ? vs->pos[k] : (Datum) 0;
+			nulls[4 + k] = vs->has_pos ? ' ' : 'n';
+		}
+		if (SPI_execute_plan(exec->persist_plan, values, nulls, false, 0) != SPI_OK_INSERT)
+			elog(ERROR, "could not write state table %s", job->state_sql);
+	}
+
+	for (int v = 0; v < BACKFILL_VNODE_COUNT; v++)
+	{
+		job->vnodes[v].dirty = false;
+		job->vnodes[v].present |= done[v];
+	}
+}
