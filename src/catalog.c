@@ -400,6 +400,15 @@ backfill_create_job(PG_FUNCTION_ARGS)
 					 errhint("Pass NULL for no limit, or 0 to create the job paused.")));
 	}
 
+	/* the library may be newer than the catalog until ALTER EXTENSION UPDATE */
+	if ((kind == BACKFILL_KIND_SNAPSHOT || kind == BACKFILL_KIND_CDC) &&
+		get_attnum(get_relname_relid("job", get_namespace_oid(BACKFILL_SCHEMA, false)),
+				   "snapshot_epoch") == InvalidAttrNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("backfill kind \"%s\" needs version 1.1 of extension \"backfill\"",
+						backfill_kind_name(kind)),
+				 errhint("Run ALTER EXTENSION backfill UPDATE.")));
 	if (parallelism < 1 || parallelism > BACKFILL_MAX_PARALLELISM)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -885,7 +894,9 @@ backfill_load_job(int64 job_id, MemoryContext cxt)
 							  "(SELECT coalesce(pg_catalog.max(a.epoch), 0) FROM backfill.actor a "
 							  " WHERE a.job_id = j.job_id), "
 							  "runs, columns, pk_columns, coalesce(rate_limit, -1), "
-							  "run_mode = 'background', coalesce(snapshot_epoch, 0) "
+							  "run_mode = 'background', "
+							  /* read by name: a 1.0 catalog has no such column yet */
+							  "coalesce((pg_catalog.to_jsonb(j) OPERATOR(pg_catalog.->>) 'snapshot_epoch')::pg_catalog.int8, 0) "
 							  "FROM backfill.job j WHERE job_id = $1",
 							  1, argtypes, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read backfill.job");

@@ -1,0 +1,84 @@
+-- ALTER EXTENSION backfill UPDATE from every released version: install the
+-- oldest, run a job on it, walk the chain, and finish the job on the newest.
+\set SHOW_CONTEXT never
+SET backfill.barrier_interval_ms = 0;
+DO $$BEGIN PERFORM backfill.drop_job(job_id) FROM backfill.job; END$$;   -- earlier files' jobs
+DROP EXTENSION backfill;
+
+-- the versions a user can come from, and the path to the newest
+SELECT version FROM pg_available_extension_versions WHERE name = 'backfill' ORDER BY version;
+SELECT path FROM pg_extension_update_paths('backfill') WHERE source = '1.0' AND path IS NOT NULL;
+
+CREATE EXTENSION backfill VERSION '1.0';
+CREATE TABLE up (id int PRIMARY KEY, v text);
+INSERT INTO up SELECT g, 'v' || g FROM generate_series(1, 300) g;
+
+-- a job begun under 1.0, with the newest library
+SELECT backfill.create_job('up_mv', 'up', chunk_size => 50) AS job \gset
+CALL backfill.run_job(:job, 1);
+UPDATE up SET v = 'during 1.0' WHERE id IN (1, 299);
+SELECT job_id, kind, status, row_count FROM backfill.jobs;
+
+-- the new kinds need the new catalog
+SELECT backfill.create_job('up_snap', 'up', kind => 'snapshot');
+SELECT backfill.create_job('up_cdc', 'up', kind => 'cdc');
+SELECT to_regclass('up_snap') IS NULL AS nothing_left;
+
+ALTER EXTENSION backfill UPDATE;
+SELECT extversion FROM pg_extension WHERE extname = 'backfill';
+
+-- the job carries on where it stopped
+UPDATE up SET v = 'during 1.1' WHERE id IN (2, 298);
+CALL backfill.run_job(:job);
+SELECT s.job_id, s.kind, s.status, s.row_count, j.runs
+  FROM backfill.jobs s JOIN backfill.job j USING (job_id);
+SELECT * FROM backfill.verify_job(:job);
+SELECT (SELECT count(*) FROM up) AS upstream, (SELECT count(*) FROM up_mv) AS downstream;
+SELECT progress FROM backfill.ddl_progress WHERE ddl_id = :job;
+-- job_state has the new columns
+SELECT actor_id, vnode, current_pos, backfill_finished, epoch, cdc_offset
+  FROM backfill.job_state(:job) WHERE vnode = 0;
+
+-- and the new kinds work
+SELECT backfill.create_job('up_snap', 'up', kind => 'snapshot') AS snap \gset
+CALL backfill.run_job(:snap);
+SELECT * FROM backfill.verify_job(:snap);
+SELECT job_id, kind, status, snapshot_epoch > 0 AS has_epoch FROM backfill.jobs WHERE job_id = :snap;
+
+-- an upgraded catalog is the catalog a new install makes
+CREATE TEMP TABLE upgraded AS
+SELECT pg_catalog.pg_describe_object(classid, objid, objsubid) AS object
+  FROM pg_depend
+ WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'
+   AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'backfill');
+CREATE TEMP TABLE upgraded_columns AS
+SELECT attrelid::regclass::text AS rel, attname, format_type(atttypid, atttypmod) AS type, attnotnull
+  FROM pg_attribute
+ WHERE attrelid IN ('backfill.job'::regclass, 'backfill.actor'::regclass,
+                    'backfill.jobs'::regclass, 'backfill.ddl_progress'::regclass)
+   AND attnum > 0 AND NOT attisdropped;
+DO $$BEGIN PERFORM backfill.drop_job(job_id) FROM backfill.job; END$$;
+DROP EXTENSION backfill;
+CREATE EXTENSION backfill;
+SELECT object AS only_after_upgrade FROM upgraded
+EXCEPT SELECT pg_catalog.pg_describe_object(classid, objid, objsubid) FROM pg_depend
+ WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'
+   AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'backfill');
+SELECT pg_catalog.pg_describe_object(classid, objid, objsubid) AS only_in_new_install FROM pg_depend
+ WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'
+   AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'backfill')
+EXCEPT SELECT object FROM upgraded;
+(SELECT * FROM upgraded_columns EXCEPT
+ SELECT attrelid::regclass::text, attname, format_type(atttypid, atttypmod), attnotnull
+   FROM pg_attribute
+  WHERE attrelid IN ('backfill.job'::regclass, 'backfill.actor'::regclass,
+                     'backfill.jobs'::regclass, 'backfill.ddl_progress'::regclass)
+    AND attnum > 0 AND NOT attisdropped)
+UNION ALL
+(SELECT attrelid::regclass::text, attname, format_type(atttypid, atttypmod), attnotnull
+   FROM pg_attribute
+  WHERE attrelid IN ('backfill.job'::regclass, 'backfill.actor'::regclass,
+                     'backfill.jobs'::regclass, 'backfill.ddl_progress'::regclass)
+    AND attnum > 0 AND NOT attisdropped
+ EXCEPT SELECT * FROM upgraded_columns);
+DROP TABLE up;
