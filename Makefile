@@ -7,8 +7,11 @@ OBJS = \
 	src/catalog.o \
 	src/capture.o \
 	src/cdc.o \
+	src/ddl.o \
 	src/decode.o \
 	src/executor.o \
+	src/jobs.o \
+	src/privilege.o \
 	src/run.o \
 	src/shmem.o \
 	src/snapshot.o \
@@ -18,9 +21,9 @@ OBJS = \
 DATA = sql/backfill--1.0.sql sql/backfill--1.0--1.1.sql
 PGFILEDESC = "backfill - resumable backfill of derived tables"
 
-REGRESS = setup create_job run_job recovery observe cancel_drop workers safety upgrade
+REGRESS = setup create_job run_job recovery observe cancel_drop workers safety snapshot cdc ddl privileges upgrade
 REGRESS_OPTS = --inputdir=. --outputdir=.
-ISOLATION = changes_across_barriers key_moves writer_across_barrier final_barrier_race two_runners
+ISOLATION = changes_across_barriers key_moves writer_across_barrier final_barrier_race two_runners snapshot_phases cdc_fetch
 ISOLATION_OPTS = --inputdir=. --outputdir=output_iso
 TAP_TESTS = 1
 

@@ -25,8 +25,50 @@ RETURNS void
 AS 'MODULE_PATHNAME', 'backfill_drop_slot'
 LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION backfill._drop_slot(bigint) IS
-'Internal: drops the replication slot of a cdc job, if it exists.';
-REVOKE ALL ON FUNCTION backfill._drop_slot(bigint) FROM PUBLIC;
+'Internal: drops the replication slot of a cdc job the caller owns, if it exists, when the transaction commits.';
+
+-- DROP EXTENSION ... CASCADE drops the jobs' tables but cannot run
+-- drop_job: at commit, if the extension is gone, its slots go too
+CREATE FUNCTION backfill._on_drop_extension()
+RETURNS event_trigger
+AS 'MODULE_PATHNAME', 'backfill_on_drop_extension'
+LANGUAGE C;
+COMMENT ON FUNCTION backfill._on_drop_extension() IS
+'Internal: event trigger that drops the cdc jobs'' replication slots once extension backfill has been dropped.';
+-- DDL that would break a job is refused while it exists (src/ddl.c)
+CREATE FUNCTION backfill._on_ddl()
+RETURNS event_trigger
+AS 'MODULE_PATHNAME', 'backfill_on_ddl'
+LANGUAGE C;
+COMMENT ON FUNCTION backfill._on_ddl() IS
+'Internal: event trigger that refuses dropping a job''s tables, and dropping, renaming or retyping the columns it copies.';
+CREATE EVENT TRIGGER backfill_ddl_drop ON sql_drop
+    EXECUTE FUNCTION backfill._on_ddl();
+CREATE EVENT TRIGGER backfill_ddl_alter ON ddl_command_end
+    WHEN TAG IN ('ALTER TABLE')
+    EXECUTE FUNCTION backfill._on_ddl();
+
+CREATE EVENT TRIGGER backfill_drop_extension ON ddl_command_start
+    WHEN TAG IN ('DROP EXTENSION')
+    EXECUTE FUNCTION backfill._on_drop_extension();
+
+-- catalog writes on behalf of the SQL functions, checked against the job's
+-- owner (src/jobs.c)
+CREATE FUNCTION backfill._job_catalog(job_id bigint, op text, arg bigint DEFAULT NULL)
+RETURNS void
+AS 'MODULE_PATHNAME', 'backfill_job_catalog'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION backfill._job_catalog(bigint, text, bigint) IS
+'Internal: one of a fixed set of catalog writes for a job the caller owns.';
+
+-- cdc kind: verify_job() flushes the WAL before it peeks at a slot, so
+-- that an asynchronous commit is decoded, hence pending, too
+CREATE FUNCTION backfill._flush_wal()
+RETURNS void
+AS 'MODULE_PATHNAME', 'backfill_flush_wal'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED;
+COMMENT ON FUNCTION backfill._flush_wal() IS
+'Internal: flushes the WAL inserted so far, for verify_job().';
 
 -- the triggers, the change table (whose log may use the downstream's row
 -- type), the downstream, the state table, and a cdc job's slot
@@ -36,16 +78,8 @@ LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
 BEGIN
-    IF EXISTS (SELECT FROM pg_class WHERE oid = j.upstream) THEN
-        EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s',
-                       'backfill_capture_' || j.job_id, j.upstream);
-        EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s',
-                       'backfill_apply_' || j.job_id, j.upstream);
-        EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s',
-                       'backfill_capture_truncate_' || j.job_id, j.upstream);
-        EXECUTE format('DROP TRIGGER IF EXISTS %I ON %s',
-                       'backfill_apply_truncate_' || j.job_id, j.upstream);
-    END IF;
+    -- the upstream's owner may be another role than the job's
+    PERFORM backfill._job_catalog(j.job_id, 'drop_triggers');
     IF EXISTS (SELECT FROM pg_class WHERE oid = j.change_table) THEN
         EXECUTE format('DROP TABLE %s', j.change_table);
     END IF;
@@ -58,6 +92,107 @@ BEGIN
     IF j.kind = 'cdc' THEN
         PERFORM backfill._drop_slot(j.job_id);
     END IF;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION backfill.cancel_job(job_id bigint)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j backfill.job := backfill._get_job(job_id);
+BEGIN
+    PERFORM backfill._stop_and_lock_job(job_id);
+    SELECT * INTO j FROM backfill.job WHERE backfill.job.job_id = cancel_job.job_id;
+    IF j.status = 'finished' THEN
+        RAISE EXCEPTION 'cannot cancel backfill job % because it has finished', job_id
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = 'A finished job keeps its downstream table equal to its upstream table.',
+                  HINT = format('Use backfill.drop_job(%s) to remove the job and its downstream table.', job_id);
+    ELSIF j.status = 'cancelled' THEN
+        RAISE EXCEPTION 'backfill job % has already been cancelled', job_id
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    -- out of the catalog first: the DDL event trigger guards a job's tables
+    PERFORM backfill._job_catalog(job_id, 'cancel');
+    PERFORM backfill._drop_job_objects(j, true);
+    RETURN job_id;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION backfill.drop_job(job_id bigint)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j backfill.job := backfill._get_job(job_id);
+BEGIN
+    PERFORM backfill._stop_and_lock_job(job_id);
+    SELECT * INTO j FROM backfill.job WHERE backfill.job.job_id = drop_job.job_id;
+    IF j.status <> 'cancelled' THEN
+        -- out of the catalog first: the DDL event trigger guards a job's tables
+        PERFORM backfill._job_catalog(job_id, 'cancel');
+        PERFORM backfill._drop_job_objects(j, true);
+    END IF;
+    PERFORM backfill._job_catalog(job_id, 'delete');
+END
+$$;
+
+CREATE OR REPLACE FUNCTION backfill.recreate_job(job_id bigint, kind text DEFAULT NULL)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j backfill.job := backfill._get_job(job_id);
+    new_id bigint;
+BEGIN
+    IF j.status = 'finished' THEN
+        RAISE EXCEPTION 'cannot recreate backfill job % because it has finished', job_id
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = format('Use backfill.drop_job(%s), then backfill.create_job().', job_id);
+    END IF;
+    IF j.status <> 'cancelled' THEN
+        PERFORM backfill.cancel_job(job_id);
+    END IF;
+    new_id := backfill.create_job(j.downstream_name, j.upstream,
+                                  coalesce(kind, j.kind), j.columns, j.parallelism,
+                                  j.chunk_size, j.rate_limit);
+    PERFORM backfill._job_catalog(new_id, 'copy_names', job_id);
+    RETURN new_id;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION backfill.stop_job(job_id bigint)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM backfill._get_job(job_id);
+    IF NOT backfill._stop_workers(job_id, false) THEN
+        RAISE NOTICE 'backfill job % is not running in the background', job_id;
+    END IF;
+    -- not restarted by the launcher any more
+    PERFORM backfill._job_catalog(job_id, 'foreground');
+END
+$$;
+
+CREATE OR REPLACE FUNCTION backfill.alter_rate_limit(job_id bigint, rows_per_second integer)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM backfill._get_job(job_id);
+    IF rows_per_second < 0 THEN
+        RAISE EXCEPTION 'rows_per_second must not be negative'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Pass NULL for no limit, or 0 to pause the snapshot.';
+    END IF;
+    PERFORM backfill._job_catalog(job_id, 'rate_limit', rows_per_second);
 END
 $$;
 
@@ -77,7 +212,8 @@ SELECT j.job_id, j.job_name, j.kind, j.status, j.upstream,
        j.snapshot_epoch,
        CASE WHEN j.kind OPERATOR(pg_catalog.=) 'cdc'
                  AND j.status OPERATOR(pg_catalog.<>) ALL (ARRAY['finished', 'cancelled'])
-            THEN pg_catalog.format('backfill_%s_%s', d.oid, j.job_id) END AS slot_name
+            THEN pg_catalog.format('backfill_%s_%s', d.oid, j.job_id) END AS slot_name,
+       j.owner
   FROM backfill.job j
   CROSS JOIN (SELECT oid FROM pg_catalog.pg_database
                WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) d
@@ -136,7 +272,6 @@ AS $$
 DECLARE
     j backfill.job := backfill._get_job(job_id);
     was_running boolean;
-    last_epoch bigint;
 BEGIN
     IF parallelism IS NULL OR parallelism < 1 OR parallelism > 256 THEN
         RAISE EXCEPTION 'parallelism must be between 1 and 256'
@@ -158,33 +293,9 @@ BEGIN
                   DETAIL = 'As in RisingWave, a snapshot backfill keeps its vnodes on their actors until it follows the upstream directly.';
     END IF;
     was_running := backfill._stop_and_lock_job(job_id);
-
-    -- new actors, new ids, the vnodes in even contiguous ranges again
-    SELECT coalesce(max(a.epoch), 0) INTO last_epoch
-      FROM backfill.actor a WHERE a.job_id = reschedule.job_id;
-    DELETE FROM backfill.actor a WHERE a.job_id = reschedule.job_id;
-    FOR i IN 0 .. parallelism - 1 LOOP
-        INSERT INTO backfill.actor (actor_id, job_id, fragment_id, vnode_start, vnode_end, epoch)
-        VALUES (nextval('backfill.actor_id_seq'), reschedule.job_id, j.fragment_id,
-                i * 256 / parallelism, (i + 1) * 256 / parallelism - 1, last_epoch);
-    END LOOP;
-    UPDATE backfill.job SET parallelism = reschedule.parallelism
-     WHERE backfill.job.job_id = reschedule.job_id;
-
-    -- the vnodes keep their progress wherever they land
-    IF j.state_table IS NOT NULL AND j.kind = 'cdc' THEN
-        EXECUTE format('UPDATE backfill.actor a SET row_count = coalesce((SELECT s.row_count FROM %s s), 0) '
-                       ' WHERE a.job_id = $1', j.state_table)
-            USING job_id;
-    ELSIF j.state_table IS NOT NULL THEN
-        EXECUTE format(
-            'UPDATE backfill.actor a SET row_count = coalesce((SELECT CASE WHEN $2 = ''no_shuffle'' '
-            '    THEN max(s.row_count) FILTER (WHERE s.vnode = a.vnode_start) ELSE sum(s.row_count) END '
-            '  FROM %s s WHERE s.vnode BETWEEN a.vnode_start AND a.vnode_end), 0) '
-            ' WHERE a.job_id = $1', j.state_table)
-            USING job_id, j.kind;
-    END IF;
-
+    -- new actors, new ids, the vnodes in even contiguous ranges again; the
+    -- vnodes keep their progress wherever they land
+    PERFORM backfill._job_catalog(job_id, 'reschedule', parallelism);
     IF was_running THEN
         PERFORM backfill.start_job(job_id);
     END IF;
@@ -253,7 +364,7 @@ COMMENT ON FUNCTION backfill.job_state(bigint) IS
 
 CREATE OR REPLACE FUNCTION backfill.verify_job(job_id bigint)
 RETURNS TABLE (pk text, problem text)
-LANGUAGE plpgsql STABLE PARALLEL SAFE
+LANGUAGE plpgsql STABLE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
@@ -296,10 +407,13 @@ BEGIN
             covered := format('EXISTS (SELECT FROM %s s WHERE s.backfill_finished OR (%s) <= (%s))',
                               j.state_table, key_u, key_s);
             -- and the changes the slot has decoded but not delivered yet
+            -- (flushed first: the slot decodes only flushed WAL, and an
+            -- asynchronous commit may not have reached it)
             IF EXISTS (SELECT FROM pg_replication_slots
                         WHERE slot_name = format('backfill_%s_%s',
                                   (SELECT oid FROM pg_database WHERE datname = current_database()),
                                   j.job_id)) THEN
+                PERFORM backfill._flush_wal();
                 decoded := format(
                     'SELECT ROW((substr(p.data, strpos(p.data, E''\t'') + 1)::%s).*) AS k '
                     '  FROM pg_logical_slot_peek_changes(%L, NULL, NULL, ''relid'', %L) p',
@@ -334,3 +448,36 @@ BEGIN
         key_d, cols_d, j.downstream, pending, decoded);
 END
 $$;
+
+-- ---------------------------------------------------------------------------
+-- Privileges
+-- ---------------------------------------------------------------------------
+
+-- Any role may create jobs (with SELECT and TRIGGER on the upstream and
+-- CREATE on the downstream's schema) and sees its own; only the extension's
+-- owner writes the catalogs, which the C code and backfill._job_catalog do
+-- on the job owner's behalf.
+GRANT USAGE ON SCHEMA backfill TO PUBLIC;
+GRANT SELECT ON backfill.job, backfill.actor TO PUBLIC;
+ALTER TABLE backfill.job ENABLE ROW LEVEL SECURITY;
+ALTER TABLE backfill.actor ENABLE ROW LEVEL SECURITY;
+CREATE POLICY job_owner ON backfill.job FOR SELECT
+    USING (pg_catalog.pg_has_role(CURRENT_USER, owner, 'USAGE'));
+CREATE POLICY actor_owner ON backfill.actor FOR SELECT
+    USING (EXISTS (SELECT FROM backfill.job j WHERE j.job_id OPERATOR(pg_catalog.=) actor.job_id));
+
+-- the views show the caller's jobs only
+ALTER VIEW backfill.jobs SET (security_invoker = true);
+ALTER VIEW backfill.ddl_progress SET (security_invoker = true);
+CREATE OR REPLACE VIEW backfill.workers WITH (security_invoker = true) AS
+SELECT w.job_id, w.actor_id, w.pid, a.backend_start, a.state, a.query AS activity
+  FROM backfill.job_workers() w
+  LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid OPERATOR(pg_catalog.=) w.pid
+ WHERE EXISTS (SELECT FROM backfill.job j WHERE j.job_id OPERATOR(pg_catalog.=) w.job_id);
+GRANT SELECT ON backfill.jobs, backfill.ddl_progress, backfill.workers TO PUBLIC;
+
+-- the trigger functions are for the triggers create_job makes, as the
+-- extension's owner; nobody attaches them to a table by hand
+REVOKE ALL ON FUNCTION backfill.capture_change() FROM PUBLIC;
+REVOKE ALL ON FUNCTION backfill.apply_change() FROM PUBLIC;
+REVOKE ALL ON FUNCTION backfill.truncate_change() FROM PUBLIC;

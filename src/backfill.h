@@ -33,6 +33,9 @@
  * src/decode.c		 the logical decoding output plugin of the cdc kind
  * src/run.c		 run_job: the barrier loop, one transaction per barrier
  * src/vnode.c		 the vnode of a key
+ * src/privilege.c	 acting as the job's owner or as the extension's owner
+ * src/jobs.c		 the catalog writes of the SQL functions
+ * src/ddl.c		 DDL on a job's tables that is refused
  * src/shmem.c		 the registry of background workers, launching them
  * src/worker.c		 the actor workers and the launcher
  *
@@ -153,6 +156,14 @@ typedef struct ActorArgs
 /* backfill.c */
 extern int	backfill_barrier_interval_ms;
 
+/* what a change of the current role saved (privilege.c) */
+typedef struct RoleContext
+{
+	Oid			save_userid;
+	int			save_sec_context;
+	int			guc_level;		/* -1 when the search_path was not pinned */
+} RoleContext;
+
 /* kinds that store one position and one count for all of an actor's vnodes */
 #define BACKFILL_KIND_ONE_POSITION(kind) \
 	((kind) == BACKFILL_KIND_NO_SHUFFLE || (kind) == BACKFILL_KIND_CDC)
@@ -198,6 +209,15 @@ extern int64 backfill_next_epoch(int64 previous);
 extern bool backfill_needs_fetch(BackfillJob *job);
 extern void backfill_run_fetch(BarrierExecutor *exec);
 extern void backfill_after_finish(BackfillJob *job);
+
+/* privilege.c */
+extern void backfill_catalog_enter(RoleContext *rc);
+extern void backfill_owner_enter(Oid owner, bool pin_search_path, RoleContext *rc);
+extern void backfill_role_leave(RoleContext *rc);
+extern void backfill_check_job_owner(int64 job_id, Oid owner);
+
+/* jobs.c */
+extern Oid	backfill_require_job_owner(int64 job_id);
 
 /* cdc.c */
 extern char *backfill_slot_name(int64 job_id);

@@ -540,14 +540,6 @@ apply_entry_build(ApplyEntry *entry, int64 job_id)
 	entry->valid = true;
 }
 
-/* what enter_owner_context() changed, for leave_owner_context() */
-typedef struct OwnerContext
-{
-	Oid			save_userid;
-	int			save_sec_context;
-	int			guc_level;
-} OwnerContext;
-
 /*
  * Act as the job's owner (looked up if owner is invalid), in a restricted
  * security context, under a search_path of pg_catalog only: the writer's
@@ -555,7 +547,7 @@ typedef struct OwnerContext
  * restores all of it.
  */
 static void
-enter_owner_context(TriggerData *trigdata, int64 job_id, Oid owner, OwnerContext *oc)
+enter_owner_context(TriggerData *trigdata, int64 job_id, Oid owner, RoleContext *rc)
 {
 	if (!OidIsValid(owner))
 		owner = backfill_job_owner(job_id);
@@ -566,19 +558,7 @@ enter_owner_context(TriggerData *trigdata, int64 job_id, Oid owner, OwnerContext
 				 errhint("Drop trigger \"%s\" on table \"%s\".",
 						 trigdata->tg_trigger->tgname,
 						 RelationGetRelationName(trigdata->tg_relation))));
-	GetUserIdAndSecContext(&oc->save_userid, &oc->save_sec_context);
-	SetUserIdAndSecContext(owner, oc->save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
-						   SECURITY_RESTRICTED_OPERATION);
-	oc->guc_level = NewGUCNestLevel();
-	(void) set_config_option("search_path", "pg_catalog, pg_temp",
-							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-}
-
-static void
-leave_owner_context(OwnerContext *oc)
-{
-	AtEOXact_GUC(true, oc->guc_level);
-	SetUserIdAndSecContext(oc->save_userid, oc->save_sec_context);
+	backfill_owner_enter(owner, true, rc);
 }
 
 static void
@@ -608,7 +588,7 @@ backfill_apply_change(PG_FUNCTION_ARGS)
 	bool		oldnull[INDEX_MAX_KEYS];
 	Datum		newkey[INDEX_MAX_KEYS];
 	bool		newnull[INDEX_MAX_KEYS];
-	OwnerContext oc;
+	RoleContext oc;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		ereport(ERROR,
@@ -679,7 +659,7 @@ backfill_apply_change(PG_FUNCTION_ARGS)
 	}
 
 	SPI_finish();
-	leave_owner_context(&oc);
+	backfill_role_leave(&oc);
 	return PointerGetDatum(NULL);
 }
 
@@ -694,7 +674,7 @@ backfill_truncate_change(PG_FUNCTION_ARGS)
 	TriggerData *trigdata = (TriggerData *) fcinfo->context;
 	Trigger    *trigger;
 	int64		job_id;
-	OwnerContext oc;
+	RoleContext oc;
 	BackfillJob *job;
 
 	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_BY_TRUNCATE(trigdata->tg_event))
@@ -725,6 +705,6 @@ backfill_truncate_change(PG_FUNCTION_ARGS)
 	if (SPI_execute(psprintf("TRUNCATE %s", job->downstream_sql), false, 0) != SPI_OK_UTILITY)
 		elog(ERROR, "could not truncate %s", job->downstream_sql);
 	SPI_finish();
-	leave_owner_context(&oc);
+	backfill_role_leave(&oc);
 	return PointerGetDatum(NULL);
 }

@@ -324,8 +324,14 @@ next_id(const char *sequence)
 	List	   *names = list_make2(makeString(BACKFILL_SCHEMA),
 								   makeString((char *) sequence));
 
+	RoleContext rc;
+	int64		result;
+
 	seqid = RangeVarGetRelid(makeRangeVarFromNameList(names), NoLock, false);
-	return DatumGetInt64(DirectFunctionCall1(nextval_oid, ObjectIdGetDatum(seqid)));
+	backfill_catalog_enter(&rc);
+	result = DatumGetInt64(DirectFunctionCall1(nextval_oid, ObjectIdGetDatum(seqid)));
+	backfill_role_leave(&rc);
+	return result;
 }
 
 static void
@@ -370,6 +376,7 @@ backfill_create_job(PG_FUNCTION_ARGS)
 	StringInfoData pklist;
 	StringInfoData collist;
 	StringInfoData ddl;
+	RoleContext rc;
 	int64		total_rows;
 	Datum		actor_ids[BACKFILL_MAX_PARALLELISM];
 	Datum		vnode_starts[BACKFILL_MAX_PARALLELISM];
@@ -569,6 +576,13 @@ backfill_create_job(PG_FUNCTION_ARGS)
 	appendStringInfo(&buf, "PRIMARY KEY (%s))", pklist.data);
 	spi_exec(buf.data, SPI_OK_UTILITY);
 
+	/*
+	 * The state and change tables live in the extension's schema, where only
+	 * the extension's owner creates tables; they belong to the job's owner,
+	 * who runs the job.
+	 */
+	backfill_catalog_enter(&rc);
+
 	/* the state table, in RisingWave's layout of the kind */
 	resetStringInfo(&buf);
 	if (kind == BACKFILL_KIND_SNAPSHOT)
@@ -609,6 +623,14 @@ backfill_create_job(PG_FUNCTION_ARGS)
 	else
 		appendStringInfo(&buf, "CREATE TABLE %s (%s)", changes_sql, ddl.data + 2);
 	spi_exec(buf.data, SPI_OK_UTILITY);
+	resetStringInfo(&buf);
+	appendStringInfo(&buf, "ALTER TABLE %s OWNER TO %s", state_sql,
+					 quote_identifier(GetUserNameFromId(rc.save_userid, false)));
+	spi_exec(buf.data, SPI_OK_UTILITY);
+	resetStringInfo(&buf);
+	appendStringInfo(&buf, "ALTER TABLE %s OWNER TO %s", changes_sql,
+					 quote_identifier(GetUserNameFromId(rc.save_userid, false)));
+	spi_exec(buf.data, SPI_OK_UTILITY);
 
 	/*
 	 * The state and change tables belong to the extension's data: DROP
@@ -635,11 +657,11 @@ backfill_create_job(PG_FUNCTION_ARGS)
 
 	/* the catalog rows */
 	{
-		Oid			argtypes[16] = {INT8OID, TEXTOID, TEXTOID, OIDOID, OIDOID,
+		Oid			argtypes[17] = {INT8OID, TEXTOID, TEXTOID, OIDOID, OIDOID,
 		TEXTOID, TEXTOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID, INT4OID, INT4OID,
-		INT4OID, INT8OID, TEXTOID, INT4OID};
-		Datum		values[16];
-		char		nulls[16];
+		INT4OID, INT8OID, TEXTOID, INT4OID, OIDOID};
+		Datum		values[17];
+		char		nulls[17];
 		char	   *ddl_statement;
 		bool		isnull;
 
@@ -647,11 +669,14 @@ backfill_create_job(PG_FUNCTION_ARGS)
 		ddl_statement = psprintf("CREATE MATERIALIZED VIEW %s AS SELECT %s FROM %s",
 								 name, collist.data, upstream_sql);
 
+		/* read as the caller, who may */
+		backfill_role_leave(&rc);
 		resetStringInfo(&buf);
 		appendStringInfo(&buf, "SELECT pg_catalog.count(*) FROM ONLY %s", upstream_sql);
 		spi_exec(buf.data, SPI_OK_SELECT);
 		total_rows = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 												 SPI_tuptable->tupdesc, 1, &isnull));
+		backfill_catalog_enter(&rc);
 
 		values[0] = Int64GetDatum(job_id);
 		values[1] = CStringGetTextDatum(name);
@@ -671,6 +696,7 @@ backfill_create_job(PG_FUNCTION_ARGS)
 		values[13] = Int64GetDatum(total_rows);
 		values[14] = CStringGetTextDatum(ddl_statement);
 		values[15] = Int32GetDatum(rate_limit);
+		values[16] = ObjectIdGetDatum(rc.save_userid);	/* the caller owns it */
 		memset(nulls, ' ', sizeof(nulls));
 		if (rate_limit < 0)
 			nulls[15] = 'n';
@@ -679,11 +705,11 @@ backfill_create_job(PG_FUNCTION_ARGS)
 		if (SPI_execute_with_args("INSERT INTO backfill.job (job_id, job_name, kind, upstream, "
 								  "downstream_name, downstream, state_table, "
 								  "change_table, columns, pk_columns, fragment_id, parallelism, "
-								  "chunk_size, total_rows, ddl_statement, rate_limit) "
+								  "chunk_size, total_rows, ddl_statement, rate_limit, owner) "
 								  "VALUES ($1, $2, $3, $4, $6, $6::pg_catalog.regclass, "
 								  "$7::pg_catalog.regclass, $8::pg_catalog.regclass, $9, $10, "
-								  "$11, $12, $13, $14, $15, $16)",
-								  16, argtypes, values, nulls, false, 0) != SPI_OK_INSERT)
+								  "$11, $12, $13, $14, $15, $16, $17::pg_catalog.regrole)",
+								  17, argtypes, values, nulls, false, 0) != SPI_OK_INSERT)
 			elog(ERROR, "could not insert into backfill.job");
 	}
 	{
@@ -768,6 +794,7 @@ backfill_create_job(PG_FUNCTION_ARGS)
 						 TRIGGER_FIRES_ALWAYS, false, ShareRowExclusiveLock);
 	EnableDisableTrigger(rel, psprintf("backfill_apply_truncate_%lld", (long long) job_id),
 						 TRIGGER_DISABLED, false, ShareRowExclusiveLock);
+	backfill_role_leave(&rc);
 
 	SPI_finish();
 	relation_close(rel, NoLock);
@@ -852,11 +879,19 @@ check_key_unchanged(BackfillJob *job)
 		ok = index->rd_index->indnkeyatts == job->npk;
 		for (int k = 0; ok && k < job->npk; k++)
 		{
-			AttrNumber	state_attnum = get_attnum(job->state_table, job->pk_names[k]);
+			/*
+			 * The key types the job was made with: its state table's, but
+			 * for the snapshot kind its log's, so that a progress table that
+			 * lost them fails its own check (state.c) with RisingWave's
+			 * message, recorded on the job.
+			 */
+			Oid			made_with = job->kind == BACKFILL_KIND_SNAPSHOT ?
+				job->change_table : job->state_table;
+			AttrNumber	made_attnum = get_attnum(made_with, job->pk_names[k]);
 
 			ok = index->rd_index->indkey.values[k] == get_attnum(job->upstream, job->pk_names[k]) &&
-				state_attnum != InvalidAttrNumber &&
-				get_atttype(job->state_table, state_attnum) == job->pk_types[k];
+				made_attnum != InvalidAttrNumber &&
+				get_atttype(made_with, made_attnum) == job->pk_types[k];
 		}
 		index_close(index, AccessShareLock);
 	}
@@ -959,7 +994,11 @@ backfill_load_job(int64 job_id, MemoryContext cxt)
 	}
 	MemoryContextSwitchTo(oldcxt);
 
-	if (SPI_execute_with_args("SELECT actor_id, vnode_start, vnode_end FROM backfill.actor "
+	/* by name: a 1.0 catalog has no log_store_caught_up yet */
+	if (SPI_execute_with_args("SELECT actor_id, vnode_start, vnode_end, "
+							  "coalesce((pg_catalog.to_jsonb(a) OPERATOR(pg_catalog.->>) "
+							  "'log_store_caught_up')::pg_catalog.bool, false) "
+							  "FROM backfill.actor a "
 							  "WHERE job_id = $1 ORDER BY actor_id",
 							  1, argtypes, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read backfill.actor");
@@ -973,6 +1012,8 @@ backfill_load_job(int64 job_id, MemoryContext cxt)
 		job->actors[i].actor_id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
 		job->actors[i].vnode_start = DatumGetInt16(SPI_getbinval(tup, desc, 2, &isnull));
 		job->actors[i].vnode_end = DatumGetInt16(SPI_getbinval(tup, desc, 3, &isnull));
+		/* a snapshot job that had caught up goes on with its final barrier */
+		job->actors[i].caught_up = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull)) && !isnull;
 	}
 	MemoryContextSwitchTo(oldcxt);
 	return job;
@@ -1236,14 +1277,17 @@ backfill_fail_job(BackfillJob *job, int sqlerrcode, const char *message,
 	Oid			argtypes[4] = {INT8OID, TEXTOID, TEXTOID, TEXTOID};
 	Datum		values[4];
 	char		nulls[4] = {' ', ' ', detail ? ' ' : 'n', ' '};
+	RoleContext rc;
 
 	values[0] = Int64GetDatum(job->job_id);
 	values[1] = CStringGetTextDatum(message);
 	values[2] = detail ? CStringGetTextDatum(detail) : (Datum) 0;
 	values[3] = CStringGetTextDatum(unpack_sql_state(sqlerrcode));
+	backfill_catalog_enter(&rc);
 	if (SPI_execute_with_args("UPDATE backfill.job SET status = 'failed', last_error = $2, "
 							  "last_error_detail = $3, last_sqlstate = $4 WHERE job_id = $1",
 							  4, argtypes, values, nulls, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update backfill.job");
+	backfill_role_leave(&rc);
 	backfill_commit();
 }

@@ -40,14 +40,23 @@
  * the first chunk every key is above the position, so what was written
  * between create_job and the slot needs no forwarding.  The final barrier
  * fetches under its lock, so it sees every write; the slot is dropped right
- * after the job has finished, and by cancel_job and drop_job.
+ * after the job has finished.
+ *
+ * Dropping a slot cannot be rolled back, so cancel_job and drop_job drop it
+ * when their transaction commits (just before, at PRE_COMMIT); a cancel that
+ * rolls back keeps it.  DROP EXTENSION ... CASCADE drops the jobs' tables
+ * without running drop_job: an event trigger on DROP EXTENSION asks for a
+ * check at commit, which drops this database's backfill slots if the
+ * extension is gone by then.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "commands/extension.h"
 #include "access/xlog.h"
+#include "access/xlog_internal.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "replication/slot.h"
@@ -62,6 +71,13 @@
 #include "barrier.h"
 
 PG_FUNCTION_INFO_V1(backfill_drop_slot);
+PG_FUNCTION_INFO_V1(backfill_on_drop_extension);
+
+/* slots to drop when the transaction commits, in TopMemoryContext */
+static List *slots_at_commit = NIL;
+static bool sweep_at_commit = false;
+static bool xact_callback_registered = false;
+PG_FUNCTION_INFO_V1(backfill_flush_wal);
 
 /* the name of a job's replication slot */
 char *
@@ -154,9 +170,7 @@ backfill_cdc_check_create(Relation upstream, int parallelism)
 
 /*
  * backfill_cdc_drop_slot
- *		Drop the job's replication slot if it exists.  Not transactional: a
- *		caller that fails later leaves the slot dropped, which the job's next
- *		run reports.
+ *		Drop the job's replication slot if it exists, now.
  */
 void
 backfill_cdc_drop_slot(int64 job_id)
@@ -167,14 +181,87 @@ backfill_cdc_drop_slot(int64 job_id)
 		ReplicationSlotDrop(name, false);
 }
 
+/* this database's slots whose name starts "backfill_<database oid>_" */
+static List *
+database_slots(void)
+{
+	char	   *prefix = psprintf("backfill_%u_", MyDatabaseId);
+	List	   *names = NIL;
+
+	LWLockAcquire(ReplicationSlotControlLock, LW_SHARED);
+	for (int i = 0; i < max_replication_slots; i++)
+	{
+		ReplicationSlot *slot = &ReplicationSlotCtl->replication_slots[i];
+
+		if (slot->in_use && strncmp(NameStr(slot->data.name), prefix, strlen(prefix)) == 0)
+			names = lappend(names, pstrdup(NameStr(slot->data.name)));
+	}
+	LWLockRelease(ReplicationSlotControlLock);
+	return names;
+}
+
+static void
+drop_slots_at_commit(XactEvent event, void *arg)
+{
+	ListCell   *lc;
+	List	   *names;
+
+	if (event == XACT_EVENT_PRE_COMMIT)
+	{
+		names = list_copy(slots_at_commit);
+		if (sweep_at_commit && !OidIsValid(get_extension_oid(BACKFILL_SCHEMA, true)))
+			names = list_concat(names, database_slots());
+		foreach(lc, names)
+			if (SearchNamedReplicationSlot(lfirst(lc), true) != NULL)
+				ReplicationSlotDrop(lfirst(lc), false);
+	}
+	if (event == XACT_EVENT_PRE_COMMIT || event == XACT_EVENT_ABORT ||
+		event == XACT_EVENT_PARALLEL_ABORT)
+	{
+		list_free_deep(slots_at_commit);
+		slots_at_commit = NIL;
+		sweep_at_commit = false;
+	}
+}
+
+static void
+register_commit_callback(void)
+{
+	if (!xact_callback_registered)
+	{
+		RegisterXactCallback(drop_slots_at_commit, NULL);
+		xact_callback_registered = true;
+	}
+}
+
 /*
  * backfill._drop_slot(job_id bigint) RETURNS void
+ *		Drop the slot of a job the caller owns when the transaction commits.
  */
 Datum
 backfill_drop_slot(PG_FUNCTION_ARGS)
 {
-	backfill_cdc_drop_slot(PG_GETARG_INT64(0));
+	MemoryContext old;
+
+	(void) backfill_require_job_owner(PG_GETARG_INT64(0));
+	register_commit_callback();
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	slots_at_commit = lappend(slots_at_commit, backfill_slot_name(PG_GETARG_INT64(0)));
+	MemoryContextSwitchTo(old);
 	PG_RETURN_VOID();
+}
+
+/*
+ * backfill._on_drop_extension() event trigger, ON ddl_command_start WHEN TAG
+ * IN ('DROP EXTENSION'): check at commit whether extension backfill is gone,
+ * and drop its slots if it is.
+ */
+Datum
+backfill_on_drop_extension(PG_FUNCTION_ARGS)
+{
+	register_commit_callback();
+	sweep_at_commit = true;
+	PG_RETURN_NULL();
 }
 
 /*
@@ -231,6 +318,35 @@ backfill_cdc_prepare(BarrierExecutor *exec)
 	argtypes[2] = TEXTOID;
 	argtypes[3] = PG_LSNOID;
 	exec->fetch_plan = backfill_prepare_kept(sql.data, 4, argtypes);
+}
+
+/*
+ * Flush the WAL inserted so far, so that the slot can decode every commit
+ * made until now, asynchronous ones too.  Right after a page header, the
+ * insert position is past WAL that does not exist yet; the WAL inserted so
+ * far ends at the page's start.  Returns the position flushed.
+ */
+static XLogRecPtr
+flush_wal(void)
+{
+	XLogRecPtr	upto = GetXLogInsertRecPtr();
+
+	if (upto % XLOG_BLCKSZ <= SizeOfXLogLongPHD)
+		upto -= upto % XLOG_BLCKSZ;
+	XLogFlush(upto);
+	return upto;
+}
+
+/*
+ * backfill._flush_wal() RETURNS void
+ *		For verify_job(), before it peeks at a slot.
+ */
+Datum
+backfill_flush_wal(PG_FUNCTION_ARGS)
+{
+	if (!RecoveryInProgress())
+		(void) flush_wal();
+	PG_RETURN_VOID();
 }
 
 /* the slot's confirmed position, or InvalidXLogRecPtr if there is no slot */
@@ -310,8 +426,7 @@ backfill_cdc_fetch(BarrierExecutor *exec)
 	}
 
 	/* a commit made asynchronously may not be flushed yet: flush it */
-	upto = GetXLogInsertRecPtr();
-	XLogFlush(upto);
+	upto = flush_wal();
 
 	values[0] = name;
 	values[1] = LSNGetDatum(upto);

@@ -628,6 +628,7 @@ update_actor(BarrierExecutor *exec, BackfillActor *actor)
 {
 	BackfillJob *job = exec->job;
 	Datum		values[3];
+	RoleContext rc;
 
 	if (job->kind == BACKFILL_KIND_SNAPSHOT)
 	{
@@ -637,8 +638,10 @@ update_actor(BarrierExecutor *exec, BackfillActor *actor)
 	values[0] = Int32GetDatum(actor->actor_id);
 	values[1] = Int64GetDatum(job->epoch);
 	values[2] = Int64GetDatum(actor_row_count(job, actor));
+	backfill_catalog_enter(&rc);
 	if (SPI_execute_plan(exec->actor_plan, values, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update backfill.actor");
+	backfill_role_leave(&rc);
 }
 
 /* step 1: forward the captured changes of vnodes lo..hi, consume them all */
@@ -783,8 +786,10 @@ backfill_run_barrier(BarrierExecutor *exec, int actor, int interval_ms, int rate
 	int			last = actor < 0 ? job->nactors - 1 : actor;
 	int64		total = 0;
 	int			guc_level;
+	RoleContext owner;
 
 	Assert(XactIsoLevel == XACT_REPEATABLE_READ);
+	backfill_owner_enter(job->owner, false, &owner);
 	guc_level = backfill_pin_search_path(job);
 	backfill_spi_enter();
 	for (int a = first; a <= last; a++)
@@ -845,6 +850,7 @@ backfill_run_barrier(BarrierExecutor *exec, int actor, int interval_ms, int rate
 		update_actor(exec, &job->actors[a]);
 	backfill_spi_leave();
 	backfill_unpin_search_path(guc_level);
+	backfill_role_leave(&owner);
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(exec->barrier_cxt);
 	return total;
@@ -896,11 +902,14 @@ backfill_run_finish_barrier(BarrierExecutor *exec)
 	bool		isnull;
 	bool		finished;
 	int			guc_level;
+	RoleContext rc;
+	RoleContext owner;
 
 	/* before the snapshot: wait for writers in flight, hold off new ones */
 	LockRelationOid(job->upstream, ShareRowExclusiveLock);
 	if (ActivePortal == NULL && !ActiveSnapshotSet())
 		PushActiveSnapshot(GetTransactionSnapshot());	/* a worker */
+	backfill_owner_enter(job->owner, false, &owner);
 
 	/* when every actor finishes at once, the first one finishes the job */
 	backfill_spi_enter();
@@ -912,6 +921,7 @@ backfill_run_finish_barrier(BarrierExecutor *exec)
 	if (finished)
 	{
 		backfill_spi_leave();
+		backfill_role_leave(&owner);
 		return false;
 	}
 
@@ -938,10 +948,13 @@ backfill_run_finish_barrier(BarrierExecutor *exec)
 	job->epoch = backfill_next_epoch(job->epoch);
 	values[0] = Int64GetDatum(job->job_id);
 	values[1] = Int64GetDatum(job->epoch);
+	backfill_catalog_enter(&rc);
 	if (SPI_execute_plan(exec->finish_plan, values, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update backfill.job");
+	backfill_role_leave(&rc);
 	backfill_spi_leave();
 	backfill_unpin_search_path(guc_level);
+	backfill_role_leave(&owner);
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(exec->barrier_cxt);
 	return true;
@@ -968,12 +981,16 @@ void
 backfill_run_fetch(BarrierExecutor *exec)
 {
 	MemoryContext old = MemoryContextSwitchTo(exec->barrier_cxt);
-	int			guc_level = backfill_pin_search_path(exec->job);
+	RoleContext owner;
+	int			guc_level;
 
+	backfill_owner_enter(exec->job->owner, false, &owner);
+	guc_level = backfill_pin_search_path(exec->job);
 	backfill_spi_enter();
 	backfill_cdc_fetch(exec);
 	backfill_spi_leave();
 	backfill_unpin_search_path(guc_level);
+	backfill_role_leave(&owner);
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(exec->barrier_cxt);
 }

@@ -73,6 +73,7 @@ start_run(BackfillJob *job, bool background)
 	Oid			argtypes[2] = {INT8OID, BOOLOID};
 	Datum		values[2] = {Int64GetDatum(job->job_id), BoolGetDatum(background)};
 	char	   *sql;
+	RoleContext rc;
 
 	/*
 	 * RisingWave re-reads the upstream's size on recovery too; a snapshot
@@ -85,8 +86,10 @@ start_run(BackfillJob *job, bool background)
 				   "total_rows = CASE kind WHEN 'snapshot' THEN total_rows "
 				   "ELSE (SELECT pg_catalog.count(*) FROM ONLY %s) END "
 				   "WHERE job_id = $1", job->upstream_sql);
+	backfill_catalog_enter(&rc);
 	if (SPI_execute_with_args(sql, 2, argtypes, values, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update backfill.job");
+	backfill_role_leave(&rc);
 }
 
 /*
@@ -194,6 +197,7 @@ backfill_run_job(PG_FUNCTION_ARGS)
 	PG_TRY();
 	{
 		job = backfill_load_job(job_id, run_cxt);
+		backfill_check_job_owner(job_id, job->owner);
 		if (strcmp(job->status, "cancelled") == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

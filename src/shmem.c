@@ -564,6 +564,7 @@ backfill_start_job(PG_FUNCTION_ARGS)
 {
 	int64		job_id;
 	BackfillJob *job;
+	RoleContext rc;
 
 	require_preloaded("backfill.start_job()");
 	if (PG_ARGISNULL(0))
@@ -574,6 +575,7 @@ backfill_start_job(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	job = backfill_load_job(job_id, CurrentMemoryContext);
+	backfill_check_job_owner(job_id, job->owner);
 	if (strcmp(job->status, "cancelled") == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -607,10 +609,12 @@ backfill_start_job(PG_FUNCTION_ARGS)
 	/* not run by a session now; held until commit */
 	backfill_lock_job(job_id, false);
 	/* the launcher relaunches it after a crash, even one right after this */
+	backfill_catalog_enter(&rc);
 	if (SPI_execute_with_args("UPDATE backfill.job SET run_mode = 'background' WHERE job_id = $1",
 							  1, (Oid[]) {INT8OID}, (Datum[]) {Int64GetDatum(job_id)},
 							  NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update backfill.job");
+	backfill_role_leave(&rc);
 	backfill_launch_job(job, false);
 	SPI_finish();
 	PG_RETURN_VOID();
@@ -622,6 +626,7 @@ backfill_start_job(PG_FUNCTION_ARGS)
 Datum
 backfill_stop_job_workers(PG_FUNCTION_ARGS)
 {
+	(void) backfill_require_job_owner(PG_GETARG_INT64(0));
 	PG_RETURN_BOOL(backfill_stop_workers(PG_GETARG_INT64(0), PG_GETARG_BOOL(1)));
 }
 
@@ -635,7 +640,10 @@ Datum
 backfill_stop_and_lock_job(PG_FUNCTION_ARGS)
 {
 	int64		job_id = PG_GETARG_INT64(0);
-	bool		stopped = backfill_stop_workers(job_id, true);
+	bool		stopped;
+
+	(void) backfill_require_job_owner(job_id);
+	stopped = backfill_stop_workers(job_id, true);
 
 	if (stopped)
 		backfill_wait_job_lock(job_id);

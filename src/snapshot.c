@@ -411,6 +411,7 @@ backfill_snapshot_update_actor(BarrierExecutor *exec, BackfillActor *actor)
 	BackfillJob *job = exec->job;
 	Datum		values[4];
 	int64		rows = 0;
+	RoleContext rc;
 
 	if (actor->in_log_store)
 	{
@@ -418,8 +419,10 @@ backfill_snapshot_update_actor(BarrierExecutor *exec, BackfillActor *actor)
 		values[1] = Int64GetDatum(job->epoch);
 		values[2] = Int64GetDatum(actor->lag_ms);
 		values[3] = BoolGetDatum(actor->caught_up);
+		backfill_catalog_enter(&rc);
 		if (SPI_execute_plan(exec->log_store_plan, values, NULL, false, 0) != SPI_OK_UPDATE)
 			elog(ERROR, "could not update backfill.actor");
+		backfill_role_leave(&rc);
 		return;
 	}
 	for (int v = actor->vnode_start; v <= actor->vnode_end; v++)
@@ -427,8 +430,10 @@ backfill_snapshot_update_actor(BarrierExecutor *exec, BackfillActor *actor)
 	values[0] = Int32GetDatum(actor->actor_id);
 	values[1] = Int64GetDatum(job->epoch);
 	values[2] = Int64GetDatum(rows);
+	backfill_catalog_enter(&rc);
 	if (SPI_execute_plan(exec->actor_plan, values, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update backfill.actor");
+	backfill_role_leave(&rc);
 }
 
 /*

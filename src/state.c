@@ -294,10 +294,13 @@ load_cdc_state(BackfillJob *job)
 	job->cdc_offset = InvalidXLogRecPtr;
 	if (SPI_processed == 0)
 		return;					/* not started */
-	tup = SPI_tuptable->vals[0];
 	desc = SPI_tuptable->tupdesc;
-	if (SPI_processed > 1 || strcmp(SPI_getvalue(tup, desc, 1), split) != 0)
-		fail_with_split_error(job, "split_id", SPI_getvalue(tup, desc, 1));
+	/* one row, the table's: name a row that is not, if any */
+	for (uint64 i = 0; i < SPI_processed; i++)
+		if (strcmp(SPI_getvalue(SPI_tuptable->vals[i], desc, 1), split) != 0)
+			fail_with_split_error(job, "split_id",
+								  SPI_getvalue(SPI_tuptable->vals[i], desc, 1));
+	tup = SPI_tuptable->vals[0];
 
 	/* RisingWave's order: row_count, backfill_finished, cdc_offset */
 	row_count = SPI_getbinval(tup, desc, npk + 3, &isnull);

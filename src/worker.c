@@ -136,6 +136,7 @@ record_failure(int64 job_id, ErrorData *edata)
 	Oid			argtypes[4] = {INT8OID, TEXTOID, TEXTOID, TEXTOID};
 	Datum		values[4];
 	char		nulls[4] = {' ', ' ', edata->detail ? ' ' : 'n', ' '};
+	RoleContext rc;
 
 	StartTransactionCommand();
 	SPI_connect();
@@ -145,10 +146,12 @@ record_failure(int64 job_id, ErrorData *edata)
 	values[2] = edata->detail ? CStringGetTextDatum(edata->detail) : (Datum) 0;
 	values[3] = CStringGetTextDatum(unpack_sql_state(edata->sqlerrcode));
 	/* a failure the recovery check recorded is already there */
+	backfill_catalog_enter(&rc);
 	(void) SPI_execute_with_args("UPDATE backfill.job SET status = 'failed', last_error = $2, "
 								 "last_error_detail = $3, last_sqlstate = $4 "
 								 "WHERE job_id = $1 AND status = 'backfilling'",
 								 4, argtypes, values, nulls, false, 0);
+	backfill_role_leave(&rc);
 	PopActiveSnapshot();
 	SPI_finish();
 	CommitTransactionCommand();

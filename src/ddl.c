@@ -1,0 +1,264 @@
+/*-------------------------------------------------------------------------
+ *
+ * ddl.c
+ *	  DDL on the tables of a job: what is refused, and why.
+ *
+ * A job reads its upstream's key and output columns by name and type, for
+ * as long as it exists: while it backfills, and once finished through the
+ * apply trigger.  Its downstream, state and change tables are its own.  So
+ * an event trigger, backfill._on_ddl(), refuses, while a job that is not
+ * cancelled exists:
+ *
+ *	- dropping its upstream, downstream, state or change table (sql_drop,
+ *	  DROP TABLE and DROP SCHEMA ... CASCADE alike);
+ *	- dropping a column of the upstream the job copies, or of the downstream
+ *	  (sql_drop);
+ *	- renaming or retyping such a column, or changing the upstream's primary
+ *	  key (ddl_command_end of ALTER TABLE).
+ *
+ * The error rolls the command back, so nothing is left half-done: no
+ * orphaned trigger, slot or state table.  Adding a column, renaming or
+ * moving a table, and building an index disturb nothing, since a job holds
+ * its tables by OID and reads their names afresh at each run.
+ *
+ * The checks read every job, whoever runs the DDL, so they run as the
+ * extension's owner; they only ever raise errors.  cancel_job and drop_job
+ * take the job out of the catalog before they drop its tables.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "commands/event_trigger.h"
+#include "commands/extension.h"
+#include "utils/array.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+
+#include "backfill.h"
+
+PG_FUNCTION_INFO_V1(backfill_on_ddl);
+
+/* the jobs that are not cancelled, and what they hold */
+static const char *const jobs_holding_sql =
+"SELECT j.job_id, j.upstream::pg_catalog.oid, j.downstream::pg_catalog.oid, "
+"       j.state_table::pg_catalog.oid, j.change_table::pg_catalog.oid, "
+"       j.columns, j.pk_columns "
+"  FROM backfill.job j WHERE j.status OPERATOR(pg_catalog.<>) 'cancelled'";
+
+static void
+refuse_drop(int64 job_id, Oid relid, const char *what, const char *name)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+			 errmsg("cannot drop %s because backfill job %lld uses it", name, (long long) job_id),
+			 errdetail("It is the %s of backfill job %lld.", what, (long long) job_id),
+			 errhint("Drop the job first with backfill.drop_job(%lld), or cancel it with backfill.cancel_job(%lld).",
+					 (long long) job_id, (long long) job_id)));
+}
+
+/* whether the text array datum holds name */
+static bool
+array_has(Datum array, const char *name)
+{
+	Datum	   *elems;
+	int			n;
+
+	deconstruct_array(DatumGetArrayTypeP(array), TEXTOID, -1, false, TYPALIGN_INT,
+					  &elems, NULL, &n);
+	for (int i = 0; i < n; i++)
+		if (strcmp(TextDatumGetCString(elems[i]), name) == 0)
+			return true;
+	return false;
+}
+
+/* sql_drop: the dropped tables and columns */
+static void
+check_drops(void)
+{
+	SPITupleTable *dropped;
+	uint64		ndropped;
+
+	/* DROP EXTENSION backfill: the catalogs are gone, and so are the jobs */
+	if (SPI_execute("SELECT FROM pg_catalog.pg_event_trigger_dropped_objects() "
+					"WHERE object_type = 'extension' AND object_name = 'backfill'",
+					true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the dropped objects");
+	if (SPI_processed > 0 || !OidIsValid(get_extension_oid(BACKFILL_SCHEMA, true)))
+		return;
+
+	if (SPI_execute("SELECT objid, object_type, address_names[3], object_identity "
+					"FROM pg_catalog.pg_event_trigger_dropped_objects() "
+					"WHERE object_type IN ('table', 'table column')", true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the dropped objects");
+	dropped = SPI_tuptable;
+	ndropped = SPI_processed;
+	if (ndropped == 0)
+		return;
+	if (SPI_execute(jobs_holding_sql, true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read backfill.job");
+
+	for (uint64 d = 0; d < ndropped; d++)
+	{
+		bool		isnull;
+		Oid			objid = DatumGetObjectId(SPI_getbinval(dropped->vals[d], dropped->tupdesc, 1, &isnull));
+		char	   *type = SPI_getvalue(dropped->vals[d], dropped->tupdesc, 2);
+		char	   *column = SPI_getvalue(dropped->vals[d], dropped->tupdesc, 3);
+		char	   *identity = SPI_getvalue(dropped->vals[d], dropped->tupdesc, 4);
+		bool		is_column = strcmp(type, "table column") == 0;
+
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			HeapTuple	tup = SPI_tuptable->vals[i];
+			TupleDesc	desc = SPI_tuptable->tupdesc;
+			int64		job_id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+			static const char *const roles[] = {NULL, "upstream table", "downstream table",
+			"state table", "change table"};
+
+			for (int r = 1; r <= 4; r++)
+			{
+				Datum		rel = SPI_getbinval(tup, desc, r + 1, &isnull);
+
+				if (isnull || DatumGetObjectId(rel) != objid)
+					continue;
+				if (!is_column)
+					refuse_drop(job_id, objid, roles[r], psprintf("table %s", identity));
+				/* a column: of the upstream if copied, of the job's own tables always */
+				if (r > 1 || array_has(SPI_getbinval(tup, desc, 6, &isnull), column) ||
+					array_has(SPI_getbinval(tup, desc, 7, &isnull), column))
+					refuse_drop(job_id, objid, psprintf("column \"%s\" of the %s", column, roles[r]),
+								psprintf("column %s", identity));
+			}
+		}
+	}
+}
+
+static bool
+same_column_type(Oid rel1, AttrNumber att1, Oid rel2, AttrNumber att2)
+{
+	Oid			type1,
+				type2,
+				coll1,
+				coll2;
+	int32		typmod1,
+				typmod2;
+
+	get_atttypetypmodcoll(rel1, att1, &type1, &typmod1, &coll1);
+	get_atttypetypmodcoll(rel2, att2, &type2, &typmod2, &coll2);
+	return type1 == type2 && typmod1 == typmod2 && coll1 == coll2;
+}
+
+static char *
+column_type(Oid rel, AttrNumber att)
+{
+	Oid			type,
+				coll;
+	int32		typmod;
+
+	get_atttypetypmodcoll(rel, att, &type, &typmod, &coll);
+	return format_type_with_typemod(type, typmod);
+}
+
+/*
+ * ddl_command_end of ALTER TABLE: every job over an altered upstream must
+ * still find its columns, by name, of its downstream's types, and its key.
+ */
+static void
+check_alters(void)
+{
+	SPITupleTable *altered;
+	uint64		naltered;
+
+	if (SPI_execute("SELECT DISTINCT objid FROM pg_catalog.pg_event_trigger_ddl_commands() "
+					"WHERE object_type IN ('table', 'table column')", true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the DDL commands");
+	altered = SPI_tuptable;
+	naltered = SPI_processed;
+	for (uint64 a = 0; a < naltered; a++)
+	{
+		bool		isnull;
+		Oid			relid = DatumGetObjectId(SPI_getbinval(altered->vals[a], altered->tupdesc, 1, &isnull));
+		Oid			argtypes[1] = {OIDOID};
+		Datum		values[1] = {ObjectIdGetDatum(relid)};
+		SPITupleTable *jobs;
+		uint64		njobs;
+
+		if (SPI_execute_with_args(psprintf("%s AND (j.upstream OPERATOR(pg_catalog.=) $1 "
+										   "OR j.downstream OPERATOR(pg_catalog.=) $1)",
+										   jobs_holding_sql),
+								  1, argtypes, values, NULL, true, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not read backfill.job");
+		jobs = SPI_tuptable;
+		njobs = SPI_processed;
+		for (uint64 i = 0; i < njobs; i++)
+		{
+			int64		job_id = DatumGetInt64(SPI_getbinval(jobs->vals[i], jobs->tupdesc, 1, &isnull));
+			Oid			upstream = DatumGetObjectId(SPI_getbinval(jobs->vals[i], jobs->tupdesc, 2, &isnull));
+			Oid			downstream = DatumGetObjectId(SPI_getbinval(jobs->vals[i], jobs->tupdesc, 3, &isnull));
+			Datum	   *cols;
+			int			ncols;
+
+			deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(jobs->vals[i], jobs->tupdesc, 6, &isnull)),
+							  TEXTOID, -1, false, TYPALIGN_INT, &cols, NULL, &ncols);
+			for (int c = 0; c < ncols; c++)
+			{
+				char	   *col = TextDatumGetCString(cols[c]);
+				AttrNumber	up_att = get_attnum(upstream, col);
+				AttrNumber	down_att = OidIsValid(downstream) ? get_attnum(downstream, col) : InvalidAttrNumber;
+
+				if (up_att == InvalidAttrNumber ||
+					(OidIsValid(downstream) && down_att == InvalidAttrNumber))
+					ereport(ERROR,
+							(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+							 errmsg("cannot rename column \"%s\" of table \"%s\" because backfill job %lld uses it",
+									col, get_rel_name(relid), (long long) job_id),
+							 errdetail("Backfill job %lld copies the column by its name.", (long long) job_id),
+							 errhint("Drop the job first with backfill.drop_job(%lld), or cancel it with backfill.cancel_job(%lld).",
+									 (long long) job_id, (long long) job_id)));
+				if (down_att != InvalidAttrNumber &&
+					!same_column_type(upstream, up_att, downstream, down_att))
+					ereport(ERROR,
+							(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+							 errmsg("cannot change the type of column \"%s\" of table \"%s\" because backfill job %lld uses it",
+									col, get_rel_name(relid), (long long) job_id),
+							 errdetail("Backfill job %lld copies the column, of type %s, into a column of type %s.",
+									   (long long) job_id, column_type(upstream, up_att),
+									   column_type(downstream, down_att)),
+							 errhint("Drop the job first with backfill.drop_job(%lld), or cancel it with backfill.cancel_job(%lld).",
+									 (long long) job_id, (long long) job_id)));
+			}
+			/* the key: as load_job checks it before every run */
+			(void) backfill_load_job(job_id, CurrentMemoryContext);
+		}
+	}
+}
+
+/*
+ * backfill._on_ddl() event trigger, ON sql_drop and ON ddl_command_end WHEN
+ * TAG IN ('ALTER TABLE')
+ */
+Datum
+backfill_on_ddl(PG_FUNCTION_ARGS)
+{
+	EventTriggerData *trigdata;
+	RoleContext rc;
+
+	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("backfill._on_ddl() was not called by the event trigger manager")));
+	trigdata = (EventTriggerData *) fcinfo->context;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	backfill_catalog_enter(&rc);
+	if (strcmp(trigdata->event, "sql_drop") == 0)
+		check_drops();
+	else
+		check_alters();
+	backfill_role_leave(&rc);
+	SPI_finish();
+	PG_RETURN_NULL();
+}

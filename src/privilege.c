@@ -1,0 +1,129 @@
+/*-------------------------------------------------------------------------
+ *
+ * privilege.c
+ *	  Who the extension acts as: the job's owner, or the extension's owner.
+ *
+ * A job belongs to the role that created it.  Everything a job does to user
+ * tables (reading the upstream, writing the downstream, its own state and
+ * change tables) runs as that role, whoever runs the job: a superuser
+ * running another role's job, a background worker, a writer firing the
+ * apply trigger.  It runs in a security-restricted context, as amcheck and
+ * REFRESH MATERIALIZED VIEW run user code, so that whatever the upstream
+ * carries (triggers, defaults, operators of the key types) has that role's
+ * rights only and cannot change the session's.
+ *
+ * The catalogs, backfill.job and backfill.actor, are written by the
+ * extension's owner only: no other role has a privilege to write them, and
+ * row-level security shows each role its own jobs.  The C code writes them
+ * in a catalog context, as the extension's owner; the SQL functions that
+ * write them are SECURITY DEFINER and check that the caller owns the job.
+ *
+ * Contexts nest; each enter has its leave, and an error restores the user
+ * of the transaction's start (AbortTransaction), so a leave is not needed
+ * on the error path.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/indexing.h"
+#include "catalog/pg_extension.h"
+#include "commands/extension.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/fmgroids.h"
+#include "utils/guc.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+
+#include "backfill.h"
+
+/* the owner of extension "backfill" (it cannot change while installed) */
+static Oid
+extension_owner(void)
+{
+	static Oid	cached_ext = InvalidOid;
+	static Oid	cached_owner = InvalidOid;
+	Oid			ext = get_extension_oid(BACKFILL_SCHEMA, false);
+	Relation	rel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+
+	if (ext == cached_ext)
+		return cached_owner;
+	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(ext));
+	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &key);
+	tup = systable_getnext(scan);
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "could not find extension %u", ext);
+	cached_owner = ((Form_pg_extension) GETSTRUCT(tup))->extowner;
+	cached_ext = ext;
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return cached_owner;
+}
+
+/*
+ * backfill_catalog_enter
+ *		Act as the extension's owner, to write the catalogs.
+ */
+void
+backfill_catalog_enter(RoleContext *rc)
+{
+	GetUserIdAndSecContext(&rc->save_userid, &rc->save_sec_context);
+	rc->guc_level = -1;
+	SetUserIdAndSecContext(extension_owner(),
+						   rc->save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+}
+
+/*
+ * backfill_owner_enter
+ *		Act as the job's owner in a security-restricted context.  With
+ *		pin_search_path, also under a search_path of pg_catalog only, until
+ *		the caller sets its own.
+ */
+void
+backfill_owner_enter(Oid owner, bool pin_search_path, RoleContext *rc)
+{
+	GetUserIdAndSecContext(&rc->save_userid, &rc->save_sec_context);
+	SetUserIdAndSecContext(owner, rc->save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	rc->guc_level = -1;
+	if (pin_search_path)
+	{
+		rc->guc_level = NewGUCNestLevel();
+		(void) set_config_option("search_path", "pg_catalog, pg_temp",
+								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	}
+}
+
+/* leave a context entered with backfill_catalog_enter or backfill_owner_enter */
+void
+backfill_role_leave(RoleContext *rc)
+{
+	if (rc->guc_level >= 0)
+		AtEOXact_GUC(true, rc->guc_level);
+	SetUserIdAndSecContext(rc->save_userid, rc->save_sec_context);
+}
+
+/*
+ * backfill_check_job_owner
+ *		The current user must have the privileges of the job's owner (be it,
+ *		a member of it, or a superuser).
+ */
+void
+backfill_check_job_owner(int64 job_id, Oid owner)
+{
+	if (!has_privs_of_role(GetUserId(), owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of backfill job %lld", (long long) job_id),
+				 errdetail("Backfill job %lld belongs to role \"%s\".", (long long) job_id,
+						   GetUserNameFromId(owner, true) ? GetUserNameFromId(owner, true) : "?")));
+}
