@@ -204,6 +204,8 @@ extern int64 backfill_run_barrier(BarrierExecutor *exec, int actor, int interval
 								  int rate_limit);
 extern bool backfill_run_finish_barrier(BarrierExecutor *exec);
 extern void backfill_reload_settings(BackfillJob *job);
+extern bool backfill_names_changed(BackfillJob *job);
+extern BarrierExecutor *backfill_executor_refresh(BarrierExecutor *exec);
 extern void backfill_sleep_ms(long ms);
 extern int64 backfill_next_epoch(int64 previous);
 extern bool backfill_needs_fetch(BackfillJob *job);

@@ -1265,6 +1265,46 @@ backfill_reload_settings(BackfillJob *job)
 }
 
 /*
+ * backfill_names_changed
+ *		Whether a table of the job got another name or schema since the job
+ *		was loaded: the executor's plans name them, so the caller makes them
+ *		again.  Locks the tables and reads the syscache only, so a barrier
+ *		that has not taken its snapshot yet has not taken it after this
+ *		either.
+ */
+bool
+backfill_names_changed(BackfillJob *job)
+{
+	Oid			rels[4] = {job->upstream, job->downstream, job->state_table, job->change_table};
+	char	  **names[4] = {&job->upstream_sql, &job->downstream_sql,
+	&job->state_sql, &job->changes_sql};
+	bool		changed = false;
+	MemoryContext old = MemoryContextSwitchTo(GetMemoryChunkContext(job));
+
+	for (int i = 0; i < 4; i++)
+	{
+		char	   *name;
+
+		/*
+		 * Locked first, till the barrier's end: a rename that waited for the
+		 * last barrier has committed by now (and the lock made us read its
+		 * invalidation), and one that comes later waits for this barrier.
+		 */
+		LockRelationOid(rels[i], AccessShareLock);
+		if (get_rel_name(rels[i]) == NULL)
+			continue;			/* dropped: the barrier will say so */
+		name = relation_sql(rels[i]);
+		if (strcmp(*names[i], name) != 0)
+		{
+			*names[i] = name;
+			changed = true;
+		}
+	}
+	MemoryContextSwitchTo(old);
+	return changed;
+}
+
+/*
  * backfill_fail_job
  *		Record a failure on the job and commit it, so that it stays when the
  *		caller raises the error.  Caller is connected to SPI in a non-atomic

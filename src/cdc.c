@@ -482,4 +482,7 @@ backfill_cdc_persist(BarrierExecutor *exec)
 		job->vnodes[v].present = true;
 	}
 	exec->cdc_offset = exec->cdc_fetched;
+	/* an executor made again in this run starts from here */
+	job->cdc_offset = exec->cdc_offset;
+	job->has_cdc_offset = true;
 }

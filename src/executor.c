@@ -285,6 +285,24 @@ backfill_executor_create(BackfillJob *job)
 	return exec;
 }
 
+/*
+ * backfill_executor_refresh
+ *		The executor to run the next barrier with: this one, or, if a table
+ *		of the job was renamed or moved since its plans were made, a new one
+ *		(ALTER TABLE ... RENAME disturbs nothing).  Caller is connected to
+ *		SPI, in a transaction.
+ */
+BarrierExecutor *
+backfill_executor_refresh(BarrierExecutor *exec)
+{
+	BackfillJob *job = exec->job;
+
+	if (!backfill_names_changed(job))
+		return exec;
+	backfill_executor_free(exec);
+	return backfill_executor_create(job);
+}
+
 void
 backfill_executor_free(BarrierExecutor *exec)
 {

@@ -131,9 +131,11 @@ run_locked(BackfillJob *job, int max_barriers)
 		if (backfill_needs_fetch(job))
 		{
 			backfill_next_barrier(false);
+			exec = backfill_executor_refresh(exec);
 			backfill_run_fetch(exec);
 		}
 		backfill_next_barrier(false);	/* the CALL's portal provides it */
+		exec = backfill_executor_refresh(exec);
 		barriers++;
 		if (backfill_all_finished(job))
 		{

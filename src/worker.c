@@ -89,9 +89,11 @@ actor_barriers(ActorArgs *args, MemoryContext cxt)
 		if (backfill_needs_fetch(job))
 		{
 			backfill_next_barrier(true);
+			exec = backfill_executor_refresh(exec);
 			backfill_run_fetch(exec);
 		}
 		backfill_next_barrier(true);
+		exec = backfill_executor_refresh(exec);
 		if (backfill_stop_requested(job->job_id))
 			break;
 		if (backfill_actor_finished(job, actor))
