@@ -94,6 +94,9 @@ wal_init_zero = off
 checkpoint_timeout = 30min
 autovacuum = on
 jit = off
+wal_level = logical
+max_replication_slots = 10
+output_plugin_libraries = 'pgoutput, test_decoding, backfill'
 CONF
 "${RUNAS[@]}" "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/log" -w start >/dev/null
 wait_ready

@@ -35,6 +35,14 @@ same_code() {
     return $same
 }
 
+# Whether every install and upgrade script is installed as it is here.
+same_scripts() {
+    local f
+    for f in sql/backfill--*.sql; do
+        cmp -s "$f" "$1/$(basename "$f")" || return 1
+    done
+}
+
 # Install the built extension.  A normal user needs write access to
 # PostgreSQL's directories, sudo, or the same build installed already.
 install_extension() {
@@ -45,7 +53,7 @@ install_extension() {
         make -s install
     elif same_code backfill.so "$pkglib/backfill.so" &&
          cmp -s backfill.control "$share/backfill.control" &&
-         cmp -s sql/backfill--1.0.sql "$share/backfill--1.0.sql"; then
+         same_scripts "$share"; then
         echo "this build of the extension is installed already"
     elif command -v sudo >/dev/null; then
         sudo make -s install

@@ -273,7 +273,11 @@ DECLARE
     j backfill.job := backfill._get_job(job_id);
     was_running boolean;
 BEGIN
-    IF parallelism IS NULL OR parallelism < 1 OR parallelism > 256 THEN
+    IF parallelism IS NULL THEN
+        RAISE EXCEPTION 'argument "parallelism" must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF parallelism < 1 OR parallelism > 256 THEN
         RAISE EXCEPTION 'parallelism must be between 1 and 256'
             USING ERRCODE = 'invalid_parameter_value',
                   DETAIL = 'The 256 vnodes are split across the actors, so there can be at most one actor per vnode.';

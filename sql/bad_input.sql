@@ -183,7 +183,7 @@ SELECT s AS statement, bi_try(s) AS result FROM (VALUES
     ($$SELECT backfill.create_job('  public . bi_spaced  ', 'bi_up')$$),
     ($$SELECT backfill.create_job(repeat('l', 70), 'bi_up')$$)
 ) v(s);
-SELECT job_id, replace(replace(job_name, current_database(), '<db>'), E'\n', '\n') AS job_name,
+SELECT job_id, replace(replace(job_name, format('%I.public.', current_database()), '<db>.public.'), E'\n', '\n') AS job_name,
        replace(n.nspname, E'\n', '\n') AS schema, replace(c.relname, E'\n', '\n') AS relname
   FROM backfill.job j JOIN pg_class c ON c.oid = j.downstream JOIN pg_namespace n ON n.oid = c.relnamespace
  ORDER BY job_id;
@@ -203,7 +203,7 @@ SELECT count(*) AS rows_in_its FROM "nö schema; x"."it's";
 SELECT count(*) AS rows_in_newline FROM "new
 line";
 SELECT j.job_id, v.* FROM backfill.job j, backfill.verify_job(j.job_id) v;
-SELECT ddl_id, replace(replace(ddl_statement, current_database(), '<db>'), E'\n', '\n') AS ddl_statement
+SELECT ddl_id, replace(replace(ddl_statement, format('%I.public.', current_database()), '<db>.public.'), E'\n', '\n') AS ddl_statement
   FROM backfill.ddl_progress ORDER BY ddl_id;
 SELECT * FROM bi_state();
 DO $$BEGIN PERFORM backfill.drop_job(job_id) FROM backfill.job; END$$;

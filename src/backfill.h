@@ -181,9 +181,13 @@ extern bool backfill_job_lock_mine(int64 job_id);
 extern int	backfill_pin_search_path(BackfillJob *job);
 extern void backfill_unpin_search_path(int level);
 extern Oid	backfill_job_owner(int64 job_id);
+extern Oid	backfill_job_upstream(int64 job_id);
 extern void backfill_fail_job(BackfillJob *job, int sqlerrcode,
 							  const char *message, const char *detail);
 extern char *backfill_pk_list(BackfillJob *job, const char *alias);
+
+/* capture.c */
+extern void backfill_assert_triggers(BackfillJob *job);
 
 /* state.c */
 extern void backfill_load_state(BackfillJob *job);

@@ -46,6 +46,7 @@
 #include "access/genam.h"
 #include "access/heapam.h"
 #include "access/htup_details.h"
+#include "access/stratnum.h"
 #include "access/table.h"
 #include "catalog/index.h"
 #include "catalog/namespace.h"
@@ -56,6 +57,7 @@
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/datum.h"
 #include "utils/hsearch.h"
@@ -156,6 +158,47 @@ trigger_job_id(TriggerData *trigdata, const char *funcname)
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("%s needs the job id as its only argument", funcname)));
 	return pg_strtoint64(trigger->tgargs[0]);
+}
+
+/*
+ * A trigger fires for the job its argument names only on that job's
+ * upstream: one attached by hand to another table must not write the job's
+ * change table or downstream.  A job's upstream never changes, so a pair
+ * found right is remembered, with the change table that identifies the job.
+ */
+static void
+check_trigger_relation(TriggerData *trigdata, int64 job_id, Oid job_table)
+{
+	static int64 ok_job = 0;
+	static Oid	ok_relid = InvalidOid;
+	static Oid	ok_table = InvalidOid;
+	Oid			relid = RelationGetRelid(trigdata->tg_relation);
+	Oid			upstream;
+
+	if (job_id == ok_job && relid == ok_relid && job_table == ok_table)
+		return;
+	upstream = backfill_job_upstream(job_id);
+	if (!OidIsValid(upstream))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("backfill job %lld does not exist", (long long) job_id),
+				 errhint("Drop trigger \"%s\" on table \"%s\".",
+						 trigdata->tg_trigger->tgname,
+						 RelationGetRelationName(trigdata->tg_relation))));
+	if (upstream != relid)
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("trigger \"%s\" on table \"%s\" does not belong to backfill job %lld",
+						trigdata->tg_trigger->tgname,
+						RelationGetRelationName(trigdata->tg_relation), (long long) job_id),
+				 errdetail("Backfill job %lld copies table %s.", (long long) job_id,
+						   get_rel_name(upstream) ? get_rel_name(upstream) : "?"),
+				 errhint("Drop trigger \"%s\" on table \"%s\".",
+						 trigdata->tg_trigger->tgname,
+						 RelationGetRelationName(trigdata->tg_relation))));
+	ok_job = job_id;
+	ok_relid = relid;
+	ok_table = job_table;
 }
 
 /*
@@ -352,6 +395,80 @@ log_insert(Relation changes, LogProjection *proj, RelationKey *key,
 }
 
 /*
+ * Which of a job's triggers are in charge.  The final barrier switches from
+ * the capture triggers to the apply triggers (executor.c), and normally
+ * exactly one of backfill_capture_<id> and backfill_apply_<id> is enabled.
+ * ALTER TABLE ... ENABLE TRIGGER ALL, which pg_restore --disable-triggers
+ * runs after each table of a data-only restore, enables both (and both
+ * truncate triggers).  Then each trigger asks the job's status whether it is
+ * in charge: the final barrier commits 'finished' under SHARE ROW EXCLUSIVE
+ * on the upstream, which a writer's lock excludes until its transaction
+ * ends, so the status cannot change under the writer.  Read from
+ * backfill.job directly, as backfill_job_owner() does.
+ */
+static bool
+trigger_enabled(Relation rel, const char *prefix, int64 job_id)
+{
+	TriggerDesc *td = rel->trigdesc;
+	char		name[NAMEDATALEN];
+
+	snprintf(name, sizeof(name), "%s%lld", prefix, (long long) job_id);
+	for (int i = 0; td != NULL && i < td->numtriggers; i++)
+		if (strcmp(td->triggers[i].tgname, name) == 0)
+			return td->triggers[i].tgenabled != TRIGGER_DISABLED;
+	return false;
+}
+
+static bool
+job_finished(int64 job_id)
+{
+	Oid			relid = get_relname_relid("job", get_namespace_oid(BACKFILL_SCHEMA, false));
+	Relation	rel;
+	SysScanDesc scan;
+	ScanKeyData skey;
+	HeapTuple	tup;
+	bool		finished = false;
+
+	if (!OidIsValid(relid))
+		return false;
+	rel = table_open(relid, AccessShareLock);
+	(void) RelationGetIndexList(rel);	/* sets rd_pkindex */
+	ScanKeyInit(&skey, get_attnum(relid, "job_id"), BTEqualStrategyNumber,
+				F_INT8EQ, Int64GetDatum(job_id));
+	scan = systable_beginscan(rel, rel->rd_pkindex, true, NULL, 1, &skey);
+	tup = systable_getnext(scan);
+	if (HeapTupleIsValid(tup))
+	{
+		bool		isnull;
+		Datum		d = heap_getattr(tup, get_attnum(relid, "status"),
+									 RelationGetDescr(rel), &isnull);
+
+		finished = !isnull && strcmp(TextDatumGetCString(d), "finished") == 0;
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	return finished;
+}
+
+/*
+ * Whether a trigger of the capture side (capture = true) or of the apply
+ * side is in charge now.  The trigger that asks is enabled, as it fired.
+ */
+static bool
+side_in_charge(Relation rel, int64 job_id, bool capture, bool row)
+{
+	const char *other;
+
+	if (row)
+		other = capture ? "backfill_apply_" : "backfill_capture_";
+	else
+		other = capture ? "backfill_apply_truncate_" : "backfill_capture_truncate_";
+	if (!trigger_enabled(rel, other, job_id))
+		return true;
+	return job_finished(job_id) != capture;
+}
+
+/*
  * backfill.capture_change() trigger
  */
 Datum
@@ -387,6 +504,10 @@ backfill_capture_change(PG_FUNCTION_ARGS)
 				 errmsg("change table of backfill job %lld does not exist", (long long) job_id),
 				 errhint("Drop trigger \"%s\" on table \"%s\", or drop the job with backfill.drop_job().",
 						 trigdata->tg_trigger->tgname, RelationGetRelationName(rel))));
+
+	check_trigger_relation(trigdata, job_id, changes_oid);
+	if (!side_in_charge(rel, job_id, true, true))
+		return PointerGetDatum(NULL);
 
 	relation_key(rel, &key);
 	tuple_key(trigdata->tg_trigtuple, desc, &key, oldkey, oldnull);
@@ -484,32 +605,29 @@ apply_entry_build(ApplyEntry *entry, int64 job_id)
 		appendStringInfo(&keymatch, "%s$%d", k > 0 ? ", " : "", k + 1);
 	params = keymatch.data;
 
-	/* SET list: every output column that is not a key column */
+	/*
+	 * SET list: every output column, the key columns too.  The conflicting
+	 * downstream row has an equal key, but an equal key may be written
+	 * differently (numeric 1.5 and 1.50, float8 0 and -0, interval '1 day'
+	 * and '24 hours'), and the downstream must show the upstream's.
+	 */
 	{
 		char	   *pkcols = backfill_pk_list(job, NULL);
 
 		for (int i = 0; i < job->ncols; i++)
 		{
-			bool		is_key = false;
 			const char *col = quote_identifier(job->col_names[i]);
 
-			for (int k = 0; k < job->npk; k++)
-				is_key |= strcmp(job->pk_names[k], job->col_names[i]) == 0;
-			if (!is_key)
-				appendStringInfo(&setlist, "%s%s = EXCLUDED.%s",
-								 setlist.len > 0 ? ", " : "", col, col);
+			appendStringInfo(&setlist, "%s%s = EXCLUDED.%s",
+							 setlist.len > 0 ? ", " : "", col, col);
 		}
 
 		initStringInfo(&sql);
 		appendStringInfo(&sql,
 						 "INSERT INTO %s (%s) SELECT %s FROM ONLY %s WHERE (%s) = (%s) "
-						 "ON CONFLICT (%s) DO ",
+						 "ON CONFLICT (%s) DO UPDATE SET %s",
 						 job->downstream_sql, job->columns_sql, job->columns_sql,
-						 job->upstream_sql, pkcols, params, pkcols);
-		if (setlist.len > 0)
-			appendStringInfo(&sql, "UPDATE SET %s", setlist.data);
-		else
-			appendStringInfoString(&sql, "NOTHING");
+						 job->upstream_sql, pkcols, params, pkcols, setlist.data);
 		entry->upsert_plan = SPI_prepare(sql.data, job->npk, job->pk_types);
 		if (entry->upsert_plan == NULL)
 			elog(ERROR, "SPI_prepare failed for: %s", sql.data);
@@ -595,6 +713,8 @@ backfill_apply_change(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("backfill.apply_change() was not called by the trigger manager")));
 	job_id = trigger_job_id(trigdata, "backfill.apply_change()");
+	if (!side_in_charge(trigdata->tg_relation, job_id, false, true))
+		return PointerGetDatum(NULL);
 
 	if (apply_cache == NULL)
 	{
@@ -635,6 +755,9 @@ backfill_apply_change(PG_FUNCTION_ARGS)
 	}
 	(void) set_config_option("search_path", entry->search_path,
 							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+
+	if (entry->upstream != RelationGetRelid(trigdata->tg_relation))
+		check_trigger_relation(trigdata, job_id, entry->downstream);
 
 	/* the key the plans were made for must still be the primary key */
 	for (int k = 0; k < Max(key.npk, entry->npk); k++)
@@ -688,6 +811,10 @@ backfill_truncate_change(PG_FUNCTION_ARGS)
 				 errmsg("backfill.truncate_change() needs the job id as its only argument")));
 	job_id = pg_strtoint64(trigger->tgargs[0]);
 
+	check_trigger_relation(trigdata, job_id, InvalidOid);
+	if (!side_in_charge(trigdata->tg_relation, job_id,
+						TRIGGER_FIRED_BEFORE(trigdata->tg_event), false))
+		return PointerGetDatum(NULL);
 	if (TRIGGER_FIRED_BEFORE(trigdata->tg_event))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -707,4 +834,56 @@ backfill_truncate_change(PG_FUNCTION_ARGS)
 	SPI_finish();
 	backfill_role_leave(&oc);
 	return PointerGetDatum(NULL);
+}
+
+/*
+ * backfill_assert_triggers
+ *		Put the job's triggers in the state its status says: capture firing
+ *		ALWAYS and apply disabled while it backfills, the other way round
+ *		once it has finished.  Something else may have changed them: a
+ *		data-only restore ends with ALTER TABLE ... ENABLE TRIGGER ALL,
+ *		which enables all four and no longer fires the capture ALWAYS.  Run
+ *		at the start of every run; takes SHARE ROW EXCLUSIVE on the upstream
+ *		only when a trigger is not as it should be.
+ */
+void
+backfill_assert_triggers(BackfillJob *job)
+{
+	bool		finished = strcmp(job->status, "finished") == 0;
+	struct
+	{
+		const char *prefix;
+		bool		capture;
+	}			triggers[] = {
+		{"backfill_capture_", true}, {"backfill_apply_", false},
+		{"backfill_capture_truncate_", true}, {"backfill_apply_truncate_", false}
+	};
+	Relation	rel;
+	bool		as_should = true;
+
+	if (strcmp(job->status, "cancelled") == 0)
+		return;
+	for (int pass = 0; pass < 2 && !(pass == 1 && as_should); pass++)
+	{
+		rel = table_open(job->upstream, pass == 0 ? AccessShareLock : ShareRowExclusiveLock);
+		for (int i = 0; i < lengthof(triggers); i++)
+		{
+			char		name[NAMEDATALEN];
+			char		want = (triggers[i].capture != finished) ?
+				TRIGGER_FIRES_ALWAYS : TRIGGER_DISABLED;
+			TriggerDesc *td = rel->trigdesc;
+
+			snprintf(name, sizeof(name), "%s%lld", triggers[i].prefix, (long long) job->job_id);
+			for (int t = 0; td != NULL && t < td->numtriggers; t++)
+			{
+				if (strcmp(td->triggers[t].tgname, name) != 0 ||
+					td->triggers[t].tgenabled == want)
+					continue;
+				as_should = false;
+				if (pass == 1)
+					EnableDisableTrigger(rel, name, want, false, ShareRowExclusiveLock);
+			}
+		}
+		table_close(rel, NoLock);
+	}
 }

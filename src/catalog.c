@@ -495,6 +495,11 @@ backfill_create_job(PG_FUNCTION_ARGS)
 
 	/* the downstream: a new table, outside the extension's schema */
 	downstream_rv = makeRangeVarFromNameList(stringToQualifiedNameList(name));
+	if (downstream_rv->relname[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_NAME),
+				 errmsg("invalid name syntax"),
+				 errdetail("The name of the downstream table is empty.")));
 	downstream_nsp = RangeVarGetCreationNamespace(downstream_rv);
 	if (downstream_nsp == get_namespace_oid(BACKFILL_SCHEMA, false))
 		ereport(ERROR,
@@ -1194,8 +1199,27 @@ backfill_unpin_search_path(int level)
  *		SPI, so that a writer who may not read the catalog can still find
  *		whom to act as.  InvalidOid if the job does not exist.
  */
+static Oid job_oid_column(int64 job_id, const char *column);
+
 Oid
 backfill_job_owner(int64 job_id)
+{
+	return job_oid_column(job_id, "owner");
+}
+
+/*
+ * backfill_job_upstream
+ *		The upstream of a job, read as backfill_job_owner() reads the owner.
+ *		InvalidOid if the job does not exist.
+ */
+Oid
+backfill_job_upstream(int64 job_id)
+{
+	return job_oid_column(job_id, "upstream");
+}
+
+static Oid
+job_oid_column(int64 job_id, const char *column)
 {
 	Oid			nsp = get_namespace_oid(BACKFILL_SCHEMA, false);
 	Oid			relid = get_relname_relid("job", nsp);
@@ -1216,7 +1240,7 @@ backfill_job_owner(int64 job_id)
 	if (HeapTupleIsValid(tup))
 	{
 		bool		isnull;
-		Datum		d = heap_getattr(tup, get_attnum(relid, "owner"),
+		Datum		d = heap_getattr(tup, get_attnum(relid, column),
 									 RelationGetDescr(rel), &isnull);
 
 		if (!isnull)

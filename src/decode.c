@@ -61,7 +61,22 @@ decode_startup(LogicalDecodingContext *ctx, OutputPluginOptions *opt, bool is_in
 		DefElem    *elem = lfirst(lc);
 
 		if (strcmp(elem->defname, "relid") == 0 && elem->arg != NULL)
-			state->relid = (Oid) strtoul(strVal(elem->arg), NULL, 10);
+		{
+			const char *value = strVal(elem->arg);
+			char	   *end;
+			unsigned long relid;
+
+			errno = 0;
+			relid = strtoul(value, &end, 10);
+			if (errno != 0 || *end != '\0' || end == value || value[0] == '-' ||
+				relid == 0 || relid > PG_UINT32_MAX)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("invalid value for option \"relid\" of output plugin \"backfill\": \"%s\"",
+								value),
+						 errhint("Pass the OID of the upstream table.")));
+			state->relid = (Oid) relid;
+		}
 		else
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

@@ -165,7 +165,13 @@ backfill_job_catalog(PG_FUNCTION_ARGS)
 	op = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	backfill_require_job_owner(job_id);
 	if (strcmp(op, "copy_names") == 0)
+	{
+		if (arg_null)
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("operation \"copy_names\" needs the job to copy from")));
 		backfill_require_job_owner(arg);
+	}
 
 	values[0] = Int64GetDatum(job_id);
 	values[1] = Int64GetDatum(arg);
@@ -186,9 +192,14 @@ backfill_job_catalog(PG_FUNCTION_ARGS)
 	else if (strcmp(op, "rate_limit") == 0)
 		exec_with_args("UPDATE backfill.job SET rate_limit = $2::pg_catalog.int4 WHERE job_id = $1",
 					   2, types, values, nulls, SPI_OK_UPDATE);
-	else if (strcmp(op, "reschedule") == 0 && !arg_null && arg >= 1 &&
-			 arg <= BACKFILL_MAX_PARALLELISM)
+	else if (strcmp(op, "reschedule") == 0)
+	{
+		if (arg_null || arg < 1 || arg > BACKFILL_MAX_PARALLELISM)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("parallelism must be between 1 and %d", BACKFILL_MAX_PARALLELISM)));
 		rebuild_actors(job_id, (int) arg);
+	}
 	else if (strcmp(op, "copy_names") == 0)
 		exec_with_args("UPDATE backfill.job j SET job_name = o.job_name, ddl_statement = o.ddl_statement "
 					   "FROM backfill.job o WHERE j.job_id = $1 AND o.job_id = $2",

@@ -107,6 +107,7 @@ backfill_prepare_run(BackfillJob *job, bool background)
 	if (job->runs > 0)
 		backfill_recovery_check(job);
 	start_run(job, background);
+	backfill_assert_triggers(job);
 	if (strcmp(job->status, "finished") == 0)
 	{
 		/* a crash may have come between the finish and the slot's drop */

@@ -281,6 +281,7 @@ load_cdc_state(BackfillJob *job)
 	char	   *offset_type;
 	char	   *offset_lsn;
 	VnodeState	vs;
+	MemoryContext old;
 
 	initStringInfo(&sql);
 	appendStringInfo(&sql,
@@ -335,6 +336,7 @@ load_cdc_state(BackfillJob *job)
 		for (int k = 0; k < npk; k++)
 			if (vs.pos_null[k])
 				fail_with_split_error(job, "current_pos", split);
+	old = MemoryContextSwitchTo(GetMemoryChunkContext(job));
 	for (int v = 0; v < BACKFILL_VNODE_COUNT; v++)
 	{
 		VnodeState *ws = &job->vnodes[v];
@@ -343,9 +345,19 @@ load_cdc_state(BackfillJob *job)
 		ws->finished = DatumGetBool(finished);
 		ws->row_count = DatumGetInt64(row_count);
 		ws->has_pos = vs.has_pos;
-		memcpy(ws->pos, vs.pos, sizeof(Datum) * npk);
 		memcpy(ws->pos_null, vs.pos_null, sizeof(bool) * npk);
+		/* a copy of its own: backfill_set_position() frees a vnode's old one */
+		for (int k = 0; k < npk; k++)
+		{
+			Form_pg_attribute att = TupleDescAttr(desc, 1 + k);
+
+			if (v == 0 || !vs.has_pos || vs.pos_null[k] || att->attbyval)
+				ws->pos[k] = vs.pos[k];
+			else
+				ws->pos[k] = datumCopy(vs.pos[k], false, att->attlen);
+		}
 	}
+	MemoryContextSwitchTo(old);
 	SPI_freetuptable(SPI_tuptable);
 }
 
