@@ -161,28 +161,38 @@ snapshot_chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter)
 
 	initStringInfo(&cols_u);
 	initStringInfo(&cols_f);
+	/*
+	 * Each branch reads at most limit + 1 rows in key order, the upstream's
+	 * through its primary key, the log's through its index, so that a chunk
+	 * costs its own size, not a sort of all the rest of the upstream; the
+	 * first limit + 1 rows of the union are among them.
+	 */
 	for (int i = 0; i < job->ncols; i++)
 	{
 		const char *col = quote_identifier(job->col_names[i]);
+		bool		is_key = false;
 
+		for (int k = 0; k < job->npk; k++)
+			is_key |= strcmp(job->pk_names[k], job->col_names[i]) == 0;
 		appendStringInfo(&cols_u, "%su.%s", i > 0 ? ", " : "", col);
-		appendStringInfo(&cols_f, "%s(f.o).%s", i > 0 ? ", " : "", col);
+		appendStringInfo(&cols_f, "%s%s%s", i > 0 ? ", " : "", is_key ? "f." : "(f.o).", col);
 	}
 
 	initStringInfo(&sql);
 	appendStringInfo(&sql,
-					 "WITH s AS MATERIALIZED (SELECT x.* FROM ("
+					 "WITH s AS MATERIALIZED (SELECT x.* FROM (("
 					 "SELECT %s FROM ONLY %s u WHERE true%s "
 					 "AND NOT EXISTS (SELECT FROM %s l WHERE (%s) = (%s)) "
-					 "UNION ALL "
-					 "SELECT %s FROM (SELECT DISTINCT ON (%s) l.backfill_old_row AS o FROM %s l "
+					 "ORDER BY %s LIMIT $%d + 1) "
+					 "UNION ALL ("
+					 "SELECT %s FROM (SELECT DISTINCT ON (%s) %s, l.backfill_old_row AS o FROM %s l "
 					 "WHERE true%s ORDER BY %s, l.backfill_seq) f "
-					 "WHERE (f.o).%s IS NOT NULL"
-					 ") x ORDER BY %s LIMIT $%d + 1), ",
+					 "WHERE (f.o).%s IS NOT NULL ORDER BY %s LIMIT $%d + 1"
+					 ")) x ORDER BY %s LIMIT $%d + 1), ",
 					 cols_u.data, job->upstream_sql, cond_u,
-					 job->changes_sql, lpk, upk,
-					 cols_f.data, lpk, job->changes_sql, cond_l, lpk,
-					 quote_identifier(job->pk_names[0]),
+					 job->changes_sql, lpk, upk, upk, nargs,
+					 cols_f.data, lpk, lpk, job->changes_sql, cond_l, lpk,
+					 quote_identifier(job->pk_names[0]), backfill_pk_list(job, "f"), nargs,
 					 pk, nargs);
 	appendStringInfo(&sql,
 					 "ins AS (INSERT INTO %s (%s) SELECT %s FROM s ORDER BY %s LIMIT $%d RETURNING %s) "
