@@ -27,6 +27,13 @@ LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION backfill._drop_slot(bigint) IS
 'Internal: drops the replication slot of a cdc job the caller owns, if it exists, when the transaction commits.';
 
+CREATE FUNCTION backfill._lock_slot(job_id bigint)
+RETURNS void
+AS 'MODULE_PATHNAME', 'backfill_lock_slot'
+LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION backfill._lock_slot(bigint) IS
+'Internal: waits for, then holds until the end of the transaction, the lock that guards a cdc job''s replication slot.';
+
 -- DROP EXTENSION ... CASCADE drops the jobs' tables but cannot run
 -- drop_job: at commit, if the extension is gone, its slots go too
 CREATE FUNCTION backfill._on_drop_extension()
@@ -418,6 +425,8 @@ BEGIN
                                   (SELECT oid FROM pg_database WHERE datname = current_database()),
                                   j.job_id)) THEN
                 PERFORM backfill._flush_wal();
+                -- one user of the slot at a time: the job's fetch waits
+                PERFORM backfill._lock_slot(j.job_id);
                 decoded := format(
                     'SELECT ROW((substr(p.data, strpos(p.data, E''\t'') + 1)::%s).*) AS k '
                     '  FROM pg_logical_slot_peek_changes(%L, NULL, NULL, ''relid'', %L) p',

@@ -62,6 +62,9 @@
 /* field4 of the advisory lock tag that marks a job as being run or changed */
 #define BACKFILL_LOCK_FIELD4 0x6266
 
+/* field4 of the advisory lock tag that guards a cdc job's replication slot */
+#define BACKFILL_SLOT_LOCK_FIELD4 0x6267
+
 typedef enum BackfillKind
 {
 	BACKFILL_KIND_NO_SHUFFLE,	/* legacy: cannot resume */
@@ -229,6 +232,7 @@ extern Oid	backfill_require_job_owner(int64 job_id);
 extern char *backfill_slot_name(int64 job_id);
 extern void backfill_cdc_check_create(Relation upstream, int parallelism);
 extern void backfill_cdc_drop_slot(int64 job_id);
+extern void backfill_cdc_lock_slot(int64 job_id);
 
 /* run.c */
 extern bool backfill_prepare_run(BackfillJob *job, bool background);

@@ -71,6 +71,7 @@
 #include "barrier.h"
 
 PG_FUNCTION_INFO_V1(backfill_drop_slot);
+PG_FUNCTION_INFO_V1(backfill_lock_slot);
 PG_FUNCTION_INFO_V1(backfill_on_drop_extension);
 
 /* slots to drop when the transaction commits, in TopMemoryContext */
@@ -169,6 +170,35 @@ backfill_cdc_check_create(Relation upstream, int parallelism)
 }
 
 /*
+ * backfill_cdc_lock_slot
+ *		Take the job's slot lock until the transaction ends.  A slot serves
+ *		one backend at a time, and the job's fetch, verify_job's peek and the
+ *		drop after the finish take turns on it through this lock, instead of
+ *		failing with "replication slot ... is active".
+ */
+void
+backfill_cdc_lock_slot(int64 job_id)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (job_id >> 32), (uint32) job_id,
+						 BACKFILL_SLOT_LOCK_FIELD4);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+}
+
+/*
+ * backfill._lock_slot(job_id bigint) RETURNS void
+ *		For verify_job(), before it peeks at the slot of a job the caller owns.
+ */
+Datum
+backfill_lock_slot(PG_FUNCTION_ARGS)
+{
+	(void) backfill_require_job_owner(PG_GETARG_INT64(0));
+	backfill_cdc_lock_slot(PG_GETARG_INT64(0));
+	PG_RETURN_VOID();
+}
+
+/*
  * backfill_cdc_drop_slot
  *		Drop the job's replication slot if it exists, now.
  */
@@ -177,6 +207,7 @@ backfill_cdc_drop_slot(int64 job_id)
 {
 	char	   *name = backfill_slot_name(job_id);
 
+	backfill_cdc_lock_slot(job_id);
 	if (SearchNamedReplicationSlot(name, true) != NULL)
 		ReplicationSlotDrop(name, false);
 }
@@ -390,8 +421,10 @@ backfill_cdc_fetch(BarrierExecutor *exec)
 	Oid			argtypes[2] = {NAMEOID, PG_LSNOID};
 	XLogRecPtr	upto;
 	bool		exists;
-	XLogRecPtr	confirmed = slot_position(exec, &exists);
+	XLogRecPtr	confirmed;
 
+	backfill_cdc_lock_slot(job->job_id);
+	confirmed = slot_position(exec, &exists);
 	if (!exists)
 	{
 		if (exec->cdc_offset_known)

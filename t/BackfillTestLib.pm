@@ -36,6 +36,7 @@ our @EXPORT = qw(
   freeze_job
   wait_blocked_on_state
   kill_backend_and_wait
+  wait_accepting
   job_info
   job_state
   compare_states
@@ -427,6 +428,23 @@ SELECT CASE
 # kill -9 one backend and wait until the postmaster has noticed, killed the
 # other backends, reinitialized and accepts connections again.  Waiting for
 # the "reinitializing" line first matters: right after the kill the
+# Wait until the server accepts connections again after a crash.  Not
+# poll_query_until: it writes the query to psql's stdin, and a psql refused
+# while the server still recovers may exit before reading it (broken pipe).
+sub wait_accepting
+{
+	my ($node) = @_;
+	return wait_until(
+		$bg_timeout,
+		sub {
+			my ($out, $err) = ('', '');
+			IPC::Run::run(
+				[ 'psql', '-XAtq', '-d', $node->connstr('postgres'), '-c', 'SELECT 1' ],
+				'<', '/dev/null', '>', \$out, '2>', \$err);
+			return $out =~ /^1\n?$/;
+		});
+}
+
 # postmaster may not have noticed yet, and a query could still succeed.
 sub kill_backend_and_wait
 {
@@ -436,8 +454,7 @@ sub kill_backend_and_wait
 	$node->wait_for_log(
 		qr/server process \(PID $pid\) was terminated by signal 9.*all server processes terminated; reinitializing/s,
 		$offset);
-	ok($node->poll_query_until('postgres', 'SELECT true'),
-		'server accepts connections again after the crash');
+	ok(wait_accepting($node), 'server accepts connections again after the crash');
 }
 
 # One row of backfill.jobs, as a hash.
@@ -642,8 +659,7 @@ sub kill_and_wait_restart
 	$node->wait_for_log(
 		qr/\(PID $pid\) was terminated by signal 9.*all server processes terminated; reinitializing/s,
 		$offset);
-	ok($node->poll_query_until('postgres', 'SELECT true'),
-		"$label: server accepts connections again after the crash");
+	ok(wait_accepting($node), "$label: server accepts connections again after the crash");
 }
 
 # kill -9 of the postmaster itself, then start the server again once every
