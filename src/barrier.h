@@ -63,6 +63,7 @@ extern void backfill_spi_enter(void);
 extern void backfill_spi_leave(void);
 extern SPIPlanPtr backfill_prepare_kept(const char *sql, int nargs, Oid *argtypes);
 extern char *backfill_pk_params(BackfillJob *job, int first);
+extern void backfill_append_excluded_key(StringInfo sql, BackfillJob *job);
 extern void backfill_set_position(BarrierExecutor *exec, VnodeState *vs, Datum *pos);
 extern void backfill_forward_changes(BarrierExecutor *exec, int lo, int hi);
 extern void backfill_sleep_until(TimestampTz t);
@@ -76,7 +77,6 @@ extern int64 backfill_snapshot_read_chunk(BarrierExecutor *exec, VnodeGroup *gro
 										  int64 limit);
 extern bool backfill_snapshot_log_store_barrier(BarrierExecutor *exec, int actor);
 extern void backfill_snapshot_update_actor(BarrierExecutor *exec, BackfillActor *actor);
-extern void backfill_snapshot_persist(BarrierExecutor *exec);
 extern bool backfill_snapshot_everywhere(BackfillJob *job, bool log_store_too);
 extern bool backfill_vnodes_finished(BackfillJob *job, int actor);
 

@@ -160,6 +160,20 @@ trigger_job_id(TriggerData *trigdata, const char *funcname)
 	return pg_strtoint64(trigger->tgargs[0]);
 }
 
+/* a trigger names a job that does not exist */
+static void report_missing_job(TriggerData *trigdata, int64 job_id) pg_attribute_noreturn();
+
+static void
+report_missing_job(TriggerData *trigdata, int64 job_id)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_UNDEFINED_OBJECT),
+			 errmsg("backfill job %lld does not exist", (long long) job_id),
+			 errhint("Drop trigger \"%s\" on table \"%s\".",
+					 trigdata->tg_trigger->tgname,
+					 RelationGetRelationName(trigdata->tg_relation))));
+}
+
 /*
  * A trigger fires for the job its argument names only on that job's
  * upstream: one attached by hand to another table must not write the job's
@@ -179,12 +193,7 @@ check_trigger_relation(TriggerData *trigdata, int64 job_id, Oid job_table)
 		return;
 	upstream = backfill_job_upstream(job_id);
 	if (!OidIsValid(upstream))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("backfill job %lld does not exist", (long long) job_id),
-				 errhint("Drop trigger \"%s\" on table \"%s\".",
-						 trigdata->tg_trigger->tgname,
-						 RelationGetRelationName(trigdata->tg_relation))));
+		report_missing_job(trigdata, job_id);
 	if (upstream != relid)
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
@@ -670,12 +679,7 @@ enter_owner_context(TriggerData *trigdata, int64 job_id, Oid owner, RoleContext 
 	if (!OidIsValid(owner))
 		owner = backfill_job_owner(job_id);
 	if (!OidIsValid(owner))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("backfill job %lld does not exist", (long long) job_id),
-				 errhint("Drop trigger \"%s\" on table \"%s\".",
-						 trigdata->tg_trigger->tgname,
-						 RelationGetRelationName(trigdata->tg_relation))));
+		report_missing_job(trigdata, job_id);
 	backfill_owner_enter(owner, true, rc);
 }
 

@@ -320,10 +320,7 @@ backfill_cdc_prepare(BarrierExecutor *exec)
 					 "ON CONFLICT (split_id) DO UPDATE SET backfill_finished = EXCLUDED.backfill_finished, "
 					 "row_count = EXCLUDED.row_count, cdc_offset = EXCLUDED.cdc_offset",
 					 job->state_sql, backfill_pk_list(job, NULL), backfill_pk_params(job, 5));
-	for (int k = 0; k < job->npk; k++)
-		appendStringInfo(&sql, ", %s = EXCLUDED.%s",
-						 quote_identifier(job->pk_names[k]),
-						 quote_identifier(job->pk_names[k]));
+	backfill_append_excluded_key(&sql, job);
 	argtypes[0] = VARCHAROID;
 	argtypes[1] = BOOLOID;
 	argtypes[2] = INT8OID;

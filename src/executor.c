@@ -182,7 +182,7 @@ backfill_executor_create(BackfillJob *job)
 	StringInfoData sql;
 	char	   *pk = backfill_pk_list(job, NULL);
 	char	   *matching;
-	Oid			argtypes[INDEX_MAX_KEYS + 3];
+	Oid			argtypes[INDEX_MAX_KEYS + 4];
 	int			guc_level;
 
 	free_kept_plans();			/* those of a run that failed */
@@ -250,23 +250,21 @@ backfill_executor_create(BackfillJob *job)
 		backfill_cdc_prepare(exec);
 	else
 	{
+		/* $4, the epoch, is the snapshot kind's: see persist_state() */
 		resetStringInfo(&sql);
 		appendStringInfo(&sql,
 						 "INSERT INTO %s (vnode, %s, backfill_finished, row_count) "
 						 "SELECT u.v, %s, $3, u.c FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS u(v, c) "
-						 "ON CONFLICT (vnode) DO UPDATE SET ",
-						 job->state_sql, pk, backfill_pk_params(job, 4));
-		for (int k = 0; k < job->npk; k++)
-			appendStringInfo(&sql, "%s = EXCLUDED.%s, ",
-							 quote_identifier(job->pk_names[k]),
-							 quote_identifier(job->pk_names[k]));
-		appendStringInfoString(&sql, "backfill_finished = EXCLUDED.backfill_finished, "
-							   "row_count = EXCLUDED.row_count");
+						 "ON CONFLICT (vnode) DO UPDATE SET backfill_finished = EXCLUDED.backfill_finished, "
+						 "row_count = EXCLUDED.row_count",
+						 job->state_sql, pk, backfill_pk_params(job, 5));
+		backfill_append_excluded_key(&sql, job);
 		argtypes[0] = INT2ARRAYOID;
 		argtypes[1] = INT8ARRAYOID;
 		argtypes[2] = BOOLOID;
-		memcpy(&argtypes[3], job->pk_types, sizeof(Oid) * job->npk);
-		exec->persist_plan = backfill_prepare_kept(sql.data, 3 + job->npk, argtypes);
+		argtypes[3] = INT8OID;
+		memcpy(&argtypes[4], job->pk_types, sizeof(Oid) * job->npk);
+		exec->persist_plan = backfill_prepare_kept(sql.data, 4 + job->npk, argtypes);
 	}
 
 	argtypes[0] = INT4OID;
@@ -553,7 +551,9 @@ read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
 
 /*
  * Persist every dirty vnode, one statement per set of vnodes that share
- * position and flag.
+ * position, flag and epoch (the snapshot kind's; 0 for the others).  The
+ * persist plans of the vnode layouts take the same parameters: the vnodes,
+ * their row counts, the flag, the epoch, then the position.
  */
 static void
 persist_state(BarrierExecutor *exec)
@@ -561,11 +561,6 @@ persist_state(BarrierExecutor *exec)
 	BackfillJob *job = exec->job;
 	bool		done[BACKFILL_VNODE_COUNT] = {0};
 
-	if (job->kind == BACKFILL_KIND_SNAPSHOT)
-	{
-		backfill_snapshot_persist(exec);
-		return;
-	}
 	if (job->kind == BACKFILL_KIND_CDC)
 	{
 		backfill_cdc_persist(exec);
@@ -578,8 +573,8 @@ persist_state(BarrierExecutor *exec)
 		Datum		vnodes[BACKFILL_VNODE_COUNT];
 		Datum		counts[BACKFILL_VNODE_COUNT];
 		int			n = 0;
-		Datum		values[INDEX_MAX_KEYS + 3];
-		char		nulls[INDEX_MAX_KEYS + 3];
+		Datum		values[INDEX_MAX_KEYS + 4];
+		char		nulls[INDEX_MAX_KEYS + 4];
 
 		if (!vs->dirty || done[v])
 			continue;
@@ -588,7 +583,7 @@ persist_state(BarrierExecutor *exec)
 			VnodeState *ws = &job->vnodes[w];
 
 			if (ws->dirty && !done[w] && ws->finished == vs->finished &&
-				same_position(exec, vs, ws))
+				ws->epoch == vs->epoch && same_position(exec, vs, ws))
 			{
 				vnodes[n] = Int16GetDatum((int16) w);
 				counts[n] = Int64GetDatum(ws->row_count);
@@ -600,11 +595,12 @@ persist_state(BarrierExecutor *exec)
 		values[1] = PointerGetDatum(construct_array(counts, n, INT8OID, 8,
 													FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 		values[2] = BoolGetDatum(vs->finished);
-		nulls[0] = nulls[1] = nulls[2] = ' ';
+		values[3] = Int64GetDatum(vs->epoch);
+		memset(nulls, ' ', sizeof(nulls));
 		for (int k = 0; k < job->npk; k++)
 		{
-			values[3 + k] = vs->has_pos ? vs->pos[k] : (Datum) 0;
-			nulls[3 + k] = vs->has_pos ? ' ' : 'n';
+			values[4 + k] = vs->has_pos ? vs->pos[k] : (Datum) 0;
+			nulls[4 + k] = vs->has_pos ? ' ' : 'n';
 		}
 		if (SPI_execute_plan(exec->persist_plan, values, nulls, false, 0) != SPI_OK_INSERT)
 			elog(ERROR, "could not write state table %s", job->state_sql);
@@ -615,6 +611,16 @@ persist_state(BarrierExecutor *exec)
 		job->vnodes[v].dirty = false;
 		job->vnodes[v].present |= done[v];
 	}
+}
+
+/* ", k1 = EXCLUDED.k1, ...": an upsert's SET list for the key columns */
+void
+backfill_append_excluded_key(StringInfo sql, BackfillJob *job)
+{
+	for (int k = 0; k < job->npk; k++)
+		appendStringInfo(sql, ", %s = EXCLUDED.%s",
+						 quote_identifier(job->pk_names[k]),
+						 quote_identifier(job->pk_names[k]));
 }
 
 /* RisingWave's epoch: milliseconds since 2021-04-01 in the high 48 bits */

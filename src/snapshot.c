@@ -51,7 +51,6 @@
 #include "lib/stringinfo.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/datum.h"
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
@@ -77,10 +76,7 @@ backfill_snapshot_prepare(BarrierExecutor *exec)
 					 "ON CONFLICT (vnode) DO UPDATE SET epoch = EXCLUDED.epoch, "
 					 "row_count = EXCLUDED.row_count, is_epoch_finished = EXCLUDED.is_epoch_finished",
 					 job->state_sql, pk, backfill_pk_params(job, 5));
-	for (int k = 0; k < job->npk; k++)
-		appendStringInfo(&sql, ", %s = EXCLUDED.%s",
-						 quote_identifier(job->pk_names[k]),
-						 quote_identifier(job->pk_names[k]));
+	backfill_append_excluded_key(&sql, job);
 	argtypes[0] = INT2ARRAYOID;
 	argtypes[1] = INT8ARRAYOID;
 	argtypes[2] = BOOLOID;
@@ -444,64 +440,4 @@ backfill_snapshot_update_actor(BarrierExecutor *exec, BackfillActor *actor)
 	if (SPI_execute_plan(exec->actor_plan, values, NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update backfill.actor");
 	backfill_role_leave(&rc);
-}
-
-/*
- * backfill_snapshot_persist
- *		Persist every dirty vnode, one statement per set of vnodes that share
- *		position, flag and epoch.
- */
-void
-backfill_snapshot_persist(BarrierExecutor *exec)
-{
-	BackfillJob *job = exec->job;
-	bool		done[BACKFILL_VNODE_COUNT] = {0};
-
-	for (int v = 0; v < BACKFILL_VNODE_COUNT; v++)
-	{
-		VnodeState *vs = &job->vnodes[v];
-		Datum		vnodes[BACKFILL_VNODE_COUNT];
-		Datum		counts[BACKFILL_VNODE_COUNT];
-		int			n = 0;
-		Datum		values[INDEX_MAX_KEYS + 4];
-		char		nulls[INDEX_MAX_KEYS + 4];
-
-		if (!vs->dirty || done[v])
-			continue;
-		for (int w = v; w < BACKFILL_VNODE_COUNT; w++)
-		{
-			VnodeState *ws = &job->vnodes[w];
-			bool		same = ws->dirty && !done[w] && ws->finished == vs->finished &&
-				ws->epoch == vs->epoch && ws->has_pos == vs->has_pos;
-
-			for (int k = 0; same && vs->has_pos && k < job->npk; k++)
-				same = datumIsEqual(vs->pos[k], ws->pos[k], exec->typbyvals[k], exec->typlens[k]);
-			if (same)
-			{
-				vnodes[n] = Int16GetDatum((int16) w);
-				counts[n] = Int64GetDatum(ws->row_count);
-				n++;
-				done[w] = true;
-			}
-		}
-		values[0] = PointerGetDatum(construct_array(vnodes, n, INT2OID, 2, true, TYPALIGN_SHORT));
-		values[1] = PointerGetDatum(construct_array(counts, n, INT8OID, 8,
-													FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-		values[2] = BoolGetDatum(vs->finished);
-		values[3] = Int64GetDatum(vs->epoch);
-		memset(nulls, ' ', sizeof(nulls));
-		for (int k = 0; k < job->npk; k++)
-		{
-			values[4 + k] = vs->has_pos ? vs->pos[k] : (Datum) 0;
-			nulls[4 + k] = vs->has_pos ? ' ' : 'n';
-		}
-		if (SPI_execute_plan(exec->persist_plan, values, nulls, false, 0) != SPI_OK_INSERT)
-			elog(ERROR, "could not write state table %s", job->state_sql);
-	}
-
-	for (int v = 0; v < BACKFILL_VNODE_COUNT; v++)
-	{
-		job->vnodes[v].dirty = false;
-		job->vnodes[v].present |= done[v];
-	}
 }

@@ -429,21 +429,7 @@ backfill_load_state(BackfillJob *job)
 		vs->present = true;
 		vs->finished = DatumGetBool(finished);
 		vs->row_count = DatumGetInt64(row_count);
-		vs->has_pos = false;
-		for (int k = 0; k < npk; k++)
-		{
-			Form_pg_attribute att = TupleDescAttr(desc, k + 1);
-			Datum		d = SPI_getbinval(tup, desc, k + 2, &vs->pos_null[k]);
-
-			if (!vs->pos_null[k])
-			{
-				MemoryContext old = MemoryContextSwitchTo(cxt);
-
-				vs->pos[k] = datumCopy(d, att->attbyval, att->attlen);
-				MemoryContextSwitchTo(old);
-				vs->has_pos = true;
-			}
-		}
+		read_position(job, vs, tup, desc, 2);
 
 		/* a position is all of the key or nothing */
 		if (vs->has_pos)

@@ -146,30 +146,6 @@ sub wait_blocked_by
 		});
 }
 
-# kill_backend_and_wait() of BackfillTestLib, but waiting for the server
-# with a psql that reads no standard input: poll_query_until() feeds its
-# query through a pipe, and a psql refused by a server still in recovery may
-# exit before reading it, which makes IPC::Run die of EPIPE.
-sub kill_backend_and_wait_ready
-{
-	my ($pid) = @_;
-	my $offset = -s $node->logfile;
-	ok(kill('KILL', $pid), "kill -9 of backend $pid");
-	$node->wait_for_log(
-		qr/server process \(PID $pid\) was terminated by signal 9.*all server processes terminated; reinitializing/s,
-		$offset);
-	ok( wait_until(
-			$bg_timeout,
-			sub {
-				my ($out, $err) = ('', '');
-				IPC::Run::run(
-					[ 'psql', '-XAtq', '-d', $node->connstr('postgres'), '-c', 'SELECT 1' ],
-					'<', '/dev/null', '>', \$out, '2>', \$err);
-				return $out =~ /^1\n?$/;
-			}),
-		'server accepts connections again after the crash');
-}
-
 # Crash the server: 'kill' (SIGKILL of the run_job backend $pid) or
 # 'immediate' (immediate stop, then start).
 sub crash
@@ -177,7 +153,7 @@ sub crash
 	my ($how, $pid) = @_;
 	if ($how eq 'kill')
 	{
-		kill_backend_and_wait_ready($pid);
+		kill_backend_and_wait($node, $pid);
 	}
 	else
 	{
