@@ -273,3 +273,6 @@ SELECT backfill.drop_job(:c3);
 DROP VIEW failure;
 DROP TABLE good, cdc_up, cdc_ri, cdc_split, cdc_off, cdc_rs, cdc_bad;
 SELECT * FROM pg_replication_slots;
+-- nor a replication origin (each job's own transactions carry one, named as
+-- its slot, which the slot skips)
+SELECT * FROM pg_replication_origin;

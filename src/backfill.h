@@ -233,6 +233,8 @@ extern char *backfill_slot_name(int64 job_id);
 extern void backfill_cdc_check_create(Relation upstream, int parallelism);
 extern void backfill_cdc_drop_slot(int64 job_id);
 extern void backfill_cdc_lock_slot(int64 job_id);
+extern void backfill_cdc_origin_enter(int64 job_id);
+extern void backfill_cdc_origin_leave(void);
 
 /* run.c */
 extern bool backfill_prepare_run(BackfillJob *job, bool background);

@@ -42,6 +42,15 @@
  * fetches under its lock, so it sees every write; the slot is dropped right
  * after the job has finished.
  *
+ * The job's own transactions write the downstream, the state and the change
+ * table, and the slot would decode every row of them, only for the plugin
+ * to skip them: a barrier's inserts filled the reorder buffer, and spilled
+ * to disk.  So a run tags its transactions with a replication origin of the
+ * job's own, named as its slot, and the plugin filters that origin out
+ * before anything is decoded (filter_by_origin_cb).  Writes by anybody else
+ * to the upstream, even another job's barriers, carry another origin, or
+ * none, and are decoded.
+ *
  * Dropping a slot cannot be rolled back, so cancel_job and drop_job drop it
  * when their transaction commits (just before, at PRE_COMMIT); a cancel that
  * rolls back keeps it.  DROP EXTENSION ... CASCADE drops the jobs' tables
@@ -53,12 +62,17 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
 #include "access/xact.h"
+#include "catalog/pg_replication_origin.h"
 #include "commands/extension.h"
 #include "access/xlog.h"
 #include "access/xlog_internal.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
+#include "replication/origin.h"
 #include "replication/slot.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
@@ -73,6 +87,9 @@
 PG_FUNCTION_INFO_V1(backfill_drop_slot);
 PG_FUNCTION_INFO_V1(backfill_lock_slot);
 PG_FUNCTION_INFO_V1(backfill_on_drop_extension);
+
+/* whether this session's transactions carry a job's replication origin */
+static bool origin_in_session = false;
 
 /* slots to drop when the transaction commits, in TopMemoryContext */
 static List *slots_at_commit = NIL;
@@ -199,25 +216,78 @@ backfill_lock_slot(PG_FUNCTION_ARGS)
 }
 
 /*
+ * backfill_cdc_origin_enter
+ *		Tag this session's transactions, from this one on, with the job's
+ *		replication origin (made if missing), so that its slot skips them.
+ *		Caller is in a transaction; backfill_cdc_origin_leave() ends it.
+ */
+void
+backfill_cdc_origin_enter(int64 job_id)
+{
+	char	   *name = backfill_slot_name(job_id);
+	RepOriginId origin;
+
+	if (origin_in_session)
+		return;
+	origin = replorigin_by_name(name, true);
+	if (origin == InvalidRepOriginId)
+		origin = replorigin_create(name);
+	replorigin_session_setup(origin);
+	replorigin_session_origin = origin;
+	origin_in_session = true;
+}
+
+/*
+ * backfill_cdc_origin_leave
+ *		Stop tagging this session's transactions.  After the commit of the
+ *		last tagged one: a commit advances the origin's progress, which
+ *		needs the session's origin set up.
+ */
+void
+backfill_cdc_origin_leave(void)
+{
+	if (!origin_in_session)
+		return;
+	replorigin_session_reset();
+	replorigin_session_origin = InvalidRepOriginId;
+	replorigin_session_origin_lsn = InvalidXLogRecPtr;
+	replorigin_session_origin_timestamp = 0;
+	origin_in_session = false;
+}
+
+/* drop a slot and the origin of the same name, if they exist */
+static void
+drop_slot_and_origin(const char *name)
+{
+	if (SearchNamedReplicationSlot(name, true) != NULL)
+		ReplicationSlotDrop(name, false);
+	replorigin_drop_by_name(name, true, false);
+}
+
+/*
  * backfill_cdc_drop_slot
- *		Drop the job's replication slot if it exists, now.
+ *		Drop the job's replication slot and origin if they exist, now.
  */
 void
 backfill_cdc_drop_slot(int64 job_id)
 {
-	char	   *name = backfill_slot_name(job_id);
-
+	backfill_cdc_origin_leave();
 	backfill_cdc_lock_slot(job_id);
-	if (SearchNamedReplicationSlot(name, true) != NULL)
-		ReplicationSlotDrop(name, false);
+	drop_slot_and_origin(backfill_slot_name(job_id));
 }
 
-/* this database's slots whose name starts "backfill_<database oid>_" */
+/*
+ * This database's slots and replication origins whose name starts
+ * "backfill_<database oid>_".
+ */
 static List *
 database_slots(void)
 {
 	char	   *prefix = psprintf("backfill_%u_", MyDatabaseId);
 	List	   *names = NIL;
+	Relation	rel;
+	SysScanDesc scan;
+	HeapTuple	tup;
 
 	LWLockAcquire(ReplicationSlotControlLock, LW_SHARED);
 	for (int i = 0; i < max_replication_slots; i++)
@@ -228,6 +298,22 @@ database_slots(void)
 			names = lappend(names, pstrdup(NameStr(slot->data.name)));
 	}
 	LWLockRelease(ReplicationSlotControlLock);
+
+	/* an origin without its slot: a crash came between their creations */
+	rel = table_open(ReplicationOriginRelationId, AccessShareLock);
+	scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		bool		isnull;
+		char	   *name = TextDatumGetCString(heap_getattr(tup, Anum_pg_replication_origin_roname,
+														RelationGetDescr(rel), &isnull));
+
+		/* a name twice is harmless: the second drop finds nothing */
+		if (strncmp(name, prefix, strlen(prefix)) == 0)
+			names = lappend(names, name);
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
 	return names;
 }
 
@@ -243,8 +329,7 @@ drop_slots_at_commit(XactEvent event, void *arg)
 		if (sweep_at_commit && !OidIsValid(get_extension_oid(BACKFILL_SCHEMA, true)))
 			names = list_concat(names, database_slots());
 		foreach(lc, names)
-			if (SearchNamedReplicationSlot(lfirst(lc), true) != NULL)
-				ReplicationSlotDrop(lfirst(lc), false);
+			drop_slot_and_origin(lfirst(lc));
 	}
 	if (event == XACT_EVENT_PRE_COMMIT || event == XACT_EVENT_ABORT ||
 		event == XACT_EVENT_PARALLEL_ABORT)
@@ -438,6 +523,9 @@ backfill_cdc_fetch(BarrierExecutor *exec)
 			elog(ERROR, "could not create replication slot \"%s\"", exec->slot_name);
 		confirmed = slot_position(exec, &exists);
 	}
+	/* after the slot: making the origin writes, and a slot is made before any */
+	backfill_cdc_origin_enter(job->job_id);
+
 	if (!exec->cdc_offset_known)
 	{
 		/* RisingWave: no stored offset, so the source's current one */

@@ -15,6 +15,10 @@
  * the job's change table.  Nothing else is emitted: transactions and other
  * tables write no line.
  *
+ * Transactions that carry the job's own replication origin (named as its
+ * slot) are the job's barriers, writing its downstream: they are filtered
+ * out before they are decoded (cdc.c).
+ *
  * The old key of a delete or of a key change comes from the replica
  * identity, which create_job requires to be the primary key (the default)
  * or the full row.
@@ -29,6 +33,8 @@
 #include "access/xlogdefs.h"
 #include "catalog/pg_index.h"
 #include "replication/logical.h"
+#include "replication/origin.h"
+#include "replication/slot.h"
 #include "replication/output_plugin.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
@@ -43,6 +49,7 @@
 typedef struct DecodeState
 {
 	Oid			relid;			/* the upstream */
+	RepOriginId own_origin;		/* the job's, which its own transactions carry */
 	MemoryContext cxt;			/* reset after every change */
 } DecodeState;
 
@@ -89,8 +96,19 @@ decode_startup(LogicalDecodingContext *ctx, OutputPluginOptions *opt, bool is_in
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("output plugin \"backfill\" needs option \"relid\"")));
+	/* the job's origin has the slot's name (cdc.c) */
+	state->own_origin = replorigin_by_name(NameStr(ctx->slot->data.name), true);
 	opt->output_type = OUTPUT_PLUGIN_TEXTUAL_OUTPUT;
 	ctx->output_plugin_private = state;
+}
+
+/* the job's own transactions: skipped before they are decoded */
+static bool
+decode_filter_origin(LogicalDecodingContext *ctx, RepOriginId origin_id)
+{
+	DecodeState *state = ctx->output_plugin_private;
+
+	return origin_id != InvalidRepOriginId && origin_id == state->own_origin;
 }
 
 static void
@@ -238,4 +256,5 @@ _PG_output_plugin_init(OutputPluginCallbacks *cb)
 	cb->change_cb = decode_change;
 	cb->commit_cb = decode_commit;
 	cb->shutdown_cb = decode_shutdown;
+	cb->filter_by_origin_cb = decode_filter_origin;
 }

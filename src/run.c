@@ -211,6 +211,8 @@ backfill_run_job(PG_FUNCTION_ARGS)
 	}
 	PG_FINALLY();
 	{
+		/* this session's later transactions are not the job's */
+		backfill_cdc_origin_leave();
 		backfill_unlock_job(job_id);
 	}
 	PG_END_TRY();
