@@ -185,6 +185,8 @@ extern int	backfill_pin_search_path(BackfillJob *job);
 extern void backfill_unpin_search_path(int level);
 extern Oid	backfill_job_owner(int64 job_id);
 extern Oid	backfill_job_upstream(int64 job_id);
+extern Datum backfill_job_column(int64 job_id, const char *column, bool *isnull);
+extern BackfillJob *backfill_load_job_to_run(int64 job_id, MemoryContext cxt);
 extern void backfill_fail_job(BackfillJob *job, int sqlerrcode,
 							  const char *message, const char *detail);
 extern char *backfill_pk_list(BackfillJob *job, const char *alias);

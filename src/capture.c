@@ -46,7 +46,6 @@
 #include "access/genam.h"
 #include "access/heapam.h"
 #include "access/htup_details.h"
-#include "access/stratnum.h"
 #include "access/table.h"
 #include "catalog/index.h"
 #include "catalog/namespace.h"
@@ -57,7 +56,6 @@
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
-#include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/datum.h"
 #include "utils/hsearch.h"
@@ -277,6 +275,8 @@ typedef struct LogProjection
 	TupleDesc	down_desc;		/* the downstream's row type */
 	AttrNumber *map;			/* per downstream column, the upstream's */
 	Oid			seq;			/* backfill.change_seq */
+	Oid			index;			/* the log's one index, on (key, seq) */
+	IndexInfo  *index_info;
 } LogProjection;
 
 static LogProjection *
@@ -330,6 +330,15 @@ log_projection(FunctionCallInfo fcinfo, Relation upstream, Relation changes)
 	proj->seq = get_relname_relid("change_seq", get_namespace_oid(BACKFILL_SCHEMA, false));
 	if (!OidIsValid(proj->seq))
 		elog(ERROR, "sequence %s.change_seq does not exist", BACKFILL_SCHEMA);
+	if (list_length(RelationGetIndexList(changes)) == 1)
+	{
+		Relation	index;
+
+		proj->index = linitial_oid(RelationGetIndexList(changes));
+		index = index_open(proj->index, AccessShareLock);
+		proj->index_info = BuildIndexInfo(index);
+		index_close(index, AccessShareLock);
+	}
 	fcinfo->flinfo->fn_extra = proj;
 	MemoryContextSwitchTo(old);
 	return proj;
@@ -343,7 +352,6 @@ log_insert(Relation changes, LogProjection *proj, RelationKey *key,
 	Datum		values[INDEX_MAX_KEYS + LOG_EXTRA_COLUMNS];
 	bool		nulls[INDEX_MAX_KEYS + LOG_EXTRA_COLUMNS];
 	HeapTuple	entry;
-	List	   *indexes;
 
 	memcpy(values, keyvals, sizeof(Datum) * key->npk);
 	memcpy(nulls, keynulls, sizeof(bool) * key->npk);
@@ -379,11 +387,10 @@ log_insert(Relation changes, LogProjection *proj, RelationKey *key,
 	simple_heap_insert(changes, entry);
 
 	/* the log's one index, on the key and the sequence */
-	indexes = RelationGetIndexList(changes);
-	if (indexes != NIL)
+	if (OidIsValid(proj->index))
 	{
-		Relation	index = index_open(linitial_oid(indexes), RowExclusiveLock);
-		IndexInfo  *ii = BuildIndexInfo(index);
+		Relation	index = index_open(proj->index, RowExclusiveLock);
+		IndexInfo  *ii = proj->index_info;
 		Datum		ivalues[INDEX_MAX_KEYS];
 		bool		inulls[INDEX_MAX_KEYS];
 
@@ -431,32 +438,10 @@ trigger_enabled(Relation rel, const char *prefix, int64 job_id)
 static bool
 job_finished(int64 job_id)
 {
-	Oid			relid = get_relname_relid("job", get_namespace_oid(BACKFILL_SCHEMA, false));
-	Relation	rel;
-	SysScanDesc scan;
-	ScanKeyData skey;
-	HeapTuple	tup;
-	bool		finished = false;
+	bool		isnull;
+	Datum		status = backfill_job_column(job_id, "status", &isnull);
 
-	if (!OidIsValid(relid))
-		return false;
-	rel = table_open(relid, AccessShareLock);
-	(void) RelationGetIndexList(rel);	/* sets rd_pkindex */
-	ScanKeyInit(&skey, get_attnum(relid, "job_id"), BTEqualStrategyNumber,
-				F_INT8EQ, Int64GetDatum(job_id));
-	scan = systable_beginscan(rel, rel->rd_pkindex, true, NULL, 1, &skey);
-	tup = systable_getnext(scan);
-	if (HeapTupleIsValid(tup))
-	{
-		bool		isnull;
-		Datum		d = heap_getattr(tup, get_attnum(relid, "status"),
-									 RelationGetDescr(rel), &isnull);
-
-		finished = !isnull && strcmp(TextDatumGetCString(d), "finished") == 0;
-	}
-	systable_endscan(scan);
-	table_close(rel, AccessShareLock);
-	return finished;
+	return !isnull && strcmp(TextDatumGetCString(status), "finished") == 0;
 }
 
 /*

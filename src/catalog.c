@@ -56,6 +56,7 @@
 #include "tcop/pquery.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
@@ -1199,12 +1200,13 @@ backfill_unpin_search_path(int level)
  *		SPI, so that a writer who may not read the catalog can still find
  *		whom to act as.  InvalidOid if the job does not exist.
  */
-static Oid job_oid_column(int64 job_id, const char *column);
-
 Oid
 backfill_job_owner(int64 job_id)
 {
-	return job_oid_column(job_id, "owner");
+	bool		isnull;
+	Datum		d = backfill_job_column(job_id, "owner", &isnull);
+
+	return isnull ? InvalidOid : DatumGetObjectId(d);
 }
 
 /*
@@ -1215,11 +1217,22 @@ backfill_job_owner(int64 job_id)
 Oid
 backfill_job_upstream(int64 job_id)
 {
-	return job_oid_column(job_id, "upstream");
+	bool		isnull;
+	Datum		d = backfill_job_column(job_id, "upstream", &isnull);
+
+	return isnull ? InvalidOid : DatumGetObjectId(d);
 }
 
-static Oid
-job_oid_column(int64 job_id, const char *column)
+/*
+ * backfill_job_column
+ *		One column of a job's row in backfill.job, read by its primary key
+ *		without SQL, so without privileges or row-level security: a writer's
+ *		trigger uses it to find whom to act as and what it serves.  A copy in
+ *		the current memory context; *isnull when the job does not exist, or
+ *		the value is NULL.
+ */
+Datum
+backfill_job_column(int64 job_id, const char *column, bool *isnull)
 {
 	Oid			nsp = get_namespace_oid(BACKFILL_SCHEMA, false);
 	Oid			relid = get_relname_relid("job", nsp);
@@ -1227,10 +1240,11 @@ job_oid_column(int64 job_id, const char *column)
 	SysScanDesc scan;
 	ScanKeyData key;
 	HeapTuple	tup;
-	Oid			owner = InvalidOid;
+	Datum		result = (Datum) 0;
 
+	*isnull = true;
 	if (!OidIsValid(relid))
-		return InvalidOid;
+		return result;
 	rel = table_open(relid, AccessShareLock);
 	(void) RelationGetIndexList(rel);	/* sets rd_pkindex */
 	ScanKeyInit(&key, get_attnum(relid, "job_id"), BTEqualStrategyNumber,
@@ -1239,16 +1253,17 @@ job_oid_column(int64 job_id, const char *column)
 	tup = systable_getnext(scan);
 	if (HeapTupleIsValid(tup))
 	{
-		bool		isnull;
-		Datum		d = heap_getattr(tup, get_attnum(relid, column),
-									 RelationGetDescr(rel), &isnull);
+		AttrNumber	attnum = get_attnum(relid, column);
+		Form_pg_attribute att = TupleDescAttr(RelationGetDescr(rel), attnum - 1);
+		Datum		d = heap_getattr(tup, attnum, RelationGetDescr(rel), isnull);
 
-		if (!isnull)
-			owner = DatumGetObjectId(d);
+		/* the tuple goes with the scan */
+		if (!*isnull)
+			result = datumCopy(d, att->attbyval, att->attlen);
 	}
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
-	return owner;
+	return result;
 }
 
 /*
@@ -1286,6 +1301,26 @@ backfill_reload_settings(BackfillJob *job)
 		MemoryContextSwitchTo(old);
 	}
 	SPI_finish();
+}
+
+/*
+ * backfill_load_job_to_run
+ *		Load a job that the caller is to run or start: the caller must have
+ *		the privileges of its owner, and a cancelled job is refused.
+ */
+BackfillJob *
+backfill_load_job_to_run(int64 job_id, MemoryContext cxt)
+{
+	BackfillJob *job = backfill_load_job(job_id, cxt);
+
+	backfill_check_job_owner(job_id, job->owner);
+	if (strcmp(job->status, "cancelled") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("backfill job %lld has been cancelled", (long long) job_id),
+				 errhint("Create it again with backfill.recreate_job(%lld).",
+						 (long long) job_id)));
+	return job;
 }
 
 /*

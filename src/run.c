@@ -199,14 +199,7 @@ backfill_run_job(PG_FUNCTION_ARGS)
 	backfill_lock_job(job_id, true);
 	PG_TRY();
 	{
-		job = backfill_load_job(job_id, run_cxt);
-		backfill_check_job_owner(job_id, job->owner);
-		if (strcmp(job->status, "cancelled") == 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("backfill job %lld has been cancelled", (long long) job_id),
-					 errhint("Create it again with backfill.recreate_job(%lld).",
-							 (long long) job_id)));
+		job = backfill_load_job_to_run(job_id, run_cxt);
 		run_locked(job, max_barriers);
 	}
 	PG_FINALLY();

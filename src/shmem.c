@@ -574,13 +574,7 @@ backfill_start_job(PG_FUNCTION_ARGS)
 	job_id = PG_GETARG_INT64(0);
 
 	SPI_connect();
-	job = backfill_load_job(job_id, CurrentMemoryContext);
-	backfill_check_job_owner(job_id, job->owner);
-	if (strcmp(job->status, "cancelled") == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("backfill job %lld has been cancelled", (long long) job_id),
-				 errhint("Create it again with backfill.recreate_job(%lld).", (long long) job_id)));
+	job = backfill_load_job_to_run(job_id, CurrentMemoryContext);
 	if (strcmp(job->status, "finished") == 0)
 	{
 		ereport(NOTICE,
