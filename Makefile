@@ -14,6 +14,7 @@ OBJS = \
 	src/privilege.o \
 	src/run.o \
 	src/shmem.o \
+	src/sink.o \
 	src/snapshot.o \
 	src/state.o \
 	src/vnode.o \
@@ -21,7 +22,7 @@ OBJS = \
 DATA = sql/backfill--1.0.sql sql/backfill--1.0--1.1.sql
 PGFILEDESC = "backfill - resumable backfill of derived tables"
 
-REGRESS = setup create_job run_job recovery observe cancel_drop workers safety snapshot cdc ddl privileges bad_input upgrade
+REGRESS = setup create_job run_job recovery observe cancel_drop workers safety snapshot cdc ddl downstream privileges bad_input upgrade
 REGRESS_OPTS = --inputdir=. --outputdir=.
 ISOLATION = changes_across_barriers key_moves writer_across_barrier final_barrier_race two_runners snapshot_phases cdc_fetch
 ISOLATION_OPTS = --inputdir=. --outputdir=output_iso

@@ -28,6 +28,7 @@
  * src/capture.c	 the capture and apply triggers on the upstream
  * src/state.c		 decoding the state table, the recovery check
  * src/executor.c	 one barrier: changes, snapshot chunks, state
+ * src/sink.c		 inserting a chunk's rows downstream in batches
  * src/snapshot.c	 the snapshot kind: reading as of the snapshot epoch, the log store
  * src/cdc.c		 the cdc kind: the replication slot, fetching its changes
  * src/decode.c		 the logical decoding output plugin of the cdc kind
@@ -46,6 +47,7 @@
 
 #include "access/attnum.h"
 #include "executor/spi.h"
+#include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "utils/rel.h"
 #include "utils/palloc.h"
@@ -229,6 +231,18 @@ extern void backfill_check_job_owner(int64 job_id, Oid owner);
 
 /* jobs.c */
 extern Oid	backfill_require_job_owner(int64 job_id);
+
+/* vnode.c: the hash functions of a key's types, looked up once */
+typedef struct VnodeHasher
+{
+	int			nkeys;
+	FmgrInfo	procs[FUNC_MAX_ARGS];
+} VnodeHasher;
+
+extern void backfill_vnode_hasher_init(VnodeHasher *hasher, int nkeys,
+									   const Oid *types, MemoryContext cxt);
+extern int16 backfill_vnode_of(VnodeHasher *hasher, const Datum *values,
+							   const bool *isnull);
 
 /* cdc.c */
 extern char *backfill_slot_name(int64 job_id);

@@ -35,6 +35,8 @@ struct BarrierExecutor
 	BackfillJob *job;
 	MemoryContext barrier_cxt;	/* reset at every barrier */
 	SPIPlanPtr	chunk_plans[2][3];	/* [has position][VnodeFilter] */
+	SPIPlanPtr	select_plans[2][3]; /* the same, reading only (sink.c) */
+	VnodeHasher *vnode_hasher;
 	SPIPlanPtr	persist_plan;
 	SPIPlanPtr	forward_delete_plan;
 	SPIPlanPtr	forward_insert_plan;
@@ -70,6 +72,14 @@ extern void backfill_sleep_until(TimestampTz t);
 extern VnodeFilter backfill_group_filter(VnodeGroup *group);
 extern int	backfill_group_params(BarrierExecutor *exec, VnodeGroup *group,
 								  VnodeFilter filter, Datum *values);
+
+/* sink.c */
+typedef struct ChunkSink ChunkSink;
+extern ChunkSink *backfill_sink_begin(BarrierExecutor *exec, int64 insert_limit,
+									  bool count_vnodes);
+extern void backfill_sink_run(ChunkSink *sink, SPIPlanPtr plan, Datum *values);
+extern int64 backfill_sink_end(ChunkSink *sink, int64 *vnode_rows, Datum *last_key,
+							   bool *has_last, Datum *next_key, bool *has_next);
 
 /* snapshot.c */
 extern void backfill_snapshot_prepare(BarrierExecutor *exec);

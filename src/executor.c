@@ -193,6 +193,8 @@ backfill_executor_create(BackfillJob *job)
 	for (int k = 0; k < job->npk; k++)
 		get_typlenbyval(job->pk_types[k], &exec->typlens[k], &exec->typbyvals[k]);
 
+	exec->vnode_hasher = MemoryContextAlloc(cxt, sizeof(VnodeHasher));
+	backfill_vnode_hasher_init(exec->vnode_hasher, job->npk, job->pk_types, cxt);
 	exec->rate_next = MemoryContextAllocZero(cxt, sizeof(TimestampTz) * Max(job->nactors, 1));
 	exec->batch = MemoryContextAllocZero(cxt, sizeof(int) * Max(job->nactors, 1));
 
@@ -309,22 +311,55 @@ backfill_executor_free(BarrierExecutor *exec)
 
 /*
  * The chunk query: read the next rows after a position (if any) of a set of
- * vnodes, insert them downstream, and return per vnode the number of rows
- * read, with the chunk's last key on every row.  Parameters: the position
- * ($1..$npk), the vnode filter, then the limit.
+ * vnodes, in key order.  Parameters: the position ($1..$npk), the vnode
+ * filter, then the limit.  With insert, it inserts them downstream itself
+ * and returns per vnode the number of rows read, with the chunk's last key
+ * on every row; without, it returns the rows, for a sink (sink.c).
  */
 static SPIPlanPtr
-chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter)
+chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter, bool insert)
 {
 	BackfillJob *job = exec->job;
+	SPIPlanPtr *cached = insert ? &exec->chunk_plans[has_pos][filter] :
+		&exec->select_plans[has_pos][filter];
+	StringInfoData select;
 	StringInfoData sql;
 	Oid			argtypes[INDEX_MAX_KEYS + 3];
 	int			nargs = 0;
 	char	   *upk = backfill_pk_list(job, "u");
 	char	   *pk = backfill_pk_list(job, NULL);
 
-	if (exec->chunk_plans[has_pos][filter])
-		return exec->chunk_plans[has_pos][filter];
+	if (*cached)
+		return *cached;
+
+	initStringInfo(&select);
+	appendStringInfo(&select, "SELECT %s FROM ONLY %s u WHERE true",
+					 job->columns_sql, job->upstream_sql);
+	if (has_pos)
+	{
+		appendStringInfo(&select, " AND (%s) > (%s)", upk, backfill_pk_params(job, 1));
+		memcpy(argtypes, job->pk_types, sizeof(Oid) * job->npk);
+		nargs = job->npk;
+	}
+	if (filter == VNODE_FILTER_RANGE)
+	{
+		appendStringInfo(&select, " AND backfill.vnode(%s) BETWEEN $%d AND $%d",
+						 upk, nargs + 1, nargs + 2);
+		argtypes[nargs++] = INT2OID;
+		argtypes[nargs++] = INT2OID;
+	}
+	else if (filter == VNODE_FILTER_LIST)
+	{
+		appendStringInfo(&select, " AND backfill.vnode(%s) = ANY ($%d)", upk, nargs + 1);
+		argtypes[nargs++] = INT2ARRAYOID;
+	}
+	appendStringInfo(&select, " ORDER BY %s LIMIT $%d", upk, nargs + 1);
+	argtypes[nargs++] = INT8OID;
+	if (!insert)
+	{
+		*cached = backfill_prepare_kept(select.data, nargs, argtypes);
+		return *cached;
+	}
 
 	/*
 	 * The rows go straight from the upstream's index scan into the
@@ -332,30 +367,8 @@ chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter)
 	 * find the last one.
 	 */
 	initStringInfo(&sql);
-	appendStringInfo(&sql,
-					 "WITH ins AS (INSERT INTO %s (%s) SELECT %s FROM ONLY %s u WHERE true",
-					 job->downstream_sql, job->columns_sql, job->columns_sql,
-					 job->upstream_sql);
-	if (has_pos)
-	{
-		appendStringInfo(&sql, " AND (%s) > (%s)", upk, backfill_pk_params(job, 1));
-		memcpy(argtypes, job->pk_types, sizeof(Oid) * job->npk);
-		nargs = job->npk;
-	}
-	if (filter == VNODE_FILTER_RANGE)
-	{
-		appendStringInfo(&sql, " AND backfill.vnode(%s) BETWEEN $%d AND $%d",
-						 upk, nargs + 1, nargs + 2);
-		argtypes[nargs++] = INT2OID;
-		argtypes[nargs++] = INT2OID;
-	}
-	else if (filter == VNODE_FILTER_LIST)
-	{
-		appendStringInfo(&sql, " AND backfill.vnode(%s) = ANY ($%d)", upk, nargs + 1);
-		argtypes[nargs++] = INT2ARRAYOID;
-	}
-	appendStringInfo(&sql, " ORDER BY %s LIMIT $%d RETURNING %s) ", upk, nargs + 1, pk);
-	argtypes[nargs++] = INT8OID;
+	appendStringInfo(&sql, "WITH ins AS (INSERT INTO %s (%s) %s RETURNING %s) ",
+					 job->downstream_sql, job->columns_sql, select.data, pk);
 	if (BACKFILL_KIND_ONE_POSITION(job->kind))
 		/* a legacy or cdc actor counts its rows as a whole */
 		appendStringInfo(&sql,
@@ -371,8 +384,8 @@ chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter)
 						 "(SELECT %s FROM ins ORDER BY %s LIMIT 1) l",
 						 pk, pk, pk_list_desc(job));
 
-	exec->chunk_plans[has_pos][filter] = backfill_prepare_kept(sql.data, nargs, argtypes);
-	return exec->chunk_plans[has_pos][filter];
+	*cached = backfill_prepare_kept(sql.data, nargs, argtypes);
+	return *cached;
 }
 
 static bool
@@ -481,29 +494,15 @@ backfill_group_params(BarrierExecutor *exec, VnodeGroup *group, VnodeFilter filt
 }
 
 /*
- * Read one chunk of a group of vnodes.  Returns the number of rows read.
+ * Read one chunk of a group of vnodes through an INSERT ... SELECT, into
+ * total, the vnodes' row counts and lastkey.
  */
-static int64
-read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
+static void
+insert_chunk(BarrierExecutor *exec, SPIPlanPtr plan, Datum *values, int64 *total,
+			 Datum *lastkey)
 {
 	BackfillJob *job = exec->job;
-	BackfillActor *actor = &job->actors[group->actor];
-	VnodeState *first = &job->vnodes[group->vnodes[0]];
-	VnodeFilter filter;
-	Datum		values[INDEX_MAX_KEYS + 3];
-	int			nvalues;
-	SPIPlanPtr	plan;
-	int64		total = 0;
-	Datum		lastkey[INDEX_MAX_KEYS];
 
-	if (job->kind == BACKFILL_KIND_SNAPSHOT)
-		return backfill_snapshot_read_chunk(exec, group, limit);
-
-	filter = backfill_group_filter(group);
-	nvalues = backfill_group_params(exec, group, filter, values);
-	values[nvalues++] = Int64GetDatum(limit);
-
-	plan = chunk_plan(exec, first->has_pos, filter);
 	if (SPI_execute_plan(plan, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read a snapshot chunk of %s", job->upstream_sql);
 
@@ -515,13 +514,53 @@ read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
 		Datum		vnode = SPI_getbinval(tup, desc, 1, &isnull);
 		int64		rows = DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
 
-		total += rows;
+		*total += rows;
 		if (job->kind == BACKFILL_KIND_ARRANGEMENT)
 			job->vnodes[DatumGetInt16(vnode)].row_count += rows;
 		if (i == 0)
 			for (int k = 0; k < job->npk; k++)
 				lastkey[k] = SPI_getbinval(tup, desc, 3 + k, &isnull);
 	}
+}
+
+/*
+ * Read one chunk of a group of vnodes.  Returns the number of rows read.
+ */
+static int64
+read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
+{
+	BackfillJob *job = exec->job;
+	BackfillActor *actor = &job->actors[group->actor];
+	VnodeState *first = &job->vnodes[group->vnodes[0]];
+	VnodeFilter filter;
+	Datum		values[INDEX_MAX_KEYS + 3];
+	int			nvalues;
+	ChunkSink  *sink;
+	int64		total = 0;
+	Datum		lastkey[INDEX_MAX_KEYS];
+
+	if (job->kind == BACKFILL_KIND_SNAPSHOT)
+		return backfill_snapshot_read_chunk(exec, group, limit);
+
+	filter = backfill_group_filter(group);
+	nvalues = backfill_group_params(exec, group, filter, values);
+	values[nvalues++] = Int64GetDatum(limit);
+
+	sink = backfill_sink_begin(exec, -1, job->kind == BACKFILL_KIND_ARRANGEMENT);
+	if (sink != NULL)
+	{
+		int64		vnode_rows[BACKFILL_VNODE_COUNT] = {0};
+		bool		has_last;
+
+		backfill_sink_run(sink, chunk_plan(exec, first->has_pos, filter, false), values);
+		total = backfill_sink_end(sink, vnode_rows, lastkey, &has_last, NULL, NULL);
+		if (job->kind == BACKFILL_KIND_ARRANGEMENT)
+			for (int v = 0; v < BACKFILL_VNODE_COUNT; v++)
+				job->vnodes[v].row_count += vnode_rows[v];
+	}
+	else
+		insert_chunk(exec, chunk_plan(exec, first->has_pos, filter, true), values,
+					 &total, lastkey);
 
 	/* legacy and cdc rows carry the actor's total, which only grows here */
 	if (BACKFILL_KIND_ONE_POSITION(job->kind))
@@ -545,7 +584,8 @@ read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
 			vs->finished = true;
 		vs->dirty = true;
 	}
-	SPI_freetuptable(SPI_tuptable);
+	if (sink == NULL)
+		SPI_freetuptable(SPI_tuptable);
 	return total;
 }
 

@@ -105,16 +105,21 @@ backfill_snapshot_prepare(BarrierExecutor *exec)
 }
 
 /*
- * The chunk query of phase 1: the next rows, as of the snapshot epoch, from
- * a position (inclusive) if any, of a set of vnodes.  It inserts all but the
- * last of limit + 1 rows downstream and returns one row: the vnodes and their
- * row counts, and the key of the row it did not insert, NULL at the end.
- * Parameters: the position ($1..$npk), the vnode filter, then the limit.
+ * The chunk query of phase 1: the next limit + 1 rows, as of the snapshot
+ * epoch, from a position (inclusive) if any, of a set of vnodes, in key
+ * order.  Parameters: the position ($1..$npk), the vnode filter, then the
+ * limit.  With insert, it inserts all but the last row downstream and
+ * returns one row: the vnodes and their row counts, and the key of the row it
+ * did not insert, NULL at the end; without, it returns the rows, for a sink
+ * (sink.c).
  */
 static SPIPlanPtr
-snapshot_chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter)
+snapshot_chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter, bool insert)
 {
 	BackfillJob *job = exec->job;
+	SPIPlanPtr *cached = insert ? &exec->chunk_plans[has_pos][filter] :
+		&exec->select_plans[has_pos][filter];
+	StringInfoData select;
 	StringInfoData sql;
 	StringInfoData cols_u;
 	StringInfoData cols_f;
@@ -126,8 +131,8 @@ snapshot_chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter)
 	char	   *cond_u = "";
 	char	   *cond_l = "";
 
-	if (exec->chunk_plans[has_pos][filter])
-		return exec->chunk_plans[has_pos][filter];
+	if (*cached)
+		return *cached;
 
 	if (has_pos)
 	{
@@ -174,9 +179,9 @@ snapshot_chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter)
 		appendStringInfo(&cols_f, "%s%s%s", i > 0 ? ", " : "", is_key ? "f." : "(f.o).", col);
 	}
 
-	initStringInfo(&sql);
-	appendStringInfo(&sql,
-					 "WITH s AS MATERIALIZED (SELECT x.* FROM (("
+	initStringInfo(&select);
+	appendStringInfo(&select,
+					 "SELECT x.* FROM (("
 					 "SELECT %s FROM ONLY %s u WHERE true%s "
 					 "AND NOT EXISTS (SELECT FROM %s l WHERE (%s) = (%s)) "
 					 "ORDER BY %s LIMIT $%d + 1) "
@@ -184,50 +189,50 @@ snapshot_chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter)
 					 "SELECT %s FROM (SELECT DISTINCT ON (%s) %s, l.backfill_old_row AS o FROM %s l "
 					 "WHERE true%s ORDER BY %s, l.backfill_seq) f "
 					 "WHERE (f.o).%s IS NOT NULL ORDER BY %s LIMIT $%d + 1"
-					 ")) x ORDER BY %s LIMIT $%d + 1), ",
+					 ")) x ORDER BY %s LIMIT $%d + 1",
 					 cols_u.data, job->upstream_sql, cond_u,
 					 job->changes_sql, lpk, upk, upk, nargs,
 					 cols_f.data, lpk, lpk, job->changes_sql, cond_l, lpk,
 					 quote_identifier(job->pk_names[0]), backfill_pk_list(job, "f"), nargs,
 					 pk, nargs);
+	if (!insert)
+	{
+		*cached = backfill_prepare_kept(select.data, nargs, argtypes);
+		return *cached;
+	}
+
+	initStringInfo(&sql);
 	appendStringInfo(&sql,
+					 "WITH s AS MATERIALIZED (%s), "
 					 "ins AS (INSERT INTO %s (%s) SELECT %s FROM s ORDER BY %s LIMIT $%d RETURNING %s) "
 					 "SELECT c.vnodes, c.counts, nxt.* FROM "
 					 "(SELECT pg_catalog.array_agg(g.v) AS vnodes, pg_catalog.array_agg(g.n) AS counts "
 					 "FROM (SELECT backfill.vnode(%s) AS v, pg_catalog.count(*) AS n FROM ins GROUP BY 1) g) c "
 					 "LEFT JOIN (SELECT %s FROM s ORDER BY %s OFFSET $%d LIMIT 1) nxt ON true",
-					 job->downstream_sql, job->columns_sql, job->columns_sql, pk, nargs, pk,
-					 pk, pk, pk, nargs);
+					 select.data, job->downstream_sql, job->columns_sql, job->columns_sql,
+					 pk, nargs, pk, pk, pk, pk, nargs);
 
-	exec->chunk_plans[has_pos][filter] = backfill_prepare_kept(sql.data, nargs, argtypes);
-	return exec->chunk_plans[has_pos][filter];
+	*cached = backfill_prepare_kept(sql.data, nargs, argtypes);
+	return *cached;
 }
 
 /*
- * backfill_snapshot_read_chunk
- *		Read one chunk of a group of vnodes as of the snapshot epoch.
- *		Returns the number of rows inserted downstream.
+ * Read one chunk of phase 1 through an INSERT ... SELECT, into total, the
+ * vnodes' row counts and nextkey.  Returns whether the vnodes have been read
+ * to the end (there is no next key).
  */
-int64
-backfill_snapshot_read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
+static bool
+insert_chunk(BarrierExecutor *exec, SPIPlanPtr plan, Datum *values, int64 *total,
+			 Datum *nextkey)
 {
 	BackfillJob *job = exec->job;
-	VnodeState *first = &job->vnodes[group->vnodes[0]];
-	VnodeFilter filter = backfill_group_filter(group);
-	Datum		values[INDEX_MAX_KEYS + 3];
-	int			nvalues;
 	HeapTuple	tup;
 	TupleDesc	desc;
 	bool		isnull;
 	Datum		d;
-	int64		total = 0;
-	Datum		nextkey[INDEX_MAX_KEYS];
-	bool		at_end;
+	bool		at_end = false;
 
-	nvalues = backfill_group_params(exec, group, filter, values);
-	values[nvalues++] = Int64GetDatum(limit);
-	if (SPI_execute_plan(snapshot_chunk_plan(exec, first->has_pos, filter),
-						 values, NULL, false, 0) != SPI_OK_SELECT || SPI_processed != 1)
+	if (SPI_execute_plan(plan, values, NULL, false, 0) != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not read a snapshot chunk of %s", job->upstream_sql);
 	tup = SPI_tuptable->vals[0];
 	desc = SPI_tuptable->tupdesc;
@@ -246,15 +251,55 @@ backfill_snapshot_read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 lim
 		for (int i = 0; i < n; i++)
 		{
 			job->vnodes[DatumGetInt16(vnodes[i])].row_count += DatumGetInt64(counts[i]);
-			total += DatumGetInt64(counts[i]);
+			*total += DatumGetInt64(counts[i]);
 		}
 	}
-	at_end = false;
 	for (int k = 0; k < job->npk; k++)
 	{
 		nextkey[k] = SPI_getbinval(tup, desc, 3 + k, &isnull);
 		at_end |= isnull;
 	}
+	return at_end;
+}
+
+/*
+ * backfill_snapshot_read_chunk
+ *		Read one chunk of a group of vnodes as of the snapshot epoch.
+ *		Returns the number of rows inserted downstream.
+ */
+int64
+backfill_snapshot_read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
+{
+	BackfillJob *job = exec->job;
+	VnodeState *first = &job->vnodes[group->vnodes[0]];
+	VnodeFilter filter = backfill_group_filter(group);
+	Datum		values[INDEX_MAX_KEYS + 3];
+	int			nvalues;
+	ChunkSink  *sink;
+	int64		total = 0;
+	Datum		nextkey[INDEX_MAX_KEYS];
+	bool		at_end;
+
+	nvalues = backfill_group_params(exec, group, filter, values);
+	values[nvalues++] = Int64GetDatum(limit);
+	sink = backfill_sink_begin(exec, limit, true);
+	if (sink != NULL)
+	{
+		int64		vnode_rows[BACKFILL_VNODE_COUNT] = {0};
+		Datum		lastkey[INDEX_MAX_KEYS];
+		bool		has_last;
+		bool		has_next;
+
+		backfill_sink_run(sink, snapshot_chunk_plan(exec, first->has_pos, filter, false),
+						  values);
+		total = backfill_sink_end(sink, vnode_rows, lastkey, &has_last, nextkey, &has_next);
+		for (int v = 0; v < BACKFILL_VNODE_COUNT; v++)
+			job->vnodes[v].row_count += vnode_rows[v];
+		at_end = !has_next;
+	}
+	else
+		at_end = insert_chunk(exec, snapshot_chunk_plan(exec, first->has_pos, filter, true),
+							  values, &total, nextkey);
 
 	for (int i = 0; i < group->nvnodes; i++)
 	{
@@ -273,7 +318,8 @@ backfill_snapshot_read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 lim
 		vs->epoch = job->snapshot_epoch;
 		vs->dirty = true;
 	}
-	SPI_freetuptable(SPI_tuptable);
+	if (sink == NULL)
+		SPI_freetuptable(SPI_tuptable);
 	return total;
 }
 

@@ -43,13 +43,42 @@ hash_proc_for_type(Oid typid)
 	return &tce->hash_extended_proc_finfo;
 }
 
-/* per call site: the types and hash functions of the arguments */
-typedef struct VnodeCallCache
+/*
+ * backfill_vnode_hasher_init
+ *		Look up the hash functions of a key's column types, once for many
+ *		keys.
+ */
+void
+backfill_vnode_hasher_init(VnodeHasher *hasher, int nkeys, const Oid *types,
+						   MemoryContext cxt)
 {
-	int			nargs;
-	Oid			types[FUNC_MAX_ARGS];
-	FmgrInfo	procs[FUNC_MAX_ARGS];
-} VnodeCallCache;
+	Assert(nkeys > 0 && nkeys <= FUNC_MAX_ARGS);
+	hasher->nkeys = nkeys;
+	for (int i = 0; i < nkeys; i++)
+		fmgr_info_copy(&hasher->procs[i], hash_proc_for_type(types[i]), cxt);
+}
+
+/*
+ * backfill_vnode_of
+ *		The vnode of a key, its columns in key order.
+ */
+int16
+backfill_vnode_of(VnodeHasher *hasher, const Datum *values, const bool *isnull)
+{
+	uint64		hash = 0;
+
+	for (int i = 0; i < hasher->nkeys; i++)
+	{
+		uint64		h = 0;
+
+		if (!isnull[i])
+			h = DatumGetUInt64(FunctionCall2Coll(&hasher->procs[i], C_COLLATION_OID,
+												 values[i],
+												 UInt64GetDatum(BACKFILL_HASH_SEED)));
+		hash = hash_combine64(hash, h);
+	}
+	return (int16) (hash % BACKFILL_VNODE_COUNT);
+}
 
 /*
  * backfill.vnode(VARIADIC "any") RETURNS smallint
@@ -62,11 +91,14 @@ Datum
 backfill_vnode(PG_FUNCTION_ARGS)
 {
 	int			nargs = PG_NARGS();
-	VnodeCallCache *cache = (VnodeCallCache *) fcinfo->flinfo->fn_extra;
-	uint64		hash = 0;
+	VnodeHasher *hasher = (VnodeHasher *) fcinfo->flinfo->fn_extra;
+	Datum		values[FUNC_MAX_ARGS];
+	bool		isnull[FUNC_MAX_ARGS];
 
-	if (cache == NULL)
+	if (hasher == NULL)
 	{
+		Oid			types[FUNC_MAX_ARGS];
+
 		if (nargs < 1)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -76,30 +108,23 @@ backfill_vnode(PG_FUNCTION_ARGS)
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("backfill.vnode() does not accept an array after VARIADIC"),
 					 errhint("Pass the key columns as separate arguments.")));
-		cache = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(VnodeCallCache));
-		cache->nargs = nargs;
 		for (int i = 0; i < nargs; i++)
 		{
-			cache->types[i] = get_fn_expr_argtype(fcinfo->flinfo, i);
-			if (!OidIsValid(cache->types[i]))
+			types[i] = get_fn_expr_argtype(fcinfo->flinfo, i);
+			if (!OidIsValid(types[i]))
 				ereport(ERROR,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 						 errmsg("could not determine the type of key column %d", i + 1)));
-			fmgr_info_copy(&cache->procs[i], hash_proc_for_type(cache->types[i]),
-						   fcinfo->flinfo->fn_mcxt);
 		}
-		fcinfo->flinfo->fn_extra = cache;
+		hasher = MemoryContextAlloc(fcinfo->flinfo->fn_mcxt, sizeof(VnodeHasher));
+		backfill_vnode_hasher_init(hasher, nargs, types, fcinfo->flinfo->fn_mcxt);
+		fcinfo->flinfo->fn_extra = hasher;
 	}
 
 	for (int i = 0; i < nargs; i++)
 	{
-		uint64		h = 0;
-
-		if (!PG_ARGISNULL(i))
-			h = DatumGetUInt64(FunctionCall2Coll(&cache->procs[i], C_COLLATION_OID,
-												 PG_GETARG_DATUM(i),
-												 UInt64GetDatum(BACKFILL_HASH_SEED)));
-		hash = hash_combine64(hash, h);
+		values[i] = PG_GETARG_DATUM(i);
+		isnull[i] = PG_ARGISNULL(i);
 	}
-	PG_RETURN_INT16((int16) (hash % BACKFILL_VNODE_COUNT));
+	PG_RETURN_INT16(backfill_vnode_of(hasher, values, isnull));
 }
