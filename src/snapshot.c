@@ -51,6 +51,7 @@
 #include "lib/stringinfo.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
@@ -166,7 +167,9 @@ snapshot_chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter, boo
 	 * Each branch reads at most limit + 1 rows in key order, the upstream's
 	 * through its primary key, the log's through its index, so that a chunk
 	 * costs its own size, not a sort of all the rest of the upstream; the
-	 * first limit + 1 rows of the union are among them.
+	 * first limit + 1 rows of the union are among them.  The anti-join
+	 * repeats the position on the log, which the planner would not infer,
+	 * so that it starts at the position rather than at the log's first key.
 	 */
 	for (int i = 0; i < job->ncols; i++)
 	{
@@ -183,7 +186,7 @@ snapshot_chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter, boo
 	appendStringInfo(&select,
 					 "SELECT x.* FROM (("
 					 "SELECT %s FROM ONLY %s u WHERE true%s "
-					 "AND NOT EXISTS (SELECT FROM %s l WHERE (%s) = (%s)) "
+					 "AND NOT EXISTS (SELECT FROM %s l WHERE (%s) = (%s)%s) "
 					 "ORDER BY %s LIMIT $%d + 1) "
 					 "UNION ALL ("
 					 "SELECT %s FROM (SELECT DISTINCT ON (%s) %s, l.backfill_old_row AS o FROM %s l "
@@ -191,7 +194,7 @@ snapshot_chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter, boo
 					 "WHERE (f.o).%s IS NOT NULL ORDER BY %s LIMIT $%d + 1"
 					 ")) x ORDER BY %s LIMIT $%d + 1",
 					 cols_u.data, job->upstream_sql, cond_u,
-					 job->changes_sql, lpk, upk, upk, nargs,
+					 job->changes_sql, lpk, upk, cond_l, upk, nargs,
 					 cols_f.data, lpk, lpk, job->changes_sql, cond_l, lpk,
 					 quote_identifier(job->pk_names[0]), backfill_pk_list(job, "f"), nargs,
 					 pk, nargs);
@@ -214,6 +217,35 @@ snapshot_chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter, boo
 
 	*cached = backfill_prepare_kept(sql.data, nargs, argtypes);
 	return *cached;
+}
+
+/*
+ * The log grows while phase 1 reads it, but a chunk's plan is made once per
+ * run, often while the log is still empty; planned for a small log, a chunk
+ * would sort or hash all the log's entries past the position, every time.
+ * Reading the log in key order through its index costs what the chunk
+ * reads, whatever the log's size, so a chunk is planned (and run) without
+ * sorts, bitmap scans or hash joins where it can do without them.  Returns
+ * the level for plan_by_index_end().
+ */
+static int
+plan_by_index_begin(void)
+{
+	int			level = NewGUCNestLevel();
+
+	(void) set_config_option("enable_sort", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("enable_bitmapscan", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("enable_hashjoin", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	return level;
+}
+
+static void
+plan_by_index_end(int level)
+{
+	AtEOXact_GUC(true, level);
 }
 
 /*
@@ -279,9 +311,11 @@ backfill_snapshot_read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 lim
 	int64		total = 0;
 	Datum		nextkey[INDEX_MAX_KEYS];
 	bool		at_end;
+	int			guc_level;
 
 	nvalues = backfill_group_params(exec, group, filter, values);
 	values[nvalues++] = Int64GetDatum(limit);
+	guc_level = plan_by_index_begin();
 	sink = backfill_sink_begin(exec, limit, true);
 	if (sink != NULL)
 	{
@@ -300,6 +334,7 @@ backfill_snapshot_read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 lim
 	else
 		at_end = insert_chunk(exec, snapshot_chunk_plan(exec, first->has_pos, filter, true),
 							  values, &total, nextkey);
+	plan_by_index_end(guc_level);
 
 	for (int i = 0; i < group->nvnodes; i++)
 	{
