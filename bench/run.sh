@@ -112,12 +112,16 @@ INSERT INTO up SELECT g, ((g::bigint * 7919) % 1000003)::int, md5(g::text), '202
 VACUUM (FREEZE, ANALYZE) up;
 
 -- what people write by hand: a keyset loop committing every 1024 rows
-CREATE PROCEDURE keyset_copy(src regclass, dst regclass, batch int DEFAULT 1024)
+-- (rows_per_sec > 0: no faster than that, for the writers' reference)
+CREATE PROCEDURE keyset_copy(src regclass, dst regclass, batch int DEFAULT 1024,
+                             rows_per_sec int DEFAULT 0)
 LANGUAGE plpgsql AS \$\$
 DECLARE
   last bigint := -9223372036854775808;
   n bigint;
   m bigint;
+  t0 timestamptz := clock_timestamp();
+  done bigint := 0;
 BEGIN
   LOOP
     EXECUTE format('WITH ins AS (INSERT INTO %s SELECT * FROM %s WHERE id > \$1 ORDER BY id LIMIT \$2 RETURNING id)
@@ -126,6 +130,11 @@ BEGIN
     EXIT WHEN n = 0;
     last := m;
     COMMIT;
+    done := done + n;
+    IF rows_per_sec > 0 THEN
+      PERFORM pg_sleep(greatest(0, done::float8 / rows_per_sec
+                                   - extract(epoch FROM clock_timestamp() - t0)));
+    END IF;
   END LOOP;
   COMMIT;
 END \$\$;
@@ -217,6 +226,23 @@ for r in $(seq 1 "$RUNS"); do
     val "DROP TABLE down" >/dev/null
     log "  run $r: INSERT ... SELECT ${R[insert,$r]} rows/s"
 
+    # two sessions at once, each reading every row and inserting the half of
+    # one vnode range, as the two actors of a job with parallelism 2 do:
+    # how PostgreSQL itself scales a parallel insert into one table here
+    val "CREATE TABLE down (id bigint PRIMARY KEY, a int, b text, c timestamptz);
+         CREATE TABLE par_times (t timestamptz); CHECKPOINT" >/dev/null
+    for half in "< 128" ">= 128"; do
+        sql -c "INSERT INTO par_times SELECT clock_timestamp()" \
+            -c "INSERT INTO down SELECT * FROM up WHERE backfill.vnode(id) $half" \
+            -c "INSERT INTO par_times SELECT clock_timestamp()" >/dev/null &
+    done
+    wait
+    [ "$(val 'SELECT count(*) FROM down')" = "$ROWS" ] || { echo "the two INSERT sessions copied a wrong count" >&2; exit 3; }
+    s=$(val "SELECT extract(epoch FROM max(t) - min(t)) FROM par_times")
+    R[insert2,$r]=$(awk -v n="$ROWS" -v s="$s" 'BEGIN {printf "%.0f", n / s}')
+    val "DROP TABLE down, par_times" >/dev/null
+    log "  run $r: 2 x INSERT ... SELECT, half each ${R[insert2,$r]} rows/s"
+
     val "CREATE TABLE down (id bigint PRIMARY KEY, a int, b text, c timestamptz); CHECKPOINT" >/dev/null
     s=$(timed "CALL keyset_copy('up', 'down');")
     [ "$(val 'SELECT count(*) FROM down')" = "$ROWS" ] || { echo "keyset loop copied a wrong count" >&2; exit 3; }
@@ -263,6 +289,23 @@ RATE=$(( ROWS / (3 * PGB_SECS) ))
 [ "$RATE" -lt 1 ] && RATE=1
 log "2. writers: $CLIENTS clients, ${PGB_SECS}s each, rate limit $RATE rows/s during the backfill"
 for r in $(seq 1 "$RUNS"); do
+    # the reference: the same rows copied at the same rate by the keyset
+    # loop, one commit a second as a job's barriers, capturing nothing: what
+    # writers pay for the copy alone
+    prep_writers
+    R[w.ref.none,$r]=$(pgbench_tps)
+    val "CREATE TABLE down_ref (id bigint PRIMARY KEY, a int, b text, c timestamptz)" >/dev/null
+    PGAPPNAME=bench_ref sql -c "CALL keyset_copy('up', 'down_ref', $RATE, $RATE)" >/dev/null 2>&1 &
+    refpid=$!
+    BGPIDS+=("$refpid")
+    sleep 1
+    prep_writers
+    R[w.ref.during,$r]=$(pgbench_tps)
+    val "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'bench_ref'" >/dev/null
+    wait "$refpid" 2>/dev/null || true
+    val "DROP TABLE down_ref" >/dev/null
+    log "  run $r: keyset copy at $RATE rows/s: tps none ${R[w.ref.none,$r]} during ${R[w.ref.during,$r]}"
+
     for cap in trigger cdc; do
         kind=arrangement; [ "$cap" = cdc ] && kind=cdc
         [ "${AVAIL[$kind]}" = 1 ] || continue
@@ -434,6 +477,7 @@ NA="n/a (not available)"
 
 row "1. throughput, rows/s (ratio: to INSERT...SELECT)" "median" "ratio" "target" "result"
 row "INSERT INTO down SELECT * FROM up (indexed; the limit)" "$(med insert)" "1.00" "" ""
+row "2 x INSERT...SELECT at once, half each (by vnode)" "$(med insert2)" "$(f2 "$(ratio_med insert2 insert)")" "(info: parallel limit)" ""
 row "keyset loop, PL/pgSQL, COMMIT every 1024 rows" "$(med keyset)" "$(f2 "$(ratio_med keyset insert)")" "" ""
 for iv in $INTERVALS; do
     for k in $KINDS; do
@@ -457,6 +501,7 @@ for iv in $INTERVALS; do
     pr=$(ratio_med "arrangement.p2w.$iv" "arrangement.p1.$iv")
     if [ "$iv" = 1000 ]; then
         row "  $name vs arrangement p1" "" "$(f2 "$pr")" ">= 1.30 x p1" "$(check "$pr" ">=" 1.3)"
+        row "  2 x INSERT...SELECT vs INSERT...SELECT (same split)" "" "$(f2 "$(ratio_med insert2 insert)")" "(info: parallel limit)" ""
         kr=$(ratio_med "arrangement.p2w.$iv" keyset)
         row "  $name vs keyset loop" "" "$(f2 "$kr")" ">= 1.20 x keyset" "$(check "$kr" ">=" 1.2)"
     else
@@ -465,6 +510,8 @@ for iv in $INTERVALS; do
 done
 
 row "2. writers, pgbench TPS, $CLIENTS clients, ${PGB_SECS} s (ratio: to no job)" "" "" "" ""
+row "reference: no job" "$(med w.ref.none)" "1.00" "" ""
+row "reference: during a keyset copy, $RATE rows/s (no capture)" "$(med w.ref.during)" "$(f2 "$(ratio_med w.ref.during w.ref.none)")" "(info: the copy alone)" ""
 for cap in trigger cdc; do
     kind=arrangement; [ "$cap" = cdc ] && kind=cdc
     during_t=0.85; [ "$cap" = cdc ] && during_t=0.95

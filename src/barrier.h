@@ -37,6 +37,7 @@ struct BarrierExecutor
 	SPIPlanPtr	chunk_plans[2][3];	/* [has position][VnodeFilter] */
 	SPIPlanPtr	select_plans[2][3]; /* the same, reading only (sink.c) */
 	VnodeHasher *vnode_hasher;
+	VnodeGroup *groups;			/* an actor's groups, this round */
 	SPIPlanPtr	persist_plan;
 	SPIPlanPtr	forward_delete_plan;
 	SPIPlanPtr	forward_insert_plan;

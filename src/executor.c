@@ -193,6 +193,8 @@ backfill_executor_create(BackfillJob *job)
 	for (int k = 0; k < job->npk; k++)
 		get_typlenbyval(job->pk_types[k], &exec->typlens[k], &exec->typbyvals[k]);
 
+	/* a round's groups: made once, not once per round in the barrier's memory */
+	exec->groups = MemoryContextAlloc(cxt, sizeof(VnodeGroup) * BACKFILL_VNODE_COUNT);
 	exec->vnode_hasher = MemoryContextAlloc(cxt, sizeof(VnodeHasher));
 	backfill_vnode_hasher_init(exec->vnode_hasher, job->npk, job->pk_types, cxt);
 	exec->rate_next = MemoryContextAllocZero(cxt, sizeof(TimestampTz) * Max(job->nactors, 1));
@@ -787,7 +789,7 @@ static int64
 actor_round(BarrierExecutor *exec, int actor, int rate_limit, TimestampTz deadline)
 {
 	BackfillJob *job = exec->job;
-	VnodeGroup *groups = palloc(sizeof(VnodeGroup) * BACKFILL_VNODE_COUNT);
+	VnodeGroup *groups = exec->groups;
 	int			ngroups = actor_groups(exec, actor, groups);
 	int64		rows = 0;
 	int64		limit = job->chunk_size;

@@ -375,6 +375,7 @@ backfill_sink_run(ChunkSink *sink, SPIPlanPtr plan, Datum *values)
 	options.read_only = false;
 	options.dest = (DestReceiver *) sink;
 	rc = SPI_execute_plan_extended(plan, &options);
+	pfree(params);
 	if (rc < 0)
 		elog(ERROR, "could not read a snapshot chunk of %s: %s",
 			 sink->exec->job->upstream_sql, SPI_result_code_string(rc));
