@@ -34,6 +34,7 @@ SELECT replace(slot_name, :'dboid', '<dboid>') AS slot_name, plugin, slot_type,
 SELECT j.slot_name = s.slot_name AS same_slot, j.slot_name = format('backfill_%s_%s', :'dboid', :job) AS named
   FROM backfill.jobs j, pg_replication_slots s WHERE j.job_id = :job;
 SELECT slot_name AS slot FROM backfill.jobs WHERE job_id = :job \gset
+SELECT restart_lsn AS restart1 FROM pg_replication_slots WHERE slot_name = :'slot' \gset
 
 -- barrier 1 read keys 1..30; the offset is the LSN the slot was read to
 SELECT actor_id, vnode, current_pos, backfill_finished, row_count,
@@ -80,6 +81,9 @@ UPDATE cdc_up SET id = 2000 WHERE id = 10;
 SELECT * FROM backfill.verify_job(:job);
 CALL backfill.run_job(:job, 1);
 SELECT * FROM cdc_mv WHERE id IN (10, 90, 2000) ORDER BY id;
+-- decoding restarts from a point that follows the offset: each fetch logs
+-- the transactions running, and the next fetch's advance passes that record
+SELECT restart_lsn > :'restart1' AS restart_point_moved FROM pg_replication_slots WHERE slot_name = :'slot';
 SELECT current_pos, row_count FROM backfill.job_state(:job);
 SELECT * FROM backfill.verify_job(:job);
 

@@ -75,6 +75,7 @@
 #include "replication/origin.h"
 #include "replication/slot.h"
 #include "storage/lmgr.h"
+#include "storage/standby.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/varlena.h"
@@ -542,6 +543,16 @@ backfill_cdc_fetch(BarrierExecutor *exec)
 								  2, argtypes, values, NULL, false, 0) != SPI_OK_SELECT)
 			elog(ERROR, "could not advance replication slot \"%s\"", exec->slot_name);
 	}
+
+	/*
+	 * Decoding starts at the slot's restart point, which moves only past a
+	 * record of the transactions running (a standby snapshot), logged every
+	 * 15 s at most while the server is busy: without one, each fetch would
+	 * decode again all the WAL since the last, the advance above too.  One
+	 * logged now is passed by the next fetch's advance, so the restart point
+	 * stays a barrier behind.
+	 */
+	(void) LogStandbySnapshot();
 
 	/* a commit made asynchronously may not be flushed yet: flush it */
 	upto = flush_wal();
