@@ -71,6 +71,9 @@ extern void backfill_set_position(BarrierExecutor *exec, VnodeState *vs, Datum *
 extern void backfill_forward_changes(BarrierExecutor *exec, int lo, int hi);
 extern void backfill_sleep_until(TimestampTz t);
 extern VnodeFilter backfill_group_filter(VnodeGroup *group);
+extern char *backfill_chunk_conditions(BackfillJob *job, const char *alias, const char *cmp,
+									   bool has_pos, VnodeFilter filter, Oid *argtypes,
+									   int *nargs);
 extern int	backfill_group_params(BarrierExecutor *exec, VnodeGroup *group,
 								  VnodeFilter filter, Datum *values);
 

@@ -312,6 +312,43 @@ backfill_executor_free(BarrierExecutor *exec)
 }
 
 /*
+ * backfill_chunk_conditions
+ *		The conditions of a chunk query on the rows of alias: after the
+ *		position if any (cmp is ">" or ">="; parameters $1..$npk), then in
+ *		the vnodes of the filter (the next parameters).  Sets the types of
+ *		those parameters and their number; the same for every alias.
+ */
+char *
+backfill_chunk_conditions(BackfillJob *job, const char *alias, const char *cmp,
+						  bool has_pos, VnodeFilter filter, Oid *argtypes, int *nargs)
+{
+	StringInfoData cond;
+	char	   *key = backfill_pk_list(job, alias);
+
+	initStringInfo(&cond);
+	*nargs = 0;
+	if (has_pos)
+	{
+		appendStringInfo(&cond, " AND (%s) %s (%s)", key, cmp, backfill_pk_params(job, 1));
+		memcpy(argtypes, job->pk_types, sizeof(Oid) * job->npk);
+		*nargs = job->npk;
+	}
+	if (filter == VNODE_FILTER_RANGE)
+	{
+		appendStringInfo(&cond, " AND backfill.vnode(%s) BETWEEN $%d AND $%d",
+						 key, *nargs + 1, *nargs + 2);
+		argtypes[(*nargs)++] = INT2OID;
+		argtypes[(*nargs)++] = INT2OID;
+	}
+	else if (filter == VNODE_FILTER_LIST)
+	{
+		appendStringInfo(&cond, " AND backfill.vnode(%s) = ANY ($%d)", key, *nargs + 1);
+		argtypes[(*nargs)++] = INT2ARRAYOID;
+	}
+	return cond.data;
+}
+
+/*
  * The chunk query: read the next rows after a position (if any) of a set of
  * vnodes, in key order.  Parameters: the position ($1..$npk), the vnode
  * filter, then the limit.  With insert, it inserts them downstream itself
@@ -337,24 +374,9 @@ chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter, bool insert)
 	initStringInfo(&select);
 	appendStringInfo(&select, "SELECT %s FROM ONLY %s u WHERE true",
 					 job->columns_sql, job->upstream_sql);
-	if (has_pos)
-	{
-		appendStringInfo(&select, " AND (%s) > (%s)", upk, backfill_pk_params(job, 1));
-		memcpy(argtypes, job->pk_types, sizeof(Oid) * job->npk);
-		nargs = job->npk;
-	}
-	if (filter == VNODE_FILTER_RANGE)
-	{
-		appendStringInfo(&select, " AND backfill.vnode(%s) BETWEEN $%d AND $%d",
-						 upk, nargs + 1, nargs + 2);
-		argtypes[nargs++] = INT2OID;
-		argtypes[nargs++] = INT2OID;
-	}
-	else if (filter == VNODE_FILTER_LIST)
-	{
-		appendStringInfo(&select, " AND backfill.vnode(%s) = ANY ($%d)", upk, nargs + 1);
-		argtypes[nargs++] = INT2ARRAYOID;
-	}
+	appendStringInfoString(&select,
+						   backfill_chunk_conditions(job, "u", ">", has_pos, filter,
+													 argtypes, &nargs));
 	appendStringInfo(&select, " ORDER BY %s LIMIT $%d", upk, nargs + 1);
 	argtypes[nargs++] = INT8OID;
 	if (!insert)

@@ -129,36 +129,14 @@ snapshot_chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter, boo
 	char	   *upk = backfill_pk_list(job, "u");
 	char	   *lpk = backfill_pk_list(job, "l");
 	char	   *pk = backfill_pk_list(job, NULL);
-	char	   *cond_u = "";
-	char	   *cond_l = "";
+	char	   *cond_u;
+	char	   *cond_l;
 
 	if (*cached)
 		return *cached;
 
-	if (has_pos)
-	{
-		char	   *params = backfill_pk_params(job, 1);
-
-		cond_u = psprintf(" AND (%s) >= (%s)", upk, params);
-		cond_l = psprintf(" AND (%s) >= (%s)", lpk, params);
-		memcpy(argtypes, job->pk_types, sizeof(Oid) * job->npk);
-		nargs = job->npk;
-	}
-	if (filter == VNODE_FILTER_RANGE)
-	{
-		cond_u = psprintf("%s AND backfill.vnode(%s) BETWEEN $%d AND $%d", cond_u, upk,
-						  nargs + 1, nargs + 2);
-		cond_l = psprintf("%s AND backfill.vnode(%s) BETWEEN $%d AND $%d", cond_l, lpk,
-						  nargs + 1, nargs + 2);
-		argtypes[nargs++] = INT2OID;
-		argtypes[nargs++] = INT2OID;
-	}
-	else if (filter == VNODE_FILTER_LIST)
-	{
-		cond_u = psprintf("%s AND backfill.vnode(%s) = ANY ($%d)", cond_u, upk, nargs + 1);
-		cond_l = psprintf("%s AND backfill.vnode(%s) = ANY ($%d)", cond_l, lpk, nargs + 1);
-		argtypes[nargs++] = INT2ARRAYOID;
-	}
+	cond_u = backfill_chunk_conditions(job, "u", ">=", has_pos, filter, argtypes, &nargs);
+	cond_l = backfill_chunk_conditions(job, "l", ">=", has_pos, filter, argtypes, &nargs);
 	argtypes[nargs++] = INT8OID;
 
 	initStringInfo(&cols_u);
