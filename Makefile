@@ -19,7 +19,7 @@ OBJS = \
 	src/state.o \
 	src/vnode.o \
 	src/worker.o
-DATA = sql/backfill--1.0.sql sql/backfill--1.0--1.1.sql
+DATA = sql/backfill--1.0.sql sql/backfill--1.0--1.1.sql sql/backfill--1.1--1.2.sql
 PGFILEDESC = "backfill - resumable backfill of derived tables"
 
 REGRESS = setup create_job run_job recovery observe cancel_drop workers safety snapshot cdc ddl downstream privileges bad_input upgrade

@@ -24,11 +24,19 @@ SELECT backfill.create_job('up_snap', 'up', kind => 'snapshot');
 SELECT backfill.create_job('up_cdc', 'up', kind => 'cdc');
 SELECT to_regclass('up_snap') IS NULL AS nothing_left;
 
+ALTER EXTENSION backfill UPDATE TO '1.1';
+SELECT extversion FROM pg_extension WHERE extname = 'backfill';
+
+-- the job carries on where it stopped, one barrier under 1.1
+UPDATE up SET v = 'during 1.1' WHERE id IN (2, 298);
+CALL backfill.run_job(:job, 1);
+SELECT job_id, status, row_count FROM backfill.jobs;
+
 ALTER EXTENSION backfill UPDATE;
 SELECT extversion FROM pg_extension WHERE extname = 'backfill';
 
--- the job carries on where it stopped
-UPDATE up SET v = 'during 1.1' WHERE id IN (2, 298);
+-- and finishes under the newest
+UPDATE up SET v = 'during 1.2' WHERE id IN (3, 297);
 CALL backfill.run_job(:job);
 SELECT s.job_id, s.kind, s.status, s.row_count, j.runs
   FROM backfill.jobs s JOIN backfill.job j USING (job_id);
