@@ -118,3 +118,17 @@ RESET search_path;
 DROP SCHEMA regress_bf_s CASCADE;
 DROP ROLE regress_bf_sink;
 DROP EXTENSION amcheck;
+
+-- the change table is a heap whatever the default table access method says:
+-- the capture trigger writes it with heap functions
+CREATE ACCESS METHOD heap_alias TYPE TABLE HANDLER heap_tableam_handler;
+CREATE TABLE am_up (id int PRIMARY KEY, v text);
+SET default_table_access_method = heap_alias;
+SELECT backfill.create_job('am_mv', 'am_up') AS am_job \gset
+RESET default_table_access_method;
+SELECT a.amname FROM backfill.job j JOIN pg_class c ON c.oid = j.change_table
+  JOIN pg_am a ON a.oid = c.relam WHERE j.job_id = :am_job;
+INSERT INTO am_up VALUES (1, 'captured');
+SELECT backfill.drop_job(:am_job);
+DROP TABLE am_up;
+DROP ACCESS METHOD heap_alias;

@@ -60,7 +60,7 @@ SELECT * FROM backfill.verify_job(:a_job);
 SELECT * FROM backfill.job_state(:a_job);
 SELECT backfill.wait_job(:a_job);
 -- nor through the internal functions
-SELECT backfill._job_catalog(:a_job, 'delete');
+SELECT backfill._delete_job(:a_job);
 SELECT backfill._stop_and_lock_job(:a_job);
 SELECT backfill._stop_workers(:a_job, true);
 SELECT backfill._drop_slot(:a_job);
@@ -124,6 +124,24 @@ SELECT p.oid::regprocedure AS without_search_path
 -- row-level security on both catalogs
 SELECT relname, relrowsecurity FROM pg_class
  WHERE oid IN ('backfill.job'::regclass, 'backfill.actor'::regclass) ORDER BY relname;
+
+-- the progress total counts the rows the owner sees under row-level
+-- security, at create and at a restart alike, as its chunks read them
+CREATE TABLE regress_bf_b.rls (id int PRIMARY KEY, v text);
+INSERT INTO regress_bf_b.rls SELECT g, 'v' || g FROM generate_series(1, 30) g;
+ALTER TABLE regress_bf_b.rls ENABLE ROW LEVEL SECURITY;
+CREATE POLICY alice_sees_ten ON regress_bf_b.rls FOR SELECT TO regress_bf_alice USING (id <= 10);
+GRANT USAGE ON SCHEMA regress_bf_b TO regress_bf_alice;
+GRANT SELECT, TRIGGER ON regress_bf_b.rls TO regress_bf_alice;
+SET ROLE regress_bf_alice;
+SELECT backfill.create_job('regress_bf_a.rls_mv', 'regress_bf_b.rls', chunk_size => 4) AS rls_job \gset
+SELECT total_rows FROM backfill.job WHERE job_id = :rls_job;
+CALL backfill.run_job(:rls_job, 1);
+CALL backfill.run_job(:rls_job);
+SELECT j.status, j.total_rows, s.row_count FROM backfill.job j JOIN backfill.jobs s USING (job_id)
+ WHERE job_id = :rls_job;
+SELECT progress FROM backfill.ddl_progress WHERE ddl_id = :rls_job;
+RESET ROLE;
 
 DO $$BEGIN PERFORM backfill.drop_job(job_id) FROM backfill.job; END$$;
 DROP SCHEMA regress_bf_a CASCADE;

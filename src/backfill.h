@@ -1,44 +1,32 @@
 /*-------------------------------------------------------------------------
  *
  * backfill.h
- *	  Declarations shared by the files of the backfill extension.
+ *	  The types of the backfill extension, and the functions of its lower
+ *	  layers.
  *
  * A streaming job copies an upstream table into a downstream table while
  * the upstream keeps changing.  Its definition lives in backfill.job and
- * backfill.actor; its progress lives in its own state table,
- * backfill.state_<job_id>, laid out as RisingWave's state tables of its kind:
+ * backfill.actor; its progress in its own state table, laid out as
+ * RisingWave's state tables of its kind (each kind's file says how).
  *
- *	no_shuffle, arrangement:
- *		vnode smallint PRIMARY KEY, <pk columns>, backfill_finished boolean,
- *		row_count bigint
- *	snapshot:
- *		vnode smallint PRIMARY KEY, epoch bigint, row_count bigint,
- *		is_epoch_finished boolean, <pk columns>
- *	cdc:
- *		split_id varchar PRIMARY KEY, <pk columns>, backfill_finished boolean,
- *		row_count bigint, cdc_offset jsonb
+ * The files form layers, and a file calls only files of the layers below
+ * its own (scripts/check_layers.sh checks it):
  *
- * The keys touched by upstream writes while it backfills go to
- * backfill.changes_<job_id>: written by a row trigger on the upstream
- * (no_shuffle, arrangement), by the same trigger with the row's image as of
- * the snapshot epoch (snapshot), or decoded from the write-ahead log through
- * the job's replication slot (cdc).
- *
- * src/catalog.c	 create_job, loading a job, the job lock
- * src/capture.c	 the capture and apply triggers on the upstream
- * src/state.c		 decoding the state table, the recovery check
- * src/executor.c	 one barrier: changes, snapshot chunks, state
- * src/sink.c		 inserting a chunk's rows downstream in batches
- * src/snapshot.c	 the snapshot kind: reading as of the snapshot epoch, the log store
- * src/cdc.c		 the cdc kind: the replication slot, fetching its changes
- * src/decode.c		 the logical decoding output plugin of the cdc kind
- * src/run.c		 run_job: the barrier loop, one transaction per barrier
- * src/vnode.c		 the vnode of a key
- * src/privilege.c	 acting as the job's owner or as the extension's owner
- * src/jobs.c		 the catalog writes of the SQL functions
- * src/ddl.c		 DDL on a job's tables that is refused
- * src/shmem.c		 the registry of background workers, launching them
- * src/worker.c		 the actor workers and the launcher
+ *	entry points	backfill.c (_PG_init), create.c, run.c, control.c,
+ *					worker.c, shmem.c (the worker registry), ddl.c
+ *	driver			driver.c: the barrier loop of a run or of a worker
+ *	executor		executor.c: one barrier, the final barrier (barrier.h)
+ *	kinds			kind.c, one file per kind behind kind.h: kind_vnode.c
+ *					(no_shuffle, arrangement), kind_snapshot.c, kind_cdc.c
+ *	services		chunk.c (reading the upstream in key order), sink.c,
+ *					state.c, capture.c (triggers, change tables), slot.c
+ *					(replication slots and origins), decode.c (the output
+ *					plugin)
+ *	catalog			catalog.c: job and actor rows, the job lock
+ *	privileges		privilege.c: role contexts, the pinned search_path
+ *	foundations		sql.c (SQL text, SPI, kept plans), xact.c (commits,
+ *					barriers' transactions, sleeps, epochs), vnode.c,
+ *					compat.h, this header
  *
  *-------------------------------------------------------------------------
  */
@@ -46,11 +34,18 @@
 #define BACKFILL_H
 
 #include "access/attnum.h"
+#include "access/htup.h"
+#include "access/tupdesc.h"
+#include "access/xlogdefs.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
-#include "utils/rel.h"
+#include "nodes/pg_list.h"
 #include "utils/palloc.h"
+#include "utils/rel.h"
+#include "utils/timestamp.h"
+
+#include "compat.h"
 
 /* RisingWave's vnode count, kept for compatibility (VirtualNode::COUNT) */
 #define BACKFILL_VNODE_COUNT 256
@@ -75,6 +70,8 @@ typedef enum BackfillKind
 	BACKFILL_KIND_CDC
 } BackfillKind;
 
+#define BACKFILL_NUM_KINDS 4
+
 /*
  * The progress of one vnode, as decoded from its state row.  A vnode without
  * a row is "not started": no position, not finished, no rows.
@@ -97,14 +94,14 @@ typedef struct BackfillActor
 	int			vnode_start;	/* inclusive */
 	int			vnode_end;		/* inclusive */
 
-	/* snapshot kind: the log store phase (snapshot.c) */
+	/* snapshot kind: the log store phase (kind_snapshot.c) */
 	bool		in_log_store;	/* consumes the log store */
 	bool		caught_up;		/* its last log store barrier found little */
 	int64		lag_ms;			/* age of the oldest change it last consumed */
 } BackfillActor;
 
 /*
- * A job as loaded by run_job.  Lives in the run's memory context, which
+ * A job as loaded by a run.  Lives in the run's memory context, which
  * survives the commit of each barrier.
  */
 typedef struct BackfillJob
@@ -158,9 +155,6 @@ typedef struct ActorArgs
 	Oid			owner;			/* the job's owner, whom the worker runs as */
 } ActorArgs;
 
-/* backfill.c */
-extern int	backfill_barrier_interval_ms;
-
 /* what a change of the current role saved (privilege.c) */
 typedef struct RoleContext
 {
@@ -169,68 +163,48 @@ typedef struct RoleContext
 	int			guc_level;		/* -1 when the search_path was not pinned */
 } RoleContext;
 
-/* kinds that store one position and one count for all of an actor's vnodes */
-#define BACKFILL_KIND_ONE_POSITION(kind) \
-	((kind) == BACKFILL_KIND_NO_SHUFFLE || (kind) == BACKFILL_KIND_CDC)
+/* plans kept across transactions, owned by one user of them (sql.c) */
+typedef struct KeptPlans
+{
+	List	   *plans;
+} KeptPlans;
 
-/* catalog.c */
-extern const char *backfill_kind_name(BackfillKind kind);
-extern BackfillJob *backfill_load_job(int64 job_id, MemoryContext cxt);
-extern void backfill_lock_job(int64 job_id, bool session);
-extern void backfill_unlock_job(int64 job_id);
-extern void backfill_wait_job_lock(int64 job_id);
-extern void backfill_lock_job_shared(int64 job_id);
-extern void backfill_unlock_job_shared(int64 job_id);
-extern bool backfill_job_lock_held(int64 job_id);
-extern bool backfill_job_lock_mine(int64 job_id);
-extern int	backfill_pin_search_path(BackfillJob *job);
-extern void backfill_unpin_search_path(int level);
-extern Oid	backfill_job_owner(int64 job_id);
-extern Oid	backfill_job_upstream(int64 job_id);
-extern Datum backfill_job_column(int64 job_id, const char *column, bool *isnull);
-extern BackfillJob *backfill_load_job_to_run(int64 job_id, MemoryContext cxt);
-extern void backfill_fail_job(BackfillJob *job, int sqlerrcode,
-							  const char *message, const char *detail);
+/* ---- foundations ---- */
+
+/* sql.c: SQL text */
+extern char *backfill_relation_sql(Oid relid);
 extern char *backfill_pk_list(BackfillJob *job, const char *alias);
+extern char *backfill_pk_list_desc(BackfillJob *job);
+extern char *backfill_pk_params(BackfillJob *job, int first);
+extern void backfill_append_excluded_key(StringInfo sql, BackfillJob *job);
+extern char *backfill_text_array_sql(Datum array, char ***elems, int *nelems);
+extern char *backfill_sync_delete_sql(BackfillJob *job, const char *matching,
+									  bool returning_vnode);
+extern char *backfill_sync_insert_sql(BackfillJob *job, const char *matching,
+									  bool returning_vnode);
+extern char *backfill_sync_upsert_sql(BackfillJob *job);
+extern char *backfill_sync_delete_gone_sql(BackfillJob *job);
 
-/* capture.c */
-extern void backfill_assert_triggers(BackfillJob *job);
+/* sql.c: SPI */
+extern void backfill_spi_enter(void);
+extern void backfill_spi_leave(void);
+extern void backfill_spi_exec(const char *sql, int expected);
+extern void backfill_spi_exec_args(const char *sql, int nargs, Oid *types, Datum *values,
+								   const char *nulls, int expected);
+extern KeptPlans *backfill_kept_plans_create(void);
+extern SPIPlanPtr backfill_keep_plan(KeptPlans *kept, const char *sql, int nargs,
+									 Oid *argtypes);
+extern void backfill_kept_plans_free(KeptPlans *kept);
 
-/* state.c */
-extern void backfill_load_state(BackfillJob *job);
-extern void backfill_recovery_check(BackfillJob *job);
-extern char *backfill_pos_text(BackfillJob *job, VnodeState *vs);
-extern void backfill_append_record_field(StringInfo buf, const char *value);
-extern void backfill_state_error(BackfillJob *job, const char *field,
-								 const char *detail) pg_attribute_noreturn();
-
-/* executor.c */
-typedef struct BarrierExecutor BarrierExecutor;
-extern BarrierExecutor *backfill_executor_create(BackfillJob *job);
-extern void backfill_executor_free(BarrierExecutor *exec);
-extern bool backfill_all_finished(BackfillJob *job);
-extern bool backfill_actor_finished(BackfillJob *job, int actor);
-extern bool backfill_job_finished_everywhere(BackfillJob *job);
-extern int64 backfill_run_barrier(BarrierExecutor *exec, int actor, int interval_ms,
-								  int rate_limit);
-extern bool backfill_run_finish_barrier(BarrierExecutor *exec);
-extern void backfill_reload_settings(BackfillJob *job);
-extern bool backfill_names_changed(BackfillJob *job);
-extern BarrierExecutor *backfill_executor_refresh(BarrierExecutor *exec);
+/* xact.c */
+extern void backfill_commit(void);
+extern void backfill_next_barrier(bool with_snapshot);
+extern void backfill_xact_begin(bool nonatomic);
+extern void backfill_xact_end(void);
+extern void backfill_xact_abort(void);
 extern void backfill_sleep_ms(long ms);
+extern void backfill_sleep_until(TimestampTz t);
 extern int64 backfill_next_epoch(int64 previous);
-extern bool backfill_needs_fetch(BackfillJob *job);
-extern void backfill_run_fetch(BarrierExecutor *exec);
-extern void backfill_after_finish(BackfillJob *job);
-
-/* privilege.c */
-extern void backfill_catalog_enter(RoleContext *rc);
-extern void backfill_owner_enter(Oid owner, bool pin_search_path, RoleContext *rc);
-extern void backfill_role_leave(RoleContext *rc);
-extern void backfill_check_job_owner(int64 job_id, Oid owner);
-
-/* jobs.c */
-extern Oid	backfill_require_job_owner(int64 job_id);
 
 /* vnode.c: the hash functions of a key's types, looked up once */
 typedef struct VnodeHasher
@@ -244,34 +218,90 @@ extern void backfill_vnode_hasher_init(VnodeHasher *hasher, int nkeys,
 extern int16 backfill_vnode_of(VnodeHasher *hasher, const Datum *values,
 							   const bool *isnull);
 
-/* cdc.c */
+/* ---- privileges (privilege.c) ---- */
+extern void backfill_catalog_enter(RoleContext *rc);
+extern void backfill_owner_enter(Oid owner, bool pin_search_path, RoleContext *rc);
+extern void backfill_role_leave(RoleContext *rc);
+extern void backfill_check_job_owner(int64 job_id, Oid owner);
+extern char *backfill_safe_search_path(int npk, Oid *pk_types);
+extern int	backfill_pin_search_path(BackfillJob *job);
+extern void backfill_unpin_search_path(int level);
+
+/* ---- catalog (catalog.c) ---- */
+extern const char *backfill_kind_name(BackfillKind kind);
+extern BackfillKind backfill_parse_kind(const char *name);
+extern BackfillJob *backfill_load_job(int64 job_id, MemoryContext cxt);
+extern BackfillJob *backfill_load_job_to_run(int64 job_id, MemoryContext cxt);
+extern void backfill_check_key_unchanged(BackfillJob *job, Oid made_with);
+extern void backfill_lock_job(int64 job_id, bool session);
+extern void backfill_unlock_job(int64 job_id);
+extern void backfill_wait_job_lock(int64 job_id);
+extern void backfill_lock_job_shared(int64 job_id);
+extern void backfill_unlock_job_shared(int64 job_id);
+extern bool backfill_job_lock_held(int64 job_id);
+extern bool backfill_job_lock_mine(int64 job_id);
+extern Oid	backfill_job_owner(int64 job_id);
+extern Oid	backfill_job_upstream(int64 job_id);
+extern Datum backfill_job_column(int64 job_id, const char *column, bool *isnull);
+extern Oid	backfill_require_job_owner(int64 job_id);
+extern void backfill_reload_settings(BackfillJob *job);
+extern bool backfill_names_changed(BackfillJob *job);
+extern void backfill_record_failure(int64 job_id, int sqlerrcode, const char *message,
+									const char *detail, bool only_if_backfilling);
+extern void backfill_record_start(BackfillJob *job, bool background, int64 total_rows);
+extern int64 backfill_next_id(const char *sequence);
+extern void backfill_mark_cancelled(int64 job_id);
+extern void backfill_delete_job_rows(int64 job_id);
+extern void backfill_set_foreground(int64 job_id);
+extern void backfill_set_rate_limit(int64 job_id, bool none, int64 rows_per_second);
+extern void backfill_copy_names(int64 job_id, int64 from_job_id);
+extern void backfill_replace_actors(int64 job_id, int parallelism);
+
+/* ---- services ---- */
+
+/* state.c */
+extern void backfill_init_vnodes(BackfillJob *job);
+extern void backfill_read_position(BackfillJob *job, VnodeState *vs, HeapTuple tup,
+								   TupleDesc desc, int first);
+extern void backfill_fail_job(BackfillJob *job, int sqlerrcode, const char *message,
+							  const char *detail, const char *hint) pg_attribute_noreturn();
+extern void backfill_state_error(BackfillJob *job, const char *field,
+								 const char *detail) pg_attribute_noreturn();
+extern void backfill_vnode_state_error(BackfillJob *job, const char *field,
+									   int vnode) pg_attribute_noreturn();
+extern char *backfill_column_list(Oid relid, int *natts, Oid **types);
+extern char *backfill_pos_text(BackfillJob *job, VnodeState *vs);
+extern void backfill_append_record_field(StringInfo buf, const char *value);
+extern void backfill_recount_vnode_actors(int64 job_id, const char *state_sql,
+										  bool one_total);
+extern void backfill_create_job_table(const char *create, const char *table_sql,
+									  Oid owner);
+
+/* capture.c: the triggers on a job's upstream and its change table */
+typedef enum CaptureMode
+{
+	CAPTURE_KEYS,				/* a row trigger logs the keys written */
+	CAPTURE_LOG,				/* ... with the rows' images before the write */
+	CAPTURE_WAL					/* the keys come from the WAL (slot.c) */
+} CaptureMode;
+
+extern void backfill_capture_create_table(CaptureMode mode,
+										  const char *changes_sql, const char *key_ddl,
+										  const char *key_list, const char *downstream_sql,
+										  Oid owner);
+extern void backfill_capture_install(Relation upstream, const char *upstream_sql,
+									 int64 job_id, CaptureMode mode);
+extern void backfill_capture_switch_to_apply(BackfillJob *job, bool capturing);
+extern void backfill_assert_triggers(BackfillJob *job);
+extern void backfill_drop_triggers(int64 job_id);
+
+/* slot.c: a cdc job's replication slot and origin */
 extern char *backfill_slot_name(int64 job_id);
-extern void backfill_cdc_check_create(Relation upstream, int parallelism);
-extern void backfill_cdc_drop_slot(int64 job_id);
-extern void backfill_cdc_lock_slot(int64 job_id);
-extern void backfill_cdc_origin_enter(int64 job_id);
-extern void backfill_cdc_origin_leave(void);
-
-/* run.c */
-extern bool backfill_prepare_run(BackfillJob *job, bool background);
-extern void backfill_commit(void);
-extern void backfill_next_barrier(bool with_snapshot);
-
-/* shmem.c */
-extern bool backfill_preloaded;
-extern void backfill_shmem_init(void);
-extern void backfill_launch_job(BackfillJob *job, bool from_launcher);
-extern bool backfill_stop_workers(int64 job_id, bool immediate);
-extern bool backfill_stop_requested(int64 job_id);
-extern bool backfill_claim_prepare(int64 job_id);
-extern void backfill_finish_prepare(int64 job_id, bool ok);
-extern void backfill_unclaim_prepare(int64 job_id);
-extern bool backfill_wait_prepared(int64 job_id);
-extern void backfill_attach_worker(int64 job_id, int32 actor_id);
-extern void backfill_worker_locked_job(void);
-
-/* worker.c */
-extern char *backfill_database;
-extern void backfill_register_launcher(void);
+extern bool backfill_plugin_approved(void);
+extern void backfill_lock_slot_of(int64 job_id);
+extern void backfill_origin_enter(int64 job_id);
+extern void backfill_origin_leave(void);
+extern void backfill_drop_slot_now(int64 job_id);
+extern XLogRecPtr backfill_flush_wal_upto(void);
 
 #endif							/* BACKFILL_H */

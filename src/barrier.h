@@ -1,8 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * barrier.h
- *	  The barrier executor's state, shared by executor.c and the files of the
- *	  kinds that change parts of a barrier (snapshot.c, cdc.c).
+ *	  The barrier executor's state, and the services that read and write
+ *	  for it: chunk.c (groups of vnodes, reading the upstream in key order),
+ *	  sink.c, the per-vnode persisting of state.c, executor.c itself.
+ *
+ * The executor (executor.c) owns the struct; a kind (kind.h) fills the
+ * plans and keeps what only it needs behind kind_state.
  *
  *-------------------------------------------------------------------------
  */
@@ -30,10 +34,15 @@ typedef struct VnodeGroup
 	int			actor;			/* index into job->actors */
 } VnodeGroup;
 
-struct BarrierExecutor
+struct KindRoutine;
+
+typedef struct BarrierExecutor
 {
 	BackfillJob *job;
+	const struct KindRoutine *kind;
+	MemoryContext cxt;			/* the executor's own, freed with it */
 	MemoryContext barrier_cxt;	/* reset at every barrier */
+	KeptPlans  *plans;			/* every plan below, freed with it */
 	SPIPlanPtr	chunk_plans[2][3];	/* [has position][VnodeFilter] */
 	SPIPlanPtr	select_plans[2][3]; /* the same, reading only (sink.c) */
 	VnodeHasher *vnode_hasher;
@@ -48,34 +57,24 @@ struct BarrierExecutor
 	bool		typbyvals[INDEX_MAX_KEYS];
 	TimestampTz *rate_next;		/* per actor: when the limiter allows a read */
 	int		   *batch;			/* per actor: chunks per statement, this barrier */
+	void	   *kind_state;		/* what the kind keeps for the run */
+} BarrierExecutor;
 
-	/* snapshot kind (snapshot.c) */
-	SPIPlanPtr	log_consume_plan;
-	SPIPlanPtr	log_store_plan;
-
-	/* cdc kind (cdc.c) */
-	char	   *slot_name;
-	XLogRecPtr	cdc_offset;		/* changes below it have been consumed */
-	XLogRecPtr	cdc_fetched;	/* what the next barrier persists as offset */
-	bool		cdc_offset_known;	/* cdc_offset is valid */
-	SPIPlanPtr	fetch_plan;
-};
-
-/* executor.c */
-extern void backfill_spi_enter(void);
-extern void backfill_spi_leave(void);
-extern SPIPlanPtr backfill_prepare_kept(const char *sql, int nargs, Oid *argtypes);
-extern char *backfill_pk_params(BackfillJob *job, int first);
-extern void backfill_append_excluded_key(StringInfo sql, BackfillJob *job);
+/* chunk.c */
+extern bool backfill_same_position(BarrierExecutor *exec, VnodeState *a, VnodeState *b);
+extern int	backfill_actor_groups(BarrierExecutor *exec, int actor, VnodeGroup *groups);
 extern void backfill_set_position(BarrierExecutor *exec, VnodeState *vs, Datum *pos);
-extern void backfill_forward_changes(BarrierExecutor *exec, int lo, int hi);
-extern void backfill_sleep_until(TimestampTz t);
 extern VnodeFilter backfill_group_filter(VnodeGroup *group);
 extern char *backfill_chunk_conditions(BackfillJob *job, const char *alias, const char *cmp,
 									   bool has_pos, VnodeFilter filter, Oid *argtypes,
 									   int *nargs);
 extern int	backfill_group_params(BarrierExecutor *exec, VnodeGroup *group,
 								  VnodeFilter filter, Datum *values);
+extern bool backfill_vnodes_finished(BackfillJob *job, int actor);
+extern int64 backfill_read_live_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit,
+									  bool per_vnode_counts);
+extern void backfill_prepare_forward(BarrierExecutor *exec, const char *matching);
+extern void backfill_forward_changes(BarrierExecutor *exec, int lo, int hi);
 
 /* sink.c */
 typedef struct ChunkSink ChunkSink;
@@ -85,18 +84,18 @@ extern void backfill_sink_run(ChunkSink *sink, SPIPlanPtr plan, Datum *values);
 extern int64 backfill_sink_end(ChunkSink *sink, int64 *vnode_rows, Datum *last_key,
 							   bool *has_last, Datum *next_key, bool *has_next);
 
-/* snapshot.c */
-extern void backfill_snapshot_prepare(BarrierExecutor *exec);
-extern int64 backfill_snapshot_read_chunk(BarrierExecutor *exec, VnodeGroup *group,
-										  int64 limit);
-extern bool backfill_snapshot_log_store_barrier(BarrierExecutor *exec, int actor);
-extern void backfill_snapshot_update_actor(BarrierExecutor *exec, BackfillActor *actor);
-extern bool backfill_snapshot_everywhere(BackfillJob *job, bool log_store_too);
-extern bool backfill_vnodes_finished(BackfillJob *job, int actor);
+/* state.c */
+extern void backfill_persist_vnodes(BarrierExecutor *exec, SPIPlanPtr plan);
 
-/* cdc.c */
-extern void backfill_cdc_prepare(BarrierExecutor *exec);
-extern void backfill_cdc_fetch(BarrierExecutor *exec);
-extern void backfill_cdc_persist(BarrierExecutor *exec);
+/* executor.c */
+extern BarrierExecutor *backfill_executor_create(BackfillJob *job);
+extern BarrierExecutor *backfill_executor_refresh(BarrierExecutor *exec);
+extern void backfill_executor_free(BarrierExecutor *exec);
+extern int64 backfill_run_barrier(BarrierExecutor *exec, int actor, int interval_ms,
+								  int rate_limit);
+extern bool backfill_run_finish_barrier(BarrierExecutor *exec);
+extern void backfill_run_fetch(BarrierExecutor *exec);
+extern bool backfill_actor_finished(BackfillJob *job, int actor);
+extern bool backfill_all_finished(BackfillJob *job);
 
 #endif							/* BACKFILL_BARRIER_H */

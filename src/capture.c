@@ -8,10 +8,10 @@
  * update changes it) into backfill.changes_<job_id>, in the writer's
  * transaction.  That is all a writer pays: one small heap insert per key, no
  * index.  A barrier later consumes the keys its snapshot can see (see
- * executor.c); keys of transactions that commit after that snapshot stay for
+ * kind_vnode.c); keys of transactions that commit after that snapshot stay for
  * the next barrier, so commit order never matters.
  *
- * For a job of kind snapshot the change table is a log (snapshot.c): each
+ * For a job of kind snapshot the change table is a log (kind_snapshot.c): each
  * entry also has a sequence number, the time of the write's statement, and
  * the row's image before the write, projected on the downstream's columns
  * (NULL when the key did not exist), and the log is indexed on (key,
@@ -37,6 +37,18 @@
  * barrier under a SHARE ROW EXCLUSIVE lock on the upstream; since trigger
  * state comes from the relation cache, every statement that starts after it
  * fires the new trigger, whatever its snapshot.
+ *
+ * This file is the only one that knows the triggers' names, and their whole
+ * lifecycle: installed by create_job (backfill_capture_install), switched by
+ * the final barrier (backfill_capture_switch_to_apply), put back as the
+ * status says at every run (backfill_assert_triggers), dropped with the job
+ * (backfill_drop_triggers).  It also makes the change table, whose layout it
+ * writes: the keys, or for the snapshot kind the log.  The change table is
+ * a heap whatever default_table_access_method says, since the capture
+ * trigger writes it with heap functions.
+ *
+ * May call: the other services (state.c), catalog.c, privilege.c and the
+ * foundations.
  *
  *-------------------------------------------------------------------------
  */
@@ -69,6 +81,33 @@
 #include "nodes/execnodes.h"
 
 #include "backfill.h"
+
+/* the triggers of a job, named <prefix><job id> */
+typedef enum JobTrigger
+{
+	TRIGGER_CAPTURE,			/* row trigger, while the job backfills */
+	TRIGGER_APPLY,				/* row trigger, once it has finished */
+	TRIGGER_CAPTURE_TRUNCATE,	/* refuses TRUNCATE while it backfills */
+	TRIGGER_APPLY_TRUNCATE		/* truncates the downstream once finished */
+} JobTrigger;
+
+#define NUM_JOB_TRIGGERS 4
+
+static const char *const trigger_prefixes[NUM_JOB_TRIGGERS] = {
+	[TRIGGER_CAPTURE] = "backfill_capture_",
+	[TRIGGER_APPLY] = "backfill_apply_",
+	[TRIGGER_CAPTURE_TRUNCATE] = "backfill_capture_truncate_",
+	[TRIGGER_APPLY_TRUNCATE] = "backfill_apply_truncate_",
+};
+
+/* whether a trigger serves the capture side */
+#define TRIGGER_IS_CAPTURE(t) ((t) == TRIGGER_CAPTURE || (t) == TRIGGER_CAPTURE_TRUNCATE)
+
+static char *
+trigger_name(JobTrigger which, int64 job_id)
+{
+	return psprintf("%s%lld", trigger_prefixes[which], (long long) job_id);
+}
 
 PG_FUNCTION_INFO_V1(backfill_capture_change);
 PG_FUNCTION_INFO_V1(backfill_apply_change);
@@ -423,12 +462,12 @@ log_insert(Relation changes, LogProjection *proj, RelationKey *key,
  * backfill.job directly, as backfill_job_owner() does.
  */
 static bool
-trigger_enabled(Relation rel, const char *prefix, int64 job_id)
+trigger_enabled(Relation rel, JobTrigger which, int64 job_id)
 {
 	TriggerDesc *td = rel->trigdesc;
 	char		name[NAMEDATALEN];
 
-	snprintf(name, sizeof(name), "%s%lld", prefix, (long long) job_id);
+	snprintf(name, sizeof(name), "%s%lld", trigger_prefixes[which], (long long) job_id);
 	for (int i = 0; td != NULL && i < td->numtriggers; i++)
 		if (strcmp(td->triggers[i].tgname, name) == 0)
 			return td->triggers[i].tgenabled != TRIGGER_DISABLED;
@@ -451,12 +490,12 @@ job_finished(int64 job_id)
 static bool
 side_in_charge(Relation rel, int64 job_id, bool capture, bool row)
 {
-	const char *other;
+	JobTrigger	other;
 
 	if (row)
-		other = capture ? "backfill_apply_" : "backfill_capture_";
+		other = capture ? TRIGGER_APPLY : TRIGGER_CAPTURE;
 	else
-		other = capture ? "backfill_apply_truncate_" : "backfill_capture_truncate_";
+		other = capture ? TRIGGER_APPLY_TRUNCATE : TRIGGER_CAPTURE_TRUNCATE;
 	if (!trigger_enabled(rel, other, job_id))
 		return true;
 	return job_finished(job_id) != capture;
@@ -559,7 +598,7 @@ typedef struct ApplyEntry
 static HTAB *apply_cache = NULL;
 
 static void
-apply_cache_invalidate(Datum arg, Oid relid)
+apply_cache_invalidate(Datum arg pg_attribute_unused(), Oid relid)
 {
 	HASH_SEQ_STATUS status;
 	ApplyEntry *entry;
@@ -576,10 +615,7 @@ static void
 apply_entry_build(ApplyEntry *entry, int64 job_id)
 {
 	BackfillJob *job;
-	StringInfoData sql;
-	StringInfoData keymatch;
-	StringInfoData setlist;
-	char	   *params;
+	char	   *sql;
 
 	if (entry->upsert_plan)
 		SPI_freeplan(entry->upsert_plan);
@@ -593,51 +629,18 @@ apply_entry_build(ApplyEntry *entry, int64 job_id)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("backfill job %lld has no downstream table", (long long) job_id)));
 
-	initStringInfo(&keymatch);
-	initStringInfo(&setlist);
-	for (int k = 0; k < job->npk; k++)
-		appendStringInfo(&keymatch, "%s$%d", k > 0 ? ", " : "", k + 1);
-	params = keymatch.data;
-
-	/*
-	 * SET list: every output column, the key columns too.  The conflicting
-	 * downstream row has an equal key, but an equal key may be written
-	 * differently (numeric 1.5 and 1.50, float8 0 and -0, interval '1 day'
-	 * and '24 hours'), and the downstream must show the upstream's.
-	 */
-	{
-		char	   *pkcols = backfill_pk_list(job, NULL);
-
-		for (int i = 0; i < job->ncols; i++)
-		{
-			const char *col = quote_identifier(job->col_names[i]);
-
-			appendStringInfo(&setlist, "%s%s = EXCLUDED.%s",
-							 setlist.len > 0 ? ", " : "", col, col);
-		}
-
-		initStringInfo(&sql);
-		appendStringInfo(&sql,
-						 "INSERT INTO %s (%s) SELECT %s FROM ONLY %s WHERE (%s) = (%s) "
-						 "ON CONFLICT (%s) DO UPDATE SET %s",
-						 job->downstream_sql, job->columns_sql, job->columns_sql,
-						 job->upstream_sql, pkcols, params, pkcols, setlist.data);
-		entry->upsert_plan = SPI_prepare(sql.data, job->npk, job->pk_types);
-		if (entry->upsert_plan == NULL)
-			elog(ERROR, "SPI_prepare failed for: %s", sql.data);
-		SPI_keepplan(entry->upsert_plan);
-
-		resetStringInfo(&sql);
-		appendStringInfo(&sql,
-						 "DELETE FROM %s d WHERE (%s) = (%s) AND NOT EXISTS "
-						 "(SELECT FROM ONLY %s u WHERE (%s) = (%s))",
-						 job->downstream_sql, backfill_pk_list(job, "d"), params,
-						 job->upstream_sql, backfill_pk_list(job, "u"), params);
-		entry->delete_plan = SPI_prepare(sql.data, job->npk, job->pk_types);
-		if (entry->delete_plan == NULL)
-			elog(ERROR, "SPI_prepare failed for: %s", sql.data);
-		SPI_keepplan(entry->delete_plan);
-	}
+	/* the key it was made with: its change table's */
+	backfill_check_key_unchanged(job, job->change_table);
+	sql = backfill_sync_upsert_sql(job);
+	entry->upsert_plan = SPI_prepare(sql, job->npk, job->pk_types);
+	if (entry->upsert_plan == NULL)
+		elog(ERROR, "SPI_prepare failed for: %s", sql);
+	SPI_keepplan(entry->upsert_plan);
+	sql = backfill_sync_delete_gone_sql(job);
+	entry->delete_plan = SPI_prepare(sql, job->npk, job->pk_types);
+	if (entry->delete_plan == NULL)
+		elog(ERROR, "SPI_prepare failed for: %s", sql);
+	SPI_keepplan(entry->delete_plan);
 
 	entry->upstream = job->upstream;
 	entry->downstream = job->downstream;
@@ -839,14 +842,6 @@ void
 backfill_assert_triggers(BackfillJob *job)
 {
 	bool		finished = strcmp(job->status, "finished") == 0;
-	struct
-	{
-		const char *prefix;
-		bool		capture;
-	}			triggers[] = {
-		{"backfill_capture_", true}, {"backfill_apply_", false},
-		{"backfill_capture_truncate_", true}, {"backfill_apply_truncate_", false}
-	};
 	Relation	rel;
 	bool		as_should = true;
 
@@ -855,14 +850,14 @@ backfill_assert_triggers(BackfillJob *job)
 	for (int pass = 0; pass < 2 && !(pass == 1 && as_should); pass++)
 	{
 		rel = table_open(job->upstream, pass == 0 ? AccessShareLock : ShareRowExclusiveLock);
-		for (int i = 0; i < lengthof(triggers); i++)
+		for (int i = 0; i < NUM_JOB_TRIGGERS; i++)
 		{
 			char		name[NAMEDATALEN];
-			char		want = (triggers[i].capture != finished) ?
+			char		want = (TRIGGER_IS_CAPTURE(i) != finished) ?
 				TRIGGER_FIRES_ALWAYS : TRIGGER_DISABLED;
 			TriggerDesc *td = rel->trigdesc;
 
-			snprintf(name, sizeof(name), "%s%lld", triggers[i].prefix, (long long) job->job_id);
+			snprintf(name, sizeof(name), "%s%lld", trigger_prefixes[i], (long long) job->job_id);
 			for (int t = 0; td != NULL && t < td->numtriggers; t++)
 			{
 				if (strcmp(td->triggers[t].tgname, name) != 0 ||
@@ -874,5 +869,134 @@ backfill_assert_triggers(BackfillJob *job)
 			}
 		}
 		table_close(rel, NoLock);
+	}
+}
+
+/*
+ * backfill_capture_create_table
+ *		Make the job's change table: the keys written since the last barrier,
+ *		or for the log mode a log of them with the rows' images before the
+ *		write, in the downstream's row type, indexed on (key, sequence).
+ *		Caller acts as the extension's owner, connected to SPI.
+ */
+void
+backfill_capture_create_table(CaptureMode mode, const char *changes_sql,
+							  const char *key_ddl, const char *key_list,
+							  const char *downstream_sql, Oid owner)
+{
+	char	   *create;
+
+	/* key_ddl starts with ", " */
+	if (mode == CAPTURE_LOG)
+		create = psprintf("CREATE TABLE %s (%s, backfill_seq pg_catalog.int8, "
+						  "backfill_captured_at pg_catalog.timestamptz, backfill_old_row %s) "
+						  "USING heap; "
+						  "CREATE INDEX ON %s (%s, backfill_seq)",
+						  changes_sql, key_ddl + 2, downstream_sql, changes_sql, key_list);
+	else
+		create = psprintf("CREATE TABLE %s (%s) USING heap", changes_sql, key_ddl + 2);
+	backfill_create_job_table(create, changes_sql, owner);
+}
+
+/*
+ * backfill_capture_install
+ *		Put the job's triggers on its upstream: capture now (unless the
+ *		changes come from the WAL), apply once the job has finished, and the
+ *		truncate triggers.  Caller holds the upstream open in SHARE ROW
+ *		EXCLUSIVE mode and acts as the extension's owner, connected to SPI.
+ */
+void
+backfill_capture_install(Relation upstream, const char *upstream_sql, int64 job_id,
+						 CaptureMode mode)
+{
+	static const char *const definitions[NUM_JOB_TRIGGERS] = {
+		[TRIGGER_CAPTURE] = "AFTER INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW "
+		"EXECUTE FUNCTION backfill.capture_change('%lld')",
+		[TRIGGER_APPLY] = "AFTER INSERT OR UPDATE OR DELETE ON %s FOR EACH ROW "
+		"EXECUTE FUNCTION backfill.apply_change('%lld')",
+		[TRIGGER_CAPTURE_TRUNCATE] = "BEFORE TRUNCATE ON %s FOR EACH STATEMENT "
+		"EXECUTE FUNCTION backfill.truncate_change('%lld')",
+		[TRIGGER_APPLY_TRUNCATE] = "AFTER TRUNCATE ON %s FOR EACH STATEMENT "
+		"EXECUTE FUNCTION backfill.truncate_change('%lld')",
+	};
+
+	for (int i = 0; i < NUM_JOB_TRIGGERS; i++)
+	{
+		if (i == TRIGGER_CAPTURE && mode == CAPTURE_WAL)
+			continue;
+		backfill_spi_exec(psprintf("CREATE TRIGGER %s %s",
+								   quote_identifier(trigger_name(i, job_id)),
+								   psprintf(definitions[i], upstream_sql, (long long) job_id)),
+						  SPI_OK_UTILITY);
+	}
+
+	/*
+	 * Not ALTER TABLE: we hold the upstream open, and need not own it.  The
+	 * capture fires ALWAYS, so that writes of a replica-role session (a
+	 * logical replication subscriber, a restore) are captured too.
+	 */
+	for (int i = 0; i < NUM_JOB_TRIGGERS; i++)
+	{
+		if (i == TRIGGER_CAPTURE && mode == CAPTURE_WAL)
+			continue;
+		EnableDisableTrigger(upstream, trigger_name(i, job_id),
+							 TRIGGER_IS_CAPTURE(i) ? TRIGGER_FIRES_ALWAYS : TRIGGER_DISABLED,
+							 false, ShareRowExclusiveLock);
+	}
+}
+
+/*
+ * backfill_capture_switch_to_apply
+ *		The final barrier's switch: the capture triggers off, the apply
+ *		triggers firing ALWAYS.  Caller holds SHARE ROW EXCLUSIVE on the
+ *		upstream.  capturing says whether a capture row trigger exists.
+ */
+void
+backfill_capture_switch_to_apply(BackfillJob *job, bool capturing)
+{
+	Relation	rel = table_open(job->upstream, NoLock);
+
+	for (int i = 0; i < NUM_JOB_TRIGGERS; i++)
+	{
+		if (i == TRIGGER_CAPTURE && !capturing)
+			continue;
+		EnableDisableTrigger(rel, trigger_name(i, job->job_id),
+							 TRIGGER_IS_CAPTURE(i) ? TRIGGER_DISABLED : TRIGGER_FIRES_ALWAYS,
+							 false, ShareRowExclusiveLock);
+	}
+	table_close(rel, NoLock);
+}
+
+/*
+ * backfill_drop_triggers
+ *		Drop the job's triggers on its upstream, whose owner the job's may not
+ *		be: caller acts as the extension's owner, connected to SPI.
+ */
+void
+backfill_drop_triggers(int64 job_id)
+{
+	Oid			types[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(job_id)};
+	char	   *upstream;
+
+	backfill_spi_exec_args("SELECT upstream::pg_catalog.text FROM backfill.job j "
+				   "WHERE job_id = $1 AND EXISTS (SELECT FROM pg_catalog.pg_class c "
+				   "WHERE c.oid OPERATOR(pg_catalog.=) j.upstream)",
+				   1, types, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return;
+	upstream = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	for (int i = 0; i < NUM_JOB_TRIGGERS; i++)
+	{
+		char	   *name = trigger_name(i, job_id);
+
+		if (SPI_execute(psprintf("SELECT FROM pg_catalog.pg_trigger WHERE tgrelid = %s::pg_catalog.regclass "
+								 "AND tgname = %s",
+								 quote_literal_cstr(upstream), quote_literal_cstr(name)),
+						true, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not read pg_trigger");
+		if (SPI_processed > 0)
+			backfill_spi_exec(psprintf("DROP TRIGGER %s ON %s", quote_identifier(name), upstream),
+							  SPI_OK_UTILITY);
 	}
 }

@@ -34,6 +34,8 @@
  * the tables before the extension.  Every run, and the capture trigger,
  * check the key again (check_key_unchanged, check_change_table).
  *
+ * May call: catalog.c, privilege.c and the foundations.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -59,7 +61,7 @@ static const char *const jobs_holding_sql =
 "  FROM backfill.job j WHERE j.status OPERATOR(pg_catalog.<>) 'cancelled'";
 
 static void
-refuse_drop(int64 job_id, Oid relid, const char *what, const char *name)
+refuse_drop(int64 job_id, const char *what, const char *name)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
@@ -134,11 +136,11 @@ check_drops(void)
 				if (isnull || DatumGetObjectId(rel) != objid)
 					continue;
 				if (!is_column)
-					refuse_drop(job_id, objid, roles[r], psprintf("table %s", identity));
+					refuse_drop(job_id, roles[r], psprintf("table %s", identity));
 				/* a column: of the upstream if copied, of the job's own tables always */
 				if (r > 1 || array_has(SPI_getbinval(tup, desc, 6, &isnull), column) ||
 					array_has(SPI_getbinval(tup, desc, 7, &isnull), column))
-					refuse_drop(job_id, objid, psprintf("column \"%s\" of the %s", column, roles[r]),
+					refuse_drop(job_id, psprintf("column \"%s\" of the %s", column, roles[r]),
 								psprintf("column %s", identity));
 			}
 		}

@@ -11,17 +11,19 @@
  *
  * for example "0/16B3748\t(42)" or "0/16B3748\t(7,\"a b\")"; an update
  * that changes the key emits the old key and the new one.  The row literal
- * is what record_in reads, so the fetch (cdc.c) casts it to the row type of
+ * is what record_in reads, so the fetch (kind_cdc.c) casts it to the row type of
  * the job's change table.  Nothing else is emitted: transactions and other
  * tables write no line.
  *
  * Transactions that carry the job's own replication origin (named as its
  * slot) are the job's barriers, writing its downstream: they are filtered
- * out before they are decoded (cdc.c).
+ * out before they are decoded (kind_cdc.c).
  *
  * The old key of a delete or of a key change comes from the replica
  * identity, which create_job requires to be the primary key (the default)
  * or the full row.
+ *
+ * May call: state.c (to quote a key as a row literal) and the foundations.
  *
  *-------------------------------------------------------------------------
  */
@@ -96,7 +98,7 @@ decode_startup(LogicalDecodingContext *ctx, OutputPluginOptions *opt, bool is_in
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("output plugin \"backfill\" needs option \"relid\"")));
-	/* the job's origin has the slot's name (cdc.c) */
+	/* the job's origin has the slot's name (slot.c) */
 	state->own_origin = replorigin_by_name(NameStr(ctx->slot->data.name), true);
 	opt->output_type = OUTPUT_PLUGIN_TEXTUAL_OUTPUT;
 	ctx->output_plugin_private = state;
@@ -112,12 +114,15 @@ decode_filter_origin(LogicalDecodingContext *ctx, RepOriginId origin_id)
 }
 
 static void
-decode_begin(LogicalDecodingContext *ctx, ReorderBufferTXN *txn)
+decode_begin(LogicalDecodingContext *ctx pg_attribute_unused(),
+			 ReorderBufferTXN *txn pg_attribute_unused())
 {
 }
 
 static void
-decode_commit(LogicalDecodingContext *ctx, ReorderBufferTXN *txn, XLogRecPtr commit_lsn)
+decode_commit(LogicalDecodingContext *ctx pg_attribute_unused(),
+			  ReorderBufferTXN *txn pg_attribute_unused(),
+			  XLogRecPtr commit_lsn pg_attribute_unused())
 {
 }
 
@@ -240,7 +245,7 @@ decode_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn, Relation rel,
 }
 
 static void
-decode_shutdown(LogicalDecodingContext *ctx)
+decode_shutdown(LogicalDecodingContext *ctx pg_attribute_unused())
 {
 }
 

@@ -22,18 +22,30 @@
  * of the transaction's start (AbortTransaction), so a leave is not needed
  * on the error path.
  *
+ * The job's SQL is planned and run under a search_path that nothing the
+ * caller set can change (backfill_pin_search_path).
+ *
+ * May call: nothing of the extension.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/stratnum.h"
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "catalog/indexing.h"
 #include "catalog/pg_extension.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_namespace.h"
+#include "catalog/pg_operator.h"
+#include "commands/defrem.h"
+#include "utils/lsyscache.h"
 #include "commands/extension.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
+#include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/rel.h"
@@ -126,4 +138,71 @@ backfill_check_job_owner(int64 job_id, Oid owner)
 				 errmsg("must be owner of backfill job %lld", (long long) job_id),
 				 errdetail("Backfill job %lld belongs to role \"%s\".", (long long) job_id,
 						   GetUserNameFromId(owner, true) ? GetUserNameFromId(owner, true) : "?")));
+}
+
+/*
+ * backfill_safe_search_path
+ *		The search_path under which the extension plans and runs its SQL:
+ *		pg_catalog, then the schemas of the key types' btree operators (the
+ *		comparisons in generated SQL are by operator name), then pg_temp.
+ *		Nothing a caller put on its own search_path can change what the
+ *		statements mean, least of all when they run as the job's owner.
+ */
+char *
+backfill_safe_search_path(int npk, Oid *pk_types)
+{
+	StringInfoData buf;
+	List	   *seen = NIL;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "pg_catalog");
+	for (int k = 0; k < npk; k++)
+	{
+		Oid			opclass = GetDefaultOpClass(pk_types[k], BTREE_AM_OID);
+		Oid			opfamily;
+
+		if (!OidIsValid(opclass))
+			continue;
+		opfamily = get_opclass_family(opclass);
+		for (int strategy = 1; strategy <= BTMaxStrategyNumber; strategy++)
+		{
+			Oid			opr = get_opfamily_member(opfamily, pk_types[k], pk_types[k], strategy);
+			HeapTuple	tup;
+			Oid			nsp;
+
+			if (!OidIsValid(opr))
+				continue;
+			tup = SearchSysCache1(OPEROID, ObjectIdGetDatum(opr));
+			if (!HeapTupleIsValid(tup))
+				continue;
+			nsp = ((Form_pg_operator) GETSTRUCT(tup))->oprnamespace;
+			ReleaseSysCache(tup);
+			if (nsp == PG_CATALOG_NAMESPACE || list_member_oid(seen, nsp))
+				continue;
+			seen = lappend_oid(seen, nsp);
+			appendStringInfo(&buf, ", %s", quote_identifier(get_namespace_name(nsp)));
+		}
+	}
+	appendStringInfoString(&buf, ", pg_temp");
+	return buf.data;
+}
+
+/*
+ * backfill_pin_search_path
+ *		Set the job's safe search_path until backfill_unpin_search_path(level).
+ */
+int
+backfill_pin_search_path(BackfillJob *job)
+{
+	int			level = NewGUCNestLevel();
+
+	(void) set_config_option("search_path", job->search_path,
+							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	return level;
+}
+
+void
+backfill_unpin_search_path(int level)
+{
+	AtEOXact_GUC(true, level);
 }

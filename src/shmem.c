@@ -15,13 +15,15 @@
  * the last one frees the run.
  *
  * Restarts run the recovery check once per launch, not once per actor: the
- * first worker to claim the run's "prepare" step runs it (run.c) while the
+ * first worker to claim the run's "prepare" step runs it (driver.c) while the
  * others wait for its outcome; if it fails, they exit.
  *
  * Stopping sets the run's stop flag, which each worker reads before each
  * barrier, so it stops at the next barrier; an immediate stop also sends
  * SIGTERM, which ends the barrier in flight (rolled back).  The caller waits
  * until every worker has left.
+ *
+ * May call: catalog.c, privilege.c and the foundations.
  *
  *-------------------------------------------------------------------------
  */
@@ -44,7 +46,7 @@
 #include "utils/builtins.h"
 #include "utils/wait_event.h"
 
-#include "backfill.h"
+#include "driver.h"
 
 PG_FUNCTION_INFO_V1(backfill_job_workers);
 PG_FUNCTION_INFO_V1(backfill_start_job);
@@ -206,7 +208,7 @@ release_slot(BackfillWorkerSlot *slot)
  *		worker is left running then).
  */
 void
-backfill_launch_job(BackfillJob *job, bool from_launcher)
+backfill_launch_job(BackfillJob *job)
 {
 	BackfillRun *run = NULL;
 	int			reserved[BACKFILL_MAX_PARALLELISM];
@@ -331,7 +333,7 @@ backfill_launch_job(BackfillJob *job, bool from_launcher)
 }
 
 static void
-detach_worker(int code, Datum arg)
+detach_worker(int code pg_attribute_unused(), Datum arg pg_attribute_unused())
 {
 	if (shared == NULL || my_job_id == 0)
 		return;
@@ -609,7 +611,7 @@ backfill_start_job(PG_FUNCTION_ARGS)
 							  NULL, false, 0) != SPI_OK_UPDATE)
 		elog(ERROR, "could not update backfill.job");
 	backfill_role_leave(&rc);
-	backfill_launch_job(job, false);
+	backfill_launch_job(job);
 	SPI_finish();
 	PG_RETURN_VOID();
 }

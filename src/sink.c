@@ -25,6 +25,8 @@
  * NULL, and the caller inserts through SQL instead.  The permissions are
  * checked as for an INSERT by the current user, the job's owner.
  *
+ * May call: privilege.c and the foundations.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -163,7 +165,7 @@ sink_flush(ChunkSink *sink)
 }
 
 static void
-sink_startup(DestReceiver *self, int operation, TupleDesc typeinfo)
+sink_startup(DestReceiver *self, int operation pg_attribute_unused(), TupleDesc typeinfo)
 {
 	ChunkSink  *sink = (ChunkSink *) self;
 	TupleDesc	desc = RelationGetDescr(sink->rel);
@@ -266,7 +268,7 @@ sink_shutdown(DestReceiver *self)
 }
 
 static void
-sink_destroy(DestReceiver *self)
+sink_destroy(DestReceiver *self pg_attribute_unused())
 {
 }
 

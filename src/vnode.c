@@ -10,6 +10,8 @@
  * vnode that changed would silently break every stored position.  Text is
  * hashed under the "C" collation, i.e. by its bytes.
  *
+ * May call: nothing of the extension.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

@@ -8,9 +8,9 @@
  * cancel_job and drop_job need it exclusively) and then:
  *
  *	1. prepares the run, once per launch: the first actor to claim it
- *	   decodes the state and runs the recovery check (run.c); the others wait
- *	   for the outcome and exit if it failed;
- *	2. runs barriers of its own vnodes (executor.c), each one transaction,
+ *	   decodes the state and runs the recovery check (driver.c); the others
+ *	   wait for the outcome and exit if it failed;
+ *	2. runs barriers of its own vnodes (driver.c), each one transaction,
  *	   until its vnodes have finished, the job is stopped, or it is no longer
  *	   backfilling;
  *	3. when its vnodes have finished and every other actor's have too, as
@@ -30,6 +30,9 @@
  * and that is still pending or backfilling; their actors then run the
  * recovery check exactly as at any restart.  It then sleeps until shutdown.
  *
+ * May call: shmem.c (the registry), driver.c, the kinds (their routines),
+ * catalog.c and the foundations.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -48,119 +51,52 @@
 #include "utils/snapmgr.h"
 #include "utils/wait_event.h"
 
-#include "backfill.h"
+#include "driver.h"
+#include "kind.h"
 
 PGDLLEXPORT void backfill_actor_main(Datum main_arg);
 PGDLLEXPORT void backfill_launcher_main(Datum main_arg);
 
 /* backfill.database: where the launcher looks for jobs */
-char	   *backfill_database = NULL;
+static char *backfill_database = NULL;
 
 /* how often a worker retries a barrier that lost a serialization race */
 #define BACKFILL_MAX_RETRIES 10
 
 /*
- * The actor's work after the prepare step: barriers until done.  Runs in a
- * transaction with SPI connected non-atomically.
+ * The actor's work after the prepare step: barriers until done (driver.c).
+ * Runs in a transaction with SPI connected non-atomically.
  */
 static void
 actor_barriers(ActorArgs *args, MemoryContext cxt)
 {
 	BackfillJob *job;
-	BarrierExecutor *exec;
 	int			actor = -1;
-	char		activity[128];
 
 	job = backfill_load_job(args->job_id, cxt);
 	if (strcmp(job->status, "backfilling") != 0)
 		return;
-	backfill_load_state(job);
+	backfill_kind_routine(job->kind)->load_state(job);
 	for (int a = 0; a < job->nactors; a++)
 		if (job->actors[a].actor_id == args->actor_id)
 			actor = a;
 	if (actor < 0)
 		return;					/* rescheduled away since the launch */
-
-	exec = backfill_executor_create(job);
-	for (;;)
-	{
-		int64		rows;
-
-		if (backfill_needs_fetch(job))
-		{
-			backfill_next_barrier(true);
-			exec = backfill_executor_refresh(exec);
-			backfill_run_fetch(exec);
-		}
-		backfill_next_barrier(true);
-		exec = backfill_executor_refresh(exec);
-		if (backfill_stop_requested(job->job_id))
-			break;
-		if (backfill_actor_finished(job, actor))
-		{
-			if (backfill_job_finished_everywhere(job))
-			{
-				backfill_next_barrier(false);
-				pgstat_report_activity(STATE_RUNNING, "final barrier");
-				if (backfill_run_finish_barrier(exec))
-				{
-					backfill_commit();
-					backfill_after_finish(job);
-				}
-			}
-			break;
-		}
-		backfill_reload_settings(job);
-		if (strcmp(job->status, "backfilling") != 0)
-			break;
-		rows = backfill_run_barrier(exec, actor, backfill_barrier_interval_ms,
-									job->rate_limit);
-		snprintf(activity, sizeof(activity),
-				 "backfill job %lld actor %d: barrier at epoch " INT64_FORMAT ", %lld rows",
-				 (long long) job->job_id, args->actor_id, job->epoch, (long long) rows);
-		pgstat_report_activity(STATE_RUNNING, activity);
-		/* nothing to read (paused) and no interval to wait: do not spin */
-		if (rows == 0 && backfill_barrier_interval_ms == 0)
-		{
-			backfill_commit();
-			PushActiveSnapshot(GetTransactionSnapshot());
-			backfill_sleep_ms(100);
-		}
-	}
-	backfill_commit();
-	backfill_executor_free(exec);
+	backfill_drive(job, actor, 0);
 }
 
 /* record an error that stops the job, in a transaction of its own */
 static void
 record_failure(int64 job_id, ErrorData *edata)
 {
-	Oid			argtypes[4] = {INT8OID, TEXTOID, TEXTOID, TEXTOID};
-	Datum		values[4];
-	char		nulls[4] = {' ', ' ', edata->detail ? ' ' : 'n', ' '};
-	RoleContext rc;
-
-	StartTransactionCommand();
-	SPI_connect();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	values[0] = Int64GetDatum(job_id);
-	values[1] = CStringGetTextDatum(edata->message);
-	values[2] = edata->detail ? CStringGetTextDatum(edata->detail) : (Datum) 0;
-	values[3] = CStringGetTextDatum(unpack_sql_state(edata->sqlerrcode));
+	backfill_xact_begin(false);
 	/* a failure the recovery check recorded is already there */
-	backfill_catalog_enter(&rc);
-	(void) SPI_execute_with_args("UPDATE backfill.job SET status = 'failed', last_error = $2, "
-								 "last_error_detail = $3, last_sqlstate = $4 "
-								 "WHERE job_id = $1 AND status = 'backfilling'",
-								 4, argtypes, values, nulls, false, 0);
-	backfill_role_leave(&rc);
-	PopActiveSnapshot();
-	SPI_finish();
-	CommitTransactionCommand();
+	backfill_record_failure(job_id, edata->sqlerrcode, edata->message, edata->detail, true);
+	backfill_xact_end();
 }
 
 void
-backfill_actor_main(Datum main_arg)
+backfill_actor_main(Datum main_arg pg_attribute_unused())
 {
 	ActorArgs	args;
 	MemoryContext cxt;
@@ -189,11 +125,7 @@ backfill_actor_main(Datum main_arg)
 	{
 		PG_TRY();
 		{
-			StartTransactionCommand();
-			if (SPI_connect_ext(SPI_OPT_NONATOMIC) != SPI_OK_CONNECT)
-				elog(ERROR, "SPI_connect failed");
-			PushActiveSnapshot(GetTransactionSnapshot());
-
+			backfill_xact_begin(true);
 			if (!preparer && backfill_claim_prepare(args.job_id))
 			{
 				BackfillJob *job = backfill_load_job(args.job_id, cxt);
@@ -212,10 +144,7 @@ backfill_actor_main(Datum main_arg)
 			else if (preparer || backfill_wait_prepared(args.job_id))
 				actor_barriers(&args, cxt);
 
-			while (ActiveSnapshotSet())
-				PopActiveSnapshot();
-			SPI_finish();
-			CommitTransactionCommand();
+			backfill_xact_end();
 			done = true;
 		}
 		PG_CATCH();
@@ -232,7 +161,7 @@ backfill_actor_main(Datum main_arg)
 				edata->elevel = LOG;
 			EmitErrorReport();
 			FlushErrorState();
-			AbortCurrentTransaction();
+			backfill_xact_abort();
 			if (preparer)
 			{
 				/* failed during the prepare step: give it back, or fail it */
@@ -269,9 +198,7 @@ launch_jobs(void)
 	/* an error here (say, a catalog of another version) must not loop */
 	PG_TRY();
 	{
-		StartTransactionCommand();
-		SPI_connect();
-		PushActiveSnapshot(GetTransactionSnapshot());
+		backfill_xact_begin(false);
 		if (SPI_execute("SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'backfill'",
 						true, 0) == SPI_OK_SELECT && SPI_processed == 1 &&
 			SPI_execute("SELECT job_id FROM backfill.job WHERE run_mode = 'background' "
@@ -288,16 +215,14 @@ launch_jobs(void)
 														 SPI_tuptable->tupdesc, 1, &isnull));
 			}
 		}
-		PopActiveSnapshot();
-		SPI_finish();
-		CommitTransactionCommand();
+		backfill_xact_end();
 	}
 	PG_CATCH();
 	{
 		MemoryContextSwitchTo(cxt);
 		EmitErrorReport();
 		FlushErrorState();
-		AbortCurrentTransaction();
+		backfill_xact_abort();
 		njobs = 0;
 	}
 	PG_END_TRY();
@@ -309,22 +234,18 @@ launch_jobs(void)
 
 		PG_TRY();
 		{
-			StartTransactionCommand();
-			SPI_connect();
-			PushActiveSnapshot(GetTransactionSnapshot());
-			backfill_launch_job(backfill_load_job(job_ids[i], CurrentMemoryContext), true);
+			backfill_xact_begin(false);
+			backfill_launch_job(backfill_load_job(job_ids[i], CurrentMemoryContext));
 			ereport(LOG,
 					(errmsg("backfill launcher restarted backfill job %lld", (long long) job_ids[i])));
-			PopActiveSnapshot();
-			SPI_finish();
-			CommitTransactionCommand();
+			backfill_xact_end();
 		}
 		PG_CATCH();
 		{
 			MemoryContextSwitchTo(oldcxt);
 			EmitErrorReport();
 			FlushErrorState();
-			AbortCurrentTransaction();
+			backfill_xact_abort();
 		}
 		PG_END_TRY();
 	}
@@ -332,7 +253,7 @@ launch_jobs(void)
 }
 
 void
-backfill_launcher_main(Datum main_arg)
+backfill_launcher_main(Datum main_arg pg_attribute_unused())
 {
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
@@ -347,13 +268,24 @@ backfill_launcher_main(Datum main_arg)
 }
 
 /*
- * backfill_register_launcher
- *		Called from _PG_init while shared_preload_libraries is processed.
+ * backfill_worker_init
+ *		Define the launcher's setting, read only at server start, and
+ *		register the launcher.  Called from _PG_init while
+ *		shared_preload_libraries is processed.
  */
 void
-backfill_register_launcher(void)
+backfill_worker_init(void)
 {
 	BackgroundWorker worker;
+
+	DefineCustomStringVariable("backfill.database",
+							   "Database in which the launcher restarts background jobs.",
+							   "The launcher starts with the server when the library is preloaded.",
+							   &backfill_database,
+							   "postgres",
+							   PGC_POSTMASTER,
+							   0,
+							   NULL, NULL, NULL);
 
 	memset(&worker, 0, sizeof(worker));
 	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;

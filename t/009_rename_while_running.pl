@@ -50,6 +50,17 @@ wait_rows($node, $job, 5000);
 $node->safe_psql('postgres', 'CREATE SCHEMA rn_s; ALTER TABLE rn_mv SET SCHEMA rn_s');
 wait_rows($node, $job, 8000);
 $node->safe_psql('postgres', 'ALTER TABLE rn_s.rn_mv RENAME TO rn_mv2');
+
+# each rename made a new executor; the old ones are gone with their memory:
+# the run's backend has one barrier context, not one per executor it made
+my $pid = $node->safe_psql('postgres',
+	"SELECT pid FROM pg_stat_activity WHERE query LIKE 'CALL backfill.run_job%'");
+my $offset = -s $node->logfile;
+$node->safe_psql('postgres', "SELECT pg_log_backend_memory_contexts($pid)");
+$node->wait_for_log(qr/Grand total/, $offset);
+my $contexts = slurp_file($node->logfile, $offset);
+my $barrier_contexts = () = $contexts =~ /backfill barrier:/g;
+is($barrier_contexts, 1, 'renames later, the run holds one executor');
 $node->safe_psql('postgres', "SELECT backfill.alter_rate_limit($job, NULL)");
 
 is(finish_bg($writers), 0, 'the writers ran without an error');

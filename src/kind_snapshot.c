@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * snapshot.c
+ * kind_snapshot.c
  *	  The snapshot kind: reading the upstream as of the snapshot epoch, then
  *	  consuming the log store.
  *
@@ -42,6 +42,21 @@
  * when all have, the job's final barrier (executor.c) takes the rest under
  * its lock and the job follows the upstream through the apply trigger.
  *
+ * The state table is RisingWave's progress table of a snapshot backfill:
+ *
+ *		vnode smallint PRIMARY KEY, epoch bigint, row_count bigint,
+ *		is_epoch_finished boolean, <pk columns>
+ *
+ * checked as RisingWave checks it (snapshot_backfill/state.rs): first the
+ * table's columns, with RisingWave's texts, then each row, where RisingWave
+ * panics on a value of the wrong type: here "invalid backfill state:
+ * <column>".  An unfinished row's key is the next row to read, so it must be
+ * all there; a finished row's key must be NULL, and, as in a release build
+ * of RisingWave, one that is not draws a warning and is ignored.
+ *
+ * May call: the services (chunk.c, sink.c, state.c), catalog.c,
+ * privilege.c and the foundations.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -53,24 +68,185 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "barrier.h"
+#include "kind.h"
+
+/* what the snapshot kind keeps in its executor */
+typedef struct SnapshotPlans
+{
+	SPIPlanPtr	log_consume_plan;
+	SPIPlanPtr	log_store_plan;
+} SnapshotPlans;
+
+static const char *const snapshot_reserved_columns[] = {
+	"vnode", "epoch", "row_count", "is_epoch_finished",
+	"backfill_seq", "backfill_captured_at", "backfill_old_row", NULL
+};
+
+static void
+snapshot_create_state_table(const JobDefinition *def)
+{
+	backfill_create_job_table(psprintf("CREATE TABLE %s (vnode pg_catalog.int2 PRIMARY KEY, "
+									   "epoch pg_catalog.int8, row_count pg_catalog.int8, "
+									   "is_epoch_finished pg_catalog.bool%s)",
+									   def->state_sql, def->key_ddl),
+							  def->state_sql, def->owner);
+}
+
+/* the snapshot kind reads as of now: the epoch of create_job */
+static void
+snapshot_after_create(const JobDefinition *def)
+{
+	Oid			argtypes[2] = {INT8OID, INT8OID};
+	Datum		values[2] = {Int64GetDatum(def->job_id), Int64GetDatum(backfill_next_epoch(0))};
+	RoleContext rc;
+
+	backfill_catalog_enter(&rc);
+	backfill_spi_exec_args("UPDATE backfill.job SET snapshot_epoch = $2 WHERE job_id = $1",
+						   2, argtypes, values, NULL, SPI_OK_UPDATE);
+	backfill_role_leave(&rc);
+}
 
 /*
- * backfill_snapshot_prepare
- *		The statements of the snapshot kind, prepared with the executor's.
+ * The snapshot kind's progress table must have RisingWave's columns:
+ * smallint, bigint, bigint, boolean, then the upstream's key types.
  */
-void
-backfill_snapshot_prepare(BarrierExecutor *exec)
+static void
+check_snapshot_state_table(BackfillJob *job)
+{
+	int			natts;
+	Oid		   *types;
+	char	   *cols = backfill_column_list(job->state_table, &natts, &types);
+	StringInfoData pk;
+	Oid			expected[4] = {INT2OID, INT8OID, INT8OID, BOOLOID};
+	bool		ok = true;
+	char	   *message;
+
+	initStringInfo(&pk);
+	appendStringInfoChar(&pk, '[');
+	for (int k = 0; k < job->npk; k++)
+		appendStringInfo(&pk, "%s%s %s", k > 0 ? ", " : "", job->pk_names[k],
+						 format_type_be(job->pk_types[k]));
+	appendStringInfoChar(&pk, ']');
+
+	if (natts != 4 + job->npk)
+		message = psprintf("progress table columns len not matched with the len derived from upstream table pk. progress table: %s, pk: %s",
+						   cols, pk.data);
+	else
+	{
+		for (int i = 0; i < natts; i++)
+			ok &= types[i] == (i < 4 ? expected[i] : job->pk_types[i - 4]);
+		if (ok)
+			return;
+		message = psprintf("progress table column not matched with upstream table schema: progress table: %s, pk: %s",
+						   cols, pk.data);
+	}
+	backfill_fail_job(job, ERRCODE_DATA_CORRUPTED, message,
+					  psprintf("State table %s of backfill job %lld does not have the layout of a snapshot backfill's progress table.",
+							   job->state_sql, (long long) job->job_id), NULL);
+}
+
+/* the snapshot kind's rows: (vnode, epoch, row_count, is_epoch_finished, pk) */
+static void
+snapshot_load_state(BackfillJob *job)
+{
+	StringInfoData sql;
+
+	/*
+	 * The key types it was made with: its log's, so that a progress table
+	 * that lost them fails its own check with RisingWave's message, recorded
+	 * on the job.
+	 */
+	backfill_check_key_unchanged(job, job->change_table);
+	backfill_init_vnodes(job);
+	check_snapshot_state_table(job);
+	initStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "SELECT vnode, epoch, row_count, is_epoch_finished, %s FROM %s ORDER BY vnode",
+					 backfill_pk_list(job, NULL), job->state_sql);
+	if (SPI_execute(sql.data, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read state table %s", job->state_sql);
+
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		int			vnode;
+		Datum		epoch;
+		Datum		row_count;
+		Datum		finished;
+		VnodeState *vs;
+
+		vnode = DatumGetInt16(SPI_getbinval(tup, desc, 1, &isnull));
+		if (isnull || vnode < 0 || vnode >= BACKFILL_VNODE_COUNT)
+			backfill_vnode_state_error(job, "vnode", isnull ? -1 : vnode);
+		vs = &job->vnodes[vnode];
+
+		epoch = SPI_getbinval(tup, desc, 2, &isnull);
+		if (isnull || DatumGetInt64(epoch) < job->snapshot_epoch)
+			backfill_state_error(job, "epoch",
+								 isnull ?
+								 psprintf("State table %s of backfill job %lld has an invalid row for vnode %d.",
+										  job->state_sql, (long long) job->job_id, vnode) :
+								 psprintf("In state table %s of backfill job %lld, vnode %d has epoch %lld, before the job's snapshot epoch %lld.",
+										  job->state_sql, (long long) job->job_id, vnode,
+										  (long long) DatumGetInt64(epoch),
+										  (long long) job->snapshot_epoch));
+		row_count = SPI_getbinval(tup, desc, 3, &isnull);
+		if (isnull || DatumGetInt64(row_count) < 0)
+			backfill_vnode_state_error(job, "row_count", vnode);
+		finished = SPI_getbinval(tup, desc, 4, &isnull);
+		if (isnull)
+			backfill_vnode_state_error(job, "is_epoch_finished", vnode);
+
+		vs->present = true;
+		vs->epoch = DatumGetInt64(epoch);
+		vs->row_count = DatumGetInt64(row_count);
+		vs->finished = DatumGetBool(finished);
+		backfill_read_position(job, vs, tup, desc, 5);
+
+		if (vs->finished && vs->has_pos)
+		{
+			ereport(WARNING,
+					(errmsg("get non-empty pk row: %s", backfill_pos_text(job, vs)),
+					 errdetail("Vnode %d of backfill job %lld is finished, so its position is ignored.",
+							   vnode, (long long) job->job_id)));
+			vs->has_pos = false;
+		}
+		/* the next row to read: all of the key */
+		if (!vs->finished)
+			for (int k = 0; k < job->npk; k++)
+				if (vs->pos_null[k])
+					backfill_vnode_state_error(job, "latest_pk", vnode);
+	}
+	SPI_freetuptable(SPI_tuptable);
+}
+
+/*
+ * The statements of the snapshot kind: the final barrier forwards every
+ * logged key of the vnodes $1..$2; the state rows of a set of vnodes that
+ * share position, flag and epoch; the log store's.
+ */
+static void
+snapshot_prepare(BarrierExecutor *exec)
 {
 	BackfillJob *job = exec->job;
+	SnapshotPlans *plans = MemoryContextAllocZero(exec->cxt, sizeof(SnapshotPlans));
 	StringInfoData sql;
 	Oid			argtypes[INDEX_MAX_KEYS + 4];
 	char	   *pk = backfill_pk_list(job, NULL);
 
-	/* state rows of a set of vnodes that share position, flag and epoch */
+	exec->kind_state = plans;
 	initStringInfo(&sql);
+	appendStringInfo(&sql, "SELECT %s FROM %s c WHERE backfill.vnode(%s) BETWEEN $1 AND $2",
+					 backfill_pk_list(job, "c"), job->changes_sql, backfill_pk_list(job, "c"));
+	backfill_prepare_forward(exec, sql.data);
+
+	/* state rows of a set of vnodes that share position, flag and epoch */
+	resetStringInfo(&sql);
 	appendStringInfo(&sql,
 					 "INSERT INTO %s (vnode, epoch, row_count, is_epoch_finished, %s) "
 					 "SELECT u.v, $4, u.c, $3, %s FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($2)) AS u(v, c) "
@@ -83,7 +259,7 @@ backfill_snapshot_prepare(BarrierExecutor *exec)
 	argtypes[2] = BOOLOID;
 	argtypes[3] = INT8OID;
 	memcpy(&argtypes[4], job->pk_types, sizeof(Oid) * job->npk);
-	exec->persist_plan = backfill_prepare_kept(sql.data, 4 + job->npk, argtypes);
+	exec->persist_plan = backfill_keep_plan(exec->plans, sql.data, 4 + job->npk, argtypes);
 
 	/* the log entries of vnodes $1..$2: how many, and the oldest */
 	resetStringInfo(&sql);
@@ -94,15 +270,19 @@ backfill_snapshot_prepare(BarrierExecutor *exec)
 					 job->changes_sql, backfill_pk_list(job, "c"));
 	argtypes[0] = INT2OID;
 	argtypes[1] = INT2OID;
-	exec->log_consume_plan = backfill_prepare_kept(sql.data, 2, argtypes);
+	plans->log_consume_plan = backfill_keep_plan(exec->plans, sql.data, 2, argtypes);
 
 	argtypes[0] = INT4OID;
 	argtypes[1] = INT8OID;
 	argtypes[2] = INT8OID;
 	argtypes[3] = BOOLOID;
-	exec->log_store_plan =
-		backfill_prepare_kept("UPDATE backfill.actor SET epoch = $2, log_store_lag_ms = $3, "
+	plans->log_store_plan =
+		backfill_keep_plan(exec->plans, "UPDATE backfill.actor SET epoch = $2, log_store_lag_ms = $3, "
 							  "log_store_caught_up = $4 WHERE actor_id = $1", 4, argtypes);
+	argtypes[3] = INT8OID;
+	exec->actor_plan = backfill_keep_plan(exec->plans,
+										  "UPDATE backfill.actor SET epoch = $2, row_count = $3 "
+										  "WHERE actor_id = $1", 3, argtypes);
 }
 
 /*
@@ -178,7 +358,7 @@ snapshot_chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter, boo
 					 pk, nargs);
 	if (!insert)
 	{
-		*cached = backfill_prepare_kept(select.data, nargs, argtypes);
+		*cached = backfill_keep_plan(exec->plans, select.data, nargs, argtypes);
 		return *cached;
 	}
 
@@ -193,7 +373,7 @@ snapshot_chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter, boo
 					 select.data, job->downstream_sql, job->columns_sql, job->columns_sql,
 					 pk, nargs, pk, pk, pk, pk, nargs);
 
-	*cached = backfill_prepare_kept(sql.data, nargs, argtypes);
+	*cached = backfill_keep_plan(exec->plans, sql.data, nargs, argtypes);
 	return *cached;
 }
 
@@ -273,12 +453,11 @@ insert_chunk(BarrierExecutor *exec, SPIPlanPtr plan, Datum *values, int64 *total
 }
 
 /*
- * backfill_snapshot_read_chunk
- *		Read one chunk of a group of vnodes as of the snapshot epoch.
- *		Returns the number of rows inserted downstream.
+ * Read one chunk of a group of vnodes as of the snapshot epoch.  Returns the
+ * number of rows inserted downstream.
  */
-int64
-backfill_snapshot_read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
+static int64
+snapshot_read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
 {
 	BackfillJob *job = exec->job;
 	VnodeState *first = &job->vnodes[group->vnodes[0]];
@@ -337,12 +516,11 @@ backfill_snapshot_read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 lim
 }
 
 /*
- * backfill_snapshot_everywhere
- *		Whether every vnode has finished phase 1, as committed by all the
+ * Whether every vnode has finished phase 1, as committed by all the
  *		actors; with log_store_too, whether every actor has caught up too.
  */
-bool
-backfill_snapshot_everywhere(BackfillJob *job, bool log_store_too)
+static bool
+snapshot_everywhere(BackfillJob *job, bool log_store_too)
 {
 	char	   *sql;
 	bool		isnull;
@@ -355,8 +533,7 @@ backfill_snapshot_everywhere(BackfillJob *job, bool log_store_too)
 				   BACKFILL_VNODE_COUNT, job->state_sql, BACKFILL_VNODE_COUNT - 1,
 				   log_store_too ? "true" : "false", (long long) job->job_id);
 	backfill_spi_enter();
-	if (SPI_execute(sql, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read state table %s", job->state_sql);
+	backfill_spi_exec(sql, SPI_OK_SELECT);
 	result = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	backfill_spi_leave();
 	return !isnull && result;
@@ -378,19 +555,18 @@ count_returned_vnodes(int64 *counts)
 }
 
 /*
- * backfill_snapshot_log_store_barrier
- *		The log store part of a barrier of an actor whose vnodes have all
- *		finished phase 1.  Returns false while other vnodes are still in
- *		phase 1, when there is nothing to do but wait.
+ * The log store part of a barrier of an actor whose vnodes have all finished
+ * phase 1.  Returns false while other vnodes are still in phase 1, when
+ * there is nothing to do but wait.
  */
-bool
-backfill_snapshot_log_store_barrier(BarrierExecutor *exec, int actor)
+static bool
+log_store_barrier(BarrierExecutor *exec, int actor)
 {
 	BackfillJob *job = exec->job;
+	SnapshotPlans *plans = exec->kind_state;
 	BackfillActor *a = &job->actors[actor];
 	int64		counts[BACKFILL_VNODE_COUNT] = {0};
 	Datum		values[2];
-	StringInfoData sql;
 	bool		isnull;
 	int64		consumed;
 	Datum		oldest;
@@ -399,7 +575,7 @@ backfill_snapshot_log_store_barrier(BarrierExecutor *exec, int actor)
 	if (!a->in_log_store)
 	{
 		/* inside the barrier's connection: a nested one of its own */
-		if (!backfill_snapshot_everywhere(job, false))
+		if (!snapshot_everywhere(job, false))
 			return false;
 		a->in_log_store = true;
 	}
@@ -409,26 +585,14 @@ backfill_snapshot_log_store_barrier(BarrierExecutor *exec, int actor)
 	 * downstream row becomes the upstream's.  Counted per vnode, a changed
 	 * row twice, as RisingWave counts an update.
 	 */
-	initStringInfo(&sql);
-	appendStringInfo(&sql, "SELECT %s FROM %s c WHERE backfill.vnode(%s) BETWEEN %d AND %d",
-					 backfill_pk_list(job, "c"), job->changes_sql, backfill_pk_list(job, "c"),
-					 a->vnode_start, a->vnode_end);
-	matching = pstrdup(sql.data);
-	resetStringInfo(&sql);
-	appendStringInfo(&sql, "DELETE FROM %s d WHERE (%s) IN (%s) RETURNING backfill.vnode(%s)",
-					 job->downstream_sql, backfill_pk_list(job, "d"), matching,
-					 backfill_pk_list(job, "d"));
-	if (SPI_execute(sql.data, false, 0) != SPI_OK_DELETE_RETURNING)
+	matching = psprintf("SELECT %s FROM %s c WHERE backfill.vnode(%s) BETWEEN %d AND %d",
+						backfill_pk_list(job, "c"), job->changes_sql, backfill_pk_list(job, "c"),
+						a->vnode_start, a->vnode_end);
+	if (SPI_execute(backfill_sync_delete_sql(job, matching, true), false, 0) != SPI_OK_DELETE_RETURNING)
 		elog(ERROR, "could not forward the changes of %s", job->upstream_sql);
 	count_returned_vnodes(counts);
 	SPI_freetuptable(SPI_tuptable);
-	resetStringInfo(&sql);
-	appendStringInfo(&sql, "INSERT INTO %s (%s) SELECT %s FROM ONLY %s u WHERE (%s) IN (%s) "
-					 "RETURNING backfill.vnode(%s)",
-					 job->downstream_sql, job->columns_sql, job->columns_sql,
-					 job->upstream_sql, backfill_pk_list(job, "u"), matching,
-					 backfill_pk_list(job, NULL));
-	if (SPI_execute(sql.data, false, 0) != SPI_OK_INSERT_RETURNING)
+	if (SPI_execute(backfill_sync_insert_sql(job, matching, true), false, 0) != SPI_OK_INSERT_RETURNING)
 		elog(ERROR, "could not forward the changes of %s", job->upstream_sql);
 	count_returned_vnodes(counts);
 	SPI_freetuptable(SPI_tuptable);
@@ -436,7 +600,7 @@ backfill_snapshot_log_store_barrier(BarrierExecutor *exec, int actor)
 	/* consumed: exactly the entries this snapshot sees */
 	values[0] = Int16GetDatum(a->vnode_start);
 	values[1] = Int16GetDatum(a->vnode_end);
-	if (SPI_execute_plan(exec->log_consume_plan, values, NULL, false, 0) != SPI_OK_SELECT)
+	if (SPI_execute_plan(plans->log_consume_plan, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not consume the log store of %s", job->upstream_sql);
 	consumed = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	oldest = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
@@ -464,16 +628,35 @@ backfill_snapshot_log_store_barrier(BarrierExecutor *exec, int actor)
 	return true;
 }
 
+/* phase 1 forwards nothing; the log store, once every vnode is done */
+static void
+snapshot_barrier_changes(BarrierExecutor *exec, int first, int last, TimestampTz deadline)
+{
+	bool		waiting = false;
+
+	for (int a = first; a <= last; a++)
+		if (backfill_vnodes_finished(exec->job, a))
+			waiting |= !log_store_barrier(exec, a);
+	if (waiting)
+		backfill_sleep_until(deadline);
+}
+
+static void
+snapshot_persist(BarrierExecutor *exec)
+{
+	backfill_persist_vnodes(exec, exec->persist_plan);
+}
+
 /*
- * backfill_snapshot_update_actor
- *		Record an actor's barrier in backfill.actor.  In phase 1 its row count
- *		is its snapshot rows; in the log store it keeps that count and
- *		records its lag instead.
+ * Record an actor's barrier in backfill.actor.  In phase 1 its row count is
+ * its snapshot rows; in the log store it keeps that count and records its
+ * lag instead.
  */
-void
-backfill_snapshot_update_actor(BarrierExecutor *exec, BackfillActor *actor)
+static void
+snapshot_update_actor(BarrierExecutor *exec, BackfillActor *actor)
 {
 	BackfillJob *job = exec->job;
+	SnapshotPlans *plans = exec->kind_state;
 	Datum		values[4];
 	int64		rows = 0;
 	RoleContext rc;
@@ -485,7 +668,7 @@ backfill_snapshot_update_actor(BarrierExecutor *exec, BackfillActor *actor)
 		values[2] = Int64GetDatum(actor->lag_ms);
 		values[3] = BoolGetDatum(actor->caught_up);
 		backfill_catalog_enter(&rc);
-		if (SPI_execute_plan(exec->log_store_plan, values, NULL, false, 0) != SPI_OK_UPDATE)
+		if (SPI_execute_plan(plans->log_store_plan, values, NULL, false, 0) != SPI_OK_UPDATE)
 			elog(ERROR, "could not update backfill.actor");
 		backfill_role_leave(&rc);
 		return;
@@ -500,3 +683,40 @@ backfill_snapshot_update_actor(BarrierExecutor *exec, BackfillActor *actor)
 		elog(ERROR, "could not update backfill.actor");
 	backfill_role_leave(&rc);
 }
+
+/* an actor is done when its vnodes are, and its log store has caught up */
+static bool
+snapshot_actor_finished(BackfillJob *job, int actor)
+{
+	return backfill_vnodes_finished(job, actor) && job->actors[actor].caught_up;
+}
+
+static bool
+snapshot_finished_everywhere(BackfillJob *job)
+{
+	return snapshot_everywhere(job, true);
+}
+
+static void
+snapshot_recount_actors(int64 job_id, const char *state_sql)
+{
+	backfill_recount_vnode_actors(job_id, state_sql, false);
+}
+
+const KindRoutine backfill_snapshot_routine = {
+	.kind = BACKFILL_KIND_SNAPSHOT,
+	.reserved_columns = snapshot_reserved_columns,
+	.capture = CAPTURE_LOG,
+	.recount_total = false,		/* that of its snapshot, counted by create_job */
+	.create_state_table = snapshot_create_state_table,
+	.after_create = snapshot_after_create,
+	.load_state = snapshot_load_state,
+	.prepare = snapshot_prepare,
+	.barrier_changes = snapshot_barrier_changes,
+	.read_chunk = snapshot_read_chunk,
+	.persist = snapshot_persist,
+	.update_actor = snapshot_update_actor,
+	.actor_finished = snapshot_actor_finished,
+	.finished_everywhere = snapshot_finished_everywhere,
+	.recount_actors = snapshot_recount_actors,
+};

@@ -1,0 +1,662 @@
+/*-------------------------------------------------------------------------
+ *
+ * create.c
+ *	  backfill.create_job(): everything a job needs, in the caller's
+ *	  transaction.
+ *
+ * create_job builds the downstream table, the kind's state table, the
+ * change table, the job's rows in backfill.job and backfill.actor, and the
+ * triggers on the upstream (capture.c).  Any error rolls all of it back, so
+ * nothing is left half-created.
+ *
+ * The upstream is locked in SHARE ROW EXCLUSIVE mode (the lock CREATE
+ * TRIGGER takes anyway) for the whole of create_job, so no write can slip
+ * between reading the table's shape and the capture trigger's creation.
+ *
+ * May call: the kinds (through their routines), the services, catalog.c,
+ * privilege.c and the foundations.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/relation.h"
+#include "access/table.h"
+#include "catalog/catalog.h"
+#include "catalog/index.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_opclass.h"
+#include "catalog/pg_type.h"
+#include "commands/defrem.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/regproc.h"
+#include "utils/syscache.h"
+#include "utils/typcache.h"
+
+#include "kind.h"
+
+PG_FUNCTION_INFO_V1(backfill_create_job);
+
+/* create_job's arguments */
+typedef struct CreateArgs
+{
+	char	   *name;
+	Oid			upstream;
+	BackfillKind kind;
+	ArrayType  *columns;		/* NULL for all */
+	int32		parallelism;
+	int32		chunk_size;
+	int32		rate_limit;		/* -1 for none */
+} CreateArgs;
+
+/* what create_job found out about the upstream and the downstream */
+typedef struct CreatePlan
+{
+	Relation	rel;			/* the upstream, locked */
+	int			npk;
+	AttrNumber *pk;
+	Oid		   *pk_collations;
+	int			ncols;
+	AttrNumber *cols;
+	char	   *downstream_sql;
+	char	   *columns_sql;	/* the output columns, quoted */
+	Datum	   *col_names;		/* the same, as text */
+	Datum	   *pk_names;		/* the key columns, as text */
+} CreatePlan;
+
+/* " COLLATE "schema"."name"" for a collatable column, else "" */
+static char *
+collate_clause(Oid collid)
+{
+	HeapTuple	tup;
+	Form_pg_collation coll;
+	char	   *result;
+
+	if (!OidIsValid(collid))
+		return "";
+	tup = SearchSysCache1(COLLOID, ObjectIdGetDatum(collid));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for collation %u", collid);
+	coll = (Form_pg_collation) GETSTRUCT(tup);
+	result = psprintf(" COLLATE %s",
+					  quote_qualified_identifier(get_namespace_name(coll->collnamespace),
+												 NameStr(coll->collname)));
+	ReleaseSysCache(tup);
+	return result;
+}
+
+static char *
+opclass_name(Oid opclass)
+{
+	HeapTuple	tup = SearchSysCache1(CLAOID, ObjectIdGetDatum(opclass));
+	char	   *result;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for operator class %u", opclass);
+	result = pstrdup(NameStr(((Form_pg_opclass) GETSTRUCT(tup))->opcname));
+	ReleaseSysCache(tup);
+	return result;
+}
+
+static void
+require_arg(FunctionCallInfo fcinfo, int argno, const char *argname)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"%s\" must not be null", argname)));
+}
+
+/*
+ * The key of the upstream, from its primary key index: attribute numbers in
+ * key order, and the index's collations.  The key must use default btree
+ * operator classes, since positions are compared with the types' default
+ * ordering (ORDER BY and row comparison).
+ */
+static int
+upstream_key(Relation rel, AttrNumber **attnums, Oid **collations)
+{
+	Relation	index;
+	Form_pg_index indexform;
+	int			npk;
+	oidvector  *indclass;
+	Datum		datum;
+	bool		isnull;
+
+	(void) RelationGetIndexList(rel);	/* sets rd_pkindex */
+	if (!OidIsValid(rel->rd_pkindex))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table \"%s\" has no primary key",
+						RelationGetRelationName(rel)),
+				 errdetail("A backfill reads the upstream in primary key order and records its progress as a primary key."),
+				 errhint("Add a primary key to the table.")));
+
+	index = index_open(rel->rd_pkindex, AccessShareLock);
+	indexform = index->rd_index;
+	npk = indexform->indnkeyatts;
+	datum = SysCacheGetAttr(INDEXRELID, index->rd_indextuple,
+							Anum_pg_index_indclass, &isnull);
+	Assert(!isnull);
+	indclass = (oidvector *) DatumGetPointer(datum);
+
+	*attnums = palloc(npk * sizeof(AttrNumber));
+	*collations = palloc(npk * sizeof(Oid));
+	for (int i = 0; i < npk; i++)
+	{
+		AttrNumber	attnum = indexform->indkey.values[i];
+		Oid			atttype = get_atttype(RelationGetRelid(rel), attnum);
+
+		if (!OidIsValid(lookup_type_cache(atttype, TYPECACHE_HASH_EXTENDED_PROC)->hash_extended_proc))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("primary key column \"%s\" of table \"%s\" has a type without an extended hash function",
+							get_attname(RelationGetRelid(rel), attnum, false),
+							RelationGetRelationName(rel)),
+					 errdetail("A key's vnode is a hash of its columns; type %s cannot be hashed.",
+							   format_type_be(atttype))));
+		if (OidIsValid(index->rd_indcollation[i]) &&
+			!get_collation_isdeterministic(index->rd_indcollation[i]))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("primary key column \"%s\" of table \"%s\" has a nondeterministic collation",
+							get_attname(RelationGetRelid(rel), attnum, false),
+							RelationGetRelationName(rel)),
+					 errdetail("Keys that are equal but not identical would fall into different vnodes.")));
+		if (indclass->values[i] != GetDefaultOpClass(atttype, BTREE_AM_OID))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("primary key of table \"%s\" uses a non-default operator class",
+							RelationGetRelationName(rel)),
+					 errdetail("Column \"%s\" is indexed with operator class \"%s\".",
+							   get_attname(RelationGetRelid(rel), attnum, false),
+							   opclass_name(indclass->values[i]))));
+		(*attnums)[i] = attnum;
+		(*collations)[i] = index->rd_indcollation[i];
+	}
+	index_close(index, AccessShareLock);
+	return npk;
+}
+
+/*
+ * The downstream's columns: the requested ones in the requested order, with
+ * the key columns that were not requested put first, or all columns.
+ */
+static int
+output_columns(Relation rel, ArrayType *requested, int npk, AttrNumber *pk,
+			   AttrNumber **attnums)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+	int			ncols = 0;
+	AttrNumber *cols = palloc(sizeof(AttrNumber) * (desc->natts + npk));
+
+	if (requested == NULL)
+	{
+		for (int i = 0; i < desc->natts; i++)
+			if (!TupleDescAttr(desc, i)->attisdropped)
+				cols[ncols++] = TupleDescAttr(desc, i)->attnum;
+	}
+	else
+	{
+		Datum	   *names;
+		bool	   *nulls;
+		int			nnames;
+
+		if (ARR_NDIM(requested) > 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
+					 errmsg("argument \"columns\" must be a one-dimensional array")));
+		deconstruct_array(requested, TEXTOID, -1, false, TYPALIGN_INT,
+						  &names, &nulls, &nnames);
+
+		/* key columns that were not asked for come first */
+		for (int k = 0; k < npk; k++)
+		{
+			char	   *keyname = get_attname(RelationGetRelid(rel), pk[k], false);
+			bool		found = false;
+
+			for (int i = 0; i < nnames && !found; i++)
+				found = !nulls[i] && strcmp(TextDatumGetCString(names[i]), keyname) == 0;
+			if (!found)
+				cols[ncols++] = pk[k];
+		}
+
+		cols = repalloc(cols, sizeof(AttrNumber) * (ncols + nnames));
+		for (int i = 0; i < nnames; i++)
+		{
+			char	   *name;
+			AttrNumber	attnum;
+
+			if (nulls[i])
+				ereport(ERROR,
+						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+						 errmsg("argument \"columns\" must not contain nulls")));
+			name = TextDatumGetCString(names[i]);
+			attnum = get_attnum(RelationGetRelid(rel), name);
+			if (attnum == InvalidAttrNumber)
+				ereport(ERROR,
+						(errcode(ERRCODE_UNDEFINED_COLUMN),
+						 errmsg("column \"%s\" of relation \"%s\" does not exist",
+								name, RelationGetRelationName(rel))));
+			if (attnum < 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("cannot backfill system column \"%s\"", name)));
+			/* key columns put first were not in the list: a match is a repeat */
+			for (int j = 0; j < ncols; j++)
+				if (cols[j] == attnum)
+					ereport(ERROR,
+							(errcode(ERRCODE_DUPLICATE_COLUMN),
+							 errmsg("column \"%s\" specified more than once", name)));
+			cols[ncols++] = attnum;
+		}
+	}
+	*attnums = cols;
+	return ncols;
+}
+
+/* read and check create_job's arguments */
+static void
+read_arguments(FunctionCallInfo fcinfo, CreateArgs *args)
+{
+	require_arg(fcinfo, 0, "name");
+	require_arg(fcinfo, 1, "upstream");
+	require_arg(fcinfo, 2, "kind");
+	require_arg(fcinfo, 4, "parallelism");
+	require_arg(fcinfo, 5, "chunk_size");
+
+	args->name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	args->upstream = PG_GETARG_OID(1);
+	args->kind = backfill_parse_kind(text_to_cstring(PG_GETARG_TEXT_PP(2)));
+	args->columns = PG_ARGISNULL(3) ? NULL : PG_GETARG_ARRAYTYPE_P(3);
+	args->parallelism = PG_GETARG_INT32(4);
+	args->chunk_size = PG_GETARG_INT32(5);
+	args->rate_limit = -1;
+	if (!PG_ARGISNULL(6))
+	{
+		args->rate_limit = PG_GETARG_INT32(6);
+		if (args->rate_limit < 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("rate_limit must not be negative"),
+					 errhint("Pass NULL for no limit, or 0 to create the job paused.")));
+	}
+
+	/* the library may be newer than the catalog until ALTER EXTENSION UPDATE */
+	if ((args->kind == BACKFILL_KIND_SNAPSHOT || args->kind == BACKFILL_KIND_CDC) &&
+		get_attnum(get_relname_relid("job", get_namespace_oid(BACKFILL_SCHEMA, false)),
+				   "snapshot_epoch") == InvalidAttrNumber)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("backfill kind \"%s\" needs version 1.1 of extension \"backfill\"",
+						backfill_kind_name(args->kind)),
+				 errhint("Run ALTER EXTENSION backfill UPDATE.")));
+	if (args->parallelism < 1 || args->parallelism > BACKFILL_MAX_PARALLELISM)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("parallelism must be between 1 and %d", BACKFILL_MAX_PARALLELISM),
+				 errdetail("The %d vnodes are split across the actors, so there can be at most one actor per vnode.",
+						   BACKFILL_VNODE_COUNT)));
+	if (args->chunk_size < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("chunk_size must be at least 1")));
+}
+
+/*
+ * The upstream: a plain permanent table outside the extension's schema, that
+ * the caller may read and put triggers on.  Returned open, locked SHARE ROW
+ * EXCLUSIVE until the transaction ends.
+ */
+static Relation
+open_upstream(Oid upstream_oid)
+{
+	Relation	rel;
+
+	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(upstream_oid)))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", upstream_oid)));
+	/* before any lock: a user who may not capture it must not queue on it */
+	{
+		AclMode		needed[2] = {ACL_SELECT, ACL_TRIGGER};
+
+		/* each of them: an aclcheck of several bits passes on any one */
+		for (int i = 0; i < lengthof(needed); i++)
+		{
+			AclResult	aclresult = pg_class_aclcheck(upstream_oid, GetUserId(), needed[i]);
+
+			if (aclresult != ACLCHECK_OK)
+				aclcheck_error(aclresult, get_relkind_objtype(get_rel_relkind(upstream_oid)),
+							   get_rel_name(upstream_oid));
+		}
+	}
+	rel = try_relation_open(upstream_oid, ShareRowExclusiveLock);
+	if (rel == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", upstream_oid)));
+	if (rel->rd_rel->relkind != RELKIND_RELATION)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("cannot backfill from relation \"%s\"",
+						RelationGetRelationName(rel)),
+				 errdetail_relkind_not_supported(rel->rd_rel->relkind)));
+	if (IsCatalogRelation(rel))
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("cannot backfill from system catalog \"%s\"",
+						RelationGetRelationName(rel))));
+	if (rel->rd_rel->relpersistence == RELPERSISTENCE_TEMP)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot backfill from temporary table \"%s\"",
+						RelationGetRelationName(rel))));
+	if (rel->rd_rel->relnamespace == get_namespace_oid(BACKFILL_SCHEMA, false))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cannot backfill from table \"%s\" of schema \"%s\"",
+						RelationGetRelationName(rel), BACKFILL_SCHEMA),
+				 errdetail("Schema \"%s\" holds the extension's own tables.", BACKFILL_SCHEMA)));
+
+	return rel;
+}
+
+/* no key column may take a name the kind's own tables use */
+static void
+check_key_names(const KindRoutine *kind, Relation rel, int npk, AttrNumber *pk)
+{
+	Oid			upstream_oid = RelationGetRelid(rel);
+
+	for (int k = 0; k < npk; k++)
+	{
+		char	   *keyname = get_attname(upstream_oid, pk[k], false);
+
+		for (int i = 0; kind->reserved_columns[i]; i++)
+			if (strcmp(keyname, kind->reserved_columns[i]) == 0)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("primary key column \"%s\" of table \"%s\" has a name the state table uses",
+								keyname, RelationGetRelationName(rel)),
+						 errdetail("The state and change tables of a job of kind \"%s\" have a column \"%s\" besides the key columns.",
+								   backfill_kind_name(kind->kind), keyname)));
+	}
+}
+
+/* the downstream's name: a new table, outside the extension's schema */
+static char *
+downstream_name(const char *name)
+{
+	RangeVar   *downstream_rv;
+	Oid			downstream_nsp;
+
+	downstream_rv = makeRangeVarFromNameList(stringToQualifiedNameList(name));
+	if (downstream_rv->relname[0] == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_NAME),
+				 errmsg("invalid name syntax"),
+				 errdetail("The name of the downstream table is empty.")));
+	downstream_nsp = RangeVarGetCreationNamespace(downstream_rv);
+	if (downstream_nsp == get_namespace_oid(BACKFILL_SCHEMA, false))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cannot create the downstream table in schema \"%s\"", BACKFILL_SCHEMA),
+				 errdetail("Schema \"%s\" holds the extension's own tables.", BACKFILL_SCHEMA),
+				 errhint("Choose another schema for the downstream table.")));
+	if (isAnyTempNamespace(downstream_nsp))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("cannot create the downstream table in a temporary schema"),
+				 errdetail("Background workers and later sessions must see the downstream table."),
+				 errhint("Choose a permanent schema for the downstream table.")));
+	if (OidIsValid(get_relname_relid(downstream_rv->relname, downstream_nsp)))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_TABLE),
+				 errmsg("relation \"%s\" already exists", downstream_rv->relname),
+				 errhint("Choose another name for the job, or drop the existing relation.")));
+	return quote_qualified_identifier(get_namespace_name(downstream_nsp),
+									  downstream_rv->relname);
+}
+
+/*
+ * The key's DDL (", k1 type1 COLLATE c1, ...") and list ("k1, k2"), and the
+ * names of the key and output columns.
+ */
+static void
+describe_columns(CreatePlan *plan, StringInfo key_ddl, StringInfo key_list)
+{
+	Oid			upstream_oid = RelationGetRelid(plan->rel);
+	StringInfoData collist;
+
+	initStringInfo(&collist);
+	plan->pk_names = palloc(sizeof(Datum) * plan->npk);
+	plan->col_names = palloc(sizeof(Datum) * plan->ncols);
+	for (int k = 0; k < plan->npk; k++)
+	{
+		char	   *keyname = get_attname(upstream_oid, plan->pk[k], false);
+		Oid			type;
+		int32		typmod;
+		Oid			collid;
+
+		get_atttypetypmodcoll(upstream_oid, plan->pk[k], &type, &typmod, &collid);
+		appendStringInfo(key_list, "%s%s", k > 0 ? ", " : "", quote_identifier(keyname));
+		appendStringInfo(key_ddl, ", %s %s%s", quote_identifier(keyname),
+						 format_type_with_typemod(type, typmod),
+						 collate_clause(plan->pk_collations[k]));
+		plan->pk_names[k] = CStringGetTextDatum(keyname);
+	}
+	for (int i = 0; i < plan->ncols; i++)
+	{
+		char	   *colname = get_attname(upstream_oid, plan->cols[i], false);
+
+		appendStringInfo(&collist, "%s%s", i > 0 ? ", " : "", quote_identifier(colname));
+		plan->col_names[i] = CStringGetTextDatum(colname);
+	}
+	plan->columns_sql = collist.data;
+}
+
+/* the downstream table: the output columns, keyed as the upstream */
+static void
+create_downstream(CreatePlan *plan, const char *key_list)
+{
+	Oid			upstream_oid = RelationGetRelid(plan->rel);
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfo(&buf, "CREATE TABLE %s (", plan->downstream_sql);
+	for (int i = 0; i < plan->ncols; i++)
+	{
+		Oid			type;
+		int32		typmod;
+		Oid			collid;
+
+		get_atttypetypmodcoll(upstream_oid, plan->cols[i], &type, &typmod, &collid);
+		appendStringInfo(&buf, "%s %s%s, ",
+						 quote_identifier(get_attname(upstream_oid, plan->cols[i], false)),
+						 format_type_with_typemod(type, typmod),
+						 collate_clause(collid));
+	}
+	appendStringInfo(&buf, "PRIMARY KEY (%s))", key_list);
+	backfill_spi_exec(buf.data, SPI_OK_UTILITY);
+}
+
+/* the upstream's rows as the caller, who owns the job, sees them */
+static int64
+count_rows(const char *upstream_sql)
+{
+	bool		isnull;
+
+	backfill_spi_exec(psprintf("SELECT pg_catalog.count(*) FROM ONLY %s", upstream_sql),
+					  SPI_OK_SELECT);
+	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+/*
+ * The catalog rows: the job's, and its actors'.  Caller acts as the
+ * extension's owner.
+ */
+static void
+insert_catalog_rows(const CreateArgs *args, const CreatePlan *plan, const JobDefinition *def,
+					int32 fragment_id, int64 total_rows)
+{
+	Datum		actor_ids[BACKFILL_MAX_PARALLELISM];
+	Datum		vnode_starts[BACKFILL_MAX_PARALLELISM];
+	Datum		vnode_ends[BACKFILL_MAX_PARALLELISM];
+	int64		job_id = def->job_id;
+
+	{
+		Oid			argtypes[17] = {INT8OID, TEXTOID, TEXTOID, OIDOID, OIDOID,
+		TEXTOID, TEXTOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID, INT4OID, INT4OID,
+		INT4OID, INT8OID, TEXTOID, INT4OID, OIDOID};
+		Datum		values[17];
+		char		nulls[17];
+
+		/* what RisingWave's rw_ddl_progress shows as the statement */
+		char	   *ddl_statement = psprintf("CREATE MATERIALIZED VIEW %s AS SELECT %s FROM %s",
+											 args->name, plan->columns_sql, def->upstream_sql);
+
+		values[0] = Int64GetDatum(job_id);
+		values[1] = CStringGetTextDatum(args->name);
+		values[2] = CStringGetTextDatum(backfill_kind_name(args->kind));
+		values[3] = ObjectIdGetDatum(args->upstream);
+		values[4] = ObjectIdGetDatum(args->upstream);
+		values[5] = CStringGetTextDatum(def->downstream_sql);
+		values[6] = CStringGetTextDatum(def->state_sql);
+		values[7] = CStringGetTextDatum(def->changes_sql);
+		values[8] = PointerGetDatum(construct_array(plan->col_names, plan->ncols, TEXTOID,
+													-1, false, TYPALIGN_INT));
+		values[9] = PointerGetDatum(construct_array(plan->pk_names, plan->npk, TEXTOID,
+													-1, false, TYPALIGN_INT));
+		values[10] = Int32GetDatum(fragment_id);
+		values[11] = Int32GetDatum(args->parallelism);
+		values[12] = Int32GetDatum(args->chunk_size);
+		values[13] = Int64GetDatum(total_rows);
+		values[14] = CStringGetTextDatum(ddl_statement);
+		values[15] = Int32GetDatum(args->rate_limit);
+		values[16] = ObjectIdGetDatum(def->owner);	/* the caller owns it */
+		memset(nulls, ' ', sizeof(nulls));
+		if (args->rate_limit < 0)
+			nulls[15] = 'n';
+
+		/* $5 is unused: relations are stored as regclass, which dumps by name */
+		if (SPI_execute_with_args("INSERT INTO backfill.job (job_id, job_name, kind, upstream, "
+								  "downstream_name, downstream, state_table, "
+								  "change_table, columns, pk_columns, fragment_id, parallelism, "
+								  "chunk_size, total_rows, ddl_statement, rate_limit, owner) "
+								  "VALUES ($1, $2, $3, $4, $6, $6::pg_catalog.regclass, "
+								  "$7::pg_catalog.regclass, $8::pg_catalog.regclass, $9, $10, "
+								  "$11, $12, $13, $14, $15, $16, $17::pg_catalog.regrole)",
+								  17, argtypes, values, nulls, false, 0) != SPI_OK_INSERT)
+			elog(ERROR, "could not insert into backfill.job");
+	}
+
+	/* its actors: even contiguous ranges of vnodes */
+	for (int i = 0; i < args->parallelism; i++)
+	{
+		actor_ids[i] = Int32GetDatum((int32) backfill_next_id("actor_id_seq"));
+		vnode_starts[i] = Int16GetDatum((int16) (i * BACKFILL_VNODE_COUNT / args->parallelism));
+		vnode_ends[i] = Int16GetDatum((int16) ((i + 1) * BACKFILL_VNODE_COUNT / args->parallelism - 1));
+	}
+	{
+		Oid			argtypes[5] = {INT2ARRAYOID, INT8OID, INT4OID, INT2ARRAYOID, INT2ARRAYOID};
+		Datum		values[5];
+
+		values[0] = PointerGetDatum(construct_array(actor_ids, args->parallelism, INT4OID,
+													4, true, TYPALIGN_INT));
+		values[1] = Int64GetDatum(job_id);
+		values[2] = Int32GetDatum(fragment_id);
+		values[3] = PointerGetDatum(construct_array(vnode_starts, args->parallelism, INT2OID,
+													2, true, TYPALIGN_SHORT));
+		values[4] = PointerGetDatum(construct_array(vnode_ends, args->parallelism, INT2OID,
+													2, true, TYPALIGN_SHORT));
+		argtypes[0] = INT4ARRAYOID;
+		if (SPI_execute_with_args("INSERT INTO backfill.actor (actor_id, job_id, fragment_id, "
+								  "vnode_start, vnode_end) "
+								  "SELECT a, $2, $3, s, e FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($4), pg_catalog.unnest($5)) AS u(a, s, e)",
+								  5, argtypes, values, NULL, false, 0) != SPI_OK_INSERT)
+			elog(ERROR, "could not insert into backfill.actor");
+	}
+
+}
+
+/*
+ * backfill.create_job(name text, upstream regclass, kind text,
+ *					   columns text[], parallelism int, chunk_size int,
+ *					   rate_limit int)
+ *		RETURNS bigint
+ */
+Datum
+backfill_create_job(PG_FUNCTION_ARGS)
+{
+	CreateArgs	args;
+	CreatePlan	plan;
+	JobDefinition def;
+	const KindRoutine *kind;
+	StringInfoData key_ddl;
+	StringInfoData key_list;
+	int32		fragment_id;
+	int64		total_rows;
+	RoleContext rc;
+
+	read_arguments(fcinfo, &args);
+	kind = backfill_kind_routine(args.kind);
+	plan.rel = open_upstream(args.upstream);
+	plan.npk = upstream_key(plan.rel, &plan.pk, &plan.pk_collations);
+	check_key_names(kind, plan.rel, plan.npk, plan.pk);
+	plan.ncols = output_columns(plan.rel, args.columns, plan.npk, plan.pk, &plan.cols);
+	if (kind->check_create)
+		kind->check_create(plan.rel, args.parallelism);
+	plan.downstream_sql = downstream_name(args.name);
+	initStringInfo(&key_ddl);
+	initStringInfo(&key_list);
+	describe_columns(&plan, &key_ddl, &key_list);
+
+	memset(&def, 0, sizeof(def));
+	def.job_id = backfill_next_id("job_id_seq");
+	fragment_id = (int32) backfill_next_id("fragment_id_seq");
+	def.owner = GetUserId();
+	def.name = args.name;
+	def.upstream = plan.rel;
+	def.upstream_sql = backfill_relation_sql(args.upstream);
+	def.downstream_sql = plan.downstream_sql;
+	def.state_sql = psprintf("%s.%s", BACKFILL_SCHEMA,
+							 quote_identifier(psprintf("state_%lld", (long long) def.job_id)));
+	def.changes_sql = psprintf("%s.%s", BACKFILL_SCHEMA,
+							   quote_identifier(psprintf("changes_%lld", (long long) def.job_id)));
+	def.key_ddl = key_ddl.data;
+	def.key_list = key_list.data;
+	def.parallelism = args.parallelism;
+
+	SPI_connect();
+	create_downstream(&plan, key_list.data);
+	total_rows = count_rows(def.upstream_sql);
+
+	/*
+	 * The state and change tables live in the extension's schema, where only
+	 * the extension's owner creates tables; they belong to the job's owner,
+	 * who runs the job.
+	 */
+	backfill_catalog_enter(&rc);
+	kind->create_state_table(&def);
+	backfill_capture_create_table(kind->capture, def.changes_sql, def.key_ddl,
+								  def.key_list, def.downstream_sql, def.owner);
+	insert_catalog_rows(&args, &plan, &def, fragment_id, total_rows);
+	if (kind->after_create)
+		kind->after_create(&def);
+	backfill_capture_install(plan.rel, def.upstream_sql, def.job_id, kind->capture);
+	backfill_role_leave(&rc);
+
+	SPI_finish();
+	relation_close(plan.rel, NoLock);
+	PG_RETURN_INT64(def.job_id);
+}

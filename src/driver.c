@@ -1,0 +1,196 @@
+/*-------------------------------------------------------------------------
+ *
+ * driver.c
+ *	  The barrier loop, one committed transaction per barrier: the same for
+ *	  a run in the foreground (CALL backfill.run_job, every actor) and for a
+ *	  background worker (one actor).
+ *
+ * Every run after the first is a restart, as when RisingWave recovers a
+ * streaming job: the state is decoded and the kind's recovery check runs
+ * before anything else (backfill_prepare_run).  Then each barrier runs in a
+ * transaction of its own, started REPEATABLE READ before it takes its
+ * snapshot; a kind that fetches its changes does so in a transaction just
+ * before.  A kill at any moment loses only the barrier in flight.
+ *
+ * The loop ends when the barriers asked for have run, when the job (or the
+ * worker's actor) has finished, when the job is no longer backfilling, or
+ * when a worker is asked to stop.  When the last actor finishes, the final
+ * barrier runs; when several actors finish at once, the first to get the
+ * upstream's lock does it and the others find the job finished.
+ *
+ * May call: the executor, the kinds (through their routines), the
+ * services, catalog.c, privilege.c and the foundations.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/snapmgr.h"
+
+#include "driver.h"
+#include "kind.h"
+
+/*
+ * backfill.barrier_interval_ms: how long an executor reads snapshot chunks
+ * before it commits a barrier.  RisingWave's default barrier interval is one
+ * second.  Zero means exactly one chunk per actor per barrier, which makes
+ * tests deterministic.
+ */
+int			backfill_barrier_interval_ms = 1000;
+
+/* define the settings the loop reads; from _PG_init */
+void
+backfill_driver_init(void)
+{
+	DefineCustomIntVariable("backfill.barrier_interval_ms",
+							"Time an executor reads the snapshot between two barriers.",
+							"Every unfinished actor reads at least one chunk per barrier. "
+							"Zero means exactly one chunk per actor per barrier.",
+							&backfill_barrier_interval_ms,
+							1000,
+							0,
+							3600 * 1000,
+							PGC_USERSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+}
+
+/*
+ * The upstream's rows as the job's owner sees them, under its row-level
+ * security, as its chunks read them: the progress total.
+ */
+static int64
+count_upstream(BackfillJob *job)
+{
+	RoleContext owner;
+	int			guc_level;
+	bool		isnull;
+	int64		total;
+
+	backfill_owner_enter(job->owner, false, &owner);
+	guc_level = backfill_pin_search_path(job);
+	backfill_spi_enter();
+	backfill_spi_exec(psprintf("SELECT pg_catalog.count(*) FROM ONLY %s", job->upstream_sql),
+					  SPI_OK_SELECT);
+	total = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+										&isnull));
+	backfill_spi_leave();
+	backfill_unpin_search_path(guc_level);
+	backfill_role_leave(&owner);
+	return total;
+}
+
+/*
+ * backfill_prepare_run
+ *		What a run does before its first barrier: decode the state, run the
+ *		recovery check if this is a restart, record the start and put the
+ *		triggers as the status says.  Caller is connected to SPI in a
+ *		non-atomic context; a failed check is committed on the job, then
+ *		raised.  Returns false when the job has finished already, so there is
+ *		nothing to run.
+ */
+bool
+backfill_prepare_run(BackfillJob *job, bool background)
+{
+	const KindRoutine *kind = backfill_kind_routine(job->kind);
+
+	kind->load_state(job);
+	if (job->runs > 0 && kind->recovery_check)
+		kind->recovery_check(job);
+	backfill_record_start(job, background, kind->recount_total ? count_upstream(job) : -1);
+	backfill_assert_triggers(job);
+	if (strcmp(job->status, "finished") == 0)
+	{
+		/* a crash may have come between the finish and what follows it */
+		if (kind->after_finish)
+			kind->after_finish(job->job_id);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * backfill_drive
+ *		Run barriers of one actor (its index, in a worker) or of every actor
+ *		(-1, in CALL backfill.run_job), at most max_barriers of them unless
+ *		0.  The job is prepared, its state loaded.  Caller is connected to SPI
+ *		in a non-atomic context.
+ */
+void
+backfill_drive(BackfillJob *job, int actor, int max_barriers)
+{
+	const KindRoutine *kind = backfill_kind_routine(job->kind);
+	BarrierExecutor *exec = backfill_executor_create(job);
+	bool		worker = actor >= 0;
+	int			barriers = 0;
+	char		activity[128];
+
+	while (max_barriers <= 0 || barriers < max_barriers)
+	{
+		int64		rows;
+
+		/* without a portal (a worker), each transaction pushes a snapshot */
+		if (kind->fetch)
+		{
+			backfill_next_barrier(true);
+			exec = backfill_executor_refresh(exec);
+			backfill_run_fetch(exec);
+		}
+		backfill_next_barrier(true);
+		exec = backfill_executor_refresh(exec);
+		barriers++;
+		if (worker && backfill_stop_requested(job->job_id))
+			break;
+		if (worker ? backfill_actor_finished(job, actor) : backfill_all_finished(job))
+		{
+			/* a worker finishes the job once every actor has, as committed */
+			if (worker)
+			{
+				if (!kind->finished_everywhere(job))
+					break;
+				backfill_next_barrier(false);
+				pgstat_report_activity(STATE_RUNNING, "final barrier");
+			}
+			if (backfill_run_finish_barrier(exec))
+			{
+				backfill_commit();
+				if (kind->after_finish)
+					kind->after_finish(job->job_id);
+			}
+			break;
+		}
+		backfill_reload_settings(job);
+		if (strcmp(job->status, "backfilling") != 0)
+			break;
+		rows = backfill_run_barrier(exec, actor, backfill_barrier_interval_ms, job->rate_limit);
+		if (worker)
+		{
+			snprintf(activity, sizeof(activity),
+					 "backfill job %lld actor %d: barrier at epoch " INT64_FORMAT ", %lld rows",
+					 (long long) job->job_id, job->actors[actor].actor_id, job->epoch,
+					 (long long) rows);
+			pgstat_report_activity(STATE_RUNNING, activity);
+		}
+
+		/*
+		 * No interval to wait out and nothing to read: do not spin.  A worker
+		 * judges by what it read, a foreground run, whose snapshot kind reads
+		 * nothing in its log store phase, by whether it is paused.
+		 */
+		if (backfill_barrier_interval_ms == 0 && (worker ? rows == 0 : job->rate_limit == 0))
+		{
+			if (worker)
+			{
+				backfill_commit();
+				PushActiveSnapshot(GetTransactionSnapshot());
+			}
+			backfill_sleep_ms(100);
+		}
+	}
+	backfill_commit();
+	backfill_executor_free(exec);
+}

@@ -1,0 +1,36 @@
+/*-------------------------------------------------------------------------
+ *
+ * driver.h
+ *	  The barrier loop of a run (driver.c), the worker registry (shmem.c)
+ *	  and the workers (worker.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BACKFILL_DRIVER_H
+#define BACKFILL_DRIVER_H
+
+#include "backfill.h"
+
+/* driver.c */
+extern int	backfill_barrier_interval_ms;
+extern void backfill_driver_init(void);
+extern bool backfill_prepare_run(BackfillJob *job, bool background);
+extern void backfill_drive(BackfillJob *job, int actor, int max_barriers);
+
+/* shmem.c: the registry of background workers */
+extern bool backfill_preloaded;
+extern void backfill_shmem_init(void);
+extern void backfill_launch_job(BackfillJob *job);
+extern bool backfill_stop_workers(int64 job_id, bool immediate);
+extern bool backfill_stop_requested(int64 job_id);
+extern bool backfill_claim_prepare(int64 job_id);
+extern void backfill_finish_prepare(int64 job_id, bool ok);
+extern void backfill_unclaim_prepare(int64 job_id);
+extern bool backfill_wait_prepared(int64 job_id);
+extern void backfill_attach_worker(int64 job_id, int32 actor_id);
+extern void backfill_worker_locked_job(void);
+
+/* worker.c */
+extern void backfill_worker_init(void);
+
+#endif							/* BACKFILL_DRIVER_H */

@@ -1,0 +1,120 @@
+/*-------------------------------------------------------------------------
+ *
+ * kind.h
+ *	  The interface every kind of job implements: one struct of callbacks,
+ *	  as a table access method fills a TableAmRoutine.
+ *
+ * A kind owns its state table (its layout, creating, decoding, persisting
+ * it) and decides what a barrier forwards and what a chunk reads.  The
+ * executor, the driver and the entry points call a kind only through its
+ * routine, found with backfill_kind_routine(); they never ask which kind a
+ * job is.  A kind's file calls only the layers below it, never another
+ * kind's file.
+ *
+ * Callbacks are called with SPI connected; "run" callbacks run as the job's
+ * owner under its pinned search_path, in the barrier's transaction.
+ * Optional callbacks may be NULL.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BACKFILL_KIND_H
+#define BACKFILL_KIND_H
+
+#include "barrier.h"
+
+/* what create_job has decided before a kind makes its tables */
+typedef struct JobDefinition
+{
+	int64		job_id;
+	Oid			owner;			/* the caller, who owns the job */
+	const char *name;			/* as the caller gave it */
+	Relation	upstream;		/* locked SHARE ROW EXCLUSIVE */
+	const char *upstream_sql;
+	const char *downstream_sql;
+	const char *state_sql;		/* backfill.state_<id> */
+	const char *changes_sql;	/* backfill.changes_<id> */
+	const char *key_ddl;		/* ", k1 type1 COLLATE ..., k2 ..." */
+	const char *key_list;		/* "k1, k2" */
+	int			parallelism;
+} JobDefinition;
+
+typedef struct KindRoutine
+{
+	BackfillKind kind;
+
+	/* names of its state and change tables' own columns: a key cannot take one */
+	const char *const *reserved_columns;
+
+	/* how its changes are captured while it backfills */
+	CaptureMode capture;
+
+	/* whether a restart counts the upstream again for the progress total */
+	bool		recount_total;
+
+	/* ---- create_job ---- */
+
+	/* refuse what the kind cannot serve (optional) */
+	void		(*check_create) (Relation upstream, int parallelism);
+
+	/* make the state table (acting as the extension's owner) */
+	void		(*create_state_table) (const JobDefinition *def);
+
+	/* after the catalog rows exist (optional) */
+	void		(*after_create) (const JobDefinition *def);
+
+	/* ---- a run ---- */
+
+	/* decode the state table into job->vnodes, checking the job's key */
+	void		(*load_state) (BackfillJob *job);
+
+	/* the check a restart runs before anything else (optional) */
+	void		(*recovery_check) (BackfillJob *job);
+
+	/* prepare the kind's statements for the executor */
+	void		(*prepare) (BarrierExecutor *exec);
+
+	/* fetch changes before a barrier, in a transaction of its own (optional) */
+	void		(*fetch) (BarrierExecutor *exec);
+
+	/*
+	 * The changes part of a barrier of actors first..last, before any chunk.
+	 * May sleep until deadline when there is nothing to do but wait.
+	 */
+	void		(*barrier_changes) (BarrierExecutor *exec, int first, int last,
+									TimestampTz deadline);
+
+	/* read one chunk of a group of vnodes; returns the rows read */
+	int64		(*read_chunk) (BarrierExecutor *exec, VnodeGroup *group, int64 limit);
+
+	/* persist the dirty state, at the end of a barrier */
+	void		(*persist) (BarrierExecutor *exec);
+
+	/* record an actor's barrier in backfill.actor */
+	void		(*update_actor) (BarrierExecutor *exec, BackfillActor *actor);
+
+	/* whether an actor has nothing left but the final barrier */
+	bool		(*actor_finished) (BackfillJob *job, int actor);
+
+	/* whether every actor has finished, as committed in the state table */
+	bool		(*finished_everywhere) (BackfillJob *job);
+
+	/* the final barrier's last look at changes, under its lock (optional) */
+	void		(*final_changes) (BarrierExecutor *exec);
+
+	/* after the final barrier's commit, and at any later start (optional) */
+	void		(*after_finish) (int64 job_id);
+
+	/* set the row counts of a job's new actors after a reschedule */
+	void		(*recount_actors) (int64 job_id, const char *state_sql);
+} KindRoutine;
+
+/* kind.c */
+extern const KindRoutine *backfill_kind_routine(BackfillKind kind);
+
+/* the kinds' routines */
+extern const KindRoutine backfill_no_shuffle_routine;
+extern const KindRoutine backfill_arrangement_routine;
+extern const KindRoutine backfill_snapshot_routine;
+extern const KindRoutine backfill_cdc_routine;
+
+#endif							/* BACKFILL_KIND_H */

@@ -1,0 +1,571 @@
+/*-------------------------------------------------------------------------
+ *
+ * kind_cdc.c
+ *	  The cdc kind: fetching the changes its replication slot decodes.
+ *
+ * RisingWave's CDC backfill reads an external database's snapshot in key
+ * order while it consumes that database's change stream; the state is one
+ * row per table with the position and the stream's offset (section 5.1 of
+ * the reference).  Here the change stream is this server's write-ahead log,
+ * decoded through a logical replication slot the job owns, named
+ * backfill_<database oid>_<job id> (slot.c), with the extension's own output
+ * plugin (decode.c), which emits the key of every row of the upstream a committed
+ * transaction wrote, with the LSN of that transaction's commit record.
+ * Writers pay nothing for it: no trigger fires while the job backfills.
+ *
+ * The offset is an LSN: every transaction whose commit record starts below
+ * it has been consumed.  Before each barrier, in a transaction of its own, a
+ * fetch:
+ *
+ * 1. advances the slot to the offset the last barrier committed, so the WAL
+ *	  before it can go;
+ * 2. flushes the WAL and peeks at the slot's changes up to that point, drops
+ *	  those below the offset, and appends their keys to
+ *	  backfill.changes_<id>;
+ * 3. waits until each decoded transaction has left the process array, so
+ *	  that the barrier's snapshot, taken after this transaction commits,
+ *	  sees all of them.
+ *
+ * The barrier then runs as for the trigger kinds (kind_vnode.c): keys at or
+ * below the position are forwarded by re-reading the upstream as of the
+ * barrier's snapshot, the others dropped, and the fetch's end is persisted
+ * as the new offset with the position.  A peek does not move the slot, and
+ * the slot is advanced only to a committed offset, so a crash anywhere
+ * loses nothing: the changes since the committed offset are decoded again,
+ * and a key fetched twice is forwarded twice, which is harmless.
+ *
+ * The slot is created by the first fetch, in a transaction that has written
+ * nothing yet (PostgreSQL's rule): the snapshot that barrier reads is taken
+ * after the slot is consistent, so every later change is decoded.  Before
+ * the first chunk every key is above the position, so what was written
+ * between create_job and the slot needs no forwarding.  The final barrier
+ * fetches under its lock, so it sees every write; the slot is dropped right
+ * after the job has finished.
+ *
+ * The state is one row, (split_id, <pk columns>, backfill_finished,
+ * row_count, cdc_offset), decoded in the order of RisingWave's cdc/state.rs
+ * (the version with the null-offset check): row_count, backfill_finished,
+ * then a NULL offset on an unfinished row ("unfinished row has null
+ * cdc_offset"), then an offset that does not decode ("cdc_offset").
+ *
+ * May call: the services (chunk.c, state.c, slot.c), catalog.c,
+ * privilege.c and the foundations.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/xlog.h"
+#include "catalog/pg_type.h"
+#include "miscadmin.h"
+#include "replication/slot.h"
+#include "storage/lmgr.h"
+#include "storage/standby.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/memutils.h"
+#include "utils/pg_lsn.h"
+#include "utils/rel.h"
+
+#include "kind.h"
+
+/* what the cdc kind keeps in its executor */
+typedef struct CdcState
+{
+	char	   *slot_name;
+	XLogRecPtr	offset;			/* changes below it have been consumed */
+	XLogRecPtr	fetched;		/* what the next barrier persists as offset */
+	bool		offset_known;	/* offset is valid */
+	SPIPlanPtr	fetch_plan;
+} CdcState;
+
+static const char *const cdc_reserved_columns[] = {
+	"split_id", "backfill_finished", "row_count", "cdc_offset", NULL
+};
+
+/*
+ * What create_job requires of a cdc job: logical decoding, the right to
+ *		use it, an upstream whose deletes carry their key, one actor.
+ */
+static void
+cdc_check_create(Relation upstream, int parallelism)
+{
+	if (parallelism != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a backfill job of kind \"cdc\" must have parallelism 1"),
+				 errdetail("The cdc backfill reads each table with a single actor, as RisingWave's non-parallel CDC backfill does.")));
+	if (wal_level < WAL_LEVEL_LOGICAL)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("backfill kind \"cdc\" requires \"wal_level\" to be \"logical\""),
+				 errdetail("A cdc job decodes the upstream's changes from the write-ahead log."),
+				 errhint("Set wal_level = logical and restart the server, or use kind \"arrangement\".")));
+	if (max_replication_slots <= 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("backfill kind \"cdc\" requires \"max_replication_slots\" > 0"),
+				 errdetail("A cdc job owns a logical replication slot.")));
+	if (!backfill_plugin_approved())
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("backfill kind \"cdc\" requires \"backfill\" in \"output_plugin_libraries\""),
+				 errdetail("A cdc job decodes the write-ahead log with the output plugin of library \"backfill\", which the server does not allow yet."),
+				 errhint("Add backfill to output_plugin_libraries and reload the server configuration, or use kind \"arrangement\".")));
+	if (!superuser() && !has_rolreplication(GetUserId()))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied to create a backfill job of kind \"cdc\""),
+				 errdetail("A cdc job owns a replication slot, which only superusers and roles with the REPLICATION attribute may use."),
+				 errhint("Use kind \"arrangement\", or ask for the REPLICATION attribute.")));
+
+	/* deletes and key changes must carry the old key in the WAL */
+	if (upstream->rd_rel->relreplident == REPLICA_IDENTITY_NOTHING)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table \"%s\" has REPLICA IDENTITY NOTHING", RelationGetRelationName(upstream)),
+				 errdetail("A cdc job needs the key of every deleted row in the write-ahead log."),
+				 errhint("Use ALTER TABLE ... REPLICA IDENTITY DEFAULT.")));
+	if (upstream->rd_rel->relreplident == REPLICA_IDENTITY_INDEX &&
+		RelationGetReplicaIndex(upstream) != upstream->rd_pkindex)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the replica identity of table \"%s\" is not its primary key",
+						RelationGetRelationName(upstream)),
+				 errdetail("A cdc job needs the primary key of every deleted row in the write-ahead log."),
+				 errhint("Use ALTER TABLE ... REPLICA IDENTITY DEFAULT.")));
+}
+
+static void
+cdc_create_state_table(const JobDefinition *def)
+{
+	backfill_create_job_table(psprintf("CREATE TABLE %s (split_id pg_catalog.varchar PRIMARY KEY%s, "
+									   "backfill_finished pg_catalog.bool, row_count pg_catalog.int8, "
+									   "cdc_offset pg_catalog.jsonb)",
+									   def->state_sql, def->key_ddl),
+							  def->state_sql, def->owner);
+}
+
+static void fail_with_split_error(BackfillJob *job, const char *field,
+								  const char *split) pg_attribute_noreturn();
+
+static void
+fail_with_split_error(BackfillJob *job, const char *field, const char *split)
+{
+	backfill_state_error(job, field,
+						 psprintf("State table %s of backfill job %lld has an invalid row for split \"%s\".",
+								  job->state_sql, (long long) job->job_id, split));
+}
+
+/* the cdc kind's one row: (split_id, pk, backfill_finished, row_count, cdc_offset) */
+static void
+cdc_load_state(BackfillJob *job)
+{
+	StringInfoData sql;
+	char	   *split = psprintf("%u", job->upstream);
+	int			npk = job->npk;
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+	Datum		row_count;
+	Datum		finished;
+	char	   *offset_type;
+	char	   *offset_lsn;
+	VnodeState	vs;
+	MemoryContext old;
+
+	backfill_check_key_unchanged(job, job->state_table);
+	backfill_init_vnodes(job);
+	initStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "SELECT split_id, %s, backfill_finished, row_count, "
+					 "pg_catalog.jsonb_typeof(cdc_offset), cdc_offset OPERATOR(pg_catalog.->>) 'lsn' "
+					 "FROM %s ORDER BY split_id",
+					 backfill_pk_list(job, NULL), job->state_sql);
+	if (SPI_execute(sql.data, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read state table %s", job->state_sql);
+	job->has_cdc_offset = false;
+	job->cdc_offset = InvalidXLogRecPtr;
+	if (SPI_processed == 0)
+		return;					/* not started */
+	desc = SPI_tuptable->tupdesc;
+	/* one row, the table's: name a row that is not, if any */
+	for (uint64 i = 0; i < SPI_processed; i++)
+		if (strcmp(SPI_getvalue(SPI_tuptable->vals[i], desc, 1), split) != 0)
+			fail_with_split_error(job, "split_id",
+								  SPI_getvalue(SPI_tuptable->vals[i], desc, 1));
+	tup = SPI_tuptable->vals[0];
+
+	/* RisingWave's order: row_count, backfill_finished, cdc_offset */
+	row_count = SPI_getbinval(tup, desc, npk + 3, &isnull);
+	if (isnull || DatumGetInt64(row_count) < 0)
+		fail_with_split_error(job, "row_count", split);
+	finished = SPI_getbinval(tup, desc, npk + 2, &isnull);
+	if (isnull)
+		fail_with_split_error(job, "backfill_finished", split);
+	offset_type = SPI_getvalue(tup, desc, npk + 4);
+	offset_lsn = SPI_getvalue(tup, desc, npk + 5);
+	if (offset_type == NULL && !DatumGetBool(finished))
+		fail_with_split_error(job, "unfinished row has null cdc_offset", split);
+	if (offset_type != NULL)
+	{
+		bool		have_error = false;
+
+		if (strcmp(offset_type, "object") != 0 || offset_lsn == NULL)
+			have_error = true;
+		else
+			job->cdc_offset = pg_lsn_in_internal(offset_lsn, &have_error);
+		if (have_error)
+			fail_with_split_error(job, "cdc_offset", split);
+		job->has_cdc_offset = true;
+	}
+
+	/* every vnode shares the one position */
+	memset(&vs, 0, sizeof(vs));
+	vs.pos = job->vnodes[0].pos;
+	vs.pos_null = job->vnodes[0].pos_null;
+	backfill_read_position(job, &vs, tup, desc, 2);
+	if (vs.has_pos)
+		for (int k = 0; k < npk; k++)
+			if (vs.pos_null[k])
+				fail_with_split_error(job, "current_pos", split);
+	old = MemoryContextSwitchTo(GetMemoryChunkContext(job));
+	for (int v = 0; v < BACKFILL_VNODE_COUNT; v++)
+	{
+		VnodeState *ws = &job->vnodes[v];
+
+		ws->present = true;
+		ws->finished = DatumGetBool(finished);
+		ws->row_count = DatumGetInt64(row_count);
+		ws->has_pos = vs.has_pos;
+		memcpy(ws->pos_null, vs.pos_null, sizeof(bool) * npk);
+		/* a copy of its own: backfill_set_position() frees a vnode's old one */
+		for (int k = 0; k < npk; k++)
+		{
+			Form_pg_attribute att = TupleDescAttr(desc, 1 + k);
+
+			if (v == 0 || !vs.has_pos || vs.pos_null[k] || att->attbyval)
+				ws->pos[k] = vs.pos[k];
+			else
+				ws->pos[k] = datumCopy(vs.pos[k], false, att->attlen);
+		}
+	}
+	MemoryContextSwitchTo(old);
+	SPI_freetuptable(SPI_tuptable);
+}
+
+/*
+ * The statements of the cdc kind: the captured keys a barrier forwards
+ * (those at or below the one position, or all once finished), the one state
+ * row, and the fetch.
+ */
+static void
+cdc_prepare(BarrierExecutor *exec)
+{
+	BackfillJob *job = exec->job;
+	CdcState   *cdc = MemoryContextAllocZero(exec->cxt, sizeof(CdcState));
+	StringInfoData sql;
+	Oid			argtypes[INDEX_MAX_KEYS + 4];
+
+	exec->kind_state = cdc;
+	cdc->slot_name = MemoryContextStrdup(exec->cxt, backfill_slot_name(job->job_id));
+	cdc->offset = job->cdc_offset;
+	cdc->offset_known = job->has_cdc_offset;
+	cdc->fetched = job->cdc_offset;
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "SELECT %s FROM %s c JOIN %s s ON (s.backfill_finished OR (%s) <= (%s)) "
+					 "WHERE backfill.vnode(%s) BETWEEN $1 AND $2",
+					 backfill_pk_list(job, "c"), job->changes_sql, job->state_sql,
+					 backfill_pk_list(job, "c"), backfill_pk_list(job, "s"),
+					 backfill_pk_list(job, "c"));
+	backfill_prepare_forward(exec, sql.data);
+
+	/* the one state row: $1 split, $2 finished, $3 rows, $4 offset, key */
+	resetStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "INSERT INTO %s (split_id, %s, backfill_finished, row_count, cdc_offset) "
+					 "VALUES ($1, %s, $2, $3, pg_catalog.jsonb_build_object('lsn', $4::pg_catalog.text)) "
+					 "ON CONFLICT (split_id) DO UPDATE SET backfill_finished = EXCLUDED.backfill_finished, "
+					 "row_count = EXCLUDED.row_count, cdc_offset = EXCLUDED.cdc_offset",
+					 job->state_sql, backfill_pk_list(job, NULL), backfill_pk_params(job, 5));
+	backfill_append_excluded_key(&sql, job);
+	argtypes[0] = VARCHAROID;
+	argtypes[1] = BOOLOID;
+	argtypes[2] = INT8OID;
+	argtypes[3] = PG_LSNOID;
+	memcpy(&argtypes[4], job->pk_types, sizeof(Oid) * job->npk);
+	exec->persist_plan = backfill_keep_plan(exec->plans, sql.data, 4 + job->npk, argtypes);
+
+	/*
+	 * The decoded keys from the offset on, into the change table; returns
+	 * the transactions they came from.
+	 */
+	resetStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "WITH p AS MATERIALIZED (SELECT c.xid, c.data "
+					 "FROM pg_catalog.pg_logical_slot_peek_changes($1, $2, NULL, 'relid', $3) c "
+					 "WHERE pg_catalog.split_part(c.data, E'\\t', 1)::pg_catalog.pg_lsn >= $4), "
+					 "ins AS (INSERT INTO %s SELECT (s.k).* FROM "
+					 "(SELECT pg_catalog.substr(p.data, pg_catalog.strpos(p.data, E'\\t') + 1)::%s AS k FROM p) s) "
+					 "SELECT DISTINCT p.xid FROM p",
+					 job->changes_sql, job->changes_sql);
+	argtypes[0] = NAMEOID;
+	argtypes[1] = PG_LSNOID;
+	argtypes[2] = TEXTOID;
+	argtypes[3] = PG_LSNOID;
+	cdc->fetch_plan = backfill_keep_plan(exec->plans, sql.data, 4, argtypes);
+
+	argtypes[0] = INT4OID;
+	argtypes[1] = INT8OID;
+	argtypes[2] = INT8OID;
+	exec->actor_plan = backfill_keep_plan(exec->plans,
+										  "UPDATE backfill.actor SET epoch = $2, row_count = $3 "
+										  "WHERE actor_id = $1", 3, argtypes);
+}
+
+/* the slot's confirmed position, or InvalidXLogRecPtr if there is no slot */
+static XLogRecPtr
+slot_position(CdcState *cdc, bool *exists)
+{
+	Oid			argtypes[1] = {NAMEOID};
+	Datum		values[1];
+	bool		isnull;
+	XLogRecPtr	result = InvalidXLogRecPtr;
+
+	values[0] = CStringGetDatum(cdc->slot_name);
+	values[0] = DirectFunctionCall1(namein, values[0]);
+	if (SPI_execute_with_args("SELECT confirmed_flush_lsn FROM pg_catalog.pg_replication_slots "
+							  "WHERE slot_name = $1", 1, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read pg_replication_slots");
+	*exists = SPI_processed > 0;
+	if (*exists)
+	{
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+		if (!isnull)
+			result = DatumGetLSN(d);
+	}
+	return result;
+}
+
+/*
+ * Fetch the changes decoded since the offset into the change table (see
+ *		the file header).  Caller is connected to SPI, in a transaction whose
+ *		snapshot the barrier does not use, or in the final barrier after its
+ *		lock.
+ */
+static void
+cdc_fetch(BarrierExecutor *exec)
+{
+	BackfillJob *job = exec->job;
+	CdcState   *cdc = exec->kind_state;
+	Datum		name = DirectFunctionCall1(namein, CStringGetDatum(cdc->slot_name));
+	Datum		values[4];
+	Oid			argtypes[2] = {NAMEOID, PG_LSNOID};
+	XLogRecPtr	upto;
+	bool		exists;
+	XLogRecPtr	confirmed;
+
+	backfill_lock_slot_of(job->job_id);
+	confirmed = slot_position(cdc, &exists);
+	if (!exists)
+	{
+		if (cdc->offset_known)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("replication slot \"%s\" of backfill job %lld does not exist",
+							cdc->slot_name, (long long) job->job_id),
+					 errdetail("The job has consumed changes up to offset %X/%X; the changes after it are lost.",
+							   LSN_FORMAT_ARGS(cdc->offset)),
+					 errhint("Cancel the job with backfill.cancel_job(%lld) and create it again with backfill.recreate_job(%lld).",
+							 (long long) job->job_id, (long long) job->job_id)));
+		if (SPI_execute_with_args("SELECT pg_catalog.pg_create_logical_replication_slot($1, 'backfill')",
+								  1, argtypes, &name, NULL, false, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not create replication slot \"%s\"", cdc->slot_name);
+		confirmed = slot_position(cdc, &exists);
+	}
+	/* after the slot: making the origin writes, and a slot is made before any */
+	backfill_origin_enter(job->job_id);
+
+	if (!cdc->offset_known)
+	{
+		/* RisingWave: no stored offset, so the source's current one */
+		cdc->offset = confirmed;
+		cdc->offset_known = true;
+	}
+
+	/* what was consumed can go */
+	if (confirmed < cdc->offset)
+	{
+		values[0] = name;
+		values[1] = LSNGetDatum(cdc->offset);
+		if (SPI_execute_with_args("SELECT pg_catalog.pg_replication_slot_advance($1, $2)",
+								  2, argtypes, values, NULL, false, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not advance replication slot \"%s\"", cdc->slot_name);
+	}
+
+	/*
+	 * Decoding starts at the slot's restart point, which moves only past a
+	 * record of the transactions running (a standby snapshot), logged every
+	 * 15 s at most while the server is busy: without one, each fetch would
+	 * decode again all the WAL since the last, the advance above too.  One
+	 * logged now is passed by the next fetch's advance, so the restart point
+	 * stays a barrier behind.
+	 */
+	(void) LogStandbySnapshot();
+
+	/* a commit made asynchronously may not be flushed yet: flush it */
+	upto = backfill_flush_wal_upto();
+
+	values[0] = name;
+	values[1] = LSNGetDatum(upto);
+	values[2] = CStringGetTextDatum(psprintf("%u", job->upstream));
+	values[3] = LSNGetDatum(cdc->offset);
+	if (SPI_execute_plan(cdc->fetch_plan, values, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not fetch the changes of replication slot \"%s\"", cdc->slot_name);
+
+	/* committed, but maybe not visible yet to a new snapshot: wait */
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		TransactionId xid = DatumGetTransactionId(SPI_getbinval(SPI_tuptable->vals[i],
+																SPI_tuptable->tupdesc, 1,
+																&isnull));
+
+		if (!isnull && TransactionIdIsValid(xid))
+			XactLockTableWait(xid, NULL, NULL, XLTW_None);
+	}
+	SPI_freetuptable(SPI_tuptable);
+	cdc->fetched = Max(upto, cdc->offset);
+}
+
+/*
+ * Persist the job's one state row: the position and row count all vnodes
+ * share, and the offset of the last fetch.  Written at every barrier, since
+ * the offset moves even when the position does not.
+ */
+static void
+cdc_persist(BarrierExecutor *exec)
+{
+	BackfillJob *job = exec->job;
+	CdcState   *cdc = exec->kind_state;
+	VnodeState *vs = &job->vnodes[0];
+	Datum		values[INDEX_MAX_KEYS + 4];
+	char		nulls[INDEX_MAX_KEYS + 4];
+
+	memset(nulls, ' ', sizeof(nulls));
+	values[0] = CStringGetTextDatum(psprintf("%u", job->upstream));
+	values[1] = BoolGetDatum(vs->finished);
+	values[2] = Int64GetDatum(vs->row_count);
+	values[3] = LSNGetDatum(cdc->fetched);
+	for (int k = 0; k < job->npk; k++)
+	{
+		values[4 + k] = vs->has_pos ? vs->pos[k] : (Datum) 0;
+		nulls[4 + k] = vs->has_pos ? ' ' : 'n';
+	}
+	if (SPI_execute_plan(exec->persist_plan, values, nulls, false, 0) != SPI_OK_INSERT)
+		elog(ERROR, "could not write state table %s", job->state_sql);
+	for (int v = 0; v < BACKFILL_VNODE_COUNT; v++)
+	{
+		job->vnodes[v].dirty = false;
+		job->vnodes[v].present = true;
+	}
+	cdc->offset = cdc->fetched;
+	/* an executor made again in this run starts from here */
+	job->cdc_offset = cdc->offset;
+	job->has_cdc_offset = true;
+}
+
+/* the one actor forwards the changes of every vnode */
+static void
+cdc_barrier_changes(BarrierExecutor *exec, int first, int last,
+					TimestampTz deadline pg_attribute_unused())
+{
+	BackfillJob *job = exec->job;
+
+	backfill_forward_changes(exec, job->actors[first].vnode_start, job->actors[last].vnode_end);
+}
+
+static int64
+cdc_read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
+{
+	return backfill_read_live_chunk(exec, group, limit, false);
+}
+
+/* the actor's rows: the one total */
+static void
+cdc_update_actor(BarrierExecutor *exec, BackfillActor *actor)
+{
+	BackfillJob *job = exec->job;
+	Datum		values[3];
+	RoleContext rc;
+
+	values[0] = Int32GetDatum(actor->actor_id);
+	values[1] = Int64GetDatum(job->epoch);
+	values[2] = Int64GetDatum(job->vnodes[actor->vnode_start].row_count);
+	backfill_catalog_enter(&rc);
+	if (SPI_execute_plan(exec->actor_plan, values, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not update backfill.actor");
+	backfill_role_leave(&rc);
+}
+
+static bool
+cdc_finished_everywhere(BackfillJob *job)
+{
+	bool		isnull;
+	bool		result;
+
+	backfill_spi_enter();
+	backfill_spi_exec(psprintf("SELECT pg_catalog.bool_and(backfill_finished) FROM %s",
+							   job->state_sql),
+					  SPI_OK_SELECT);
+	result = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	backfill_spi_leave();
+	return !isnull && result;
+}
+
+/* the slot's drop, once nothing reads it */
+static void
+cdc_after_finish(int64 job_id)
+{
+	backfill_drop_slot_now(job_id);
+}
+
+static void
+cdc_recount_actors(int64 job_id, const char *state_sql)
+{
+	Oid			types[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(job_id)};
+	RoleContext rc;
+
+	backfill_catalog_enter(&rc);
+	backfill_spi_exec_args(psprintf("UPDATE backfill.actor a SET row_count = "
+									"coalesce((SELECT s.row_count FROM %s s), 0) WHERE a.job_id = $1",
+									state_sql),
+						   1, types, values, NULL, SPI_OK_UPDATE);
+	backfill_role_leave(&rc);
+}
+
+const KindRoutine backfill_cdc_routine = {
+	.kind = BACKFILL_KIND_CDC,
+	.reserved_columns = cdc_reserved_columns,
+	.capture = CAPTURE_WAL,
+	.recount_total = true,
+	.check_create = cdc_check_create,
+	.create_state_table = cdc_create_state_table,
+	.load_state = cdc_load_state,
+	.prepare = cdc_prepare,
+	.fetch = cdc_fetch,
+	.barrier_changes = cdc_barrier_changes,
+	.read_chunk = cdc_read_chunk,
+	.persist = cdc_persist,
+	.update_actor = cdc_update_actor,
+	.actor_finished = backfill_vnodes_finished,
+	.finished_everywhere = cdc_finished_everywhere,
+	.final_changes = cdc_fetch,
+	.after_finish = cdc_after_finish,
+	.recount_actors = cdc_recount_actors,
+};

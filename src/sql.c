@@ -1,0 +1,297 @@
+/*-------------------------------------------------------------------------
+ *
+ * sql.c
+ *	  SQL text and SPI: the helpers every layer above builds statements with.
+ *
+ * Names go into SQL text through quote_identifier() only, values only as
+ * parameters.  The statements that make downstream rows equal to the
+ * upstream's are built here, once, for every caller: a barrier forwarding
+ * the keys a set of changes names, and the apply trigger for one key.
+ *
+ * Plans kept across transactions belong to whoever made them, in a
+ * KeptPlans of its own that it frees.  A run that fails cannot free them:
+ * during the error's cleanup the failed statement may still hold one.  So a
+ * KeptPlans stays registered until it is freed, and the next one made in
+ * the backend frees those a failed run left, in a transaction that holds
+ * none.  At most one run is active in a backend, so a registered KeptPlans
+ * met there is always such a leftover.
+ *
+ * May call: nothing of the extension.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+
+#include "backfill.h"
+
+/* "schema"."name" of a relation that must exist */
+char *
+backfill_relation_sql(Oid relid)
+{
+	char	   *relname = get_rel_name(relid);
+
+	if (relname == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid)));
+	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+									  relname);
+}
+
+/*
+ * backfill_pk_list
+ *		"alias"."k1", "alias"."k2", ... (or without alias when NULL)
+ */
+char *
+backfill_pk_list(BackfillJob *job, const char *alias)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (int k = 0; k < job->npk; k++)
+	{
+		if (k > 0)
+			appendStringInfoString(&buf, ", ");
+		if (alias)
+			appendStringInfo(&buf, "%s.", alias);
+		appendStringInfoString(&buf, quote_identifier(job->pk_names[k]));
+	}
+	return buf.data;
+}
+
+/* "k1 DESC, k2 DESC" */
+char *
+backfill_pk_list_desc(BackfillJob *job)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (int k = 0; k < job->npk; k++)
+		appendStringInfo(&buf, "%s%s DESC", k > 0 ? ", " : "",
+						 quote_identifier(job->pk_names[k]));
+	return buf.data;
+}
+
+/* "$first, $first+1, ..." for the key's parameters */
+char *
+backfill_pk_params(BackfillJob *job, int first)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (int k = 0; k < job->npk; k++)
+		appendStringInfo(&buf, "%s$%d", k > 0 ? ", " : "", first + k);
+	return buf.data;
+}
+
+/* ", k1 = EXCLUDED.k1, ...": an upsert's SET list for the key columns */
+void
+backfill_append_excluded_key(StringInfo sql, BackfillJob *job)
+{
+	for (int k = 0; k < job->npk; k++)
+		appendStringInfo(sql, ", %s = EXCLUDED.%s",
+						 quote_identifier(job->pk_names[k]),
+						 quote_identifier(job->pk_names[k]));
+}
+
+/*
+ * backfill_text_array_sql
+ *		The elements of a text[] as a list of quoted identifiers; the
+ *		elements themselves into *elems and their number into *nelems, when
+ *		asked for.
+ */
+char *
+backfill_text_array_sql(Datum array, char ***elems, int *nelems)
+{
+	Datum	   *datums;
+	bool	   *nulls;
+	int			n;
+	StringInfoData buf;
+
+	deconstruct_array(DatumGetArrayTypeP(array), TEXTOID, -1, false, TYPALIGN_INT,
+					  &datums, &nulls, &n);
+	initStringInfo(&buf);
+	if (elems)
+		*elems = palloc(sizeof(char *) * n);
+	for (int i = 0; i < n; i++)
+	{
+		char	   *s = TextDatumGetCString(datums[i]);
+
+		if (elems)
+			(*elems)[i] = s;
+		appendStringInfo(&buf, "%s%s", i > 0 ? ", " : "", quote_identifier(s));
+	}
+	if (nelems)
+		*nelems = n;
+	return buf.data;
+}
+
+/*
+ * Making downstream rows equal to the upstream's.
+ *
+ * For a set of keys, the query "matching" (which returns keys): delete their
+ * downstream rows, then insert the upstream's rows of those keys as the
+ * statement's snapshot sees them.  Re-reading the upstream, rather than
+ * replaying changes, makes the result right whatever order the changes came
+ * in.  With returning_vnode, each statement returns the vnode of every row
+ * it wrote.
+ */
+char *
+backfill_sync_delete_sql(BackfillJob *job, const char *matching, bool returning_vnode)
+{
+	return psprintf("DELETE FROM %s d WHERE (%s) IN (%s)%s%s%s",
+					job->downstream_sql, backfill_pk_list(job, "d"), matching,
+					returning_vnode ? " RETURNING backfill.vnode(" : "",
+					returning_vnode ? backfill_pk_list(job, "d") : "",
+					returning_vnode ? ")" : "");
+}
+
+char *
+backfill_sync_insert_sql(BackfillJob *job, const char *matching, bool returning_vnode)
+{
+	return psprintf("INSERT INTO %s (%s) SELECT %s FROM ONLY %s u WHERE (%s) IN (%s)%s%s%s",
+					job->downstream_sql, job->columns_sql, job->columns_sql,
+					job->upstream_sql, backfill_pk_list(job, "u"), matching,
+					returning_vnode ? " RETURNING backfill.vnode(" : "",
+					returning_vnode ? backfill_pk_list(job, NULL) : "",
+					returning_vnode ? ")" : "");
+}
+
+/*
+ * For one key, $1..$npk, in a writer's transaction (the apply trigger):
+ * upsert the upstream's row, or delete the downstream's when the upstream
+ * has none.  An upsert, not a delete and an insert, so that two writers of
+ * one key in READ COMMITTED never collide on the downstream's key.  Its SET
+ * list has every output column, the key columns too: an equal key may be
+ * written differently (numeric 1.5 and 1.50, float8 0 and -0, interval
+ * '1 day' and '24 hours'), and the downstream must show the upstream's.
+ */
+char *
+backfill_sync_upsert_sql(BackfillJob *job)
+{
+	StringInfoData setlist;
+	char	   *pkcols = backfill_pk_list(job, NULL);
+
+	initStringInfo(&setlist);
+	for (int i = 0; i < job->ncols; i++)
+	{
+		const char *col = quote_identifier(job->col_names[i]);
+
+		appendStringInfo(&setlist, "%s%s = EXCLUDED.%s", i > 0 ? ", " : "", col, col);
+	}
+	return psprintf("INSERT INTO %s (%s) SELECT %s FROM ONLY %s WHERE (%s) = (%s) "
+					"ON CONFLICT (%s) DO UPDATE SET %s",
+					job->downstream_sql, job->columns_sql, job->columns_sql,
+					job->upstream_sql, pkcols, backfill_pk_params(job, 1), pkcols,
+					setlist.data);
+}
+
+char *
+backfill_sync_delete_gone_sql(BackfillJob *job)
+{
+	char	   *params = backfill_pk_params(job, 1);
+
+	return psprintf("DELETE FROM %s d WHERE (%s) = (%s) AND NOT EXISTS "
+					"(SELECT FROM ONLY %s u WHERE (%s) = (%s))",
+					job->downstream_sql, backfill_pk_list(job, "d"), params,
+					job->upstream_sql, backfill_pk_list(job, "u"), params);
+}
+
+/*
+ * A barrier's statements run in an SPI connection of their own, nested in
+ * the run's: what SPI allocates for them is released when the barrier is
+ * done, instead of accumulating in the run's connection, which lives as long
+ * as the CALL or the worker.
+ */
+void
+backfill_spi_enter(void)
+{
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+}
+
+void
+backfill_spi_leave(void)
+{
+	if (SPI_finish() != SPI_OK_FINISH)
+		elog(ERROR, "SPI_finish failed");
+}
+
+/* run a statement that must succeed with the expected SPI result */
+void
+backfill_spi_exec(const char *sql, int expected)
+{
+	int			rc = SPI_execute(sql, false, 0);
+
+	if (rc != expected)
+		elog(ERROR, "SPI_execute failed (%d): %s", rc, sql);
+}
+
+void
+backfill_spi_exec_args(const char *sql, int nargs, Oid *types, Datum *values,
+					   const char *nulls, int expected)
+{
+	int			rc = SPI_execute_with_args(sql, nargs, types, values, nulls, false, 0);
+
+	if (rc != expected)
+		elog(ERROR, "SPI_execute_with_args failed (%d): %s", rc, sql);
+}
+
+/* every KeptPlans of this backend not freed yet, in TopMemoryContext */
+static List *registered_plans = NIL;
+
+/*
+ * backfill_kept_plans_create
+ *		A new, empty set of kept plans, after freeing those a failed run left
+ *		(see the file header).  Caller must hold no plan of them.
+ */
+KeptPlans *
+backfill_kept_plans_create(void)
+{
+	KeptPlans  *kept;
+	MemoryContext old;
+
+	while (registered_plans != NIL)
+		backfill_kept_plans_free((KeptPlans *) linitial(registered_plans));
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	kept = palloc0(sizeof(KeptPlans));
+	registered_plans = lappend(registered_plans, kept);
+	MemoryContextSwitchTo(old);
+	return kept;
+}
+
+/* prepare a statement and keep its plan in kept */
+SPIPlanPtr
+backfill_keep_plan(KeptPlans *kept, const char *sql, int nargs, Oid *argtypes)
+{
+	SPIPlanPtr	plan = SPI_prepare(sql, nargs, argtypes);
+	MemoryContext old;
+
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed (%s) for: %s",
+			 SPI_result_code_string(SPI_result), sql);
+	SPI_keepplan(plan);
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	kept->plans = lappend(kept->plans, plan);
+	MemoryContextSwitchTo(old);
+	return plan;
+}
+
+/* free the plans of kept, and kept */
+void
+backfill_kept_plans_free(KeptPlans *kept)
+{
+	ListCell   *lc;
+
+	foreach(lc, kept->plans)
+		SPI_freeplan((SPIPlanPtr) lfirst(lc));
+	list_free(kept->plans);
+	registered_plans = list_delete_ptr(registered_plans, kept);
+	pfree(kept);
+}

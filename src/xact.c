@@ -1,0 +1,128 @@
+/*-------------------------------------------------------------------------
+ *
+ * xact.c
+ *	  Transactions: the only place that commits, the barriers' transactions,
+ *	  interruptible sleeps, and RisingWave's epochs.
+ *
+ * A run commits one transaction per barrier.  In CALL backfill.run_job the
+ * SPI connection is non-atomic and SPI_commit starts the next transaction;
+ * a background worker, which has no portal, starts and ends its own
+ * transactions around the same SPI calls.  Either way each barrier's
+ * transaction is REPEATABLE READ and takes its snapshot after this file has
+ * started it, so the caller can take a lock first (the final barrier).
+ *
+ * May call: nothing of the extension.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "datatype/timestamp.h"
+#include "miscadmin.h"
+#include "storage/latch.h"
+#include "tcop/pquery.h"
+#include "utils/snapmgr.h"
+#include "utils/wait_event.h"
+
+#include "backfill.h"
+
+/*
+ * backfill_commit
+ *		Commit in a non-atomic SPI connection; SPI starts the next
+ *		transaction.  Within CALL the portal owns the active snapshot and
+ *		SPI_commit lets go of it; a background worker has no portal and
+ *		pushed its own, which it must pop first.
+ */
+void
+backfill_commit(void)
+{
+	if (ActivePortal == NULL)
+		while (ActiveSnapshotSet())
+			PopActiveSnapshot();
+	SPI_commit();
+}
+
+/*
+ * backfill_next_barrier
+ *		Commit, and start the next barrier's transaction REPEATABLE READ,
+ *		before it has taken a snapshot.  Without a portal to provide one, the
+ *		transaction's snapshot is pushed when with_snapshot; the final
+ *		barrier wants none yet, as it locks the upstream first.
+ */
+void
+backfill_next_barrier(bool with_snapshot)
+{
+	backfill_commit();
+	Assert(!FirstSnapshotSet);
+	XactIsoLevel = XACT_REPEATABLE_READ;
+	if (with_snapshot && ActivePortal == NULL)
+		PushActiveSnapshot(GetTransactionSnapshot());
+}
+
+/*
+ * backfill_xact_begin
+ *		Start a transaction of a background worker, connected to SPI
+ *		(non-atomic when it is to commit barriers), with a snapshot.
+ */
+void
+backfill_xact_begin(bool nonatomic)
+{
+	StartTransactionCommand();
+	if (SPI_connect_ext(nonatomic ? SPI_OPT_NONATOMIC : 0) != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	PushActiveSnapshot(GetTransactionSnapshot());
+}
+
+/* commit what backfill_xact_begin() started */
+void
+backfill_xact_end(void)
+{
+	while (ActiveSnapshotSet())
+		PopActiveSnapshot();
+	SPI_finish();
+	CommitTransactionCommand();
+}
+
+/* abort a worker's transaction after an error was caught */
+void
+backfill_xact_abort(void)
+{
+	AbortCurrentTransaction();
+}
+
+/*
+ * backfill_sleep_ms
+ *		Sleep on the latch for ms milliseconds at most: a cancel, a
+ *		statement timeout, SIGTERM or the postmaster's death end it.
+ */
+void
+backfill_sleep_ms(long ms)
+{
+	(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+					 ms, PG_WAIT_EXTENSION);
+	ResetLatch(MyLatch);
+	CHECK_FOR_INTERRUPTS();
+}
+
+/* sleep until t, or until interrupted */
+void
+backfill_sleep_until(TimestampTz t)
+{
+	long		ms;
+
+	CHECK_FOR_INTERRUPTS();
+	while ((ms = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), t)) > 0)
+		backfill_sleep_ms(ms);
+}
+
+/* RisingWave's epoch: milliseconds since 2021-04-01 in the high 48 bits */
+int64
+backfill_next_epoch(int64 previous)
+{
+	int64		unix_ms = GetCurrentTimestamp() / 1000 +
+		(int64) (POSTGRES_EPOCH_JDATE - UNIX_EPOCH_JDATE) * SECS_PER_DAY * 1000;
+	int64		epoch = (unix_ms - INT64CONST(1617235200000)) << 16;
+
+	return Max(epoch, previous + 1);
+}
