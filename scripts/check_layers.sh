@@ -11,10 +11,10 @@
 #      variable read by a file below the one that defines it, say);
 #   2. no function longer than 150 lines (its opening brace to its closing
 #      brace);
-#   3 to 6. the names in the table below appear only in the files it names:
+#   3 to 7. the names in the table below appear only in the files it names:
 #      only capture knows trigger names, only a kind's file knows its tables,
 #      only one file begins and ends transactions, only the worker registry
-#      touches shared memory.
+#      touches shared memory, only the kinds' files name a kind.
 #
 # The call graph comes from the compiler, not from reading C with regular
 # expressions: each src/*.c is compiled (at -O0, so that nothing is inlined
@@ -48,9 +48,11 @@ RULES=()
 rule() { RULES+=("$1"$'\t'"$2"$'\t'"$3"$'\t'"$4"$'\t'"$5"); }
 rule 3 str  'backfill_(capture|apply)_(truncate_|[^a-z]|$)'  capture.c  'trigger names (backfill_capture_<id>, backfill_apply_<id>, their truncate twins)'
 rule 3 code '\b(CREATE|DROP) TRIGGER\b|\bEnableDisableTrigger\b'  capture.c  'the triggers are installed, switched and dropped by capture alone'
-rule 4 str  '\b(is_epoch_finished|backfill_seq|backfill_captured_at|backfill_old_row)\b'  kind_snapshot.c  "the snapshot kind's state and log tables"
+rule 4 str  '\bis_epoch_finished\b'  kind_snapshot.c  "the snapshot kind's state table"
+rule 4 str  '\b(backfill_seq|backfill_captured_at|backfill_old_row)\b'  'capture.c kind_snapshot.c'  "the snapshot kind's log, which capture writes and the kind reads"
 rule 4 str  '\b(split_id|cdc_offset)\b'  kind_cdc.c  "the cdc kind's state table"
 rule 4 str  '\bbackfill_finished\b'  'kind_vnode.c kind_cdc.c'  "the vnode kinds' and the cdc kind's finished flag"
+rule 7 code '\bBACKFILL_KIND_(NO_SHUFFLE|ARRANGEMENT|SNAPSHOT|CDC)\b'  'backfill.h catalog.c kind.c kind_vnode.c kind_snapshot.c kind_cdc.c'  'only the kinds name a kind (and the catalog, which reads their names): the executor never tests one'
 rule 5 code '\b(StartTransactionCommand|CommitTransactionCommand|AbortCurrentTransaction|AbortOutOfAnyTransaction|SPI_commit\w*|SPI_rollback\w*|SPI_start_transaction)\b'  xact.c  'transactions begin and end in one place'
 rule 6 code '\b(ShmemInitStruct|ShmemAlloc\w*|RequestAddinShmemSpace|RequestNamedLWLockTranche|GetNamedLWLockTranche|LWLockNewTrancheId|LWLockRegisterTranche|AddinShmemInitLock|shmem_request_hook|shmem_startup_hook)\b'  shmem.c  'shared memory is requested and attached by the worker registry alone'
 rule 6 code '\b(BackfillShared|BackfillRun|BackfillWorkerSlot)\b|\bLWLock\s*\*|\b(dsm|dsa|shm_mq)_\w+\s*\('  shmem.c  "the registry's shared structs and lock, dynamic shared memory"

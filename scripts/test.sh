@@ -16,6 +16,9 @@ cd "$HERE"
 install_packages postgresql-$PGVER postgresql-server-dev-$PGVER libipc-run-perl make gcc
 
 export PG_CONFIG=/usr/lib/postgresql/$PGVER/bin/pg_config
+step "layers of src/ (scripts/check_layers.sh)"
+bash scripts/check_layers.sh
+
 step "build (warnings are errors)"
 make -s clean
 make -s PG_CFLAGS_EXTRA=-Werror

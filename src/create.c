@@ -269,6 +269,8 @@ output_columns(Relation rel, ArrayType *requested, int npk, AttrNumber *pk,
 static void
 read_arguments(FunctionCallInfo fcinfo, CreateArgs *args)
 {
+	const KindRoutine *kind;
+
 	require_arg(fcinfo, 0, "name");
 	require_arg(fcinfo, 1, "upstream");
 	require_arg(fcinfo, 2, "kind");
@@ -293,9 +295,10 @@ read_arguments(FunctionCallInfo fcinfo, CreateArgs *args)
 	}
 
 	/* the library may be newer than the catalog until ALTER EXTENSION UPDATE */
-	if ((args->kind == BACKFILL_KIND_SNAPSHOT || args->kind == BACKFILL_KIND_CDC) &&
+	kind = backfill_kind_routine(args->kind);
+	if (kind->needs_job_column &&
 		get_attnum(get_relname_relid("job", get_namespace_oid(BACKFILL_SCHEMA, false)),
-				   "snapshot_epoch") == InvalidAttrNumber)
+				   kind->needs_job_column) == InvalidAttrNumber)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("backfill kind \"%s\" needs version 1.1 of extension \"backfill\"",

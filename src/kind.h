@@ -51,6 +51,9 @@ typedef struct KindRoutine
 	/* whether a restart counts the upstream again for the progress total */
 	bool		recount_total;
 
+	/* the catalog column it needs that an older catalog lacks, if any */
+	const char *needs_job_column;
+
 	/* ---- create_job ---- */
 
 	/* refuse what the kind cannot serve (optional) */

@@ -554,6 +554,7 @@ const KindRoutine backfill_cdc_routine = {
 	.reserved_columns = cdc_reserved_columns,
 	.capture = CAPTURE_WAL,
 	.recount_total = true,
+	.needs_job_column = "snapshot_epoch",	/* version 1.1 */
 	.check_create = cdc_check_create,
 	.create_state_table = cdc_create_state_table,
 	.load_state = cdc_load_state,
