@@ -44,3 +44,13 @@ PG_CFLAGS = $(PG_CFLAGS_EXTRA) -Wall -Wextra -Wno-missing-field-initializers -Wn
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+# The PGXN release: backfill-<version>.zip of the committed tree, with a
+# top-level backfill-<version>/ directory; <version> is META.json's.
+DIST_VERSION = $(shell perl -MJSON::PP -0777 -ne 'print decode_json($$_)->{version}' META.json)
+.PHONY: dist
+dist:
+	bash scripts/check_versions.sh
+	@git diff --quiet HEAD -- || echo "make dist: uncommitted changes are left out of the zip" >&2
+	git archive --format=zip --prefix=backfill-$(DIST_VERSION)/ -o backfill-$(DIST_VERSION).zip HEAD
+	@echo "backfill-$(DIST_VERSION).zip"

@@ -15,6 +15,9 @@ cd "$HERE"
 . scripts/common.sh
 install_packages postgresql-$PGVER postgresql-server-dev-$PGVER libipc-run-perl make gcc
 
+step "versions (backfill.control, sql/, META.json, debian/changelog)"
+bash scripts/check_versions.sh
+
 export PG_CONFIG=/usr/lib/postgresql/$PGVER/bin/pg_config
 step "layers of src/ (scripts/check_layers.sh)"
 bash scripts/check_layers.sh
