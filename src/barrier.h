@@ -86,6 +86,8 @@ extern int64 backfill_sink_end(ChunkSink *sink, int64 *vnode_rows, Datum *last_k
 
 /* state.c */
 extern void backfill_persist_vnodes(BarrierExecutor *exec, SPIPlanPtr plan);
+extern void backfill_record_actor(BarrierExecutor *exec, BackfillActor *actor, int64 rows);
+extern VnodeState *backfill_state_row_vnode(BackfillJob *job, HeapTuple tup, TupleDesc desc);
 
 /* executor.c */
 extern BarrierExecutor *backfill_executor_create(BackfillJob *job);

@@ -81,6 +81,7 @@ backfill_executor_create(BackfillJob *job)
 											  ALLOCSET_DEFAULT_SIZES);
 	BarrierExecutor *exec = MemoryContextAllocZero(cxt, sizeof(BarrierExecutor));
 	Oid			argtypes[2] = {INT8OID, INT8OID};
+	Oid			argtypes3[3];
 	int			guc_level;
 
 	exec->job = job;
@@ -100,6 +101,12 @@ backfill_executor_create(BackfillJob *job)
 	exec->rate_next = MemoryContextAllocZero(cxt, sizeof(TimestampTz) * Max(job->nactors, 1));
 	exec->batch = MemoryContextAllocZero(cxt, sizeof(int) * Max(job->nactors, 1));
 
+	argtypes3[0] = INT4OID;
+	argtypes3[1] = INT8OID;
+	argtypes3[2] = INT8OID;
+	exec->actor_plan = backfill_keep_plan(exec->plans,
+										  "UPDATE backfill.actor SET epoch = $2, row_count = $3 "
+										  "WHERE actor_id = $1", 3, argtypes3);
 	exec->kind->prepare(exec);
 	exec->finish_plan =
 		backfill_keep_plan(exec->plans,

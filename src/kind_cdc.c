@@ -318,12 +318,6 @@ cdc_prepare(BarrierExecutor *exec)
 	argtypes[3] = PG_LSNOID;
 	cdc->fetch_plan = backfill_keep_plan(exec->plans, sql.data, 4, argtypes);
 
-	argtypes[0] = INT4OID;
-	argtypes[1] = INT8OID;
-	argtypes[2] = INT8OID;
-	exec->actor_plan = backfill_keep_plan(exec->plans,
-										  "UPDATE backfill.actor SET epoch = $2, row_count = $3 "
-										  "WHERE actor_id = $1", 3, argtypes);
 }
 
 /* the slot's confirmed position, or InvalidXLogRecPtr if there is no slot */
@@ -499,17 +493,7 @@ cdc_read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
 static void
 cdc_update_actor(BarrierExecutor *exec, BackfillActor *actor)
 {
-	BackfillJob *job = exec->job;
-	Datum		values[3];
-	RoleContext rc;
-
-	values[0] = Int32GetDatum(actor->actor_id);
-	values[1] = Int64GetDatum(job->epoch);
-	values[2] = Int64GetDatum(job->vnodes[actor->vnode_start].row_count);
-	backfill_catalog_enter(&rc);
-	if (SPI_execute_plan(exec->actor_plan, values, NULL, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not update backfill.actor");
-	backfill_role_leave(&rc);
+	backfill_record_actor(exec, actor, exec->job->vnodes[actor->vnode_start].row_count);
 }
 
 static bool

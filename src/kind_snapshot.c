@@ -173,17 +173,12 @@ snapshot_load_state(BackfillJob *job)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[i];
 		TupleDesc	desc = SPI_tuptable->tupdesc;
+		VnodeState *vs = backfill_state_row_vnode(job, tup, desc);
+		int			vnode = vs - job->vnodes;
 		bool		isnull;
-		int			vnode;
 		Datum		epoch;
 		Datum		row_count;
 		Datum		finished;
-		VnodeState *vs;
-
-		vnode = DatumGetInt16(SPI_getbinval(tup, desc, 1, &isnull));
-		if (isnull || vnode < 0 || vnode >= BACKFILL_VNODE_COUNT)
-			backfill_vnode_state_error(job, "vnode", isnull ? -1 : vnode);
-		vs = &job->vnodes[vnode];
 
 		epoch = SPI_getbinval(tup, desc, 2, &isnull);
 		if (isnull || DatumGetInt64(epoch) < job->snapshot_epoch)
@@ -279,10 +274,6 @@ snapshot_prepare(BarrierExecutor *exec)
 	plans->log_store_plan =
 		backfill_keep_plan(exec->plans, "UPDATE backfill.actor SET epoch = $2, log_store_lag_ms = $3, "
 							  "log_store_caught_up = $4 WHERE actor_id = $1", 4, argtypes);
-	argtypes[3] = INT8OID;
-	exec->actor_plan = backfill_keep_plan(exec->plans,
-										  "UPDATE backfill.actor SET epoch = $2, row_count = $3 "
-										  "WHERE actor_id = $1", 3, argtypes);
 }
 
 /*
@@ -675,13 +666,7 @@ snapshot_update_actor(BarrierExecutor *exec, BackfillActor *actor)
 	}
 	for (int v = actor->vnode_start; v <= actor->vnode_end; v++)
 		rows += job->vnodes[v].row_count;
-	values[0] = Int32GetDatum(actor->actor_id);
-	values[1] = Int64GetDatum(job->epoch);
-	values[2] = Int64GetDatum(rows);
-	backfill_catalog_enter(&rc);
-	if (SPI_execute_plan(exec->actor_plan, values, NULL, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not update backfill.actor");
-	backfill_role_leave(&rc);
+	backfill_record_actor(exec, actor, rows);
 }
 
 /* an actor is done when its vnodes are, and its log store has caught up */

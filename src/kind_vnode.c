@@ -96,18 +96,12 @@ vnode_load_state(BackfillJob *job)
 	{
 		HeapTuple	tup = SPI_tuptable->vals[i];
 		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		int			vnode;
+		VnodeState *vs = backfill_state_row_vnode(job, tup, desc);
+		int			vnode = vs - job->vnodes;
 		Datum		finished;
 		Datum		row_count;
 		bool		finished_null;
 		bool		row_count_null;
-		VnodeState *vs;
-
-		vnode = DatumGetInt16(SPI_getbinval(tup, desc, 1, &isnull));
-		if (isnull || vnode < 0 || vnode >= BACKFILL_VNODE_COUNT)
-			backfill_vnode_state_error(job, "vnode", isnull ? -1 : vnode);
-		vs = &job->vnodes[vnode];
 
 		/* RisingWave's order: row_count, then backfill_finished */
 		row_count = SPI_getbinval(tup, desc, npk + 3, &row_count_null);
@@ -218,12 +212,6 @@ vnode_prepare(BarrierExecutor *exec)
 	memcpy(&argtypes[4], job->pk_types, sizeof(Oid) * job->npk);
 	exec->persist_plan = backfill_keep_plan(exec->plans, sql.data, 4 + job->npk, argtypes);
 
-	argtypes[0] = INT4OID;
-	argtypes[1] = INT8OID;
-	argtypes[2] = INT8OID;
-	exec->actor_plan = backfill_keep_plan(exec->plans,
-										  "UPDATE backfill.actor SET epoch = $2, row_count = $3 "
-										  "WHERE actor_id = $1", 3, argtypes);
 }
 
 /* forward the captured changes of the actors' vnodes */
@@ -259,22 +247,14 @@ static void
 vnode_update_actor(BarrierExecutor *exec, BackfillActor *actor, bool one_total)
 {
 	BackfillJob *job = exec->job;
-	Datum		values[3];
 	int64		total = 0;
-	RoleContext rc;
 
 	if (one_total)
 		total = job->vnodes[actor->vnode_start].row_count;
 	else
 		for (int v = actor->vnode_start; v <= actor->vnode_end; v++)
 			total += job->vnodes[v].row_count;
-	values[0] = Int32GetDatum(actor->actor_id);
-	values[1] = Int64GetDatum(job->epoch);
-	values[2] = Int64GetDatum(total);
-	backfill_catalog_enter(&rc);
-	if (SPI_execute_plan(exec->actor_plan, values, NULL, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not update backfill.actor");
-	backfill_role_leave(&rc);
+	backfill_record_actor(exec, actor, total);
 }
 
 static void

@@ -273,6 +273,42 @@ backfill_persist_vnodes(BarrierExecutor *exec, SPIPlanPtr plan)
 }
 
 /*
+ * backfill_record_actor
+ *		An actor's barrier in backfill.actor: the job's epoch and the rows
+ *		the actor has read, with the executor's actor plan.
+ */
+void
+backfill_record_actor(BarrierExecutor *exec, BackfillActor *actor, int64 rows)
+{
+	Datum		values[3];
+	RoleContext rc;
+
+	values[0] = Int32GetDatum(actor->actor_id);
+	values[1] = Int64GetDatum(exec->job->epoch);
+	values[2] = Int64GetDatum(rows);
+	backfill_catalog_enter(&rc);
+	if (SPI_execute_plan(exec->actor_plan, values, NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not update backfill.actor");
+	backfill_role_leave(&rc);
+}
+
+/*
+ * backfill_state_row_vnode
+ *		The vnode of a state row whose first column is the vnode, or the
+ *		job's failure when it is not one.
+ */
+VnodeState *
+backfill_state_row_vnode(BackfillJob *job, HeapTuple tup, TupleDesc desc)
+{
+	bool		isnull;
+	int			vnode = DatumGetInt16(SPI_getbinval(tup, desc, 1, &isnull));
+
+	if (isnull || vnode < 0 || vnode >= BACKFILL_VNODE_COUNT)
+		backfill_vnode_state_error(job, "vnode", isnull ? -1 : vnode);
+	return &job->vnodes[vnode];
+}
+
+/*
  * backfill_recount_vnode_actors
  *		After a reschedule, the row counts of a job's new actors from its
  *		per-vnode state rows: the sum of their vnodes', or with one_total the
