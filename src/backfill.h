@@ -248,6 +248,7 @@ extern int16 backfill_vnode_of(VnodeHasher *hasher, const Datum *values,
 extern char *backfill_slot_name(int64 job_id);
 extern void backfill_cdc_check_create(Relation upstream, int parallelism);
 extern void backfill_cdc_drop_slot(int64 job_id);
+extern void backfill_cdc_drop_leftover_slots(void);
 extern void backfill_cdc_lock_slot(int64 job_id);
 extern void backfill_cdc_origin_enter(int64 job_id);
 extern void backfill_cdc_origin_leave(void);

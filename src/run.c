@@ -103,6 +103,8 @@ start_run(BackfillJob *job, bool background)
 bool
 backfill_prepare_run(BackfillJob *job, bool background)
 {
+	/* the slots of cdc jobs a crash kept from dropping theirs, any job's */
+	backfill_cdc_drop_leftover_slots();
 	backfill_load_state(job);
 	if (job->runs > 0)
 		backfill_recovery_check(job);

@@ -28,7 +28,9 @@
  * library is preloaded, and again after a crash.  It connects to
  * backfill.database and launches every job whose run_mode is 'background'
  * and that is still pending or backfilling; their actors then run the
- * recovery check exactly as at any restart.  It then sleeps until shutdown.
+ * recovery check exactly as at any restart.  Then it drops the slots that
+ * cdc jobs which finished or were cancelled left behind (cdc.c), and sleeps
+ * until shutdown.
  *
  *-------------------------------------------------------------------------
  */
@@ -331,6 +333,30 @@ launch_jobs(void)
 	MemoryContextDelete(cxt);
 }
 
+/* drop what cdc jobs that finished or were cancelled left of their slots */
+static void
+drop_leftover_slots(void)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+
+	PG_TRY();
+	{
+		StartTransactionCommand();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		backfill_cdc_drop_leftover_slots();
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(oldcxt);
+		EmitErrorReport();
+		FlushErrorState();
+		AbortCurrentTransaction();
+	}
+	PG_END_TRY();
+}
+
 void
 backfill_launcher_main(Datum main_arg)
 {
@@ -340,6 +366,7 @@ backfill_launcher_main(Datum main_arg)
 	pgstat_report_appname("backfill launcher");
 
 	launch_jobs();
+	drop_leftover_slots();
 
 	pgstat_report_activity(STATE_IDLE, NULL);
 	for (;;)
