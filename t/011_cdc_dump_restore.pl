@@ -189,7 +189,7 @@ is(job_info_in('restored', $new), 'finished', "restored: job $new, which had nev
 is(sql('restored', "SELECT count(*) FROM backfill.verify_job($new)"),
 	0, "restored: verify_job of job $new is empty");
 is(diff_in('restored', 'up_new', 'up_new_down'), 0,
-	"restored: job $new's downstream equals the upstream");
+	"restored: job ${new}'s downstream equals the upstream");
 is(sql('restored', "SELECT count(*) FROM pg_replication_slots WHERE slot_name LIKE 'backfill_${rdboid}_%'"),
 	0, 'restored: no slot is left');
 
@@ -198,7 +198,7 @@ is(sql('restored', "SELECT count(*) FROM pg_replication_slots WHERE slot_name LI
 sql('postgres', "CALL backfill.run_job($job)");
 is(job_info($node, $job)->{status}, 'finished', "postgres: job $job finished");
 is(verify_rows($node, $job), '', "postgres: verify_job of job $job is empty");
-is(table_diff($node, 'up', 'up_down'), 0, "postgres: job $job's downstream equals the upstream");
+is(table_diff($node, 'up', 'up_down'), 0, "postgres: job ${job}'s downstream equals the upstream");
 
 no_crash_in_log($node);
 done_testing();
