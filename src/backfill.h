@@ -302,6 +302,7 @@ extern void backfill_lock_slot_of(int64 job_id);
 extern void backfill_origin_enter(int64 job_id);
 extern void backfill_origin_leave(void);
 extern void backfill_drop_slot_now(int64 job_id);
+extern void backfill_drop_leftover_slots(void);
 extern XLogRecPtr backfill_flush_wal_upto(void);
 
 #endif							/* BACKFILL_H */

@@ -98,6 +98,8 @@ backfill_prepare_run(BackfillJob *job, bool background)
 {
 	const KindRoutine *kind = backfill_kind_routine(job->kind);
 
+	/* the slots of cdc jobs a crash kept from dropping theirs, any job's */
+	backfill_drop_leftover_slots();
 	kind->load_state(job);
 	if (job->runs > 0 && kind->recovery_check)
 		kind->recovery_check(job);

@@ -40,13 +40,18 @@
  * the first chunk every key is above the position, so what was written
  * between create_job and the slot needs no forwarding.  The final barrier
  * fetches under its lock, so it sees every write; the slot is dropped right
- * after the job has finished.
+ * after the job has finished.  The slot and the offset belong to the
+ * database and its WAL, so a job dumped and restored mid-backfill cannot
+ * resume (fail_restored() below says why).
  *
  * The state is one row, (split_id, <pk columns>, backfill_finished,
  * row_count, cdc_offset), decoded in the order of RisingWave's cdc/state.rs
  * (the version with the null-offset check): row_count, backfill_finished,
  * then a NULL offset on an unfinished row ("unfinished row has null
- * cdc_offset"), then an offset that does not decode ("cdc_offset").
+ * cdc_offset"), then an offset that does not decode ("cdc_offset").  Its
+ * split is the upstream's OID; a single row for another OID is a job dumped
+ * and restored, which cannot resume unless it has finished (fail_restored()
+ * says why).
  *
  * May call: the services (chunk.c, state.c, slot.c), catalog.c,
  * privilege.c and the foundations.
@@ -159,6 +164,65 @@ fail_with_split_error(BackfillJob *job, const char *field, const char *split)
 }
 
 /* the cdc kind's one row: (split_id, pk, backfill_finished, row_count, cdc_offset) */
+/*
+ * Whether a cdc state row's split is another table's OID: the job's tables
+ * were dumped and restored (into another database, or over their own), so
+ * the upstream got another OID than the one the state was written for.
+ */
+static bool
+written_for_another_table(BackfillJob *job, const char *split)
+{
+	char	   *end;
+	unsigned long oid;
+
+	if (split == NULL || !isdigit((unsigned char) split[0]))
+		return false;
+	errno = 0;
+	oid = strtoul(split, &end, 10);
+	return errno == 0 && *end == '\0' && oid != InvalidOid && oid <= PG_UINT32_MAX &&
+		(Oid) oid != job->upstream;
+}
+
+static void fail_restored(BackfillJob *job, const char *split,
+						  const char *offset) pg_attribute_noreturn();
+
+/*
+ * A cdc job restored from a dump mid-backfill cannot resume, and fails for
+ * good.  Its offset is a position in the write-ahead log of the database it
+ * was dumped from, and its slot belongs to that database.  The writes to the
+ * upstream after the last barrier before the dump went to that log only:
+ * they are in the restored upstream, but those at or below the position are
+ * not in the restored downstream (verify_job shows them), and a slot of this
+ * database, made now, would start after them.  Nothing can prove that there
+ * were none, so resuming could lose rows without a word; the job fails
+ * instead, recorded on it, with a hint to recreate it.  A restored job that
+ * had never run has no state row and runs as any new job; a finished one
+ * follows its upstream through the apply trigger and needs no slot.
+ */
+static void
+fail_restored(BackfillJob *job, const char *split, const char *offset)
+{
+	char	   *message;
+	char	   *detail;
+
+	message = psprintf("cannot resume backfill job %lld after a restore", (long long) job->job_id);
+	detail = psprintf("State table %s of backfill job %lld has its row for split \"%s\", "
+					  "but table %s has OID %u: the job was dumped and restored. %s",
+					  job->state_sql, (long long) job->job_id, split, job->upstream_sql,
+					  job->upstream,
+					  offset ?
+					  psprintf("Its offset %s is a position in the write-ahead log of the database "
+							   "it was dumped from, where the writes to the upstream since its last "
+							   "barrier went, and no replication slot of this database can decode them.",
+							   offset) :
+					  "The writes to the upstream since its last barrier went to the write-ahead "
+					  "log of the database it was dumped from, and no replication slot of this "
+					  "database can decode them.");
+	backfill_fail_job(job, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, message, detail,
+					  psprintf("Cancel the job with backfill.cancel_job(%lld) and create it again with backfill.recreate_job(%lld).",
+							   (long long) job->job_id, (long long) job->job_id));
+}
+
 static void
 cdc_load_state(BackfillJob *job)
 {
@@ -190,12 +254,21 @@ cdc_load_state(BackfillJob *job)
 	if (SPI_processed == 0)
 		return;					/* not started */
 	desc = SPI_tuptable->tupdesc;
-	/* one row, the table's: name a row that is not, if any */
-	for (uint64 i = 0; i < SPI_processed; i++)
-		if (strcmp(SPI_getvalue(SPI_tuptable->vals[i], desc, 1), split) != 0)
-			fail_with_split_error(job, "split_id",
-								  SPI_getvalue(SPI_tuptable->vals[i], desc, 1));
 	tup = SPI_tuptable->vals[0];
+	if (SPI_processed == 1 && written_for_another_table(job, SPI_getvalue(tup, desc, 1)))
+	{
+		/* a finished job reads nothing from it any more */
+		if (strcmp(job->status, "finished") != 0)
+			fail_restored(job, SPI_getvalue(tup, desc, 1), SPI_getvalue(tup, desc, npk + 5));
+	}
+	else
+	{
+		/* one row, the table's: name a row that is not, if any */
+		for (uint64 i = 0; i < SPI_processed; i++)
+			if (strcmp(SPI_getvalue(SPI_tuptable->vals[i], desc, 1), split) != 0)
+				fail_with_split_error(job, "split_id",
+									  SPI_getvalue(SPI_tuptable->vals[i], desc, 1));
+	}
 
 	/* RisingWave's order: row_count, backfill_finished, cdc_offset */
 	row_count = SPI_getbinval(tup, desc, npk + 3, &isnull);

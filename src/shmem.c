@@ -577,6 +577,8 @@ backfill_start_job(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	job = backfill_load_job_to_run(job_id, CurrentMemoryContext);
+	/* the slots of cdc jobs a crash kept from dropping theirs, any job's */
+	backfill_drop_leftover_slots();
 	if (strcmp(job->status, "finished") == 0)
 	{
 		ereport(NOTICE,

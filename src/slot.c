@@ -19,10 +19,16 @@
  *
  * Dropping a slot cannot be rolled back, so cancel_job and drop_job drop it
  * when their transaction commits (just before, at PRE_COMMIT); a cancel that
- * rolls back keeps it.  DROP EXTENSION ... CASCADE drops the jobs' tables
- * without running drop_job: an event trigger on DROP EXTENSION asks for a
- * check at commit, which drops this database's backfill slots if the
- * extension is gone by then.
+ * rolls back keeps it.  A crash between that drop and the commit leaves the
+ * job as it was, without its slot: its next run fails, saying that the slot
+ * does not exist, and cancel_job or drop_job, called again, complete.
+ * DROP EXTENSION ... CASCADE drops the jobs' tables without running
+ * drop_job: an event trigger on DROP EXTENSION asks for a check at commit,
+ * which drops this database's backfill slots if the extension is gone by
+ * then.  After a final barrier the slot is dropped in the next transaction;
+ * should a crash come first, backfill_drop_leftover_slots() drops it at the
+ * next chance: when the launcher starts (in backfill.database), at a
+ * start_job or at a run of any job of the job's database.
  *
  *
  * May call: catalog.c and the foundations.
@@ -38,6 +44,7 @@
 #include "access/xlog.h"
 #include "access/xlog_internal.h"
 #include "catalog/pg_replication_origin.h"
+#include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "miscadmin.h"
 #include "replication/origin.h"
@@ -100,6 +107,20 @@ backfill_plugin_approved(void)
 }
 
 /*
+ * Take the job's slot lock until the transaction ends.  With nowait, return
+ * false at once if another session holds it.
+ */
+static bool
+lock_slot(int64 job_id, bool nowait)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (job_id >> 32), (uint32) job_id,
+						 BACKFILL_SLOT_LOCK_FIELD4);
+	return LockAcquire(&tag, ExclusiveLock, false, nowait) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+/*
  * backfill_lock_slot_of
  *		Take the job's slot lock until the transaction ends.  A slot serves
  *		one backend at a time, and the job's fetch, verify_job's peek and the
@@ -109,11 +130,7 @@ backfill_plugin_approved(void)
 void
 backfill_lock_slot_of(int64 job_id)
 {
-	LOCKTAG		tag;
-
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) (job_id >> 32), (uint32) job_id,
-						 BACKFILL_SLOT_LOCK_FIELD4);
-	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+	(void) lock_slot(job_id, false);
 }
 
 /*
@@ -273,11 +290,81 @@ backfill_drop_slot(PG_FUNCTION_ARGS)
 	MemoryContext old;
 
 	(void) backfill_require_job_owner(PG_GETARG_INT64(0));
+	/* a leftover sweep (below) then leaves the slot to us, or has dropped it */
+	backfill_lock_slot_of(PG_GETARG_INT64(0));
 	register_commit_callback();
 	old = MemoryContextSwitchTo(TopMemoryContext);
 	slots_at_commit = lappend(slots_at_commit, backfill_slot_name(PG_GETARG_INT64(0)));
 	MemoryContextSwitchTo(old);
 	PG_RETURN_VOID();
+}
+
+/*
+ * backfill_drop_leftover_slots
+ *		Drop the slots, and origins, that this database's finished or
+ *		cancelled cdc jobs left behind.  A job drops its slot right after its
+ *		final barrier has committed, in a transaction of its own, and a crash
+ *		or a kill in between leaves a finished job with its slot, which
+ *		nothing reads again and which holds back the WAL and the vacuum of
+ *		the catalogs without limit.  So the launcher when it starts,
+ *		start_job and every run call this.  It leaves alone a job whose
+ *		status this transaction wrote (it may still roll back), and a slot
+ *		whose lock another session holds (that session drops it, or peeks at
+ *		it).  A slot without a job row is left alone too: drop_job and
+ *		DROP EXTENSION drop slots before their commit, so none is left that
+ *		way.  Caller is in a transaction, with a snapshot.
+ */
+void
+backfill_drop_leftover_slots(void)
+{
+	char	   *prefix = psprintf("backfill_%u_", MyDatabaseId);
+	List	   *names = database_slots();
+	ListCell   *lc;
+	RoleContext rc;
+
+	if (names == NIL || !OidIsValid(get_extension_oid(BACKFILL_SCHEMA, true)))
+		return;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	/* the extension's owner sees every role's jobs */
+	backfill_catalog_enter(&rc);
+	foreach(lc, names)
+	{
+		const char *name = lfirst(lc);
+		char	   *end;
+		int64		job_id;
+		Datum		arg;
+		bool		isnull;
+		TransactionId xmin;
+		bool		had_slot;
+
+		errno = 0;
+		job_id = strtoi64(name + strlen(prefix), &end, 10);
+		if (errno != 0 || *end != '\0' || end == name + strlen(prefix))
+			continue;
+		arg = Int64GetDatum(job_id);
+		if (SPI_execute_with_args("SELECT j.xmin, j.status FROM backfill.job j "
+								  "WHERE j.job_id OPERATOR(pg_catalog.=) $1 "
+								  "AND j.kind OPERATOR(pg_catalog.=) 'cdc' "
+								  "AND j.status OPERATOR(pg_catalog.=) ANY (ARRAY['finished', 'cancelled'])",
+								  1, (Oid[]) {INT8OID}, &arg, NULL, false, 1) != SPI_OK_SELECT)
+			elog(ERROR, "could not read backfill.job");
+		if (SPI_processed == 0)
+			continue;
+		xmin = DatumGetTransactionId(SPI_getbinval(SPI_tuptable->vals[0],
+												   SPI_tuptable->tupdesc, 1, &isnull));
+		if (TransactionIdIsCurrentTransactionId(xmin) || !lock_slot(job_id, true))
+			continue;
+		had_slot = SearchNamedReplicationSlot(name, true) != NULL;
+		drop_slot_and_origin(name);
+		if (had_slot)
+			ereport(LOG,
+					(errmsg("dropped replication slot \"%s\" of backfill job %lld, which is %s",
+							name, (long long) job_id,
+							SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2))));
+	}
+	backfill_role_leave(&rc);
+	SPI_finish();
 }
 
 /*

@@ -28,7 +28,9 @@
  * library is preloaded, and again after a crash.  It connects to
  * backfill.database and launches every job whose run_mode is 'background'
  * and that is still pending or backfilling; their actors then run the
- * recovery check exactly as at any restart.  It then sleeps until shutdown.
+ * recovery check exactly as at any restart.  Then it drops the slots that
+ * cdc jobs which finished or were cancelled left behind (slot.c), and
+ * sleeps until shutdown.
  *
  * May call: shmem.c (the registry), driver.c, the kinds (their routines),
  * catalog.c and the foundations.
@@ -252,6 +254,28 @@ launch_jobs(void)
 	MemoryContextDelete(cxt);
 }
 
+/* drop what cdc jobs that finished or were cancelled left of their slots */
+static void
+drop_leftover_slots(void)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+
+	PG_TRY();
+	{
+		backfill_xact_begin(false);
+		backfill_drop_leftover_slots();
+		backfill_xact_end();
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(oldcxt);
+		EmitErrorReport();
+		FlushErrorState();
+		backfill_xact_abort();
+	}
+	PG_END_TRY();
+}
+
 void
 backfill_launcher_main(Datum main_arg pg_attribute_unused())
 {
@@ -261,6 +285,7 @@ backfill_launcher_main(Datum main_arg pg_attribute_unused())
 	pgstat_report_appname("backfill launcher");
 
 	launch_jobs();
+	drop_leftover_slots();
 
 	pgstat_report_activity(STATE_IDLE, NULL);
 	for (;;)
