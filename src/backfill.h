@@ -228,6 +228,7 @@ extern void backfill_catalog_enter(RoleContext *rc);
 extern void backfill_owner_enter(Oid owner, bool pin_search_path, RoleContext *rc);
 extern void backfill_role_leave(RoleContext *rc);
 extern void backfill_check_job_owner(int64 job_id, Oid owner);
+extern bool backfill_may_write_catalogs(void);
 
 /* jobs.c */
 extern Oid	backfill_require_job_owner(int64 job_id);
