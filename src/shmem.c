@@ -227,11 +227,43 @@ release_slot(BackfillWorkerSlot *slot)
 }
 
 /*
+ * Workers connect as the job's owner, which ends them before they can record
+ * anything when the owner may not log in: refuse to launch them, with
+ * PostgreSQL's message, which the launcher records on the job.
+ */
+static void
+check_owner_login(BackfillJob *job)
+{
+	HeapTuple	tup = SearchSysCache1(AUTHOID, ObjectIdGetDatum(job->owner));
+	char	   *name;
+	bool		canlogin;
+
+	if (!HeapTupleIsValid(tup))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION),
+				 errmsg("role with OID %u does not exist", job->owner),
+				 errdetail("The background workers of backfill job %lld connect as its owner.",
+						   (long long) job->job_id)));
+	name = pstrdup(NameStr(((Form_pg_authid) GETSTRUCT(tup))->rolname));
+	canlogin = ((Form_pg_authid) GETSTRUCT(tup))->rolcanlogin;
+	ReleaseSysCache(tup);
+	if (!canlogin)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION),
+				 errmsg("role \"%s\" is not permitted to log in", name),
+				 errdetail("The background workers of backfill job %lld connect as its owner.",
+						   (long long) job->job_id),
+				 errhint("Grant LOGIN to the role, or run the job in a session with CALL backfill.run_job(%lld).",
+						 (long long) job->job_id)));
+}
+
+/*
  * backfill_launch_job
  *		Start one background worker per actor of the job.  The job's actors
- *		must be loaded.  Errors: OBJECT_IN_USE when the job already runs in
- *		the background, INSUFFICIENT_RESOURCES when worker slots run out (no
- *		worker is left running then).
+ *		must be loaded.  Errors: INVALID_AUTHORIZATION_SPECIFICATION when the
+ *		job's owner may not log in, OBJECT_IN_USE when the job already runs
+ *		in the background, INSUFFICIENT_RESOURCES when worker slots run out
+ *		(no worker is left running then).
  */
 void
 backfill_launch_job(BackfillJob *job, bool from_launcher)
@@ -243,6 +275,7 @@ backfill_launch_job(BackfillJob *job, bool from_launcher)
 	int			nregistered = 0;
 
 	require_preloaded("backfill.start_job()");
+	check_owner_login(job);
 
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 	reap_dead_slots();
@@ -616,23 +649,6 @@ backfill_start_job(PG_FUNCTION_ARGS)
 		SPI_finish();
 		PG_RETURN_VOID();
 	}
-	/* workers connect as the owner, which fails for a role without LOGIN */
-	{
-		HeapTuple	tup = SearchSysCache1(AUTHOID, ObjectIdGetDatum(job->owner));
-		bool		canlogin = HeapTupleIsValid(tup) &&
-			((Form_pg_authid) GETSTRUCT(tup))->rolcanlogin;
-
-		if (HeapTupleIsValid(tup))
-			ReleaseSysCache(tup);
-		if (!canlogin)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("the owner of backfill job %lld cannot log in", (long long) job_id),
-					 errdetail("Background workers connect as the job's owner."),
-					 errhint("Grant LOGIN to the owner, or run the job in a session with CALL backfill.run_job(%lld).",
-							 (long long) job_id)));
-	}
-
 	/* not run by a session now; held until commit */
 	backfill_lock_job(job_id, false);
 	/* the launcher relaunches it after a crash, even one right after this */

@@ -28,7 +28,10 @@
  * library is preloaded, and again after a crash.  It connects to
  * backfill.database and launches every job whose run_mode is 'background'
  * and that is still pending or backfilling; their actors then run the
- * recovery check exactly as at any restart.  It then sleeps until shutdown.
+ * recovery check exactly as at any restart.  A job whose owner may no longer
+ * log in is failed instead, with the reason: its workers, which connect as
+ * the owner, would end before they could record it.  It then sleeps until
+ * shutdown.
  *
  *-------------------------------------------------------------------------
  */
@@ -131,7 +134,10 @@ actor_barriers(ActorArgs *args, MemoryContext cxt)
 	backfill_executor_free(exec);
 }
 
-/* record an error that stops the job, in a transaction of its own */
+/*
+ * record an error that stops the job, in a transaction of its own, unless
+ * the job has ended already
+ */
 static void
 record_failure(int64 job_id, ErrorData *edata)
 {
@@ -151,7 +157,7 @@ record_failure(int64 job_id, ErrorData *edata)
 	backfill_catalog_enter(&rc);
 	(void) SPI_execute_with_args("UPDATE backfill.job SET status = 'failed', last_error = $2, "
 								 "last_error_detail = $3, last_sqlstate = $4 "
-								 "WHERE job_id = $1 AND status = 'backfilling'",
+								 "WHERE job_id = $1 AND status IN ('pending', 'backfilling')",
 								 4, argtypes, values, nulls, false, 0);
 	backfill_role_leave(&rc);
 	PopActiveSnapshot();
@@ -321,10 +327,17 @@ launch_jobs(void)
 		}
 		PG_CATCH();
 		{
+			ErrorData  *edata;
+
+			MemoryContextSwitchTo(cxt);
+			edata = CopyErrorData();
 			MemoryContextSwitchTo(oldcxt);
 			EmitErrorReport();
 			FlushErrorState();
 			AbortCurrentTransaction();
+			/* an owner who may not log in: fail the job, not at every start */
+			if (edata->sqlerrcode == ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION)
+				record_failure(job_ids[i], edata);
 		}
 		PG_END_TRY();
 	}
