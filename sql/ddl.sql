@@ -37,6 +37,34 @@ DROP SCHEMA ddl_elsewhere CASCADE;
 DROP TABLE backfill.state_1;
 DROP TABLE backfill.changes_1;
 ALTER TABLE backfill.state_1 DROP COLUMN row_count;
+-- check_function_bodies = off, as a restore sets it, changes none of that for
+-- a role that may not write the catalogs, which no restore of jobs can be
+CREATE ROLE regress_ddl_plain;
+GRANT USAGE ON SCHEMA ddl_elsewhere TO regress_ddl_plain;
+ALTER TABLE ddl_elsewhere.ddl_up_renamed OWNER TO regress_ddl_plain;
+ALTER TABLE ddl_mv_renamed OWNER TO regress_ddl_plain;
+SET ROLE regress_ddl_plain;
+SET check_function_bodies = off;
+ALTER TABLE ddl_elsewhere.ddl_up_renamed DROP COLUMN v;
+ALTER TABLE ddl_elsewhere.ddl_up_renamed RENAME COLUMN n TO m;
+ALTER TABLE ddl_elsewhere.ddl_up_renamed ALTER COLUMN n TYPE bigint;
+ALTER TABLE ddl_elsewhere.ddl_up_renamed DROP CONSTRAINT ddl_up_pkey;
+ALTER TABLE ddl_mv_renamed DROP COLUMN n;
+DROP TABLE ddl_elsewhere.ddl_up_renamed;
+DROP TABLE ddl_mv_renamed;
+RESET ROLE;
+ALTER TABLE ddl_elsewhere.ddl_up_renamed OWNER TO CURRENT_ROLE;
+ALTER TABLE ddl_mv_renamed OWNER TO CURRENT_ROLE;
+REVOKE USAGE ON SCHEMA ddl_elsewhere FROM regress_ddl_plain;
+DROP ROLE regress_ddl_plain;
+-- nor, for the columns a job copies, for one that may: a restore drops and
+-- alters tables, never a column
+ALTER TABLE ddl_elsewhere.ddl_up_renamed DROP COLUMN v;
+ALTER TABLE ddl_elsewhere.ddl_up_renamed RENAME COLUMN n TO m;
+ALTER TABLE ddl_elsewhere.ddl_up_renamed ALTER COLUMN n TYPE bigint;
+ALTER TABLE ddl_mv_renamed DROP COLUMN n;
+ALTER TABLE backfill.state_1 DROP COLUMN row_count;
+RESET check_function_bodies;
 -- an unrelated DROP is not disturbed
 CREATE TABLE ddl_other (a int);
 DROP TABLE ddl_other;

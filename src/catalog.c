@@ -524,8 +524,9 @@ backfill_names_changed(BackfillJob *job)
 /*
  * backfill_record_failure
  *		Record a failure on the job: status failed, the error's message,
- *		detail and SQLSTATE.  With only_if_backfilling, a job that is not
- *		backfilling (a failure recorded already, a cancel) is left alone.
+ *		detail and SQLSTATE.  With only_if_backfilling, a job that is neither
+ *		pending nor backfilling (a failure recorded already, a cancel) is
+ *		left alone.
  *		Caller is connected to SPI and commits.
  */
 void
@@ -545,7 +546,7 @@ backfill_record_failure(int64 job_id, int sqlerrcode, const char *message,
 	backfill_spi_exec_args(only_if_backfilling ?
 						   "UPDATE backfill.job SET status = 'failed', last_error = $2, "
 						   "last_error_detail = $3, last_sqlstate = $4 "
-						   "WHERE job_id = $1 AND status = 'backfilling'" :
+						   "WHERE job_id = $1 AND status IN ('pending', 'backfilling')" :
 						   "UPDATE backfill.job SET status = 'failed', last_error = $2, "
 						   "last_error_detail = $3, last_sqlstate = $4 WHERE job_id = $1",
 						   4, argtypes, values, nulls, SPI_OK_UPDATE);

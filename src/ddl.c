@@ -25,14 +25,18 @@
  * extension's owner; they only ever raise errors.  cancel_job and drop_job
  * take the job out of the catalog before they drop its tables.
  *
- * A restore runs none of them.  pg_dump's scripts and pg_restore set
- * check_function_bodies = off, as they restore objects before what they
- * depend on; here, the jobs' rows are loaded with the data, and only then
- * are the tables' constraints added, the upstream's primary key among them
- * and not necessarily first (the downstream's, or another unique
+ * A restore runs only the checks of columns.  pg_dump's scripts and
+ * pg_restore set check_function_bodies = off, as they restore objects before
+ * what they depend on; here, the jobs' rows are loaded with the data, and
+ * only then are the tables' constraints added, the upstream's primary key
+ * among them and not necessarily first (the downstream's, or another unique
  * constraint of the upstream, may come before it); pg_restore --clean drops
  * the tables before the extension.  Every run, and the capture trigger,
- * check the key again (check_key_unchanged, check_change_table).
+ * check the key again (check_key_unchanged, check_change_table).  A restore
+ * never drops, renames or retypes a column, though.  And any session may
+ * set check_function_bodies = off, but only a role with the privileges of
+ * the extension's owner may write the catalogs, as restoring the jobs' rows
+ * does: for any other role, nothing is skipped.
  *
  * May call: catalog.c, privilege.c and the foundations.
  *
@@ -86,9 +90,9 @@ array_has(Datum array, const char *name)
 	return false;
 }
 
-/* sql_drop: the dropped tables and columns */
+/* sql_drop: the dropped tables and columns; a restore drops tables */
 static void
-check_drops(void)
+check_drops(bool restoring)
 {
 	SPITupleTable *dropped;
 	uint64		ndropped;
@@ -136,7 +140,11 @@ check_drops(void)
 				if (isnull || DatumGetObjectId(rel) != objid)
 					continue;
 				if (!is_column)
-					refuse_drop(job_id, roles[r], psprintf("table %s", identity));
+				{
+					if (!restoring)
+						refuse_drop(job_id, roles[r], psprintf("table %s", identity));
+					continue;
+				}
 				/* a column: of the upstream if copied, of the job's own tables always */
 				if (r > 1 || array_has(SPI_getbinval(tup, desc, 6, &isnull), column) ||
 					array_has(SPI_getbinval(tup, desc, 7, &isnull), column))
@@ -175,10 +183,11 @@ column_type(Oid rel, AttrNumber att)
 
 /*
  * ddl_command_end of ALTER TABLE: every job over an altered upstream must
- * still find its columns, by name, of its downstream's types, and its key.
+ * still find its columns, by name, of its downstream's types, and its key
+ * (but while a restore adds it).
  */
 static void
-check_alters(void)
+check_alters(bool restoring)
 {
 	SPITupleTable *altered;
 	uint64		naltered;
@@ -241,8 +250,16 @@ check_alters(void)
 							 errhint("Drop the job first with backfill.drop_job(%lld), or cancel it with backfill.cancel_job(%lld).",
 									 (long long) job_id, (long long) job_id)));
 			}
-			/* the key: as load_job checks it before every run */
-			(void) backfill_load_job(job_id, CurrentMemoryContext);
+			/*
+			 * the key, as every run checks it: its change table has the key
+			 * it was made with, whatever its kind
+			 */
+			if (!restoring)
+			{
+				BackfillJob *job = backfill_load_job(job_id, CurrentMemoryContext);
+
+				backfill_check_key_unchanged(job, job->change_table);
+			}
 		}
 	}
 }
@@ -256,6 +273,7 @@ backfill_on_ddl(PG_FUNCTION_ARGS)
 {
 	EventTriggerData *trigdata;
 	RoleContext rc;
+	bool		restoring;
 
 	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
 		ereport(ERROR,
@@ -263,17 +281,16 @@ backfill_on_ddl(PG_FUNCTION_ARGS)
 				 errmsg("backfill._on_ddl() was not called by the event trigger manager")));
 	trigdata = (EventTriggerData *) fcinfo->context;
 
-	/* a restore: see the file header */
-	if (!check_function_bodies)
-		PG_RETURN_NULL();
+	/* a restore, by a role that may write the catalogs: see the file header */
+	restoring = !check_function_bodies && backfill_may_write_catalogs();
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	backfill_catalog_enter(&rc);
 	if (strcmp(trigdata->event, "sql_drop") == 0)
-		check_drops();
+		check_drops(restoring);
 	else
-		check_alters();
+		check_alters(restoring);
 	backfill_role_leave(&rc);
 	SPI_finish();
 	PG_RETURN_NULL();

@@ -125,6 +125,17 @@ backfill_role_leave(RoleContext *rc)
 }
 
 /*
+ * backfill_may_write_catalogs
+ *		Whether the current user has the privileges of the extension's
+ *		owner, who alone may write the catalogs (a superuser has them).
+ */
+bool
+backfill_may_write_catalogs(void)
+{
+	return has_privs_of_role(GetUserId(), extension_owner());
+}
+
+/*
  * backfill_check_job_owner
  *		The current user must have the privileges of the job's owner (be it,
  *		a member of it, or a superuser).

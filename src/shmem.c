@@ -14,6 +14,15 @@
  * worker fills in its pid when it starts and empties its slot when it exits;
  * the last one frees the run.
  *
+ * A worker that exits before it has attached to its slot (it failed while it
+ * connected, or never started) leaves the slot to whoever next looks at the
+ * registry.  Each slot keeps the handle of its worker's registration, which
+ * any backend can ask the postmaster about: a slot whose worker has stopped
+ * is freed.  A pid could not tell: the launching session may never have
+ * learnt it (a statement timeout while it waited for the start), and once
+ * the worker is gone the system may give it to another process, which would
+ * keep the slot, and its job, running forever.
+ *
  * Restarts run the recovery check once per launch, not once per actor: the
  * first worker to claim the run's "prepare" step runs it (driver.c) while the
  * others wait for its outcome; if it fails, they exit.
@@ -28,9 +37,6 @@
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
-
-#include <errno.h>
-#include <signal.h>
 
 #include "fmgr.h"
 #include "funcapi.h"
@@ -70,11 +76,24 @@ typedef struct BackfillRun
 	bool		stop;
 } BackfillRun;
 
+/*
+ * A dynamic background worker's handle is the postmaster's slot and its
+ * generation (bgworker.c, from 9.4 on): it means the same in every backend,
+ * so it is kept in shared memory, as pg_cron keeps it.
+ */
+struct BackgroundWorkerHandle
+{
+	int			slot;
+	uint64		generation;
+};
+
 typedef struct BackfillWorkerSlot
 {
 	int64		job_id;			/* 0: free */
 	int32		actor_id;
 	pid_t		pid;			/* 0 until the worker has started */
+	bool		registered;		/* handle is set */
+	BackgroundWorkerHandle handle;	/* of the worker's registration */
 } BackfillWorkerSlot;
 
 typedef struct BackfillShared
@@ -163,9 +182,9 @@ require_preloaded(const char *funcname)
 static void release_slot(BackfillWorkerSlot *slot);
 
 /*
- * Free the slots of workers that died before they could free them (a FATAL
- * while connecting: the owner cannot log in, the database is gone).  Their
- * pids are known from the launch.  Lock held exclusively.
+ * Free the slots of workers that exited before they could free them (a
+ * FATAL while connecting, or never started), as the postmaster reports them
+ * through their handles.  Lock held exclusively.
  */
 static void
 reap_dead_slots(void)
@@ -173,11 +192,20 @@ reap_dead_slots(void)
 	for (int i = 0; i < shared->nslots; i++)
 	{
 		BackfillWorkerSlot *slot = &shared->workers[i];
+		pid_t		pid;
 
-		if (slot->job_id != 0 && slot->pid != 0 &&
-			kill(slot->pid, 0) != 0 && errno == ESRCH)
+		if (slot->job_id != 0 && slot->registered &&
+			GetBackgroundWorkerPid(&slot->handle, &pid) == BGWH_STOPPED)
 			release_slot(slot);
 	}
+}
+
+/* whether the slot still holds the worker of this registration.  Lock held. */
+static bool
+slot_holds(BackfillWorkerSlot *slot, BackgroundWorkerHandle *handle)
+{
+	return slot->job_id != 0 && slot->registered &&
+		memcmp(&slot->handle, handle, sizeof(BackgroundWorkerHandle)) == 0;
 }
 
 static BackfillRun *
@@ -201,11 +229,43 @@ release_slot(BackfillWorkerSlot *slot)
 }
 
 /*
+ * Workers connect as the job's owner, which ends them before they can record
+ * anything when the owner may not log in: refuse to launch them, with
+ * PostgreSQL's message, which the launcher records on the job.
+ */
+static void
+check_owner_login(BackfillJob *job)
+{
+	HeapTuple	tup = SearchSysCache1(AUTHOID, ObjectIdGetDatum(job->owner));
+	char	   *name;
+	bool		canlogin;
+
+	if (!HeapTupleIsValid(tup))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION),
+				 errmsg("role with OID %u does not exist", job->owner),
+				 errdetail("The background workers of backfill job %lld connect as its owner.",
+						   (long long) job->job_id)));
+	name = pstrdup(NameStr(((Form_pg_authid) GETSTRUCT(tup))->rolname));
+	canlogin = ((Form_pg_authid) GETSTRUCT(tup))->rolcanlogin;
+	ReleaseSysCache(tup);
+	if (!canlogin)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION),
+				 errmsg("role \"%s\" is not permitted to log in", name),
+				 errdetail("The background workers of backfill job %lld connect as its owner.",
+						   (long long) job->job_id),
+				 errhint("Grant LOGIN to the role, or run the job in a session with CALL backfill.run_job(%lld).",
+						 (long long) job->job_id)));
+}
+
+/*
  * backfill_launch_job
  *		Start one background worker per actor of the job.  The job's actors
- *		must be loaded.  Errors: OBJECT_IN_USE when the job already runs in
- *		the background, INSUFFICIENT_RESOURCES when worker slots run out (no
- *		worker is left running then).
+ *		must be loaded.  Errors: INVALID_AUTHORIZATION_SPECIFICATION when the
+ *		job's owner may not log in, OBJECT_IN_USE when the job already runs
+ *		in the background, INSUFFICIENT_RESOURCES when worker slots run out
+ *		(no worker is left running then).
  */
 void
 backfill_launch_job(BackfillJob *job)
@@ -217,6 +277,7 @@ backfill_launch_job(BackfillJob *job)
 	int			nregistered = 0;
 
 	require_preloaded("backfill.start_job()");
+	check_owner_login(job);
 
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 	reap_dead_slots();
@@ -254,9 +315,10 @@ backfill_launch_job(BackfillJob *job)
 		shared->workers[reserved[a]].job_id = job->job_id;
 		shared->workers[reserved[a]].actor_id = job->actors[a].actor_id;
 		shared->workers[reserved[a]].pid = 0;
+		shared->workers[reserved[a]].registered = false;
 	}
-	LWLockRelease(shared->lock);
 
+	/* under the lock: no one sees a slot without its handle once registered */
 	for (int a = 0; a < job->nactors; a++)
 	{
 		BackgroundWorker worker;
@@ -280,8 +342,11 @@ backfill_launch_job(BackfillJob *job)
 
 		if (!RegisterDynamicBackgroundWorker(&worker, &handles[a]))
 			break;
+		shared->workers[reserved[a]].handle = *handles[a];
+		shared->workers[reserved[a]].registered = true;
 		nregistered++;
 	}
+	LWLockRelease(shared->lock);
 
 	if (nregistered < job->nactors)
 	{
@@ -317,16 +382,16 @@ backfill_launch_job(BackfillJob *job)
 	{
 		pid_t		pid;
 		BgwHandleStatus status = WaitForBackgroundWorkerStartup(handles[a], &pid);
+		BackfillWorkerSlot *slot = &shared->workers[reserved[a]];
 
 		LWLockAcquire(shared->lock, LW_EXCLUSIVE);
-		if (shared->workers[reserved[a]].job_id == job->job_id &&
-			shared->workers[reserved[a]].pid == 0)
+		if (slot_holds(slot, handles[a]))
 		{
 			/* a worker that never ran will not free its slot */
 			if (status != BGWH_STARTED)
-				release_slot(&shared->workers[reserved[a]]);
-			else
-				shared->workers[reserved[a]].pid = pid;	/* so it can be reaped */
+				release_slot(slot);
+			else if (slot->pid == 0)
+				slot->pid = pid;
 		}
 		LWLockRelease(shared->lock);
 	}
@@ -469,15 +534,15 @@ backfill_wait_prepared(int64 job_id)
 /*
  * backfill_stop_workers
  *		Ask the job's workers to stop (at their next barrier, or at once with
- *		SIGTERM) and wait until they have all exited.  Returns whether any
- *		was running.
+ *		SIGTERM, which the postmaster sends through their handles) and wait
+ *		until they have all exited.  Returns whether any was running.
  */
 bool
 backfill_stop_workers(int64 job_id, bool immediate)
 {
 	BackfillRun *run;
-	pid_t		pids[BACKFILL_MAX_PARALLELISM];
-	int			npids = 0;
+	BackgroundWorkerHandle handles[BACKFILL_MAX_PARALLELISM];
+	int			nhandles = 0;
 
 	if (!backfill_preloaded || shared == NULL)
 		return false;
@@ -501,14 +566,14 @@ backfill_stop_workers(int64 job_id, bool immediate)
 				 errhint("Commit the transaction that called backfill.start_job() first.")));
 	}
 	run->stop = true;
-	for (int i = 0; i < shared->nslots && npids < BACKFILL_MAX_PARALLELISM; i++)
-		if (shared->workers[i].job_id == job_id && shared->workers[i].pid != 0)
-			pids[npids++] = shared->workers[i].pid;
+	for (int i = 0; i < shared->nslots && nhandles < BACKFILL_MAX_PARALLELISM; i++)
+		if (shared->workers[i].job_id == job_id && shared->workers[i].registered)
+			handles[nhandles++] = shared->workers[i].handle;
 	LWLockRelease(shared->lock);
 
 	if (immediate)
-		for (int i = 0; i < npids; i++)
-			kill(pids[i], SIGTERM);
+		for (int i = 0; i < nhandles; i++)
+			TerminateBackgroundWorker(&handles[i]);
 
 	for (;;)
 	{
@@ -536,7 +601,8 @@ backfill_job_workers(PG_FUNCTION_ARGS)
 	if (!backfill_preloaded || shared == NULL)
 		PG_RETURN_VOID();
 
-	LWLockAcquire(shared->lock, LW_SHARED);
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	reap_dead_slots();
 	for (int i = 0; i < shared->nslots; i++)
 	{
 		BackfillWorkerSlot *slot = &shared->workers[i];
@@ -587,23 +653,6 @@ backfill_start_job(PG_FUNCTION_ARGS)
 		SPI_finish();
 		PG_RETURN_VOID();
 	}
-	/* workers connect as the owner, which fails for a role without LOGIN */
-	{
-		HeapTuple	tup = SearchSysCache1(AUTHOID, ObjectIdGetDatum(job->owner));
-		bool		canlogin = HeapTupleIsValid(tup) &&
-			((Form_pg_authid) GETSTRUCT(tup))->rolcanlogin;
-
-		if (HeapTupleIsValid(tup))
-			ReleaseSysCache(tup);
-		if (!canlogin)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("the owner of backfill job %lld cannot log in", (long long) job_id),
-					 errdetail("Background workers connect as the job's owner."),
-					 errhint("Grant LOGIN to the owner, or run the job in a session with CALL backfill.run_job(%lld).",
-							 (long long) job_id)));
-	}
-
 	/* not run by a session now; held until commit */
 	backfill_lock_job(job_id, false);
 	/* the launcher relaunches it after a crash, even one right after this */

@@ -28,8 +28,10 @@
  * library is preloaded, and again after a crash.  It connects to
  * backfill.database and launches every job whose run_mode is 'background'
  * and that is still pending or backfilling; their actors then run the
- * recovery check exactly as at any restart.  Then it drops the slots that
- * cdc jobs which finished or were cancelled left behind (slot.c), and
+ * recovery check exactly as at any restart.  A job whose owner may no longer
+ * log in is failed instead, with the reason: its workers, which connect as
+ * the owner, would end before they could record it.  Then it drops the slots
+ * that cdc jobs which finished or were cancelled left behind (slot.c), and
  * sleeps until shutdown.
  *
  * May call: shmem.c (the registry), driver.c, the kinds (their routines),
@@ -87,7 +89,10 @@ actor_barriers(ActorArgs *args, MemoryContext cxt)
 	backfill_drive(job, actor, 0);
 }
 
-/* record an error that stops the job, in a transaction of its own */
+/*
+ * record an error that stops the job, in a transaction of its own, unless
+ * the job has ended already
+ */
 static void
 record_failure(int64 job_id, ErrorData *edata)
 {
@@ -244,10 +249,17 @@ launch_jobs(void)
 		}
 		PG_CATCH();
 		{
+			ErrorData  *edata;
+
+			MemoryContextSwitchTo(cxt);
+			edata = CopyErrorData();
 			MemoryContextSwitchTo(oldcxt);
 			EmitErrorReport();
 			FlushErrorState();
 			backfill_xact_abort();
+			/* an owner who may not log in: fail the job, not at every start */
+			if (edata->sqlerrcode == ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION)
+				record_failure(job_ids[i], edata);
 		}
 		PG_END_TRY();
 	}

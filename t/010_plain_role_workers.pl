@@ -10,6 +10,13 @@
 # preloaded.  regress_bob sees none of it: not the job, not its workers, and
 # stop_job, alter_rate_limit, reschedule, cancel_job and drop_job all say the
 # job does not exist, while the job runs on.
+#
+# Then alice loses LOGIN while a second job of hers runs in workers, and the
+# server restarts.  Workers connecting as her would fail before they could
+# record anything, so the launcher does not launch them: it fails the job,
+# with PostgreSQL's message for a role that may not log in, and does not
+# try again at the next start; start_job says the same.  Once she may log
+# in again, she starts the job and it finishes.
 
 use strict;
 use warnings;
@@ -22,6 +29,15 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 
 use BackfillTestLib;
+
+# wait until the launcher has done its work after a (re)start
+sub wait_launcher_idle
+{
+	my ($node) = @_;
+	return $node->poll_query_until('postgres',
+		"SELECT EXISTS (SELECT FROM pg_stat_activity WHERE backend_type = 'backfill launcher' AND state = 'idle')"
+	);
+}
 
 my $node = worker_node('plain_role');
 $node->safe_psql(
@@ -94,6 +110,61 @@ is($out, '0', 'verify_job, as the owner, is empty');
 is(table_diff($node, 'alice.up', 'alice.down'), '0', 'the downstream equals the upstream');
 ($ok, $out, $err) = as_role('regress_alice', "SELECT backfill.drop_job($job)");
 ok($ok, 'the owner drops her job') or diag($err);
+
+# alice loses LOGIN while a job of hers runs in workers
+($ok, $out, $err) = as_role(
+	'regress_alice', q{
+SELECT backfill.create_job('alice.down2', 'alice.up', parallelism => 2, chunk_size => 500,
+                           rate_limit => 1000);
+});
+ok($ok, 'the owner creates a second job') or diag($err);
+my $job2 = $out;
+($ok, $out, $err) = as_role('regress_alice', "SELECT backfill.start_job($job2)");
+ok($ok, 'and starts it in background workers') or diag($err);
+ok(wait_workers($node, $job2, map { $_->{actor_id} } @{ actor_rows($node, $job2) }),
+	'its workers run');
+$node->safe_psql('postgres', 'ALTER ROLE regress_alice NOLOGIN');
+
+my $offset = -s $node->logfile;
+$node->restart;
+ok(wait_launcher_idle($node), 'the launcher has done its work after a restart');
+is( $node->safe_psql(
+		'postgres',
+		"SELECT status, last_error, last_error_detail, last_sqlstate FROM backfill.job WHERE job_id = $job2"
+	),
+	qq{failed|role "regress_alice" is not permitted to log in|}
+	  . qq{The background workers of backfill job $job2 connect as its owner.|28000},
+	'the job failed, and says why');
+is(scalar(@{ job_workers($node, $job2) }), 0, 'no worker of the job runs');
+my $log = substr(slurp_file($node->logfile), $offset);
+unlike($log, qr/FATAL:  role "regress_alice" is not permitted to log in/,
+	'no worker was launched to fail as it connected');
+like($log, qr/ERROR:  role "regress_alice" is not permitted to log in/,
+	'the launcher logged the error');
+
+# not again at the next start
+$offset = -s $node->logfile;
+$node->restart;
+ok(wait_launcher_idle($node), 'the launcher has done its work after a second restart');
+$log = substr(slurp_file($node->logfile), $offset);
+unlike($log, qr/not permitted to log in/, 'the launcher leaves the failed job alone');
+is(job_info($node, $job2)->{status}, 'failed', 'the job is still failed');
+
+my ($sqlstate, $msg) = psql_error($node, "SELECT backfill.start_job($job2)");
+is("$sqlstate $msg", '28000 role "regress_alice" is not permitted to log in',
+	'start_job gives the same reason');
+
+# LOGIN again: the job runs to the end
+$node->safe_psql('postgres', 'ALTER ROLE regress_alice LOGIN');
+($ok, $out, $err) = as_role(
+	'regress_alice', qq{
+SELECT backfill.alter_rate_limit($job2, NULL);
+SELECT backfill.start_job($job2);
+});
+ok($ok, 'once she may log in, the owner starts the failed job again') or diag($err);
+# (wait_job would see the failed status until a worker has started the run)
+is(wait_status($node, $job2, ['finished']), 'finished', 'and it finishes');
+is(table_diff($node, 'alice.up', 'alice.down2'), '0', 'the downstream equals the upstream');
 
 no_crash_in_log($node);
 done_testing();
