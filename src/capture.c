@@ -16,7 +16,10 @@
  * the row's image before the write, projected on the downstream's columns
  * (NULL when the key did not exist), and the log is indexed on (key,
  * sequence) so that the first entry of a key is found at once.  The layout
- * of the change table tells the trigger which kind it serves.
+ * of the change table tells the trigger which kind it serves.  What the
+ * trigger learns of a job (its change table, the key, the checks) is kept
+ * for the backend's life and dropped by relation cache invalidations (see
+ * CaptureEntry), so a row costs little more than its insert.
  *
  * backfill.apply_change(job_id), enabled instead once the job has finished,
  * keeps the downstream equal to the upstream in the writer's own
@@ -67,6 +70,7 @@
 #include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
+#include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/datum.h"
@@ -75,6 +79,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
 #include "utils/typcache.h"
 #include "utils/timestamp.h"
 #include "access/xact.h"
@@ -305,12 +310,12 @@ is_log_table(Relation changes, int npk)
 }
 
 /*
- * What the log trigger keeps for the statement: how to project an upstream
- * row on the downstream's columns, and the log's index.
+ * What the log trigger keeps of a job (see CaptureEntry): how to project an
+ * upstream row on the downstream's columns, and the log's index.
  */
 typedef struct LogProjection
 {
-	Oid			changes;
+	Oid			downstream;		/* whose row type the log's images have */
 	TupleDesc	down_desc;		/* the downstream's row type */
 	AttrNumber *map;			/* per downstream column, the upstream's */
 	Oid			seq;			/* backfill.change_seq */
@@ -318,22 +323,20 @@ typedef struct LogProjection
 	IndexInfo  *index_info;
 } LogProjection;
 
+/* the projection for a log, built in cxt */
 static LogProjection *
-log_projection(FunctionCallInfo fcinfo, Relation upstream, Relation changes)
+log_projection(MemoryContext cxt, Relation upstream, Relation changes)
 {
-	LogProjection *proj = fcinfo->flinfo->fn_extra;
+	LogProjection *proj;
 	TupleDesc	udesc = RelationGetDescr(upstream);
 	Oid			rowtype;
 	MemoryContext old;
 
-	if (proj && proj->changes == RelationGetRelid(changes))
-		return proj;
-
-	old = MemoryContextSwitchTo(fcinfo->flinfo->fn_mcxt);
+	old = MemoryContextSwitchTo(cxt);
 	proj = palloc0(sizeof(LogProjection));
-	proj->changes = RelationGetRelid(changes);
 	rowtype = TupleDescAttr(RelationGetDescr(changes),
 							RelationGetDescr(changes)->natts - 1)->atttypid;
+	proj->downstream = get_typ_typrelid(rowtype);
 	{
 		TupleDesc	td = lookup_rowtype_tupdesc(rowtype, -1);
 
@@ -378,7 +381,6 @@ log_projection(FunctionCallInfo fcinfo, Relation upstream, Relation changes)
 		proj->index_info = BuildIndexInfo(index);
 		index_close(index, AccessShareLock);
 	}
-	fcinfo->flinfo->fn_extra = proj;
 	MemoryContextSwitchTo(old);
 	return proj;
 }
@@ -466,8 +468,15 @@ trigger_enabled(Relation rel, JobTrigger which, int64 job_id)
 {
 	TriggerDesc *td = rel->trigdesc;
 	char		name[NAMEDATALEN];
+	const char *prefix = trigger_prefixes[which];
+	size_t		len = strlen(prefix);
 
-	snprintf(name, sizeof(name), "%s%lld", trigger_prefixes[which], (long long) job_id);
+	/* prefix and id, as snprintf would: asked for every row, so cheaply */
+	StaticAssertStmt(sizeof("backfill_capture_truncate_") + MAXINT8LEN + 1 <= NAMEDATALEN,
+					 "a trigger's name fits in NAMEDATALEN");
+	Assert(len < sizeof("backfill_capture_truncate_"));
+	memcpy(name, prefix, len);
+	pg_lltoa(job_id, name + len);
 	for (int i = 0; td != NULL && i < td->numtriggers; i++)
 		if (strcmp(td->triggers[i].tgname, name) == 0)
 			return td->triggers[i].tgenabled != TRIGGER_DISABLED;
@@ -502,6 +511,171 @@ side_in_charge(Relation rel, int64 job_id, bool capture, bool row)
 }
 
 /*
+ * What the capture trigger keeps of a job, for the backend's life, so that a
+ * row costs a hash lookup, the lock on the change table and the insert: the
+ * change table (found by name) and the upstream it was checked against; once
+ * the trigger has been in charge, the upstream's key, the change table's
+ * layout checked against it, and for a log the projection.
+ *
+ * Everything kept was derived from the upstream, the change table, and for
+ * a log the downstream's row type and backfill.change_seq, and names are
+ * looked up in the extension's schema: an invalidation of any of these
+ * relations, or of any schema, drops the entry, and the next row builds it
+ * again.  These invalidations arrive when the relation cache's own do: this
+ * backend's at its next command, another's when a lock is next taken (the
+ * writer's on the upstream at each statement, ours on the change table
+ * below at each row).  The rest is asked at every row, as it may change
+ * inside a transaction without a relation changing: whether the trigger is
+ * in charge (side_in_charge), and the job's status when it asks that.
+ *
+ * An entry is only ever marked: whoever is using it when an invalidation
+ * arrives goes on with what it has, which is what the relations it holds
+ * open say.  A build interrupted by an invalidation (stale) or by an error
+ * leaves the entry invalid.
+ */
+typedef struct CaptureEntry
+{
+	int64		job_id;			/* hash key */
+	bool		located;		/* upstream and changes are set */
+	bool		valid;			/* and so is the rest */
+	bool		stale;			/* invalidated while being built */
+	Oid			upstream;
+	Oid			changes;
+	RelationKey key;
+	bool		is_log;
+	LogProjection *proj;		/* a log's, in cxt */
+	MemoryContext cxt;
+} CaptureEntry;
+
+static HTAB *capture_cache = NULL;
+
+static void
+capture_cache_invalidate(Datum arg pg_attribute_unused(), Oid relid)
+{
+	HASH_SEQ_STATUS status;
+	CaptureEntry *entry;
+
+	if (capture_cache == NULL)
+		return;
+	hash_seq_init(&status, capture_cache);
+	while ((entry = hash_seq_search(&status)) != NULL)
+		if (!OidIsValid(relid) || relid == entry->upstream || relid == entry->changes ||
+			(entry->proj != NULL && (relid == entry->proj->downstream ||
+									 relid == entry->proj->seq)))
+		{
+			entry->located = entry->valid = false;
+			entry->stale = true;
+		}
+}
+
+/* a schema renamed or dropped: names may resolve to other relations now */
+static void
+capture_cache_invalidate_all(Datum arg pg_attribute_unused(), int cacheid pg_attribute_unused(),
+							 uint32 hashvalue pg_attribute_unused())
+{
+	capture_cache_invalidate(arg, InvalidOid);
+}
+
+static CaptureEntry *
+capture_entry(int64 job_id)
+{
+	CaptureEntry *entry;
+	bool		found;
+
+	if (capture_cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(int64);
+		ctl.entrysize = sizeof(CaptureEntry);
+		capture_cache = hash_create("backfill capture cache", 16, &ctl,
+									HASH_ELEM | HASH_BLOBS);
+		CacheRegisterRelcacheCallback(capture_cache_invalidate, (Datum) 0);
+		CacheRegisterSyscacheCallback(NAMESPACEOID, capture_cache_invalidate_all, (Datum) 0);
+	}
+	entry = hash_search(capture_cache, &job_id, HASH_ENTER, &found);
+	if (!found)
+	{
+		entry->located = entry->valid = entry->stale = false;
+		entry->upstream = entry->changes = InvalidOid;
+		entry->proj = NULL;
+		entry->cxt = NULL;
+	}
+	return entry;
+}
+
+/*
+ * Find the job's change table by name, and check that the trigger fires on
+ * the job's upstream.
+ */
+static void
+capture_locate(CaptureEntry *entry, TriggerData *trigdata, int64 job_id)
+{
+	Oid			changes_oid;
+
+	entry->located = entry->valid = false;
+	entry->stale = false;
+	changes_oid = get_relname_relid(psprintf("changes_%lld", (long long) job_id),
+									get_namespace_oid(BACKFILL_SCHEMA, false));
+	if (!OidIsValid(changes_oid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("change table of backfill job %lld does not exist", (long long) job_id),
+				 errhint("Drop trigger \"%s\" on table \"%s\", or drop the job with backfill.drop_job().",
+						 trigdata->tg_trigger->tgname,
+						 RelationGetRelationName(trigdata->tg_relation))));
+	check_trigger_relation(trigdata, job_id, changes_oid);
+	entry->upstream = RelationGetRelid(trigdata->tg_relation);
+	entry->changes = changes_oid;
+	entry->located = !entry->stale;
+}
+
+/*
+ * Open the change table with RowExclusiveLock.  Taking the lock brings in
+ * what other sessions committed since the last row, so the table is looked
+ * up again if it was renamed, dropped or replaced meanwhile.
+ */
+static Relation
+capture_open_changes(CaptureEntry *entry, TriggerData *trigdata, int64 job_id)
+{
+	for (;;)
+	{
+		Oid			changes_oid = entry->changes;
+
+		LockRelationOid(changes_oid, RowExclusiveLock);
+		if (entry->located && entry->changes == changes_oid)
+			return table_open(changes_oid, NoLock);
+		UnlockRelationOid(changes_oid, RowExclusiveLock);
+		capture_locate(entry, trigdata, job_id);
+	}
+}
+
+/*
+ * The upstream's key, and the change table checked against it; for a log,
+ * the projection.
+ */
+static void
+capture_build(CaptureEntry *entry, Relation upstream, Relation changes, int64 job_id)
+{
+	entry->valid = false;
+	entry->stale = false;
+	entry->proj = NULL;
+	if (entry->cxt)
+		MemoryContextReset(entry->cxt);
+	relation_key(upstream, &entry->key);
+	entry->is_log = is_log_table(changes, entry->key.npk);
+	check_change_table(changes, upstream, &entry->key, job_id, entry->is_log);
+	if (entry->is_log)
+	{
+		if (entry->cxt == NULL)
+			entry->cxt = AllocSetContextCreate(CacheMemoryContext, "backfill capture entry",
+											   ALLOCSET_SMALL_SIZES);
+		entry->proj = log_projection(entry->cxt, upstream, changes);
+	}
+	entry->valid = entry->located && !entry->stale;
+}
+
+/*
  * backfill.capture_change() trigger
  */
 Datum
@@ -511,15 +685,14 @@ backfill_capture_change(PG_FUNCTION_ARGS)
 	int64		job_id;
 	Relation	rel;
 	TupleDesc	desc;
-	RelationKey key;
-	Oid			changes_oid;
+	CaptureEntry *entry;
+	RelationKey *key;
 	Relation	changes;
 	Datum		oldkey[INDEX_MAX_KEYS];
 	bool		oldnull[INDEX_MAX_KEYS];
 	Datum		newkey[INDEX_MAX_KEYS];
 	bool		newnull[INDEX_MAX_KEYS];
 	bool		have_new = false;
-	bool		is_log;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		ereport(ERROR,
@@ -529,41 +702,35 @@ backfill_capture_change(PG_FUNCTION_ARGS)
 	rel = trigdata->tg_relation;
 	desc = RelationGetDescr(rel);
 
-	changes_oid = get_relname_relid(psprintf("changes_%lld", (long long) job_id),
-									get_namespace_oid(BACKFILL_SCHEMA, false));
-	if (!OidIsValid(changes_oid))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("change table of backfill job %lld does not exist", (long long) job_id),
-				 errhint("Drop trigger \"%s\" on table \"%s\", or drop the job with backfill.drop_job().",
-						 trigdata->tg_trigger->tgname, RelationGetRelationName(rel))));
-
-	check_trigger_relation(trigdata, job_id, changes_oid);
+	entry = capture_entry(job_id);
+	if (!entry->located || entry->upstream != RelationGetRelid(rel))
+		capture_locate(entry, trigdata, job_id);
 	if (!side_in_charge(rel, job_id, true, true))
 		return PointerGetDatum(NULL);
 
-	relation_key(rel, &key);
-	tuple_key(trigdata->tg_trigtuple, desc, &key, oldkey, oldnull);
+	changes = capture_open_changes(entry, trigdata, job_id);
+	if (!entry->valid)
+		capture_build(entry, rel, changes, job_id);
+	key = &entry->key;
+
+	tuple_key(trigdata->tg_trigtuple, desc, key, oldkey, oldnull);
 	if (TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
 	{
-		tuple_key(trigdata->tg_newtuple, desc, &key, newkey, newnull);
-		have_new = !same_key(&key, oldkey, oldnull, newkey, newnull);
+		tuple_key(trigdata->tg_newtuple, desc, key, newkey, newnull);
+		have_new = !same_key(key, oldkey, oldnull, newkey, newnull);
 	}
 
-	changes = table_open(changes_oid, RowExclusiveLock);
-	is_log = is_log_table(changes, key.npk);
-	check_change_table(changes, rel, &key, job_id, is_log);
-	if (is_log)
+	if (entry->is_log)
 	{
-		LogProjection *proj = log_projection(fcinfo, rel, changes);
+		LogProjection *proj = entry->proj;
 
 		/* an insert had no row before; an update that moves the key, none at the new key */
 		if (TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
-			log_insert(changes, proj, &key, oldkey, oldnull, NULL, desc);
+			log_insert(changes, proj, key, oldkey, oldnull, NULL, desc);
 		else
-			log_insert(changes, proj, &key, oldkey, oldnull, trigdata->tg_trigtuple, desc);
+			log_insert(changes, proj, key, oldkey, oldnull, trigdata->tg_trigtuple, desc);
 		if (have_new)
-			log_insert(changes, proj, &key, newkey, newnull, NULL, desc);
+			log_insert(changes, proj, key, newkey, newnull, NULL, desc);
 	}
 	else
 	{
