@@ -189,6 +189,8 @@ extern char *backfill_sync_delete_gone_sql(BackfillJob *job);
 extern void backfill_spi_enter(void);
 extern void backfill_spi_leave(void);
 extern void backfill_spi_exec(const char *sql, int expected);
+extern bool backfill_spi_true(const char *sql);
+extern int64 backfill_count_rows(const char *relation_sql);
 extern void backfill_spi_exec_args(const char *sql, int nargs, Oid *types, Datum *values,
 								   const char *nulls, int expected);
 extern KeptPlans *backfill_kept_plans_create(void);

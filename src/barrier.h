@@ -75,6 +75,12 @@ extern int64 backfill_read_live_chunk(BarrierExecutor *exec, VnodeGroup *group, 
 									  bool per_vnode_counts);
 extern void backfill_prepare_forward(BarrierExecutor *exec, const char *matching);
 extern void backfill_forward_changes(BarrierExecutor *exec, int lo, int hi);
+extern void backfill_forward_actors_changes(BarrierExecutor *exec, int first, int last,
+											TimestampTz deadline);
+extern int64 backfill_read_chunk_per_vnode(BarrierExecutor *exec, VnodeGroup *group,
+										   int64 limit);
+extern int64 backfill_read_chunk_per_actor(BarrierExecutor *exec, VnodeGroup *group,
+										   int64 limit);
 
 /* sink.c */
 typedef struct ChunkSink ChunkSink;

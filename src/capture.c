@@ -573,7 +573,7 @@ static void
 capture_cache_invalidate_all(Datum arg pg_attribute_unused(), int cacheid pg_attribute_unused(),
 							 uint32 hashvalue pg_attribute_unused())
 {
-	capture_cache_invalidate(arg, InvalidOid);
+	capture_cache_invalidate((Datum) 0, InvalidOid);
 }
 
 static CaptureEntry *

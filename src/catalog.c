@@ -543,12 +543,10 @@ backfill_record_failure(int64 job_id, int sqlerrcode, const char *message,
 	values[2] = detail ? CStringGetTextDatum(detail) : (Datum) 0;
 	values[3] = CStringGetTextDatum(unpack_sql_state(sqlerrcode));
 	backfill_catalog_enter(&rc);
-	backfill_spi_exec_args(only_if_backfilling ?
-						   "UPDATE backfill.job SET status = 'failed', last_error = $2, "
-						   "last_error_detail = $3, last_sqlstate = $4 "
-						   "WHERE job_id = $1 AND status IN ('pending', 'backfilling')" :
-						   "UPDATE backfill.job SET status = 'failed', last_error = $2, "
-						   "last_error_detail = $3, last_sqlstate = $4 WHERE job_id = $1",
+	backfill_spi_exec_args(psprintf("UPDATE backfill.job SET status = 'failed', last_error = $2, "
+									"last_error_detail = $3, last_sqlstate = $4 WHERE job_id = $1%s",
+									only_if_backfilling ?
+									" AND status IN ('pending', 'backfilling')" : ""),
 						   4, argtypes, values, nulls, SPI_OK_UPDATE);
 	backfill_role_leave(&rc);
 }

@@ -371,6 +371,37 @@ backfill_prepare_forward(BarrierExecutor *exec, const char *matching)
 						   2, argtypes);
 }
 
+/*
+ * backfill_forward_actors_changes
+ *		A kind's barrier_changes (kind.h) for the kinds that forward at every
+ *		barrier: the captured changes of the vnodes of actors first..last.
+ */
+void
+backfill_forward_actors_changes(BarrierExecutor *exec, int first, int last,
+								TimestampTz deadline pg_attribute_unused())
+{
+	BackfillJob *job = exec->job;
+
+	backfill_forward_changes(exec, job->actors[first].vnode_start, job->actors[last].vnode_end);
+}
+
+/*
+ * backfill_read_chunk_per_vnode / backfill_read_chunk_per_actor
+ *		A kind's read_chunk (kind.h) from the live upstream, its rows counted
+ *		per vnode, or per actor as a whole.
+ */
+int64
+backfill_read_chunk_per_vnode(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
+{
+	return backfill_read_live_chunk(exec, group, limit, true);
+}
+
+int64
+backfill_read_chunk_per_actor(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
+{
+	return backfill_read_live_chunk(exec, group, limit, false);
+}
+
 /* forward the captured changes of vnodes lo..hi, consume them all */
 void
 backfill_forward_changes(BarrierExecutor *exec, int lo, int hi)

@@ -493,17 +493,6 @@ create_downstream(CreatePlan *plan, const char *key_list)
 	backfill_spi_exec(buf.data, SPI_OK_UTILITY);
 }
 
-/* the upstream's rows as the caller, who owns the job, sees them */
-static int64
-count_rows(const char *upstream_sql)
-{
-	bool		isnull;
-
-	backfill_spi_exec(psprintf("SELECT pg_catalog.count(*) FROM ONLY %s", upstream_sql),
-					  SPI_OK_SELECT);
-	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-}
-
 /*
  * The catalog rows: the job's, and its actors'.  Caller acts as the
  * extension's owner.
@@ -642,7 +631,7 @@ backfill_create_job(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	create_downstream(&plan, key_list.data);
-	total_rows = count_rows(def.upstream_sql);
+	total_rows = backfill_count_rows(def.upstream_sql);	/* as the caller, the job's owner */
 
 	/*
 	 * The state and change tables live in the extension's schema, where only

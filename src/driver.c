@@ -68,17 +68,11 @@ count_upstream(BackfillJob *job)
 {
 	RoleContext owner;
 	int			guc_level;
-	bool		isnull;
 	int64		total;
 
 	backfill_owner_enter(job->owner, false, &owner);
 	guc_level = backfill_pin_search_path(job);
-	backfill_spi_enter();
-	backfill_spi_exec(psprintf("SELECT pg_catalog.count(*) FROM ONLY %s", job->upstream_sql),
-					  SPI_OK_SELECT);
-	total = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
-										&isnull));
-	backfill_spi_leave();
+	total = backfill_count_rows(job->upstream_sql);
 	backfill_unpin_search_path(guc_level);
 	backfill_role_leave(&owner);
 	return total;

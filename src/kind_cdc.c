@@ -546,21 +546,6 @@ cdc_persist(BarrierExecutor *exec)
 	job->has_cdc_offset = true;
 }
 
-/* the one actor forwards the changes of every vnode */
-static void
-cdc_barrier_changes(BarrierExecutor *exec, int first, int last,
-					TimestampTz deadline pg_attribute_unused())
-{
-	BackfillJob *job = exec->job;
-
-	backfill_forward_changes(exec, job->actors[first].vnode_start, job->actors[last].vnode_end);
-}
-
-static int64
-cdc_read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
-{
-	return backfill_read_live_chunk(exec, group, limit, false);
-}
 
 /* the actor's rows: the one total */
 static void
@@ -572,16 +557,8 @@ cdc_update_actor(BarrierExecutor *exec, BackfillActor *actor)
 static bool
 cdc_finished_everywhere(BackfillJob *job)
 {
-	bool		isnull;
-	bool		result;
-
-	backfill_spi_enter();
-	backfill_spi_exec(psprintf("SELECT pg_catalog.bool_and(backfill_finished) FROM %s",
-							   job->state_sql),
-					  SPI_OK_SELECT);
-	result = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	backfill_spi_leave();
-	return !isnull && result;
+	return backfill_spi_true(psprintf("SELECT pg_catalog.bool_and(backfill_finished) FROM %s",
+									  job->state_sql));
 }
 
 /* the slot's drop, once nothing reads it */
@@ -617,8 +594,8 @@ const KindRoutine backfill_cdc_routine = {
 	.load_state = cdc_load_state,
 	.prepare = cdc_prepare,
 	.fetch = cdc_fetch,
-	.barrier_changes = cdc_barrier_changes,
-	.read_chunk = cdc_read_chunk,
+	.barrier_changes = backfill_forward_actors_changes,	/* the one actor's, all vnodes */
+	.read_chunk = backfill_read_chunk_per_actor,
 	.persist = cdc_persist,
 	.update_actor = cdc_update_actor,
 	.actor_finished = backfill_vnodes_finished,

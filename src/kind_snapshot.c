@@ -513,21 +513,12 @@ snapshot_read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
 static bool
 snapshot_everywhere(BackfillJob *job, bool log_store_too)
 {
-	char	   *sql;
-	bool		isnull;
-	bool		result;
-
-	sql = psprintf("SELECT (SELECT pg_catalog.count(*) = %d AND pg_catalog.bool_and(is_epoch_finished) "
+	return backfill_spi_true(psprintf("SELECT (SELECT pg_catalog.count(*) = %d AND pg_catalog.bool_and(is_epoch_finished) "
 				   "        FROM %s WHERE vnode BETWEEN 0 AND %d) "
 				   "   AND (NOT %s OR (SELECT pg_catalog.bool_and(log_store_caught_up) "
 				   "                   FROM backfill.actor WHERE job_id = %lld))",
 				   BACKFILL_VNODE_COUNT, job->state_sql, BACKFILL_VNODE_COUNT - 1,
-				   log_store_too ? "true" : "false", (long long) job->job_id);
-	backfill_spi_enter();
-	backfill_spi_exec(sql, SPI_OK_SELECT);
-	result = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	backfill_spi_leave();
-	return !isnull && result;
+				   log_store_too ? "true" : "false", (long long) job->job_id));
 }
 
 /* count the vnodes of the rows a forwarding statement returned */

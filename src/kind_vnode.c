@@ -214,27 +214,6 @@ vnode_prepare(BarrierExecutor *exec)
 
 }
 
-/* forward the captured changes of the actors' vnodes */
-static void
-vnode_barrier_changes(BarrierExecutor *exec, int first, int last,
-					  TimestampTz deadline pg_attribute_unused())
-{
-	BackfillJob *job = exec->job;
-
-	backfill_forward_changes(exec, job->actors[first].vnode_start, job->actors[last].vnode_end);
-}
-
-static int64
-no_shuffle_read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
-{
-	return backfill_read_live_chunk(exec, group, limit, false);
-}
-
-static int64
-arrangement_read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
-{
-	return backfill_read_live_chunk(exec, group, limit, true);
-}
 
 static void
 vnode_persist(BarrierExecutor *exec)
@@ -273,17 +252,9 @@ arrangement_update_actor(BarrierExecutor *exec, BackfillActor *actor)
 static bool
 vnode_finished_everywhere(BackfillJob *job)
 {
-	bool		isnull;
-	bool		result;
-
-	backfill_spi_enter();
-	backfill_spi_exec(psprintf("SELECT pg_catalog.count(*) = %d AND pg_catalog.bool_and(backfill_finished) "
-							   "FROM %s WHERE vnode BETWEEN 0 AND %d",
-							   BACKFILL_VNODE_COUNT, job->state_sql, BACKFILL_VNODE_COUNT - 1),
-					  SPI_OK_SELECT);
-	result = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	backfill_spi_leave();
-	return !isnull && result;
+	return backfill_spi_true(psprintf("SELECT pg_catalog.count(*) = %d AND pg_catalog.bool_and(backfill_finished) "
+									  "FROM %s WHERE vnode BETWEEN 0 AND %d",
+									  BACKFILL_VNODE_COUNT, job->state_sql, BACKFILL_VNODE_COUNT - 1));
 }
 
 static void
@@ -308,8 +279,8 @@ const KindRoutine backfill_no_shuffle_routine = {
 	.load_state = vnode_load_state,
 	.recovery_check = no_shuffle_recovery_check,
 	.prepare = vnode_prepare,
-	.barrier_changes = vnode_barrier_changes,
-	.read_chunk = no_shuffle_read_chunk,
+	.barrier_changes = backfill_forward_actors_changes,
+	.read_chunk = backfill_read_chunk_per_actor,
 	.persist = vnode_persist,
 	.update_actor = no_shuffle_update_actor,
 	.actor_finished = backfill_vnodes_finished,
@@ -325,8 +296,8 @@ const KindRoutine backfill_arrangement_routine = {
 	.create_state_table = vnode_create_state_table,
 	.load_state = vnode_load_state,
 	.prepare = vnode_prepare,
-	.barrier_changes = vnode_barrier_changes,
-	.read_chunk = arrangement_read_chunk,
+	.barrier_changes = backfill_forward_actors_changes,
+	.read_chunk = backfill_read_chunk_per_vnode,
 	.persist = vnode_persist,
 	.update_actor = arrangement_update_actor,
 	.actor_finished = backfill_vnodes_finished,

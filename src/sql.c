@@ -223,6 +223,44 @@ backfill_spi_leave(void)
 		elog(ERROR, "SPI_finish failed");
 }
 
+/*
+ * backfill_spi_true
+ *		Whether a query of one boolean value returns true (not false, not
+ *		NULL), in an SPI connection of its own, so that it can run inside a
+ *		barrier's.
+ */
+bool
+backfill_spi_true(const char *sql)
+{
+	bool		isnull;
+	bool		result;
+
+	backfill_spi_enter();
+	backfill_spi_exec(sql, SPI_OK_SELECT);
+	result = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	backfill_spi_leave();
+	return !isnull && result;
+}
+
+/*
+ * backfill_count_rows
+ *		The rows of a relation (its SQL name) that the current user sees,
+ *		under its row-level security.
+ */
+int64
+backfill_count_rows(const char *relation_sql)
+{
+	bool		isnull;
+	int64		count;
+
+	backfill_spi_enter();
+	backfill_spi_exec(psprintf("SELECT pg_catalog.count(*) FROM ONLY %s", relation_sql),
+					  SPI_OK_SELECT);
+	count = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	backfill_spi_leave();
+	return count;
+}
+
 /* run a statement that must succeed with the expected SPI result */
 void
 backfill_spi_exec(const char *sql, int expected)
