@@ -12,11 +12,13 @@ OBJS = \
 	src/ddl.o \
 	src/decode.o \
 	src/driver.o \
+	src/estimate.o \
 	src/executor.o \
 	src/kind.o \
 	src/kind_cdc.o \
 	src/kind_snapshot.o \
 	src/kind_vnode.o \
+	src/pacing.o \
 	src/privilege.o \
 	src/run.o \
 	src/shmem.o \
