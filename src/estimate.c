@@ -13,7 +13,8 @@
  * vacuumed or analyzed, its size over a row width guessed from its columns).
  *
  * The rest comes from a sample: the first rows of the upstream in key order,
- * at most 50,000 and about 32 MB, read as a chunk reads them (the job's
+ * at most 50,000 and about 32 MB, read once (as create_job counts the rows
+ * before the job reads them), then read as a chunk reads them (the job's
  * columns, ORDER BY the key, under the caller's row-level security) and
  * inserted as a chunk inserts them (sink.c: table_multi_insert, then the
  * index entries, counting rows per vnode) into a table made as create_job
@@ -26,7 +27,11 @@
  *	duration			the time the copy took
  *
  * each times rows.  When the sample is the whole upstream, rows is its
- * count.  The duration is divided by parallelism (actors in background
+ * count.  With wal_level = minimal the sample's table, new in the
+ * transaction, writes no WAL (the job's downstream, made by create_job
+ * before its barriers, does): the WAL is then taken to be about the pages
+ * the rows fill plus a record header per row, which is what a bulk insert
+ * writes within a few percent on the benchmark's tables.  The duration is divided by parallelism (actors in background
  * workers, on as many free cores: the README's Performance section says how
  * far the WAL's single writer lets that go), and is at least wal_bytes over
  * backfill.max_wal_rate.  Not counted: the upstream's changes during the
@@ -44,6 +49,8 @@
 #include <math.h>
 
 #include "access/relation.h"
+#include "access/xlog.h"
+#include "access/xlogrecord.h"
 #include "catalog/catalog.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
@@ -152,16 +159,17 @@ sample_job(Relation upstream, int npk, const AttrNumber *pk, int ncols,
 
 /*
  * Copy the first limit rows of the upstream in key order into a table made
- * as the job's downstream, the way a chunk does, and measure it; all of it
- * in a subtransaction rolled back.  Caller is connected to SPI.
+ * as the job's downstream, the way a chunk does, and measure it.  In a
+ * subtransaction, which the caller rolls back.
  */
 static void
-copy_sample(Relation upstream, BackfillJob *job, int ncols, const AttrNumber *cols,
+sample_copy(Relation upstream, BackfillJob *job, int ncols, const AttrNumber *cols,
 			int64 limit, SampleCopy *sample)
 {
 	BarrierExecutor exec;
 	char	   *table_sql = psprintf("%s.%s", BACKFILL_SCHEMA,
 									 quote_identifier(psprintf("estimate_%d", MyProcPid)));
+	Oid			caller = GetUserId();
 	StringInfoData select;
 	SPIPlanPtr	plan;
 	ChunkSink  *sink;
@@ -172,15 +180,12 @@ copy_sample(Relation upstream, BackfillJob *job, int ncols, const AttrNumber *co
 	uint64		wal_before;
 	TimestampTz started;
 	bool		isnull;
-	ResourceOwner owner;
-
-	owner = backfill_subxact_begin();
 
 	/* in the extension's schema, where the caller may not create; the caller's */
 	backfill_catalog_enter(&rc);
 	backfill_create_job_table(backfill_downstream_ddl(upstream, ncols, cols, table_sql,
 													  backfill_pk_list(job, NULL)),
-							  table_sql, GetUserId());
+							  table_sql, caller);
 	backfill_role_leave(&rc);
 	job->downstream = RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(table_sql)),
 									   NoLock, false);
@@ -203,6 +208,15 @@ copy_sample(Relation upstream, BackfillJob *job, int ncols, const AttrNumber *co
 		elog(ERROR, "could not prepare the sample of %s: %s", job->upstream_sql,
 			 SPI_result_code_string(SPI_result));
 
+	/*
+	 * Read the rows once first, as create_job's count does before the job
+	 * reads them: the first reader of rows just written sets their hint
+	 * bits, which with checksums or wal_log_hints writes whole pages to the
+	 * WAL; that is not the copy's.
+	 */
+	backfill_spi_exec_args(psprintf("SELECT pg_catalog.count(*) FROM (%s) s", select.data),
+						   1, (Oid[]) {INT8OID}, &limit_value, NULL, SPI_OK_SELECT);
+
 	wal_before = pgWalUsage.wal_bytes;
 	started = GetCurrentTimestamp();
 	sink = backfill_sink_begin(&exec, -1, true);
@@ -218,8 +232,43 @@ copy_sample(Relation upstream, BackfillJob *job, int ncols, const AttrNumber *co
 						   NULL, SPI_OK_SELECT);
 	sample->table_bytes = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
 													  SPI_tuptable->tupdesc, 1, &isnull));
-	SPI_freeplan(plan);
 
+	/*
+	 * With wal_level = minimal, a table created in the transaction is not
+	 * WAL-logged, but the job's downstream, created before its barriers, is:
+	 * count about the pages the rows fill and a record header per row.
+	 */
+	if (!XLogIsNeeded())
+		sample->wal_bytes = sample->table_bytes + sample->rows * SizeOfXLogRecord;
+	SPI_freeplan(plan);
+}
+
+/*
+ * The sample copy, in a subtransaction that is rolled back whatever
+ * happens, so nothing is left behind.  Caller is connected to SPI.
+ */
+static void
+copy_sample(Relation upstream, BackfillJob *job, int ncols, const AttrNumber *cols,
+			int64 limit, SampleCopy *sample)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = backfill_subxact_begin();
+
+	PG_TRY();
+	{
+		sample_copy(upstream, job, ncols, cols, limit, sample);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		backfill_subxact_rollback(owner);
+		ReThrowError(edata);
+	}
+	PG_END_TRY();
 	backfill_subxact_rollback(owner);
 }
 

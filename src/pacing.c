@@ -241,7 +241,7 @@ format_number(char *buf, size_t len, double v)
 		buf[strlen(buf) - 2] = '\0';
 }
 
-/* bytes in the largest unit that leaves at least 1, as "5.1 GB" */
+/* bytes in the largest unit that leaves at least 1, as "5.1 GB", "819 bytes" */
 static void
 format_bytes(char *buf, size_t len, double bytes)
 {
@@ -254,7 +254,10 @@ format_bytes(char *buf, size_t len, double bytes)
 		bytes /= 1024.0;
 		u++;
 	}
-	format_number(num, sizeof(num), bytes);
+	if (u == 0)
+		snprintf(num, sizeof(num), "%.0f", bytes);
+	else
+		format_number(num, sizeof(num), bytes);
 	snprintf(buf, len, "%s %s", num, units[u]);
 }
 
