@@ -12,11 +12,13 @@ OBJS = \
 	src/ddl.o \
 	src/decode.o \
 	src/driver.o \
+	src/estimate.o \
 	src/executor.o \
 	src/kind.o \
 	src/kind_cdc.o \
 	src/kind_snapshot.o \
 	src/kind_vnode.o \
+	src/pacing.o \
 	src/privilege.o \
 	src/run.o \
 	src/shmem.o \
@@ -30,7 +32,7 @@ OBJS = \
 DATA = sql/backfill--1.0.sql sql/backfill--1.0--1.1.sql sql/backfill--1.1--1.2.sql
 PGFILEDESC = "backfill - resumable backfill of derived tables"
 
-REGRESS = setup create_job run_job recovery observe cancel_drop workers safety snapshot cdc ddl downstream privileges bad_input capture upgrade
+REGRESS = setup create_job run_job recovery observe cancel_drop workers safety snapshot cdc ddl downstream privileges bad_input capture pacing upgrade
 REGRESS_OPTS = --inputdir=. --outputdir=.
 ISOLATION = changes_across_barriers key_moves writer_across_barrier final_barrier_race two_runners snapshot_phases cdc_fetch capture_ddl_between_rows
 ISOLATION_OPTS = --inputdir=. --outputdir=output_iso

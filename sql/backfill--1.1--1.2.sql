@@ -228,3 +228,59 @@ END
 $$;
 
 DROP FUNCTION backfill._job_catalog(bigint, text, bigint);
+
+-- ---- pacing: what holds a job back, its rate and ETA; estimates ----
+
+-- each actor's pace, recorded with its barriers (src/pacing.c)
+ALTER TABLE backfill.actor
+    ADD COLUMN throttled_by text,
+    ADD COLUMN rows_per_second double precision;
+COMMENT ON COLUMN backfill.actor.throttled_by IS
+'What held the actor''s snapshot reads back in its last barrier: replica lag, retained WAL, WAL rate, rate limit or paused; NULL for nothing.';
+COMMENT ON COLUMN backfill.actor.rows_per_second IS
+'The actor''s snapshot rows per second over the minute before its last barrier, in the run that wrote it; 0 once its vnodes have finished.';
+
+-- the same columns, and the pace of the jobs that run now: what holds them
+-- back (the first actor's that is held back), their rows per second (over
+-- their actors), and when they will have read their rows at that rate
+CREATE OR REPLACE VIEW backfill.jobs WITH (security_invoker = true) AS
+SELECT j.job_id, j.job_name, j.kind, j.status, j.upstream,
+       j.upstream::pg_catalog.oid AS upstream_table_id,
+       j.downstream, j.fragment_id, j.parallelism, j.chunk_size,
+       coalesce(p.epoch, 0) AS epoch, coalesce(p.row_count, 0)::bigint AS row_count,
+       j.created_at, j.finished_at, j.last_error, j.state_table, j.rate_limit, j.run_mode,
+       (SELECT pg_catalog.array_agg(w.pid ORDER BY w.actor_id)
+          FROM backfill.job_workers() w
+         WHERE w.job_id OPERATOR(pg_catalog.=) j.job_id) AS worker_pids,
+       j.snapshot_epoch,
+       CASE WHEN j.kind OPERATOR(pg_catalog.=) 'cdc'
+                 AND j.status OPERATOR(pg_catalog.<>) ALL (ARRAY['finished', 'cancelled'])
+            THEN pg_catalog.format('backfill_%s_%s', d.oid, j.job_id) END AS slot_name,
+       j.owner,
+       CASE WHEN r.running THEN p.throttled_by END AS throttled_by,
+       CASE WHEN r.running THEN pg_catalog.round(p.rows_per_second) END AS rows_per_second,
+       CASE WHEN r.running AND p.rows_per_second OPERATOR(pg_catalog.>) 0
+            THEN pg_catalog.make_interval(secs => pg_catalog.round(
+                     GREATEST(j.total_rows OPERATOR(pg_catalog.-) coalesce(p.row_count, 0), 0)::double precision
+                     OPERATOR(pg_catalog./) p.rows_per_second)) END AS eta
+  FROM backfill.job j
+  CROSS JOIN (SELECT oid FROM pg_catalog.pg_database
+               WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) d
+  LEFT JOIN LATERAL (SELECT pg_catalog.max(a.epoch) AS epoch, pg_catalog.sum(a.row_count) AS row_count,
+                            pg_catalog.sum(a.rows_per_second) AS rows_per_second,
+                            (pg_catalog.array_agg(a.throttled_by ORDER BY a.actor_id)
+                               FILTER (WHERE a.throttled_by IS NOT NULL))[1] AS throttled_by
+                       FROM backfill.actor a
+                      WHERE a.job_id OPERATOR(pg_catalog.=) j.job_id) p ON true
+  CROSS JOIN LATERAL (SELECT CASE WHEN j.status OPERATOR(pg_catalog.=) 'backfilling'
+                                  THEN backfill._job_is_running(j.job_id)
+                                  ELSE false END AS running) r;
+
+-- what a job would copy, write and take, before creating it (src/estimate.c)
+CREATE FUNCTION backfill.estimate_job(upstream regclass, kind text DEFAULT 'arrangement',
+                                      columns text[] DEFAULT NULL, parallelism integer DEFAULT 1)
+RETURNS TABLE(rows bigint, downstream_bytes bigint, wal_bytes bigint, duration interval)
+AS 'MODULE_PATHNAME', 'backfill_estimate_job'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION backfill.estimate_job(regclass, text, text[], integer) IS
+'Estimates what a job over the upstream would copy: its rows (from the catalog), the size of its downstream, the WAL it writes and how long it takes (from a short timed copy of a sample, rolled back).';

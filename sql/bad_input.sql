@@ -167,6 +167,39 @@ SELECT s AS statement, bi_try(s) AS result FROM (VALUES
 -- nothing was created by any of them
 SELECT * FROM bi_state();
 
+-- estimate_job: create_job's arguments, refused as create_job refuses them
+CREATE TABLE bi_nokey (i int);
+CREATE TEMP TABLE bi_temp (id int PRIMARY KEY);
+SELECT s AS statement, bi_try(s) AS result FROM (VALUES
+    ($$SELECT rows FROM backfill.estimate_job(NULL)$$),
+    ($$SELECT rows FROM backfill.estimate_job('bi_up', NULL)$$),
+    ($$SELECT rows FROM backfill.estimate_job('bi_up', parallelism => NULL)$$),
+    ($$SELECT rows FROM backfill.estimate_job(NULL, NULL, NULL, NULL)$$),
+    ($$SELECT rows FROM backfill.estimate_job('bi_up', 'ARRANGEMENT')$$),
+    ($$SELECT rows FROM backfill.estimate_job('bi_up', '')$$),
+    ($$SELECT rows FROM backfill.estimate_job('bi_up', parallelism => -2147483648)$$),
+    ($$SELECT rows FROM backfill.estimate_job('bi_up', parallelism => 0)$$),
+    ($$SELECT rows FROM backfill.estimate_job('bi_up', parallelism => 257)$$),
+    ($$SELECT rows FROM backfill.estimate_job('bi_up', 'cdc', parallelism => 2)$$),
+    ($$SELECT rows FROM backfill.estimate_job('bi_up', columns => '{NULL}')$$),
+    ($$SELECT rows FROM backfill.estimate_job('bi_up', columns => '{a,a}')$$),
+    ($$SELECT rows FROM backfill.estimate_job('bi_up', columns => '{nope}')$$),
+    ($$SELECT rows FROM backfill.estimate_job('bi_up', columns => '{xmin}')$$),
+    ($$SELECT rows FROM backfill.estimate_job('bi_up', columns => '{{a},{b}}')$$),
+    ($$SELECT rows FROM backfill.estimate_job(0::oid::regclass)$$),
+    ($$SELECT rows FROM backfill.estimate_job(4294967295::oid::regclass)$$),
+    ($$SELECT rows FROM backfill.estimate_job('bi_view')$$),
+    ($$SELECT rows FROM backfill.estimate_job('bi_matview')$$),
+    ($$SELECT rows FROM backfill.estimate_job('backfill.job_id_seq')$$),
+    ($$SELECT rows FROM backfill.estimate_job('pg_catalog.pg_class')$$),
+    ($$SELECT rows FROM backfill.estimate_job('bi_temp')$$),
+    ($$SELECT rows FROM backfill.estimate_job('bi_nokey')$$),
+    ($$SELECT rows FROM backfill.estimate_job('bi_up', columns => '{}')$$),
+    ($$SELECT rows FROM backfill.estimate_job('bi_up', 'no_shuffle', '{b,a}', 256)$$)
+) v(s);
+DROP TABLE bi_nokey, bi_temp;
+SELECT * FROM bi_state();
+
 -- valid, odd names: each job's downstream has exactly the name asked for
 CREATE SCHEMA "nö schema; x";
 SELECT s AS statement, bi_try(s) AS result FROM (VALUES

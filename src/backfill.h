@@ -12,8 +12,8 @@
  * The files form layers, and a file calls only files of the layers below
  * its own (scripts/check_layers.sh checks it):
  *
- *	entry points	backfill.c (_PG_init), create.c, run.c, control.c,
- *					worker.c, shmem.c (the worker registry), ddl.c
+ *	entry points	backfill.c (_PG_init), create.c, estimate.c, run.c,
+ *					control.c, worker.c, shmem.c (the worker registry), ddl.c
  *	driver			driver.c: the barrier loop of a run or of a worker
  *	executor		executor.c: one barrier, the final barrier (barrier.h)
  *	kinds			kind.c, one file per kind behind kind.h: kind_vnode.c
@@ -21,7 +21,7 @@
  *	services		chunk.c (reading the upstream in key order), sink.c,
  *					state.c, capture.c (triggers, change tables), slot.c
  *					(replication slots and origins), decode.c (the output
- *					plugin)
+ *					plugin), pacing.c (replica lag, retained WAL, WAL rate)
  *	catalog			catalog.c: job and actor rows, the job lock
  *	privileges		privilege.c: role contexts, the pinned search_path
  *	foundations		sql.c (SQL text, SPI, kept plans), xact.c (commits,
@@ -43,6 +43,7 @@
 #include "nodes/pg_list.h"
 #include "utils/palloc.h"
 #include "utils/rel.h"
+#include "utils/resowner.h"
 #include "utils/timestamp.h"
 
 #include "compat.h"
@@ -204,6 +205,8 @@ extern void backfill_next_barrier(bool with_snapshot);
 extern void backfill_xact_begin(bool nonatomic);
 extern void backfill_xact_end(void);
 extern void backfill_xact_abort(void);
+extern ResourceOwner backfill_subxact_begin(void);
+extern void backfill_subxact_rollback(ResourceOwner owner);
 extern void backfill_sleep_ms(long ms);
 extern void backfill_sleep_until(TimestampTz t);
 extern int64 backfill_next_epoch(int64 previous);
@@ -297,6 +300,10 @@ extern void backfill_capture_install(Relation upstream, const char *upstream_sql
 extern void backfill_capture_switch_to_apply(BackfillJob *job, bool capturing);
 extern void backfill_assert_triggers(BackfillJob *job);
 extern void backfill_drop_triggers(int64 job_id);
+
+/* pacing.c: its settings, and what an estimate needs of them */
+extern void backfill_pacing_init(void);
+extern int64 backfill_pacing_wal_rate(void);
 
 /* slot.c: a cdc job's replication slot and origin */
 extern char *backfill_slot_name(int64 job_id);

@@ -3,7 +3,8 @@
  * barrier.h
  *	  The barrier executor's state, and the services that read and write
  *	  for it: chunk.c (groups of vnodes, reading the upstream in key order),
- *	  sink.c, the per-vnode persisting of state.c, executor.c itself.
+ *	  sink.c, pacing.c (whether an actor may read now), the per-vnode
+ *	  persisting of state.c, executor.c itself.
  *
  * The executor (executor.c) owns the struct; a kind (kind.h) fills the
  * plans and keeps what only it needs behind kind_state.
@@ -35,6 +36,7 @@ typedef struct VnodeGroup
 } VnodeGroup;
 
 struct KindRoutine;
+typedef struct PacingState PacingState;
 
 typedef struct BarrierExecutor
 {
@@ -57,6 +59,8 @@ typedef struct BarrierExecutor
 	bool		typbyvals[INDEX_MAX_KEYS];
 	TimestampTz *rate_next;		/* per actor: when the limiter allows a read */
 	int		   *batch;			/* per actor: chunks per statement, this barrier */
+	PacingState *pacing;		/* pacing.c: the run's, kept across executors */
+	SPIPlanPtr	pace_plan;		/* records an actor's pace; NULL on a catalog before 1.2 */
 	void	   *kind_state;		/* what the kind keeps for the run */
 } BarrierExecutor;
 
@@ -89,6 +93,18 @@ extern ChunkSink *backfill_sink_begin(BarrierExecutor *exec, int64 insert_limit,
 extern void backfill_sink_run(ChunkSink *sink, SPIPlanPtr plan, Datum *values);
 extern int64 backfill_sink_end(ChunkSink *sink, int64 *vnode_rows, Datum *last_key,
 							   bool *has_last, Datum *next_key, bool *has_next);
+
+/* pacing.c */
+extern PacingState *backfill_pacing_create(BackfillJob *job, MemoryContext cxt);
+extern void backfill_pacing_begin(PacingState *ps, int first, int last);
+extern TimestampTz backfill_pacing_hold(PacingState *ps, int actor);
+extern void backfill_pacing_held_by(PacingState *ps, int actor, const char *reason);
+extern int64 backfill_pacing_chunk_rows(PacingState *ps, int64 limit);
+extern void backfill_pacing_read(PacingState *ps, int actor, int64 rows);
+extern void backfill_pacing_end(PacingState *ps, int actor);
+extern const char *backfill_pacing_throttled_by(PacingState *ps, int actor);
+extern bool backfill_pacing_held(PacingState *ps);
+extern double backfill_pacing_rows_per_second(PacingState *ps, int actor);
 
 /* state.c */
 extern void backfill_persist_vnodes(BarrierExecutor *exec, SPIPlanPtr plan);

@@ -13,6 +13,9 @@
  * TRIGGER takes anyway) for the whole of create_job, so no write can slip
  * between reading the table's shape and the capture trigger's creation.
  *
+ * How a job's key, columns and downstream are found is shared with
+ * estimate.c (create.h).
+ *
  * May call: the kinds (through their routines), the services, catalog.c,
  * privilege.c and the foundations.
  *
@@ -43,6 +46,7 @@
 #include "utils/syscache.h"
 #include "utils/typcache.h"
 
+#include "create.h"
 #include "kind.h"
 
 PG_FUNCTION_INFO_V1(backfill_create_job);
@@ -123,8 +127,8 @@ require_arg(FunctionCallInfo fcinfo, int argno, const char *argname)
  * operator classes, since positions are compared with the types' default
  * ordering (ORDER BY and row comparison).
  */
-static int
-upstream_key(Relation rel, AttrNumber **attnums, Oid **collations)
+int
+backfill_upstream_key(Relation rel, AttrNumber **attnums, Oid **collations)
 {
 	Relation	index;
 	Form_pg_index indexform;
@@ -192,9 +196,9 @@ upstream_key(Relation rel, AttrNumber **attnums, Oid **collations)
  * The downstream's columns: the requested ones in the requested order, with
  * the key columns that were not requested put first, or all columns.
  */
-static int
-output_columns(Relation rel, ArrayType *requested, int npk, AttrNumber *pk,
-			   AttrNumber **attnums)
+int
+backfill_output_columns(Relation rel, ArrayType *requested, int npk, AttrNumber *pk,
+						AttrNumber **attnums)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
 	int			ncols = 0;
@@ -317,12 +321,15 @@ read_arguments(FunctionCallInfo fcinfo, CreateArgs *args)
 }
 
 /*
- * The upstream: a plain permanent table outside the extension's schema, that
- * the caller may read and put triggers on.  Returned open, locked SHARE ROW
- * EXCLUSIVE until the transaction ends.
+ * An upstream table: a plain permanent table outside the extension's schema
+ * that the caller has each of the rights in "needed" on, checked before any
+ * lock (a user who may not use it must not queue on it).  Returned open,
+ * locked in lockmode until the transaction ends.  create_job and
+ * estimate_job both open theirs here.
  */
-static Relation
-open_upstream(Oid upstream_oid)
+Relation
+backfill_open_upstream(Oid upstream_oid, LOCKMODE lockmode,
+					   const AclMode *needed, int nneeded)
 {
 	Relation	rel;
 
@@ -330,21 +337,16 @@ open_upstream(Oid upstream_oid)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("relation with OID %u does not exist", upstream_oid)));
-	/* before any lock: a user who may not capture it must not queue on it */
+	/* each of them: an aclcheck of several bits passes on any one */
+	for (int i = 0; i < nneeded; i++)
 	{
-		AclMode		needed[2] = {ACL_SELECT, ACL_TRIGGER};
+		AclResult	aclresult = pg_class_aclcheck(upstream_oid, GetUserId(), needed[i]);
 
-		/* each of them: an aclcheck of several bits passes on any one */
-		for (int i = 0; i < lengthof(needed); i++)
-		{
-			AclResult	aclresult = pg_class_aclcheck(upstream_oid, GetUserId(), needed[i]);
-
-			if (aclresult != ACLCHECK_OK)
-				aclcheck_error(aclresult, get_relkind_objtype(get_rel_relkind(upstream_oid)),
-							   get_rel_name(upstream_oid));
-		}
+		if (aclresult != ACLCHECK_OK)
+			aclcheck_error(aclresult, get_relkind_objtype(get_rel_relkind(upstream_oid)),
+						   get_rel_name(upstream_oid));
 	}
-	rel = try_relation_open(upstream_oid, ShareRowExclusiveLock);
+	rel = try_relation_open(upstream_oid, lockmode);
 	if (rel == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
@@ -468,29 +470,43 @@ describe_columns(CreatePlan *plan, StringInfo key_ddl, StringInfo key_list)
 	plan->columns_sql = collist.data;
 }
 
-/* the downstream table: the output columns, keyed as the upstream */
-static void
-create_downstream(CreatePlan *plan, const char *key_list)
+/*
+ * backfill_downstream_ddl
+ *		The CREATE TABLE of a downstream named table_sql: the columns cols of
+ *		upstream, keyed on key_list ("k1, k2").
+ */
+char *
+backfill_downstream_ddl(Relation upstream, int ncols, const AttrNumber *cols,
+						const char *table_sql, const char *key_list)
 {
-	Oid			upstream_oid = RelationGetRelid(plan->rel);
+	Oid			upstream_oid = RelationGetRelid(upstream);
 	StringInfoData buf;
 
 	initStringInfo(&buf);
-	appendStringInfo(&buf, "CREATE TABLE %s (", plan->downstream_sql);
-	for (int i = 0; i < plan->ncols; i++)
+	appendStringInfo(&buf, "CREATE TABLE %s (", table_sql);
+	for (int i = 0; i < ncols; i++)
 	{
 		Oid			type;
 		int32		typmod;
 		Oid			collid;
 
-		get_atttypetypmodcoll(upstream_oid, plan->cols[i], &type, &typmod, &collid);
+		get_atttypetypmodcoll(upstream_oid, cols[i], &type, &typmod, &collid);
 		appendStringInfo(&buf, "%s %s%s, ",
-						 quote_identifier(get_attname(upstream_oid, plan->cols[i], false)),
+						 quote_identifier(get_attname(upstream_oid, cols[i], false)),
 						 format_type_with_typemod(type, typmod),
 						 collate_clause(collid));
 	}
 	appendStringInfo(&buf, "PRIMARY KEY (%s))", key_list);
-	backfill_spi_exec(buf.data, SPI_OK_UTILITY);
+	return buf.data;
+}
+
+/* the downstream table: the output columns, keyed as the upstream */
+static void
+create_downstream(CreatePlan *plan, const char *key_list)
+{
+	backfill_spi_exec(backfill_downstream_ddl(plan->rel, plan->ncols, plan->cols,
+											  plan->downstream_sql, key_list),
+					  SPI_OK_UTILITY);
 }
 
 /*
@@ -602,10 +618,16 @@ backfill_create_job(PG_FUNCTION_ARGS)
 
 	read_arguments(fcinfo, &args);
 	kind = backfill_kind_routine(args.kind);
-	plan.rel = open_upstream(args.upstream);
-	plan.npk = upstream_key(plan.rel, &plan.pk, &plan.pk_collations);
+	{
+		/* the caller reads it and may capture its changes */
+		static const AclMode needed[] = {ACL_SELECT, ACL_TRIGGER};
+
+		plan.rel = backfill_open_upstream(args.upstream, ShareRowExclusiveLock,
+										  needed, lengthof(needed));
+	}
+	plan.npk = backfill_upstream_key(plan.rel, &plan.pk, &plan.pk_collations);
 	check_key_names(kind, plan.rel, plan.npk, plan.pk);
-	plan.ncols = output_columns(plan.rel, args.columns, plan.npk, plan.pk, &plan.cols);
+	plan.ncols = backfill_output_columns(plan.rel, args.columns, plan.npk, plan.pk, &plan.cols);
 	if (kind->check_create)
 		kind->check_create(plan.rel, args.parallelism);
 	plan.downstream_sql = downstream_name(args.name);

@@ -18,6 +18,13 @@
  * barrier runs; when several actors finish at once, the first to get the
  * upstream's lock does it and the others find the job finished.
  *
+ * Between two barriers the loop reads postgresql.conf again if it was asked
+ * to (SIGHUP), so a reload of the pacing settings takes effect at the next
+ * barrier, in workers and in run_job alike.  A worker logs its progress at
+ * most every backfill.log_progress_interval: the job's progress as
+ * ddl_progress shows it, its actor's rows per second, the job's ETA and what
+ * holds the actor back.
+ *
  * May call: the executor, the kinds (through their routines), the
  * services, catalog.c, privilege.c and the foundations.
  *
@@ -25,8 +32,10 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "postmaster/interrupt.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/snapmgr.h"
@@ -42,6 +51,9 @@
  */
 int			backfill_barrier_interval_ms = 1000;
 
+/* backfill.log_progress_interval: seconds between a worker's progress lines */
+static int	log_progress_interval_s = 60;
+
 /* define the settings the loop reads; from _PG_init */
 void
 backfill_driver_init(void)
@@ -56,6 +68,16 @@ backfill_driver_init(void)
 							3600 * 1000,
 							PGC_USERSET,
 							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("backfill.log_progress_interval",
+							"Time between two lines of progress a background worker writes to the server log.",
+							"Zero turns the lines off.",
+							&log_progress_interval_s,
+							60,
+							0,
+							INT_MAX / 1000,
+							PGC_SUSET,
+							GUC_UNIT_S,
 							NULL, NULL, NULL);
 }
 
@@ -110,6 +132,47 @@ backfill_prepare_run(BackfillJob *job, bool background)
 }
 
 /*
+ * Write a worker's progress to the server log: the job's progress as
+ * ddl_progress shows it, the actor's rows per second, the job's ETA and what
+ * held the actor back in its last barrier.  In the barrier's transaction,
+ * after the barrier.
+ */
+static void
+log_progress(BarrierExecutor *exec, int actor)
+{
+	BackfillJob *job = exec->job;
+	double		rate = backfill_pacing_rows_per_second(exec->pacing, actor);
+	const char *throttled_by = backfill_pacing_throttled_by(exec->pacing, actor);
+	char	   *progress = NULL;
+	char	   *eta = NULL;
+	char		rate_text[64];
+
+	backfill_spi_enter();
+	/* eta is in backfill.jobs from the catalog that records the pace on */
+	backfill_spi_exec_args(exec->pace_plan ?
+						   "SELECT p.progress, j.eta::text FROM backfill.ddl_progress p "
+						   "JOIN backfill.jobs j ON j.job_id = p.ddl_id WHERE p.ddl_id = $1" :
+						   "SELECT progress, NULL FROM backfill.ddl_progress WHERE ddl_id = $1",
+						   1, (Oid[]) {INT8OID}, (Datum[]) {Int64GetDatum(job->job_id)}, NULL,
+						   SPI_OK_SELECT);
+	if (SPI_processed == 1)
+	{
+		progress = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		eta = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+	}
+	if (rate >= 0)
+		snprintf(rate_text, sizeof(rate_text), "%.0f rows/s", rate);
+	else
+		strlcpy(rate_text, "rows/s unknown", sizeof(rate_text));
+	ereport(LOG,
+			(errmsg("backfill job %lld actor %d: %s, %s, ETA %s%s%s",
+					(long long) job->job_id, job->actors[actor].actor_id,
+					progress ? progress : "no progress", rate_text, eta ? eta : "unknown",
+					throttled_by ? ", throttled by " : "", throttled_by ? throttled_by : "")));
+	backfill_spi_leave();
+}
+
+/*
  * backfill_drive
  *		Run barriers of one actor (its index, in a worker) or of every actor
  *		(-1, in CALL backfill.run_job), at most max_barriers of them unless
@@ -123,7 +186,8 @@ backfill_drive(BackfillJob *job, int actor, int max_barriers)
 	BarrierExecutor *exec = backfill_executor_create(job);
 	bool		worker = actor >= 0;
 	int			barriers = 0;
-	char		activity[128];
+	char		activity[256];
+	TimestampTz logged_at = GetCurrentTimestamp();
 
 	while (max_barriers <= 0 || barriers < max_barriers)
 	{
@@ -139,6 +203,12 @@ backfill_drive(BackfillJob *job, int actor, int max_barriers)
 		backfill_next_barrier(true);
 		exec = backfill_executor_refresh(exec);
 		barriers++;
+		/* a reload asked for since the last barrier */
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
 		if (worker && backfill_stop_requested(job->job_id))
 			break;
 		if (worker ? backfill_actor_finished(job, actor) : backfill_all_finished(job))
@@ -165,19 +235,32 @@ backfill_drive(BackfillJob *job, int actor, int max_barriers)
 		rows = backfill_run_barrier(exec, actor, backfill_barrier_interval_ms, job->rate_limit);
 		if (worker)
 		{
+			const char *throttled_by = backfill_pacing_throttled_by(exec->pacing, actor);
+
 			snprintf(activity, sizeof(activity),
-					 "backfill job %lld actor %d: barrier at epoch " INT64_FORMAT ", %lld rows",
+					 "backfill job %lld actor %d: barrier at epoch " INT64_FORMAT ", %lld rows%s%s",
 					 (long long) job->job_id, job->actors[actor].actor_id, job->epoch,
-					 (long long) rows);
+					 (long long) rows, throttled_by ? ", throttled by " : "",
+					 throttled_by ? throttled_by : "");
 			pgstat_report_activity(STATE_RUNNING, activity);
+			if (log_progress_interval_s > 0 &&
+				TimestampDifferenceExceeds(logged_at, GetCurrentTimestamp(),
+										   log_progress_interval_s * 1000))
+			{
+				log_progress(exec, actor);
+				logged_at = GetCurrentTimestamp();
+			}
 		}
 
 		/*
 		 * No interval to wait out and nothing to read: do not spin.  A worker
 		 * judges by what it read, a foreground run, whose snapshot kind reads
-		 * nothing in its log store phase, by whether it is paused.
+		 * nothing in its log store phase, by whether it is paused or held
+		 * back by pacing.
 		 */
-		if (backfill_barrier_interval_ms == 0 && (worker ? rows == 0 : job->rate_limit == 0))
+		if (backfill_barrier_interval_ms == 0 &&
+			(worker ? rows == 0 :
+			 job->rate_limit == 0 || backfill_pacing_held(exec->pacing)))
 		{
 			if (worker)
 			{

@@ -23,6 +23,7 @@ extern void backfill_shmem_init(void);
 extern void backfill_launch_job(BackfillJob *job);
 extern bool backfill_stop_workers(int64 job_id, bool immediate);
 extern bool backfill_stop_requested(int64 job_id);
+extern TimestampTz backfill_run_pace_clock(int64 job_id, TimestampTz from, int64 usecs);
 extern bool backfill_claim_prepare(int64 job_id);
 extern void backfill_finish_prepare(int64 job_id, bool ok);
 extern void backfill_unclaim_prepare(int64 job_id);

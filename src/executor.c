@@ -38,7 +38,11 @@
  * The snapshot side of an actor may be rate limited (rows per second per
  * actor, as RisingWave's backfill_rate_limit): chunks shrink to the limit and
  * each waits until the limiter allows it; 0 pauses the snapshot while changes
- * and barriers go on.
+ * and barriers go on.  Before each chunk, pacing (pacing.c) may hold an actor
+ * back too, for the standbys, retained WAL or the job's WAL rate: it then
+ * reads no more in the barrier, or waits for the WAL rate's clock.  Each
+ * actor's pace (what held it back, its rows per second) goes to its row of
+ * backfill.actor with its barrier.
  *
  * An executor owns its memory and its plans, and frees both.  It never asks
  * which kind a job is: it calls the kind's routine.
@@ -52,6 +56,7 @@
 
 #include "access/table.h"
 #include "access/xact.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
@@ -114,6 +119,14 @@ backfill_executor_create(BackfillJob *job)
 						   "UPDATE backfill.job SET status = 'finished', "
 						   "finished_at = pg_catalog.now() "
 						   "WHERE job_id = $1 AND status <> 'finished'", 2, argtypes);
+	/* a library newer than the catalog, until ALTER EXTENSION UPDATE */
+	if (get_attnum(get_relname_relid("actor", get_namespace_oid(BACKFILL_SCHEMA, false)),
+				   "throttled_by") != InvalidAttrNumber)
+		exec->pace_plan =
+			backfill_keep_plan(exec->plans,
+							   "UPDATE backfill.actor SET throttled_by = $2, rows_per_second = $3 "
+							   "WHERE actor_id = $1", 3, (Oid[]) {INT4OID, TEXTOID, FLOAT8OID});
+	exec->pacing = backfill_pacing_create(job, GetMemoryChunkContext(job));
 	backfill_unpin_search_path(guc_level);
 
 	return exec;
@@ -130,11 +143,15 @@ BarrierExecutor *
 backfill_executor_refresh(BarrierExecutor *exec)
 {
 	BackfillJob *job = exec->job;
+	PacingState *pacing = exec->pacing;
 
 	if (!backfill_names_changed(job))
 		return exec;
 	backfill_executor_free(exec);
-	return backfill_executor_create(job);
+	exec = backfill_executor_create(job);
+	pfree(exec->pacing);		/* the run's pacing goes on */
+	exec->pacing = pacing;
+	return exec;
 }
 
 /* free an executor: its plans and its memory */
@@ -188,18 +205,30 @@ actor_round(BarrierExecutor *exec, int actor, int rate_limit, TimestampTz deadli
 		limit = Min(limit, rate_limit);
 	else
 		limit *= exec->batch[actor];
+	limit = backfill_pacing_chunk_rows(exec->pacing, limit);
 	for (int g = 0; g < ngroups; g++)
 	{
 		int64		n;
+		TimestampTz until;
 
 		CHECK_FOR_INTERRUPTS();
+		/* production first: the standbys, retained WAL, the job's WAL rate */
+		while ((until = backfill_pacing_hold(exec->pacing, actor)) != 0)
+		{
+			if (until > deadline)
+				return rows > 0 ? rows : -1;
+			backfill_sleep_until(until);
+		}
 		if (rate_limit > 0)
 		{
+			if (exec->rate_next[actor] > GetCurrentTimestamp())
+				backfill_pacing_held_by(exec->pacing, actor, "rate limit");
 			if (exec->rate_next[actor] > deadline)
 				return rows > 0 ? rows : -1;
 			backfill_sleep_until(exec->rate_next[actor]);
 		}
 		n = exec->kind->read_chunk(exec, &groups[g], limit);
+		backfill_pacing_read(exec->pacing, actor, n);
 		rows += n;
 		if (exec->batch[actor] < BACKFILL_MAX_BATCH_CHUNKS &&
 			(int64) job->chunk_size * exec->batch[actor] < BACKFILL_MAX_BATCH_ROWS)
@@ -214,6 +243,40 @@ actor_round(BarrierExecutor *exec, int actor, int rate_limit, TimestampTz deadli
 		}
 	}
 	return rows;
+}
+
+/*
+ * Record an actor's pace in its row of backfill.actor: what held it back in
+ * this barrier, its rows per second over the last minute (0 once its vnodes
+ * have finished).  Caller is connected to SPI.
+ */
+static void
+record_pace(BarrierExecutor *exec, int actor)
+{
+	const char *throttled_by;
+	double		rate;
+	Datum		values[3];
+	char		nulls[3] = {' ', ' ', ' '};
+	RoleContext rc;
+
+	backfill_pacing_end(exec->pacing, actor);
+	if (exec->pace_plan == NULL)
+		return;
+	throttled_by = backfill_pacing_throttled_by(exec->pacing, actor);
+	/* an actor whose vnodes have finished adds nothing to the job's rate */
+	rate = backfill_vnodes_finished(exec->job, actor) ? 0 :
+		backfill_pacing_rows_per_second(exec->pacing, actor);
+	values[0] = Int32GetDatum(exec->job->actors[actor].actor_id);
+	values[1] = throttled_by ? CStringGetTextDatum(throttled_by) : (Datum) 0;
+	values[2] = Float8GetDatum(rate);
+	if (throttled_by == NULL)
+		nulls[1] = 'n';
+	if (rate < 0)
+		nulls[2] = 'n';
+	backfill_catalog_enter(&rc);
+	if (SPI_execute_plan(exec->pace_plan, values, nulls, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not update backfill.actor");
+	backfill_role_leave(&rc);
 }
 
 /*
@@ -243,11 +306,17 @@ backfill_run_barrier(BarrierExecutor *exec, int actor, int interval_ms, int rate
 	backfill_spi_enter();
 	for (int a = first; a <= last; a++)
 		exec->batch[a] = 1;
+	backfill_pacing_begin(exec->pacing, first, last);
 	exec->kind->barrier_changes(exec, first, last, deadline);
 
 	/* paused: only changes and the state move; sit out the interval */
 	if (rate_limit == 0)
+	{
+		for (int a = first; a <= last; a++)
+			if (!backfill_vnodes_finished(job, a))
+				backfill_pacing_held_by(exec->pacing, a, "paused");
 		backfill_sleep_until(deadline);
+	}
 
 	for (; rate_limit != 0;)
 	{
@@ -282,7 +351,10 @@ backfill_run_barrier(BarrierExecutor *exec, int actor, int interval_ms, int rate
 	exec->kind->persist(exec);
 	job->epoch = backfill_next_epoch(job->epoch);
 	for (int a = first; a <= last; a++)
+	{
 		exec->kind->update_actor(exec, &job->actors[a]);
+		record_pace(exec, a);
+	}
 	backfill_spi_leave();
 	backfill_unpin_search_path(guc_level);
 	backfill_role_leave(&owner);

@@ -27,6 +27,9 @@
  * first worker to claim the run's "prepare" step runs it (driver.c) while the
  * others wait for its outcome; if it fails, they exit.
  *
+ * The workers of a job also share the clock of its WAL rate limit (pacing.c)
+ * in its run.
+ *
  * Stopping sets the run's stop flag, which each worker reads before each
  * barrier, so it stops at the next barrier; an immediate stop also sends
  * SIGTERM, which ends the barrier in flight (rolled back).  The caller waits
@@ -74,6 +77,7 @@ typedef struct BackfillRun
 	int			nworkers;		/* slots still held */
 	PrepareState prepare;
 	bool		stop;
+	TimestampTz wal_clock;		/* the job's WAL rate clock (pacing.c) */
 } BackfillRun;
 
 /*
@@ -310,6 +314,7 @@ backfill_launch_job(BackfillJob *job)
 	run->nworkers = job->nactors;
 	run->prepare = PREPARE_NONE;
 	run->stop = false;
+	run->wal_clock = 0;
 	for (int a = 0; a < job->nactors; a++)
 	{
 		shared->workers[reserved[a]].job_id = job->job_id;
@@ -468,6 +473,31 @@ backfill_stop_requested(int64 job_id)
 	stop = (run == NULL || run->stop);
 	LWLockRelease(shared->lock);
 	return stop;
+}
+
+/*
+ * backfill_run_pace_clock
+ *		The WAL rate clock the workers of a job share (pacing.c): advanced by
+ *		usecs from no earlier than "from", then returned.  0 when the job does
+ *		not run in background workers.
+ */
+TimestampTz
+backfill_run_pace_clock(int64 job_id, TimestampTz from, int64 usecs)
+{
+	BackfillRun *run;
+	TimestampTz clock = 0;
+
+	if (!backfill_preloaded || shared == NULL)
+		return 0;
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	run = find_run(job_id);
+	if (run != NULL)
+	{
+		run->wal_clock = Max(run->wal_clock, from) + usecs;
+		clock = run->wal_clock;
+	}
+	LWLockRelease(shared->lock);
+	return clock;
 }
 
 bool

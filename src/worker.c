@@ -18,6 +18,9 @@
  *	   several actors finish at once, the first to get the upstream's lock
  *	   does it and the others find the job finished.
  *
+ * A SIGHUP makes the worker read postgresql.conf again before its next
+ * barrier, so that a change of the pacing settings reaches it there.
+ *
  * An error fails the job (status, last_error, SQLSTATE, recorded in a
  * transaction of its own) and ends the worker after writing the error to the
  * server log; the other actors see the status at their next barrier and
@@ -46,6 +49,7 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "tcop/tcopprot.h"
@@ -114,6 +118,8 @@ backfill_actor_main(Datum main_arg pg_attribute_unused())
 
 	memcpy(&args, MyBgworkerEntry->bgw_extra, sizeof(args));
 	pqsignal(SIGTERM, die);
+	/* a reload takes effect at the next barrier (driver.c) */
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnectionByOid(args.dboid, args.owner, 0);
 	backfill_attach_worker(args.job_id, args.actor_id);

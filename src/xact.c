@@ -2,7 +2,8 @@
  *
  * xact.c
  *	  Transactions: the only place that commits, the barriers' transactions,
- *	  interruptible sleeps, and RisingWave's epochs.
+ *	  subtransactions rolled back, interruptible sleeps, and RisingWave's
+ *	  epochs.
  *
  * A run commits one transaction per barrier.  In CALL backfill.run_job the
  * SPI connection is non-atomic and SPI_commit starts the next transaction;
@@ -22,6 +23,7 @@
 #include "miscadmin.h"
 #include "storage/latch.h"
 #include "tcop/pquery.h"
+#include "utils/resowner.h"
 #include "utils/snapmgr.h"
 #include "utils/wait_event.h"
 
@@ -89,6 +91,34 @@ void
 backfill_xact_abort(void)
 {
 	AbortCurrentTransaction();
+}
+
+/*
+ * backfill_subxact_begin / backfill_subxact_rollback
+ *		A subtransaction whose work is then thrown away, for estimate_job's
+ *		sample.  The caller stays in its memory context; what it acquires in
+ *		the subtransaction belongs to the subtransaction's resource owner,
+ *		and the rollback gives back the one begin returned.
+ */
+ResourceOwner
+backfill_subxact_begin(void)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	return owner;
+}
+
+void
+backfill_subxact_rollback(ResourceOwner owner)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+
+	RollbackAndReleaseCurrentSubTransaction();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
 }
 
 /*

@@ -7,7 +7,8 @@
 # regress_alice owns her upstream and has no other right.  She creates a
 # job, starts it in workers, rate-limits it, stops it, starts it again and
 # waits for it.  Its workers run as her (pg_stat_activity), with the library
-# preloaded.  regress_bob sees none of it: not the job, not its workers, and
+# preloaded; she sees its pace in backfill.jobs, and its workers log their
+# progress.  regress_bob sees none of it: not the job, not its workers, and
 # stop_job, alter_rate_limit, reschedule, cancel_job and drop_job all say the
 # job does not exist, while the job runs on.
 #
@@ -39,7 +40,7 @@ sub wait_launcher_idle
 	);
 }
 
-my $node = worker_node('plain_role');
+my $node = worker_node('plain_role', conf => "backfill.log_progress_interval = '1s'\n");
 $node->safe_psql(
 	'postgres', q{
 CREATE ROLE regress_alice LOGIN;
@@ -77,6 +78,18 @@ is( $node->safe_psql(
 	'regress_alice',
 	'the workers run as the job\'s owner');
 like(wait_rows($node, $job, 1000), qr/^backfilling/, 'the job is under way');
+
+# its pace, as she sees it, and its workers' progress in the server log
+($ok, $out, $err) = as_role('regress_alice',
+	"SELECT throttled_by, rows_per_second > 0, eta IS NOT NULL FROM backfill.jobs WHERE job_id = $job");
+is($out, 'rate limit|t|t', 'the owner sees what holds her job back, its rate and its ETA');
+ok( wait_until(
+		10,
+		sub {
+			slurp_file($node->logfile) =~
+			  /LOG:  backfill job $job actor \d+: \d+\.\d\d% \(\d+\/30000\), \d+ rows\/s, ETA \d\d:\d\d:\d\d, throttled by rate limit\n/;
+		}),
+	'her workers log their progress');
 
 # bob sees nothing, and can do nothing to it
 ($ok, $out, $err) = as_role('regress_bob',

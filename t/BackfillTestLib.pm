@@ -65,12 +65,13 @@ my $bg_timeout = $PostgreSQL::Test::Utils::timeout_default;
 # log), and barriers are short.
 #
 # Options (used by the background worker tests): conf, more lines for
-# postgresql.conf, appended after the defaults.
+# postgresql.conf, appended after the defaults; init, a hash of options for
+# PostgreSQL::Test::Cluster's init (allows_streaming, has_archiving).
 sub backfill_node
 {
 	my ($name, %opts) = @_;
 	my $node = PostgreSQL::Test::Cluster->new($name);
-	$node->init;
+	$node->init(%{ $opts{init} // {} });
 	$node->append_conf(
 		'postgresql.conf', q{
 restart_after_crash = on
@@ -554,7 +555,7 @@ backfill.barrier_interval_ms = 200
 max_worker_processes = 16
 };
 	$conf .= $opts{conf} if $opts{conf};
-	return backfill_node($name, conf => $conf);
+	return backfill_node($name, %opts, conf => $conf);
 }
 
 # The background workers of a job, from backfill.workers: a list of
