@@ -22,7 +22,9 @@ SELECT job_id, kind, status, row_count FROM backfill.jobs;
 -- the new kinds need the new catalog
 SELECT backfill.create_job('up_snap', 'up', kind => 'snapshot');
 SELECT backfill.create_job('up_cdc', 'up', kind => 'cdc');
-SELECT to_regclass('up_snap') IS NULL AS nothing_left;
+-- and so do computed columns (a filter the old signature cannot even pass)
+SELECT backfill.create_job('up_upper', 'up', columns => ARRAY['upper(v) AS v']);
+SELECT to_regclass('up_snap') IS NULL AND to_regclass('up_upper') IS NULL AS nothing_left;
 
 ALTER EXTENSION backfill UPDATE TO '1.1';
 SELECT extversion FROM pg_extension WHERE extname = 'backfill';
@@ -52,6 +54,12 @@ SELECT backfill.create_job('up_snap', 'up', kind => 'snapshot') AS snap \gset
 CALL backfill.run_job(:snap);
 SELECT * FROM backfill.verify_job(:snap);
 SELECT job_id, kind, status, snapshot_epoch > 0 AS has_epoch FROM backfill.jobs WHERE job_id = :snap;
+-- and filters and computed columns
+SELECT backfill.create_job('up_upper', 'up', columns => ARRAY['upper(v) AS v'],
+                           filter => 'id % 3 = 0') AS upper \gset
+CALL backfill.run_job(:upper);
+SELECT * FROM backfill.verify_job(:upper);
+SELECT count(*), min(v) FROM up_upper;
 
 -- an upgraded catalog is the catalog a new install makes
 CREATE TEMP TABLE upgraded AS

@@ -22,7 +22,7 @@
  * keeps the downstream equal to the upstream in the writer's own
  * transaction: for every key it touches it makes the downstream row match the
  * upstream row as the writer's statement left it (upsert, or delete when the
- * row is gone).  Re-reading the upstream, rather than replaying the change,
+ * row is gone or no longer passes the job's filter).  Re-reading the upstream, rather than replaying the change,
  * makes the result right whatever order the row triggers of one statement
  * fire in.  The downstream is written with the rights of the job's owner, as
  * the writer may have none on it.
@@ -591,6 +591,7 @@ typedef struct ApplyEntry
 	AttrNumber	pk_attnums[INDEX_MAX_KEYS];
 	Oid			pk_types[INDEX_MAX_KEYS];
 	char	   *search_path;	/* the job's, in CacheMemoryContext */
+	bool		filtered;		/* the job has a row filter */
 	SPIPlanPtr	upsert_plan;
 	SPIPlanPtr	delete_plan;
 } ApplyEntry;
@@ -645,6 +646,7 @@ apply_entry_build(ApplyEntry *entry, int64 job_id)
 	entry->upstream = job->upstream;
 	entry->downstream = job->downstream;
 	entry->owner = job->owner;
+	entry->filtered = job->filter != NULL;
 	entry->npk = job->npk;
 	memcpy(entry->pk_types, job->pk_types, sizeof(Oid) * job->npk);
 	for (int k = 0; k < job->npk; k++)
@@ -762,15 +764,23 @@ backfill_apply_change(PG_FUNCTION_ARGS)
 					 errhint("Drop the job with backfill.drop_job(%lld) and create it again.",
 							 (long long) job_id)));
 
-	if (TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
-		apply_key(entry->upsert_plan, entry->npk, oldkey, oldnull);
-	else if (TRIGGER_FIRED_BY_DELETE(trigdata->tg_event))
+	/*
+	 * A row written is upserted; with a filter, its downstream row is then
+	 * deleted if it does not pass the filter any more.
+	 */
+	if (TRIGGER_FIRED_BY_DELETE(trigdata->tg_event))
 		apply_key(entry->delete_plan, entry->npk, oldkey, oldnull);
 	else
 	{
-		if (!same_key(&key, oldkey, oldnull, newkey, newnull))
+		Datum	   *written = TRIGGER_FIRED_BY_INSERT(trigdata->tg_event) ? oldkey : newkey;
+		bool	   *written_null = TRIGGER_FIRED_BY_INSERT(trigdata->tg_event) ? oldnull : newnull;
+
+		if (TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) &&
+			!same_key(&key, oldkey, oldnull, newkey, newnull))
 			apply_key(entry->delete_plan, entry->npk, oldkey, oldnull);
-		apply_key(entry->upsert_plan, entry->npk, newkey, newnull);
+		apply_key(entry->upsert_plan, entry->npk, written, written_null);
+		if (entry->filtered)
+			apply_key(entry->delete_plan, entry->npk, written, written_null);
 	}
 
 	SPI_finish();
@@ -876,23 +886,28 @@ backfill_assert_triggers(BackfillJob *job)
  * backfill_capture_create_table
  *		Make the job's change table: the keys written since the last barrier,
  *		or for the log mode a log of them with the rows' images before the
- *		write, in the downstream's row type, indexed on (key, sequence).
- *		Caller acts as the extension's owner, connected to SPI.
+ *		write, indexed on (key, sequence).  The images are of row type
+ *		image_sql: the downstream's, or, when image_ddl gives its columns, a
+ *		type made here.  Caller acts as the extension's owner, connected to
+ *		SPI.
  */
 void
 backfill_capture_create_table(CaptureMode mode, const char *changes_sql,
 							  const char *key_ddl, const char *key_list,
-							  const char *downstream_sql, Oid owner)
+							  const char *image_sql, const char *image_ddl, Oid owner)
 {
 	char	   *create;
 
+	if (mode == CAPTURE_LOG && image_ddl != NULL)
+		backfill_create_job_type(psprintf("CREATE TYPE %s AS (%s)", image_sql, image_ddl),
+								 image_sql, owner);
 	/* key_ddl starts with ", " */
 	if (mode == CAPTURE_LOG)
 		create = psprintf("CREATE TABLE %s (%s, backfill_seq pg_catalog.int8, "
 						  "backfill_captured_at pg_catalog.timestamptz, backfill_old_row %s) "
 						  "USING heap; "
 						  "CREATE INDEX ON %s (%s, backfill_seq)",
-						  changes_sql, key_ddl + 2, downstream_sql, changes_sql, key_list);
+						  changes_sql, key_ddl + 2, image_sql, changes_sql, key_list);
 	else
 		create = psprintf("CREATE TABLE %s (%s) USING heap", changes_sql, key_ddl + 2);
 	backfill_create_job_table(create, changes_sql, owner);

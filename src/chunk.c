@@ -186,8 +186,8 @@ backfill_vnodes_finished(BackfillJob *job, int actor)
 }
 
 /*
- * The chunk query: read the next rows after a position (if any) of a set of
- * vnodes, in key order.  Parameters: the position ($1..$npk), the vnode
+ * The chunk query: read the next rows that pass the filter after a position
+ * (if any) of a set of vnodes, in key order.  Parameters: the position ($1..$npk), the vnode
  * filter, then the limit.  With insert, it inserts them downstream itself
  * and returns per vnode the number of rows read, with the chunk's last key
  * on every row; without, it returns the rows, for a sink (sink.c).
@@ -210,8 +210,8 @@ chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter, bool insert,
 		return *cached;
 
 	initStringInfo(&select);
-	appendStringInfo(&select, "SELECT %s FROM ONLY %s u WHERE true",
-					 job->columns_sql, job->upstream_sql);
+	appendStringInfo(&select, "SELECT %s FROM %s WHERE true%s",
+					 job->select_sql, backfill_job_scan(job), backfill_filter_and(job));
 	appendStringInfoString(&select,
 						   backfill_chunk_conditions(job, "u", ">", has_pos, filter,
 													 argtypes, &nargs));

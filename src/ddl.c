@@ -11,10 +11,15 @@
  *
  *	- dropping its upstream, downstream, state or change table (sql_drop,
  *	  DROP TABLE and DROP SCHEMA ... CASCADE alike);
- *	- dropping a column of the upstream the job copies, or of the downstream
- *	  (sql_drop);
- *	- renaming or retyping such a column, or changing the upstream's primary
- *	  key (ddl_command_end of ALTER TABLE).
+ *	- dropping a column of the upstream the job reads (the key, the columns
+ *	  it copies, those its computed columns and filter use), or of the
+ *	  downstream (sql_drop);
+ *	- renaming such a column, retyping a copied one, or a column a computed
+ *	  column reads so that its type would change, or changing the upstream's
+ *	  primary key (ddl_command_end of ALTER TABLE).  The computed columns and
+ *	  the filter are analyzed again against the altered table (shape.c), so
+ *	  a change that leaves them meaningless is refused with the parser's
+ *	  error.
  *
  * The error rolls the command back, so nothing is left half-done: no
  * orphaned trigger, slot or state table.  Adding a column, renaming or
@@ -34,17 +39,19 @@
  * the tables before the extension.  Every run, and the capture trigger,
  * check the key again (check_key_unchanged, check_change_table).
  *
- * May call: catalog.c, privilege.c and the foundations.
+ * May call: shape.c, catalog.c, privilege.c and the foundations.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/relation.h"
 #include "catalog/pg_type.h"
 #include "commands/event_trigger.h"
 #include "commands/extension.h"
 #include "utils/array.h"
 #include "executor/spi.h"
+#include "nodes/nodeFuncs.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
@@ -53,12 +60,26 @@
 
 PG_FUNCTION_INFO_V1(backfill_on_ddl);
 
-/* the jobs that are not cancelled, and what they hold */
-static const char *const jobs_holding_sql =
-"SELECT j.job_id, j.upstream::pg_catalog.oid, j.downstream::pg_catalog.oid, "
-"       j.state_table::pg_catalog.oid, j.change_table::pg_catalog.oid, "
-"       j.columns, j.pk_columns "
-"  FROM backfill.job j WHERE j.status OPERATOR(pg_catalog.<>) 'cancelled'";
+/*
+ * The jobs that are not cancelled, and what they hold: the tables, then the
+ * columns, the key, the upstream columns read, the computed columns'
+ * expressions and the filter (a catalog older than 1.2 has no such thing:
+ * the columns it copies are all it reads).  condition, if not "", restricts
+ * them further ("AND ...").
+ */
+static char *
+jobs_holding_sql(const char *condition)
+{
+	return psprintf("SELECT j.job_id, j.upstream::pg_catalog.oid, j.downstream::pg_catalog.oid, "
+					"       j.state_table::pg_catalog.oid, j.change_table::pg_catalog.oid, "
+					"       j.columns, j.pk_columns, %s "
+					"  FROM backfill.job j WHERE j.status OPERATOR(pg_catalog.<>) 'cancelled'%s "
+					" ORDER BY j.job_id",
+					backfill_job_catalog_has("source_columns") ?
+					"coalesce(j.source_columns, j.columns), j.expressions, j.filter" :
+					"j.columns, NULL::pg_catalog.text[], NULL::pg_catalog.text",
+					condition);
+}
 
 static void
 refuse_drop(int64 job_id, const char *what, const char *name)
@@ -109,7 +130,7 @@ check_drops(void)
 	ndropped = SPI_processed;
 	if (ndropped == 0)
 		return;
-	if (SPI_execute(jobs_holding_sql, true, 0) != SPI_OK_SELECT)
+	if (SPI_execute(jobs_holding_sql(""), true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read backfill.job");
 
 	for (uint64 d = 0; d < ndropped; d++)
@@ -137,8 +158,8 @@ check_drops(void)
 					continue;
 				if (!is_column)
 					refuse_drop(job_id, roles[r], psprintf("table %s", identity));
-				/* a column: of the upstream if copied, of the job's own tables always */
-				if (r > 1 || array_has(SPI_getbinval(tup, desc, 6, &isnull), column) ||
+				/* a column: of the upstream if read, of the job's own tables always */
+				if (r > 1 || array_has(SPI_getbinval(tup, desc, 8, &isnull), column) ||
 					array_has(SPI_getbinval(tup, desc, 7, &isnull), column))
 					refuse_drop(job_id, psprintf("column \"%s\" of the %s", column, roles[r]),
 								psprintf("column %s", identity));
@@ -173,9 +194,141 @@ column_type(Oid rel, AttrNumber att)
 	return format_type_with_typemod(type, typmod);
 }
 
+static void
+refuse_rename(int64 job_id, Oid relid, const char *col, bool copied)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+			 errmsg("cannot rename column \"%s\" of table \"%s\" because backfill job %lld uses it",
+					col, get_rel_name(relid), (long long) job_id),
+			 errdetail("Backfill job %lld %s the column by its name.", (long long) job_id,
+					   copied ? "copies" : "reads"),
+			 errhint("Drop the job first with backfill.drop_job(%lld), or cancel it with backfill.cancel_job(%lld).",
+					 (long long) job_id, (long long) job_id)));
+}
+
+static void
+refuse_retype(int64 job_id, Oid relid, const char *col, const char *detail)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+			 errmsg("cannot change the type of column \"%s\" of table \"%s\" because backfill job %lld uses it",
+					col, get_rel_name(relid), (long long) job_id),
+			 errdetail_internal("%s", detail),
+			 errhint("Drop the job first with backfill.drop_job(%lld), or cancel it with backfill.cancel_job(%lld).",
+					 (long long) job_id, (long long) job_id)));
+}
+
+/* the text[] column n of a job's row, or none */
+static void
+job_array(HeapTuple tup, TupleDesc desc, int n, Datum **elems, bool **nulls, int *nelems)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(tup, desc, n, &isnull);
+
+	*nelems = 0;
+	if (!isnull)
+		deconstruct_array(DatumGetArrayTypeP(d), TEXTOID, -1, false, TYPALIGN_INT,
+						  elems, nulls, nelems);
+}
+
 /*
- * ddl_command_end of ALTER TABLE: every job over an altered upstream must
- * still find its columns, by name, of its downstream's types, and its key.
+ * A computed column of a job over an altered upstream: its expression,
+ * analyzed again, must still give the downstream column's type.
+ */
+static void
+check_computed(int64 job_id, Oid relid, Relation upstream, Oid downstream,
+			   const char *col, const char *text)
+{
+	Node	   *expr = backfill_shape_expression(upstream, text, false, col);
+	AttrNumber	down_att = get_attnum(downstream, col);
+	Oid			type;
+	Oid			coll;
+	int32		typmod;
+	char	   *detail;
+
+	get_atttypetypmodcoll(downstream, down_att, &type, &typmod, &coll);
+	if (exprType(expr) == type && exprTypmod(expr) == typmod)
+		return;
+	detail = psprintf("Backfill job %lld computes column \"%s\", of type %s, as %s, which would now be of type %s.",
+					  (long long) job_id, col, format_type_with_typemod(type, typmod),
+					  text, format_type_with_typemod(exprType(expr), exprTypmod(expr)));
+	if (relid == downstream)
+		refuse_retype(job_id, relid, col, detail);
+	ereport(ERROR,
+			(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+			 errmsg("cannot alter table \"%s\" because backfill job %lld computes column \"%s\" from it",
+					get_rel_name(relid), (long long) job_id, col),
+			 errdetail_internal("%s", detail),
+			 errhint("Drop the job first with backfill.drop_job(%lld), or cancel it with backfill.cancel_job(%lld).",
+					 (long long) job_id, (long long) job_id)));
+}
+
+/*
+ * One job over an altered table (relid): it must still find the upstream
+ * columns it reads, by name, its downstream's columns, of the types it
+ * fills them with, its computed columns and filter, and its key.
+ */
+static void
+check_job_after_alter(HeapTuple tup, TupleDesc desc, Oid relid)
+{
+	bool		isnull;
+	int64		job_id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+	Oid			upstream = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
+	Oid			downstream = DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull));
+	char	   *filter = SPI_getvalue(tup, desc, 10);
+	Datum	   *cols;
+	Datum	   *sources;
+	Datum	   *exprs = NULL;
+	bool	   *expr_nulls = NULL;
+	int			ncols;
+	int			nsources;
+	int			nexprs;
+	Relation	rel;
+
+	if (isnull)
+		downstream = InvalidOid;
+	job_array(tup, desc, 6, &cols, NULL, &ncols);
+	job_array(tup, desc, 8, &sources, NULL, &nsources);
+	job_array(tup, desc, 9, &exprs, &expr_nulls, &nexprs);
+
+	/* the columns copied, by name, each into a column of its type */
+	for (int c = 0; c < ncols; c++)
+	{
+		char	   *col = TextDatumGetCString(cols[c]);
+		bool		computed = c < nexprs && !expr_nulls[c];
+		AttrNumber	up_att = computed ? InvalidAttrNumber : get_attnum(upstream, col);
+		AttrNumber	down_att = OidIsValid(downstream) ? get_attnum(downstream, col) : InvalidAttrNumber;
+
+		if ((!computed && up_att == InvalidAttrNumber) ||
+			(OidIsValid(downstream) && down_att == InvalidAttrNumber))
+			refuse_rename(job_id, relid, col, true);
+		if (!computed && down_att != InvalidAttrNumber &&
+			!same_column_type(upstream, up_att, downstream, down_att))
+			refuse_retype(job_id, relid, col,
+						  psprintf("Backfill job %lld copies the column, of type %s, into a column of type %s.",
+								   (long long) job_id, column_type(upstream, up_att),
+								   column_type(downstream, down_att)));
+	}
+	/* the other columns the computed columns and the filter read */
+	for (int c = 0; c < nsources; c++)
+		if (get_attnum(upstream, TextDatumGetCString(sources[c])) == InvalidAttrNumber)
+			refuse_rename(job_id, relid, TextDatumGetCString(sources[c]), false);
+	rel = relation_open(upstream, AccessShareLock);
+	for (int c = 0; c < ncols && c < nexprs; c++)
+		if (!expr_nulls[c] && OidIsValid(downstream))
+			check_computed(job_id, relid, rel, downstream, TextDatumGetCString(cols[c]),
+						   TextDatumGetCString(exprs[c]));
+	if (filter != NULL)
+		(void) backfill_shape_expression(rel, filter, true, NULL);
+	relation_close(rel, AccessShareLock);
+	/* the key: as load_job checks it before every run */
+	(void) backfill_load_job(job_id, CurrentMemoryContext);
+}
+
+/*
+ * ddl_command_end of ALTER TABLE: every job over an altered upstream or
+ * downstream must still find what it reads and writes.
  */
 static void
 check_alters(void)
@@ -197,53 +350,14 @@ check_alters(void)
 		SPITupleTable *jobs;
 		uint64		njobs;
 
-		if (SPI_execute_with_args(psprintf("%s AND (j.upstream OPERATOR(pg_catalog.=) $1 "
-										   "OR j.downstream OPERATOR(pg_catalog.=) $1)",
-										   jobs_holding_sql),
+		if (SPI_execute_with_args(jobs_holding_sql(" AND (j.upstream OPERATOR(pg_catalog.=) $1 "
+												   "OR j.downstream OPERATOR(pg_catalog.=) $1)"),
 								  1, argtypes, values, NULL, true, 0) != SPI_OK_SELECT)
 			elog(ERROR, "could not read backfill.job");
 		jobs = SPI_tuptable;
 		njobs = SPI_processed;
 		for (uint64 i = 0; i < njobs; i++)
-		{
-			int64		job_id = DatumGetInt64(SPI_getbinval(jobs->vals[i], jobs->tupdesc, 1, &isnull));
-			Oid			upstream = DatumGetObjectId(SPI_getbinval(jobs->vals[i], jobs->tupdesc, 2, &isnull));
-			Oid			downstream = DatumGetObjectId(SPI_getbinval(jobs->vals[i], jobs->tupdesc, 3, &isnull));
-			Datum	   *cols;
-			int			ncols;
-
-			deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(jobs->vals[i], jobs->tupdesc, 6, &isnull)),
-							  TEXTOID, -1, false, TYPALIGN_INT, &cols, NULL, &ncols);
-			for (int c = 0; c < ncols; c++)
-			{
-				char	   *col = TextDatumGetCString(cols[c]);
-				AttrNumber	up_att = get_attnum(upstream, col);
-				AttrNumber	down_att = OidIsValid(downstream) ? get_attnum(downstream, col) : InvalidAttrNumber;
-
-				if (up_att == InvalidAttrNumber ||
-					(OidIsValid(downstream) && down_att == InvalidAttrNumber))
-					ereport(ERROR,
-							(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
-							 errmsg("cannot rename column \"%s\" of table \"%s\" because backfill job %lld uses it",
-									col, get_rel_name(relid), (long long) job_id),
-							 errdetail("Backfill job %lld copies the column by its name.", (long long) job_id),
-							 errhint("Drop the job first with backfill.drop_job(%lld), or cancel it with backfill.cancel_job(%lld).",
-									 (long long) job_id, (long long) job_id)));
-				if (down_att != InvalidAttrNumber &&
-					!same_column_type(upstream, up_att, downstream, down_att))
-					ereport(ERROR,
-							(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
-							 errmsg("cannot change the type of column \"%s\" of table \"%s\" because backfill job %lld uses it",
-									col, get_rel_name(relid), (long long) job_id),
-							 errdetail("Backfill job %lld copies the column, of type %s, into a column of type %s.",
-									   (long long) job_id, column_type(upstream, up_att),
-									   column_type(downstream, down_att)),
-							 errhint("Drop the job first with backfill.drop_job(%lld), or cancel it with backfill.cancel_job(%lld).",
-									 (long long) job_id, (long long) job_id)));
-			}
-			/* the key: as load_job checks it before every run */
-			(void) backfill_load_job(job_id, CurrentMemoryContext);
-		}
+			check_job_after_alter(jobs->vals[i], jobs->tupdesc, relid);
 	}
 }
 

@@ -60,8 +60,9 @@ backfill_driver_init(void)
 }
 
 /*
- * The upstream's rows as the job's owner sees them, under its row-level
- * security, as its chunks read them: the progress total.
+ * The upstream's rows that pass the filter, as the job's owner sees them,
+ * under its row-level security, as its chunks read them: the progress
+ * total.
  */
 static int64
 count_upstream(BackfillJob *job)
@@ -74,7 +75,7 @@ count_upstream(BackfillJob *job)
 	backfill_owner_enter(job->owner, false, &owner);
 	guc_level = backfill_pin_search_path(job);
 	backfill_spi_enter();
-	backfill_spi_exec(psprintf("SELECT pg_catalog.count(*) FROM ONLY %s", job->upstream_sql),
+	backfill_spi_exec(backfill_count_sql(job->upstream_sql, job->partitioned, job->filter),
 					  SPI_OK_SELECT);
 	total = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
 										&isnull));
