@@ -446,3 +446,57 @@ BEGIN
     END IF;
 END
 $$;
+
+-- a table of the user's (into_existing) is left in place, with its rows
+CREATE OR REPLACE FUNCTION backfill.cancel_job(job_id bigint)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j backfill.job := backfill._get_job(job_id);
+BEGIN
+    PERFORM backfill._stop_and_lock_job(job_id);
+    SELECT * INTO j FROM backfill.job WHERE backfill.job.job_id = cancel_job.job_id;
+    IF j.status = 'finished' THEN
+        RAISE EXCEPTION 'cannot cancel backfill job % because it has finished', job_id
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = 'A finished job keeps its downstream table equal to its upstream table.',
+                  HINT = format('Use backfill.drop_job(%s) to remove the job and its downstream table.', job_id);
+    ELSIF j.status = 'cancelled' THEN
+        RAISE EXCEPTION 'backfill job % has already been cancelled', job_id
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    -- out of the catalog first: the DDL event trigger guards a job's tables
+    PERFORM backfill._mark_cancelled(job_id);
+    PERFORM backfill._drop_job_objects(j, NOT j.into_existing);
+    IF j.into_existing THEN
+        RAISE NOTICE 'backfill job % leaves table % and its rows in place', job_id, j.downstream
+            USING DETAIL = 'The job filled a table its user made, which only its user drops or empties.';
+    END IF;
+    RETURN job_id;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION backfill.drop_job(job_id bigint)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j backfill.job := backfill._get_job(job_id);
+BEGIN
+    PERFORM backfill._stop_and_lock_job(job_id);
+    SELECT * INTO j FROM backfill.job WHERE backfill.job.job_id = drop_job.job_id;
+    IF j.status <> 'cancelled' THEN
+        -- out of the catalog first: the DDL event trigger guards a job's tables
+        PERFORM backfill._mark_cancelled(job_id);
+        PERFORM backfill._drop_job_objects(j, NOT j.into_existing);
+        IF j.into_existing THEN
+            RAISE NOTICE 'backfill job % leaves table % and its rows in place', job_id, j.downstream
+                USING DETAIL = 'The job filled a table its user made, which only its user drops or empties.';
+        END IF;
+    END IF;
+    PERFORM backfill._delete_job(job_id);
+END
+$$;

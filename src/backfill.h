@@ -21,7 +21,8 @@
  *	services		chunk.c (reading the upstream in key order), sink.c,
  *					state.c, capture.c (triggers, change tables), slot.c
  *					(replication slots and origins), decode.c (the output
- *					plugin), shape.c (columns, computed columns, filters)
+ *					plugin), shape.c (columns, computed columns, filters),
+ *					downstream.c (a downstream the user made)
  *	catalog			catalog.c: job and actor rows, the job lock
  *	privileges		privilege.c: role contexts, the pinned search_path
  *	foundations		sql.c (SQL text, SPI, kept plans), xact.c (commits,
@@ -334,6 +335,12 @@ extern void backfill_shape_read(Relation upstream, ArrayType *columns, const cha
 extern Node *backfill_shape_expression(Relation upstream, const char *text, bool is_filter,
 									   const char *column);
 extern char *backfill_shape_select_list(const JobShape *shape);
+extern char *backfill_shape_names(const JobShape *shape);
+
+/* downstream.c: a downstream the user made */
+extern char *backfill_existing_downstream(const char *name, Relation upstream,
+										  const JobShape *shape, int npk,
+										  const AttrNumber *pk);
 
 /* slot.c: a cdc job's replication slot and origin */
 extern char *backfill_slot_name(int64 job_id);

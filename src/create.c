@@ -625,7 +625,7 @@ plan_job(const CreateArgs *args, const KindRoutine *kind, CreatePlan *plan)
 				 errhint("Run ALTER EXTENSION backfill UPDATE.")));
 	if (kind->check_create)
 		kind->check_create(plan->rel, args->parallelism);
-	plan->downstream_sql = downstream_name(args->name);
+	plan->downstream_sql = args->into_existing ? NULL : downstream_name(args->name);
 }
 
 /* create_job, with the arguments of either signature */
@@ -647,6 +647,10 @@ create_job(FunctionCallInfo fcinfo)
 	read_arguments(fcinfo, &args);
 	kind = backfill_kind_routine(args.kind);
 	plan_job(&args, kind, &plan);
+	SPI_connect();
+	if (args.into_existing)
+		plan.downstream_sql = backfill_existing_downstream(args.name, plan.rel, &plan.shape,
+														   plan.npk, plan.pk);
 	initStringInfo(&key_ddl);
 	initStringInfo(&key_list);
 	describe_columns(&plan, &key_ddl, &key_list);
@@ -668,8 +672,8 @@ create_job(FunctionCallInfo fcinfo)
 	def.parallelism = args.parallelism;
 	image_sql = image_type(&plan, &args, def.job_id, &image_ddl);
 
-	SPI_connect();
-	create_downstream(&plan, key_list.data);
+	if (!args.into_existing)
+		create_downstream(&plan, key_list.data);
 	total_rows = count_rows(def.upstream_sql,
 							plan.rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE,
 							plan.shape.filter);

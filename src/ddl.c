@@ -52,6 +52,7 @@
 #include "utils/array.h"
 #include "executor/spi.h"
 #include "nodes/nodeFuncs.h"
+#include "parser/parse_coerce.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
@@ -63,7 +64,8 @@ PG_FUNCTION_INFO_V1(backfill_on_ddl);
 /*
  * The jobs that are not cancelled, and what they hold: the tables, then the
  * columns, the key, the upstream columns read, the computed columns'
- * expressions and the filter (a catalog older than 1.2 has no such thing:
+ * expressions, the filter and whether the downstream is a table the user
+ * made (a catalog older than 1.2 has no such thing:
  * the columns it copies are all it reads).  condition, if not "", restricts
  * them further ("AND ...").
  */
@@ -76,8 +78,8 @@ jobs_holding_sql(const char *condition)
 					"  FROM backfill.job j WHERE j.status OPERATOR(pg_catalog.<>) 'cancelled'%s "
 					" ORDER BY j.job_id",
 					backfill_job_catalog_has("source_columns") ?
-					"coalesce(j.source_columns, j.columns), j.expressions, j.filter" :
-					"j.columns, NULL::pg_catalog.text[], NULL::pg_catalog.text",
+					"coalesce(j.source_columns, j.columns), j.expressions, j.filter, j.into_existing" :
+					"j.columns, NULL::pg_catalog.text[], NULL::pg_catalog.text, false",
 					condition);
 }
 
@@ -158,9 +160,14 @@ check_drops(void)
 					continue;
 				if (!is_column)
 					refuse_drop(job_id, roles[r], psprintf("table %s", identity));
-				/* a column: of the upstream if read, of the job's own tables always */
-				if (r > 1 || array_has(SPI_getbinval(tup, desc, 8, &isnull), column) ||
-					array_has(SPI_getbinval(tup, desc, 7, &isnull), column))
+				/*
+				 * A column: of the upstream if read, of the downstream if
+				 * filled, of the job's own tables always.
+				 */
+				if (r > 2 ||
+					(r == 2 && array_has(SPI_getbinval(tup, desc, 6, &isnull), column)) ||
+					(r == 1 && (array_has(SPI_getbinval(tup, desc, 8, &isnull), column) ||
+								array_has(SPI_getbinval(tup, desc, 7, &isnull), column))))
 					refuse_drop(job_id, psprintf("column \"%s\" of the %s", column, roles[r]),
 								psprintf("column %s", identity));
 			}
@@ -168,8 +175,12 @@ check_drops(void)
 	}
 }
 
+/*
+ * Whether a copied column fits the downstream's: the same type, or, in a
+ * table the user made, one its values can be assigned to.
+ */
 static bool
-same_column_type(Oid rel1, AttrNumber att1, Oid rel2, AttrNumber att2)
+same_column_type(Oid rel1, AttrNumber att1, Oid rel2, AttrNumber att2, bool assignable)
 {
 	Oid			type1,
 				type2,
@@ -180,6 +191,8 @@ same_column_type(Oid rel1, AttrNumber att1, Oid rel2, AttrNumber att2)
 
 	get_atttypetypmodcoll(rel1, att1, &type1, &typmod1, &coll1);
 	get_atttypetypmodcoll(rel2, att2, &type2, &typmod2, &coll2);
+	if (assignable)
+		return can_coerce_type(1, &type1, &type2, COERCION_ASSIGNMENT);
 	return type1 == type2 && typmod1 == typmod2 && coll1 == coll2;
 }
 
@@ -238,7 +251,7 @@ job_array(HeapTuple tup, TupleDesc desc, int n, Datum **elems, bool **nulls, int
  */
 static void
 check_computed(int64 job_id, Oid relid, Relation upstream, Oid downstream,
-			   const char *col, const char *text)
+			   const char *col, const char *text, bool assignable)
 {
 	Node	   *expr = backfill_shape_expression(upstream, text, false, col);
 	AttrNumber	down_att = get_attnum(downstream, col);
@@ -250,6 +263,13 @@ check_computed(int64 job_id, Oid relid, Relation upstream, Oid downstream,
 	get_atttypetypmodcoll(downstream, down_att, &type, &typmod, &coll);
 	if (exprType(expr) == type && exprTypmod(expr) == typmod)
 		return;
+	if (assignable)
+	{
+		Oid			from = exprType(expr);
+
+		if (can_coerce_type(1, &from, &type, COERCION_ASSIGNMENT))
+			return;
+	}
 	detail = psprintf("Backfill job %lld computes column \"%s\", of type %s, as %s, which would now be of type %s.",
 					  (long long) job_id, col, format_type_with_typemod(type, typmod),
 					  text, format_type_with_typemod(exprType(expr), exprTypmod(expr)));
@@ -277,6 +297,7 @@ check_job_after_alter(HeapTuple tup, TupleDesc desc, Oid relid)
 	Oid			upstream = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
 	Oid			downstream = DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull));
 	char	   *filter = SPI_getvalue(tup, desc, 10);
+	bool		into_existing = DatumGetBool(SPI_getbinval(tup, desc, 11, &isnull));
 	Datum	   *cols;
 	Datum	   *sources;
 	Datum	   *exprs = NULL;
@@ -304,9 +325,11 @@ check_job_after_alter(HeapTuple tup, TupleDesc desc, Oid relid)
 			(OidIsValid(downstream) && down_att == InvalidAttrNumber))
 			refuse_rename(job_id, relid, col, true);
 		if (!computed && down_att != InvalidAttrNumber &&
-			!same_column_type(upstream, up_att, downstream, down_att))
+			!same_column_type(upstream, up_att, downstream, down_att, into_existing))
 			refuse_retype(job_id, relid, col,
-						  psprintf("Backfill job %lld copies the column, of type %s, into a column of type %s.",
+						  psprintf(into_existing ?
+								   "Backfill job %lld copies the column, of type %s, into a column of type %s, to which it cannot be assigned." :
+								   "Backfill job %lld copies the column, of type %s, into a column of type %s.",
 								   (long long) job_id, column_type(upstream, up_att),
 								   column_type(downstream, down_att)));
 	}
@@ -318,7 +341,7 @@ check_job_after_alter(HeapTuple tup, TupleDesc desc, Oid relid)
 	for (int c = 0; c < ncols && c < nexprs; c++)
 		if (!expr_nulls[c] && OidIsValid(downstream))
 			check_computed(job_id, relid, rel, downstream, TextDatumGetCString(cols[c]),
-						   TextDatumGetCString(exprs[c]));
+						   TextDatumGetCString(exprs[c]), into_existing);
 	if (filter != NULL)
 		(void) backfill_shape_expression(rel, filter, true, NULL);
 	relation_close(rel, AccessShareLock);

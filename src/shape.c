@@ -523,3 +523,20 @@ backfill_shape_select_list(const JobShape *shape)
 	}
 	return buf.data;
 }
+
+/*
+ * backfill_shape_names
+ *		The columns' names, for a message: "(id, customer, note)".
+ */
+char *
+backfill_shape_names(const JobShape *shape)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfoChar(&buf, '(');
+	for (int i = 0; i < shape->ncols; i++)
+		appendStringInfo(&buf, "%s%s", i > 0 ? ", " : "", quote_identifier(shape->cols[i].name));
+	appendStringInfoChar(&buf, ')');
+	return buf.data;
+}
