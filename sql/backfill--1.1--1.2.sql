@@ -500,3 +500,18 @@ BEGIN
     PERFORM backfill._delete_job(job_id);
 END
 $$;
+
+-- ---- partitioned upstreams ----
+
+-- a partition created, attached or detached under a job's upstream
+-- (ddl_command_end), and a concurrent detach, which is refused before it
+-- starts (ddl_command_start); src/ddl.c
+DROP EVENT TRIGGER backfill_ddl_alter;
+CREATE EVENT TRIGGER backfill_ddl_alter ON ddl_command_end
+    WHEN TAG IN ('ALTER TABLE', 'CREATE TABLE')
+    EXECUTE FUNCTION backfill._on_ddl();
+CREATE EVENT TRIGGER backfill_ddl_start ON ddl_command_start
+    WHEN TAG IN ('ALTER TABLE')
+    EXECUTE FUNCTION backfill._on_ddl();
+COMMENT ON FUNCTION backfill._on_ddl() IS
+'Internal: event trigger that refuses dropping a job''s tables, and dropping, renaming or retyping the columns it reads; keeps its downstream right when partitions of its upstream are created, attached or detached.';

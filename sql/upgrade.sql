@@ -23,8 +23,13 @@ SELECT job_id, kind, status, row_count FROM backfill.jobs;
 SELECT backfill.create_job('up_snap', 'up', kind => 'snapshot');
 SELECT backfill.create_job('up_cdc', 'up', kind => 'cdc');
 -- and so do computed columns (a filter the old signature cannot even pass)
+-- and partitioned upstreams
 SELECT backfill.create_job('up_upper', 'up', columns => ARRAY['upper(v) AS v']);
-SELECT to_regclass('up_snap') IS NULL AND to_regclass('up_upper') IS NULL AS nothing_left;
+CREATE TABLE up_parted (id int PRIMARY KEY) PARTITION BY RANGE (id);
+SELECT backfill.create_job('up_parted_mv', 'up_parted');
+DROP TABLE up_parted;
+SELECT to_regclass('up_snap') IS NULL AND to_regclass('up_upper') IS NULL
+       AND to_regclass('up_parted_mv') IS NULL AS nothing_left;
 
 ALTER EXTENSION backfill UPDATE TO '1.1';
 SELECT extversion FROM pg_extension WHERE extname = 'backfill';

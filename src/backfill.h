@@ -242,6 +242,7 @@ extern void backfill_unpin_search_path(int level);
 extern const char *backfill_kind_name(BackfillKind kind);
 extern BackfillKind backfill_parse_kind(const char *name);
 extern bool backfill_job_catalog_has(const char *column);
+extern bool backfill_partition_of(Oid relid, Oid ancestor);
 extern BackfillJob *backfill_load_job(int64 job_id, MemoryContext cxt);
 extern BackfillJob *backfill_load_job_to_run(int64 job_id, MemoryContext cxt);
 extern void backfill_check_key_unchanged(BackfillJob *job, Oid made_with);
@@ -304,9 +305,12 @@ extern void backfill_capture_create_table(CaptureMode mode,
 										  const char *image_ddl, Oid owner);
 extern void backfill_capture_install(Relation upstream, const char *upstream_sql,
 									 int64 job_id, CaptureMode mode);
-extern void backfill_capture_switch_to_apply(BackfillJob *job, bool capturing);
+extern void backfill_capture_switch_to_apply(BackfillJob *job);
 extern void backfill_assert_triggers(BackfillJob *job);
 extern void backfill_drop_triggers(int64 job_id);
+extern void backfill_lock_writers(Oid upstream);
+extern int64 backfill_trigger_job(const char *tgname);
+extern void backfill_capture_partition(BackfillJob *job, Oid partition, bool attached);
 
 /* shape.c: what a job copies: its columns, computed columns and row filter */
 typedef struct ShapeColumn

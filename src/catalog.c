@@ -28,6 +28,7 @@
 #include "access/stratnum.h"
 #include "access/table.h"
 #include "catalog/namespace.h"
+#include "catalog/partition.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
@@ -124,6 +125,17 @@ backfill_job_catalog_has(const char *column)
 	Oid			relid = get_relname_relid("job", get_namespace_oid(BACKFILL_SCHEMA, false));
 
 	return OidIsValid(relid) && get_attnum(relid, column) != InvalidAttrNumber;
+}
+
+/*
+ * backfill_partition_of
+ *		Whether relid is a partition of ancestor, at any level.
+ */
+bool
+backfill_partition_of(Oid relid, Oid ancestor)
+{
+	return get_rel_relispartition(relid) &&
+		list_member_oid(get_partition_ancestors(relid), ancestor);
 }
 
 /* the expressions of a job's computed columns, one per column or NULL */

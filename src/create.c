@@ -17,8 +17,9 @@
  * UPDATE; what it has no columns for (computed columns) is refused.
  *
  * The upstream is locked in SHARE ROW EXCLUSIVE mode (the lock CREATE
- * TRIGGER takes anyway) for the whole of create_job, so no write can slip
- * between reading the table's shape and the capture trigger's creation.
+ * TRIGGER takes anyway), with its partitions if it is partitioned, for the
+ * whole of create_job, so no write can slip between reading the table's
+ * shape and the capture trigger's creation.
  *
  * May call: the kinds (through their routines), the services, catalog.c,
  * privilege.c and the foundations.
@@ -255,9 +256,10 @@ read_arguments(FunctionCallInfo fcinfo, CreateArgs *args)
 }
 
 /*
- * The upstream: a plain permanent table outside the extension's schema, that
- * the caller may read and put triggers on.  Returned open, locked SHARE ROW
- * EXCLUSIVE until the transaction ends.
+ * The upstream: a permanent table, partitioned or not, outside the
+ * extension's schema, that the caller may read and put triggers on.
+ * Returned open, locked SHARE ROW EXCLUSIVE until the transaction ends, with
+ * its partitions.
  */
 static Relation
 open_upstream(Oid upstream_oid)
@@ -287,7 +289,8 @@ open_upstream(Oid upstream_oid)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("relation with OID %u does not exist", upstream_oid)));
-	if (rel->rd_rel->relkind != RELKIND_RELATION)
+	if (rel->rd_rel->relkind != RELKIND_RELATION &&
+		rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("cannot backfill from relation \"%s\"",
@@ -309,6 +312,8 @@ open_upstream(Oid upstream_oid)
 				 errmsg("cannot backfill from table \"%s\" of schema \"%s\"",
 						RelationGetRelationName(rel), BACKFILL_SCHEMA),
 				 errdetail("Schema \"%s\" holds the extension's own tables.", BACKFILL_SCHEMA)));
+	/* its partitions too: writers may write straight into them */
+	backfill_lock_writers(upstream_oid);
 
 	return rel;
 }
@@ -615,13 +620,15 @@ plan_job(const CreateArgs *args, const KindRoutine *kind, CreatePlan *plan)
 	plan->search_path = backfill_safe_search_path(plan->npk, pk_types);
 	backfill_shape_read(plan->rel, args->columns, args->filter, plan->npk, plan->pk,
 						plan->search_path, &plan->shape);
-	if ((plan->shape.computed || plan->shape.filter || args->into_existing) &&
+	if ((plan->shape.computed || plan->shape.filter || args->into_existing ||
+		 plan->rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE) &&
 		!backfill_job_catalog_has("expressions"))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("%s need version 1.2 of extension \"backfill\"",
 						args->into_existing ? "downstream tables of the user's" :
-						plan->shape.filter ? "row filters" : "computed columns"),
+						plan->shape.filter ? "row filters" :
+						plan->shape.computed ? "computed columns" : "partitioned upstreams"),
 				 errhint("Run ALTER EXTENSION backfill UPDATE.")));
 	if (kind->check_create)
 		kind->check_create(plan->rel, args->parallelism);

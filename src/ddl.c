@@ -22,7 +22,17 @@
  *	  error.
  *
  * The error rolls the command back, so nothing is left half-done: no
- * orphaned trigger, slot or state table.  Adding a column, renaming or
+ * orphaned trigger, slot or state table.
+ *
+ * The partitions of a partitioned upstream come and go (capture.c does the
+ * work, in the DDL's own transaction, so that their rows join or leave the
+ * downstream exactly once): CREATE TABLE ... PARTITION OF and ATTACH
+ * PARTITION (ddl_command_end) bring theirs, DETACH PARTITION takes them
+ * away.  Refused: DETACH PARTITION ... CONCURRENTLY (ddl_command_start,
+ * before its first transaction), whose two transactions leave no moment at
+ * which the rows could leave; dropping a partition (sql_drop, told by the
+ * clones of the job's row triggers dropped with it), whose rows could then
+ * never leave.  Adding a column, renaming or
  * moving a table, and building an index disturb nothing, since a job holds
  * its tables by OID and reads their names afresh at each run.
  *
@@ -39,13 +49,15 @@
  * the tables before the extension.  Every run, and the capture trigger,
  * check the key again (check_key_unchanged, check_change_table).
  *
- * May call: shape.c, catalog.c, privilege.c and the foundations.
+ * May call: capture.c, shape.c, catalog.c, privilege.c and the foundations.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/relation.h"
+#include "catalog/namespace.h"
+#include "catalog/partition.h"
 #include "catalog/pg_type.h"
 #include "commands/event_trigger.h"
 #include "commands/extension.h"
@@ -385,8 +397,182 @@ check_alters(void)
 }
 
 /*
- * backfill._on_ddl() event trigger, ON sql_drop and ON ddl_command_end WHEN
- * TAG IN ('ALTER TABLE')
+ * The jobs, not cancelled, whose upstream is relid or, when relid is a
+ * partition, one of its ancestors: their ids into *ids, their number
+ * returned.
+ */
+static int
+jobs_over(Oid relid, int64 **ids)
+{
+	List	   *tables = list_make1_oid(relid);
+	Datum	   *oids;
+	Oid			argtypes[1] = {OIDARRAYOID};
+	Datum		values[1];
+	ListCell   *lc;
+	int			n = 0;
+
+	if (get_rel_relispartition(relid))
+		tables = list_concat(tables, get_partition_ancestors(relid));
+	oids = palloc(sizeof(Datum) * list_length(tables));
+	foreach(lc, tables)
+		oids[n++] = ObjectIdGetDatum(lfirst_oid(lc));
+	values[0] = PointerGetDatum(construct_array(oids, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT));
+	backfill_spi_exec_args("SELECT job_id FROM backfill.job "
+						   "WHERE status OPERATOR(pg_catalog.<>) 'cancelled' "
+						   "AND upstream::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1) ORDER BY job_id",
+						   1, argtypes, values, NULL, SPI_OK_SELECT);
+	*ids = palloc(sizeof(int64) * Max(SPI_processed, 1));
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+
+		(*ids)[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1,
+												&isnull));
+	}
+	return (int) SPI_processed;
+}
+
+/* a partition joined (attached, created) or left (detached) relid */
+static void
+partition_moved(Oid relid, Oid partition, bool joined)
+{
+	int64	   *ids;
+	int			n = jobs_over(relid, &ids);
+
+	for (int i = 0; i < n; i++)
+		backfill_capture_partition(backfill_load_job(ids[i], CurrentMemoryContext),
+								   partition, joined);
+}
+
+/*
+ * ddl_command_end of ALTER TABLE ... ATTACH or DETACH PARTITION, and of
+ * CREATE TABLE ... PARTITION OF, under the upstream of a job: the rows that
+ * join or leave it do so in the downstream too, exactly once (capture.c).
+ */
+static void
+partition_changes(EventTriggerData *trigdata)
+{
+	SPITupleTable *created;
+	uint64		ncreated;
+
+	if (trigdata->tag == CMDTAG_ALTER_TABLE && !IsA(trigdata->parsetree, AlterTableStmt))
+		return;					/* a rename */
+	if (IsA(trigdata->parsetree, AlterTableStmt))
+	{
+		AlterTableStmt *stmt = (AlterTableStmt *) trigdata->parsetree;
+		ListCell   *lc;
+
+		foreach(lc, stmt->cmds)
+		{
+			AlterTableCmd *cmd = lfirst_node(AlterTableCmd, lc);
+
+			if (cmd->subtype != AT_AttachPartition && cmd->subtype != AT_DetachPartition)
+				continue;
+			partition_moved(RangeVarGetRelid(stmt->relation, NoLock, false),
+							RangeVarGetRelid(((PartitionCmd *) cmd->def)->name, NoLock, false),
+							cmd->subtype == AT_AttachPartition);
+		}
+		return;
+	}
+	if (SPI_execute("SELECT objid FROM pg_catalog.pg_event_trigger_ddl_commands() "
+					"WHERE command_tag = 'CREATE TABLE' AND object_type = 'table'",
+					true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the DDL commands");
+	created = SPI_tuptable;
+	ncreated = SPI_processed;
+	for (uint64 i = 0; i < ncreated; i++)
+	{
+		bool		isnull;
+		Oid			relid = DatumGetObjectId(SPI_getbinval(created->vals[i], created->tupdesc, 1,
+														   &isnull));
+
+		if (get_rel_relispartition(relid))
+			partition_moved(get_partition_parent(relid, false), relid, true);
+	}
+}
+
+/*
+ * ddl_command_start of ALTER TABLE ... DETACH PARTITION ... CONCURRENTLY
+ * (and FINALIZE) under the upstream of a job: refused.  It detaches in two
+ * transactions, between which the partition's rows are neither the
+ * upstream's nor gone, so there is no one moment at which they can leave
+ * the downstream.
+ */
+static void
+check_detach_concurrently(EventTriggerData *trigdata)
+{
+	AlterTableStmt *stmt;
+	ListCell   *lc;
+
+	if (!IsA(trigdata->parsetree, AlterTableStmt))
+		return;
+	stmt = (AlterTableStmt *) trigdata->parsetree;
+	foreach(lc, stmt->cmds)
+	{
+		AlterTableCmd *cmd = lfirst_node(AlterTableCmd, lc);
+		Oid			parent;
+		int64	   *ids;
+
+		if (!(cmd->subtype == AT_DetachPartition && ((PartitionCmd *) cmd->def)->concurrent) &&
+			cmd->subtype != AT_DetachPartitionFinalize)
+			continue;
+		parent = RangeVarGetRelid(stmt->relation, NoLock, true);
+		if (!OidIsValid(parent) || jobs_over(parent, &ids) == 0)
+			continue;
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot detach a partition of table \"%s\" concurrently while backfill job %lld uses it",
+						get_rel_name(parent), (long long) ids[0]),
+				 errdetail("A concurrent detach takes two transactions, between which the partition's rows could not leave the job's downstream."),
+				 errhint("Detach it without CONCURRENTLY.")));
+	}
+}
+
+/*
+ * sql_drop: a partition of a job's upstream dropped.  It carries clones of
+ * the job's row triggers, dropped with it; a job's trigger dropped with its
+ * table, which is not the job's upstream (refused already), tells.  Refused:
+ * the partition's rows could no longer leave the downstream, nor be read as
+ * of a snapshot job's epoch.
+ */
+static void
+check_partition_drops(void)
+{
+	SPITupleTable *dropped;
+	uint64		ndropped;
+
+	if (SPI_execute("SELECT t.address_names[3], d.object_identity "
+					"FROM pg_catalog.pg_event_trigger_dropped_objects() t "
+					"JOIN pg_catalog.pg_event_trigger_dropped_objects() d "
+					"  ON d.object_type = 'table' AND d.address_names = t.address_names[1:2] "
+					"WHERE t.object_type = 'trigger'", true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the dropped objects");
+	dropped = SPI_tuptable;
+	ndropped = SPI_processed;
+	for (uint64 d = 0; d < ndropped; d++)
+	{
+		int64		job_id = backfill_trigger_job(SPI_getvalue(dropped->vals[d], dropped->tupdesc, 1));
+
+		if (job_id == 0)
+			continue;
+		backfill_spi_exec(psprintf("SELECT FROM backfill.job WHERE job_id = %lld "
+								   "AND status OPERATOR(pg_catalog.<>) 'cancelled'",
+								   (long long) job_id), SPI_OK_SELECT);
+		if (SPI_processed == 0)
+			continue;
+		ereport(ERROR,
+				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+				 errmsg("cannot drop table %s because it is a partition of the upstream of backfill job %lld",
+						SPI_getvalue(dropped->vals[d], dropped->tupdesc, 2), (long long) job_id),
+				 errdetail("Its rows could no longer leave the job's downstream."),
+				 errhint("Detach it first with ALTER TABLE ... DETACH PARTITION, then drop it.")));
+	}
+}
+
+/*
+ * backfill._on_ddl() event trigger, ON sql_drop, ON ddl_command_end WHEN
+ * TAG IN ('ALTER TABLE', 'CREATE TABLE') and ON ddl_command_start WHEN TAG
+ * IN ('ALTER TABLE')
  */
 Datum
 backfill_on_ddl(PG_FUNCTION_ARGS)
@@ -408,9 +594,18 @@ backfill_on_ddl(PG_FUNCTION_ARGS)
 		elog(ERROR, "SPI_connect failed");
 	backfill_catalog_enter(&rc);
 	if (strcmp(trigdata->event, "sql_drop") == 0)
+	{
 		check_drops();
+		check_partition_drops();
+	}
+	else if (strcmp(trigdata->event, "ddl_command_start") == 0)
+		check_detach_concurrently(trigdata);
 	else
-		check_alters();
+	{
+		partition_changes(trigdata);
+		if (trigdata->tag == CMDTAG_ALTER_TABLE)
+			check_alters();
+	}
 	backfill_role_leave(&rc);
 	SPI_finish();
 	PG_RETURN_NULL();

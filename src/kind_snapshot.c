@@ -66,7 +66,6 @@
 #include "lib/stringinfo.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
@@ -396,35 +395,6 @@ snapshot_chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter, boo
 }
 
 /*
- * The log grows while phase 1 reads it, but a chunk's plan is made once per
- * run, often while the log is still empty; planned for a small log, a chunk
- * would sort or hash all the log's entries past the position, every time.
- * Reading the log in key order through its index costs what the chunk
- * reads, whatever the log's size, so a chunk is planned (and run) without
- * sorts, bitmap scans or hash joins where it can do without them.  Returns
- * the level for plan_by_index_end().
- */
-static int
-plan_by_index_begin(void)
-{
-	int			level = NewGUCNestLevel();
-
-	(void) set_config_option("enable_sort", "off", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	(void) set_config_option("enable_bitmapscan", "off", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	(void) set_config_option("enable_hashjoin", "off", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	return level;
-}
-
-static void
-plan_by_index_end(int level)
-{
-	AtEOXact_GUC(true, level);
-}
-
-/*
  * Read one chunk of phase 1 through an INSERT ... SELECT, into total, the
  * vnodes' row counts and nextkey.  Returns whether the vnodes have been read
  * to the end (there is no next key).
@@ -490,7 +460,7 @@ snapshot_read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
 
 	nvalues = backfill_group_params(exec, group, filter, values);
 	values[nvalues++] = Int64GetDatum(limit);
-	guc_level = plan_by_index_begin();
+	guc_level = backfill_plan_by_index_begin();
 	sink = backfill_sink_begin(exec, limit, true);
 	if (sink != NULL)
 	{
@@ -509,7 +479,7 @@ snapshot_read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
 	else
 		at_end = insert_chunk(exec, snapshot_chunk_plan(exec, first->has_pos, filter, true),
 							  values, &total, nextkey);
-	plan_by_index_end(guc_level);
+	backfill_plan_by_index_end(guc_level);
 
 	for (int i = 0; i < group->nvnodes; i++)
 	{
