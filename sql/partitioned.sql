@@ -144,6 +144,39 @@ CALL backfill.run_job(:cdc);
 SELECT * FROM backfill.verify_job(:cdc);
 SELECT pt_diff('pt_cdc') AS differences;
 
+-- a job's owner needs no right on the partitions, which the table's owner
+-- attaches, detaches and truncates
+CREATE ROLE regress_pt_user;
+CREATE SCHEMA regress_pt AUTHORIZATION regress_pt_user;
+CREATE TABLE pt2 (id int PRIMARY KEY, v text) PARTITION BY RANGE (id);
+CREATE TABLE pt2_a PARTITION OF pt2 FOR VALUES FROM (0) TO (100);
+CREATE TABLE pt2_b PARTITION OF pt2 FOR VALUES FROM (100) TO (200);
+INSERT INTO pt2 SELECT g, 'v' || g FROM generate_series(1, 199) g;
+GRANT SELECT, TRIGGER ON pt2 TO regress_pt_user;
+SET ROLE regress_pt_user;
+SELECT backfill.create_job('regress_pt.pt2_down', 'pt2', chunk_size => 50) AS job2 \gset
+CALL backfill.run_job(:job2, 1);
+RESET ROLE;
+CREATE TABLE pt2_c (id int PRIMARY KEY, v text);
+INSERT INTO pt2_c SELECT g, 'c' || g FROM generate_series(200, 210) g;
+ALTER TABLE pt2 ATTACH PARTITION pt2_c FOR VALUES FROM (200) TO (300);
+ALTER TABLE pt2 DETACH PARTITION pt2_a;
+SET ROLE regress_pt_user;
+CALL backfill.run_job(:job2);
+SELECT * FROM backfill.verify_job(:job2);
+RESET ROLE;
+ALTER TABLE pt2 ATTACH PARTITION pt2_a FOR VALUES FROM (0) TO (100);
+ALTER TABLE pt2 DETACH PARTITION pt2_c;
+TRUNCATE pt2_b;
+SET ROLE regress_pt_user;
+SELECT * FROM backfill.verify_job(:job2);
+SELECT count(*) AS rows, min(id), max(id) FROM regress_pt.pt2_down;
+SELECT backfill.drop_job(:job2);
+RESET ROLE;
+DROP TABLE pt2, pt2_c;
+DROP SCHEMA regress_pt CASCADE;
+DROP ROLE regress_pt_user;
+
 -- dropping the jobs takes their triggers off every table
 DO $$BEGIN PERFORM backfill.drop_job(job_id) FROM backfill.job; END$$;
 SELECT count(*) AS triggers_left FROM pg_trigger WHERE tgname LIKE 'backfill%';

@@ -1012,6 +1012,8 @@ truncate_partition(TriggerData *trigdata, int64 job_id)
 	BackfillJob *job;
 	char	   *matching;
 	int			guc_level;
+	Oid			argtype = OIDOID;
+	Datum		partition = ObjectIdGetDatum(RelationGetRelid(rel));
 
 	if (!TRIGGER_FIRED_BEFORE(trigdata->tg_event))
 		elog(ERROR, "trigger \"%s\" must fire BEFORE TRUNCATE", trigdata->tg_trigger->tgname);
@@ -1028,9 +1030,11 @@ truncate_partition(TriggerData *trigdata, int64 job_id)
 		elog(ERROR, "SPI_connect failed");
 	job = backfill_load_job(job_id, CurrentMemoryContext);
 	guc_level = backfill_pin_search_path(job);
-	matching = psprintf("SELECT %s FROM %s", backfill_pk_list(job, "u"),
-						backfill_upstream_scan(backfill_relation_sql(RelationGetRelid(rel)), false));
-	backfill_spi_exec(backfill_sync_delete_sql(job, matching, false), SPI_OK_DELETE);
+	/* read through the upstream: the owner may have no right on the partition */
+	matching = psprintf("SELECT %s FROM %s WHERE u.tableoid OPERATOR(pg_catalog.=) $1",
+						backfill_pk_list(job, "u"), backfill_job_scan(job));
+	backfill_spi_exec_args(backfill_sync_delete_sql(job, matching, false), 1, &argtype,
+						   &partition, NULL, SPI_OK_DELETE);
 	backfill_unpin_search_path(guc_level);
 	SPI_finish();
 	backfill_role_leave(&oc);
@@ -1247,13 +1251,17 @@ backfill_drop_triggers(int64 job_id)
  * The keys of every row of a relation (a partition joining or leaving the
  * upstream) into the job's change table, as if they had just been written;
  * in a log, each with the row's image if the row leaves, none if it joins
- * (it was not part of the upstream as of the snapshot epoch).
+ * (it was not part of the upstream as of the snapshot epoch).  With
+ * keys_only, the keys alone, whatever the layout.  Read by the caller, the
+ * extension's owner: the job's owner may have no right on the partition
+ * itself (a partition has privileges of its own), and nothing of the
+ * user's runs here.
  */
 static void
-capture_rows(BackfillJob *job, Oid relid, bool attached)
+capture_rows(BackfillJob *job, Oid relid, bool attached, bool keys_only)
 {
 	Relation	changes = table_open(job->change_table, AccessShareLock);
-	bool		is_log = is_log_table(changes, job->npk);
+	bool		is_log = !keys_only && is_log_table(changes, job->npk);
 	char	   *scan = backfill_upstream_scan(backfill_relation_sql(relid),
 											  get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE);
 	StringInfoData image;
@@ -1281,12 +1289,74 @@ capture_rows(BackfillJob *job, Oid relid, bool attached)
 		ReleaseTupleDesc(img);
 	}
 	table_close(changes, AccessShareLock);
-	backfill_spi_exec(psprintf("INSERT INTO %s SELECT %s%s%s FROM %s", job->changes_sql,
+	backfill_spi_exec(psprintf("INSERT INTO %s (%s%s) SELECT %s%s%s FROM %s", job->changes_sql,
+							   backfill_pk_list(job, NULL),
+							   is_log ? ", backfill_seq, backfill_captured_at, backfill_old_row" : "",
 							   backfill_pk_list(job, "u"),
 							   is_log ? ", pg_catalog.nextval('backfill.change_seq'), "
 							   "pg_catalog.statement_timestamp()" : "",
 							   image.data, scan),
 					  SPI_OK_INSERT);
+}
+
+/* the leaf partitions of a relation, or itself if it is one, as an oid[] */
+static Datum
+leaves_array(Oid relid)
+{
+	List	   *leaves = NIL;
+	Datum	   *oids;
+	int			n = 0;
+	ListCell   *lc;
+
+	foreach(lc, upstream_relations(relid, NoLock))
+		if (get_rel_relkind(lfirst_oid(lc)) == RELKIND_RELATION)
+			leaves = lappend_oid(leaves, lfirst_oid(lc));
+	oids = palloc(sizeof(Datum) * Max(list_length(leaves), 1));
+	foreach(lc, leaves)
+		oids[n++] = ObjectIdGetDatum(lfirst_oid(lc));
+	return PointerGetDatum(construct_array(oids, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT));
+}
+
+/*
+ * The rows of a partition joining or leaving the upstream of a finished
+ * job, into or out of its downstream, now.  Joining, they are read through
+ * the upstream, as the job's owner.  Leaving, they are not part of it any
+ * more: their keys go to the change table first, as the extension's owner
+ * (see capture_rows); it is empty once the job has finished, and again
+ * after this, in the same transaction, which holds the upstream ACCESS
+ * EXCLUSIVE (DETACH PARTITION).
+ */
+static void
+partition_rows_now(BackfillJob *job, Oid partition, bool attached)
+{
+	RoleContext oc;
+	int			guc_level;
+	Oid			argtype = OIDARRAYOID;
+	Datum		leaves = attached ? leaves_array(partition) : (Datum) 0;
+
+	if (!attached)
+		capture_rows(job, partition, false, true);
+	backfill_owner_enter(job->owner, false, &oc);
+	guc_level = backfill_pin_search_path(job);
+	if (attached)
+		backfill_spi_exec_args(backfill_sync_insert_sql(job,
+														psprintf("SELECT %s FROM %s WHERE u.tableoid OPERATOR(pg_catalog.=) ANY ($1)",
+																 backfill_pk_list(job, "u"),
+																 backfill_job_scan(job)),
+														false),
+							   1, &argtype, &leaves, NULL, SPI_OK_INSERT);
+	else
+	{
+		backfill_spi_exec(backfill_sync_delete_sql(job,
+												   psprintf("SELECT %s FROM %s c",
+															backfill_pk_list(job, "c"),
+															job->changes_sql),
+												   false),
+						  SPI_OK_DELETE);
+		backfill_spi_exec(psprintf("DELETE FROM %s", job->changes_sql), SPI_OK_DELETE);
+	}
+	backfill_unpin_search_path(guc_level);
+	backfill_role_leave(&oc);
 }
 
 /*
@@ -1305,28 +1375,12 @@ capture_rows(BackfillJob *job, Oid relid, bool attached)
 void
 backfill_capture_partition(BackfillJob *job, Oid partition, bool attached)
 {
-	RoleContext oc;
-	int			guc_level;
-	char	   *matching;
-
 	if (attached)
 		install_partition_truncates(partition, job->job_id);
 	else
 		drop_trigger_everywhere(partition, TRIGGER_PARTITION_TRUNCATE, job->job_id);
-
-	backfill_owner_enter(job->owner, false, &oc);
-	guc_level = backfill_pin_search_path(job);
 	if (strcmp(job->status, "finished") != 0)
-		capture_rows(job, partition, attached);
+		capture_rows(job, partition, attached, false);
 	else
-	{
-		matching = psprintf("SELECT %s FROM %s", backfill_pk_list(job, "u"),
-							backfill_upstream_scan(backfill_relation_sql(partition),
-												   get_rel_relkind(partition) == RELKIND_PARTITIONED_TABLE));
-		backfill_spi_exec(attached ? backfill_sync_insert_sql(job, matching, false) :
-						  backfill_sync_delete_sql(job, matching, false),
-						  attached ? SPI_OK_INSERT : SPI_OK_DELETE);
-	}
-	backfill_unpin_search_path(guc_level);
-	backfill_role_leave(&oc);
+		partition_rows_now(job, partition, attached);
 }

@@ -188,10 +188,11 @@ backfill_vnodes_finished(BackfillJob *job, int actor)
 
 /*
  * The chunk query: read the next rows that pass the filter after a position
- * (if any) of a set of vnodes, in key order.  Parameters: the position ($1..$npk), the vnode
- * filter, then the limit.  With insert, it inserts them downstream itself
- * and returns per vnode the number of rows read, with the chunk's last key
- * on every row; without, it returns the rows, for a sink (sink.c).
+ * (if any) of a set of vnodes, in key order.  Parameters: the position
+ * ($1..$npk), the vnode filter, then the limit.  With insert, it inserts
+ * them downstream itself and returns per vnode the number of rows read, with
+ * the chunk's last key on every row; without, it returns the rows, for a
+ * sink (sink.c).
  */
 static SPIPlanPtr
 chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter, bool insert,
