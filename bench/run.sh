@@ -2,6 +2,7 @@
 # bench/run.sh: the backfill benchmark (see bench/README.md).
 #
 #   bash bench/run.sh [--rows N] [--runs K] [--pgbench-seconds S] [--clients C] [--quick]
+#                     [--partitioned-only]
 #
 # Starts a throw-away PostgreSQL 15 cluster in a temp dir (own port, unix
 # socket in that dir, shared_preload_libraries = 'backfill'), builds the data,
@@ -17,6 +18,7 @@ PGB_SECS=10
 CLIENTS=4
 QUICK=0
 KEEP=0
+ONLY_PART=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --rows) ROWS=$2; shift 2 ;;
@@ -25,7 +27,8 @@ while [ $# -gt 0 ]; do
         --clients) CLIENTS=$2; shift 2 ;;
         --quick) QUICK=1; shift ;;
         --keep) KEEP=1; shift ;;   # keep the temp dir (debugging)
-        -h|--help) sed -n 2,12p "$0"; exit 0 ;;
+        --partitioned-only) ONLY_PART=1; shift ;;   # the partitioned upstream's rows alone
+        -h|--help) sed -n 2,13p "$0"; exit 0 ;;
         *) echo "unknown option: $1" >&2; exit 2 ;;
     esac
 done
@@ -110,6 +113,16 @@ CREATE TABLE up (id bigint PRIMARY KEY, a int, b text, c timestamptz);
 INSERT INTO up SELECT g, ((g::bigint * 7919) % 1000003)::int, md5(g::text), '2026-01-01'::timestamptz + g * interval '1 second'
   FROM generate_series(1, $ROWS) g;
 VACUUM (FREEZE, ANALYZE) up;
+
+-- the same rows in a partitioned table: four partitions by hash of the key,
+-- so that a chunk merges their key indexes
+CREATE TABLE upp (id bigint PRIMARY KEY, a int, b text, c timestamptz) PARTITION BY HASH (id);
+CREATE TABLE upp_0 PARTITION OF upp FOR VALUES WITH (MODULUS 4, REMAINDER 0);
+CREATE TABLE upp_1 PARTITION OF upp FOR VALUES WITH (MODULUS 4, REMAINDER 1);
+CREATE TABLE upp_2 PARTITION OF upp FOR VALUES WITH (MODULUS 4, REMAINDER 2);
+CREATE TABLE upp_3 PARTITION OF upp FOR VALUES WITH (MODULUS 4, REMAINDER 3);
+INSERT INTO upp SELECT * FROM up;
+VACUUM (FREEZE, ANALYZE) upp;
 
 -- what people write by hand: a keyset loop committing every 1024 rows
 -- (rows_per_sec > 0: no faster than that, for the writers' reference)
@@ -198,9 +211,9 @@ job_status_finished() {
 }
 
 # one backfill throughput measurement; sets LAST_RPS
-measure_job() {  # kind parallelism interval mode(fg|bg) rows
-    local kind=$1 par=$2 iv=$3 mode=$4 rows=$5 id secs
-    id=$(val "SELECT backfill.create_job('down', 'up', kind => '$kind', parallelism => $par)" 2>/dev/null)
+measure_job() {  # kind parallelism interval mode(fg|bg) rows [upstream]
+    local kind=$1 par=$2 iv=$3 mode=$4 rows=$5 upstream=${6:-up} id secs
+    id=$(val "SELECT backfill.create_job('down', '$upstream', kind => '$kind', parallelism => $par)" 2>/dev/null)
     val "CHECKPOINT" >/dev/null
     if [ "$mode" = fg ]; then
         secs=$(timed "SET backfill.barrier_interval_ms = $iv;
@@ -217,6 +230,25 @@ SELECT backfill.wait_job($id);")
     LAST_RPS=$(awk -v n="$rows" -v s="$secs" 'BEGIN {printf "%.0f", n / s}')
 }
 
+# the partitioned upstream: INSERT ... SELECT from the partitioned table, and
+# an arrangement job (p1, 1000 ms) reading it; sets R[insertp,r] and
+# R[arrangement.p1.part,r]
+measure_partitioned() {  # run
+    local r=$1 s
+    val "CREATE TABLE down (id bigint PRIMARY KEY, a int, b text, c timestamptz); CHECKPOINT" >/dev/null
+    s=$(timed "INSERT INTO down SELECT * FROM upp;")
+    R[insertp,$r]=$(awk -v n="$ROWS" -v s="$s" 'BEGIN {printf "%.0f", n / s}')
+    val "DROP TABLE down" >/dev/null
+    measure_job arrangement 1 1000 fg "$ROWS" upp
+    R[arrangement.p1.part,$r]=$LAST_RPS
+    log "  run $r: partitioned upstream: INSERT ... SELECT ${R[insertp,$r]}, arrangement p1 1000ms run_job $LAST_RPS rows/s"
+}
+partitioned_rows() {
+    row "INSERT INTO down SELECT * FROM upp (4 hash partitions)" "$(med insertp)" "$(f2 "$(ratio_med insertp insert)")" "" ""
+    rat=$(ratio_med arrangement.p1.part insertp)
+    row "arrangement p1 1000 ms from upp (ratio: to the row above)" "$(med arrangement.p1.part)" "$(f2 "$rat")" ">= 0.90 x INSERT...SELECT" "$(check "$rat" ">=" 0.9)"
+}
+
 # ---------------------------------------------------------------- 1. throughput
 log "1. throughput: $RUNS run(s)"
 for r in $(seq 1 "$RUNS"); do
@@ -225,6 +257,8 @@ for r in $(seq 1 "$RUNS"); do
     R[insert,$r]=$(awk -v n="$ROWS" -v s="$s" 'BEGIN {printf "%.0f", n / s}')
     val "DROP TABLE down" >/dev/null
     log "  run $r: INSERT ... SELECT ${R[insert,$r]} rows/s"
+    measure_partitioned "$r"
+    [ "$ONLY_PART" = 1 ] && continue
 
     # two sessions at once, each reading every row and inserting the half of
     # one vnode range, as the two actors of a job with parallelism 2 do:
@@ -263,6 +297,27 @@ for r in $(seq 1 "$RUNS"); do
     done
 done
 set_interval_workers 1000
+
+if [ "$ONLY_PART" = 1 ]; then
+    FAILS=0; LINES=()
+    row() {
+        LINES+=("$(printf '%-58s %14s %8s  %-32s %s' "$1" "$2" "$3" "$4" "$5")")
+        [ "$5" = FAIL ] && FAILS=$((FAILS + 1))
+        return 0
+    }
+    check() { awk -v v="$1" -v b="$3" -v op="$2" 'BEGIN {ok = (op == ">=") ? (v >= b) : (v <= b); print ok ? "PASS" : "FAIL"}'; }
+    f2() { awk -v v="$1" 'BEGIN {printf "%.2f", v}'; }
+    row "1. throughput, rows/s (ratio: to INSERT...SELECT)" "median" "ratio" "target" "result"
+    row "INSERT INTO down SELECT * FROM up (indexed; the limit)" "$(med insert)" "1.00" "" ""
+    partitioned_rows
+    echo
+    echo "backfill benchmark (partitioned upstream only): $COMMIT; rows $ROWS, runs $RUNS, $(nproc) cores, $(( $(date +%s) - T_START )) s"
+    for l in "${LINES[@]}"; do echo "$l"; done
+    echo
+    echo "exit code: $(( FAILS > 0 ? 1 : 0 )) ($FAILS target(s) missed)"
+    [ "$FAILS" = 0 ]
+    exit
+fi
 
 # ---------------------------------------------------------------- 2. writers
 cat > "$DIR/writes.sql" <<'SQL'
@@ -508,6 +563,7 @@ for iv in $INTERVALS; do
         row "  $name vs arrangement p1" "" "$(f2 "$pr")" "(info)" ""
     fi
 done
+partitioned_rows
 
 row "2. writers, pgbench TPS, $CLIENTS clients, ${PGB_SECS} s (ratio: to no job)" "" "" "" ""
 row "reference: no job" "$(med w.ref.none)" "1.00" "" ""

@@ -284,3 +284,290 @@ AS 'MODULE_PATHNAME', 'backfill_estimate_job'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION backfill.estimate_job(regclass, text, text[], integer) IS
 'Estimates what a job over the upstream would copy: its rows (from the catalog), the size of its downstream, the WAL it writes and how long it takes (from a short timed copy of a sample, rolled back).';
+
+-- ---- filters, computed columns, a downstream of the user's ----
+
+-- what a job copies: its row filter, the expression of each computed
+-- column (NULL for a column copied as it is), the upstream's columns it
+-- reads, and whether the downstream is a table the user made
+ALTER TABLE backfill.job
+    ADD COLUMN filter text,
+    ADD COLUMN expressions text[],
+    ADD COLUMN source_columns text[],
+    ADD COLUMN into_existing boolean NOT NULL DEFAULT false;
+COMMENT ON COLUMN backfill.job.filter IS
+'The row filter: only upstream rows for which it is true are copied. NULL for none.';
+COMMENT ON COLUMN backfill.job.expressions IS
+'Per column of "columns", the expression over the upstream it is computed with, NULL for a column copied as it is; NULL when every column is copied.';
+COMMENT ON COLUMN backfill.job.source_columns IS
+'The upstream columns the job reads: the key, the copied columns and those the expressions and the filter use. NULL for a job made before version 1.2, which reads "columns".';
+COMMENT ON COLUMN backfill.job.into_existing IS
+'Whether the downstream is a table the user made, which cancel_job and drop_job leave in place.';
+
+-- create_job gains filter and into_existing: a new signature, with a C
+-- symbol of its own, so that a 1.0 or 1.1 catalog keeps binding the old
+-- one until it is updated
+CREATE FUNCTION backfill.create_job(name text, upstream regclass,
+                                    kind text DEFAULT 'arrangement',
+                                    columns text[] DEFAULT NULL,
+                                    parallelism integer DEFAULT 1,
+                                    chunk_size integer DEFAULT 256,
+                                    rate_limit integer DEFAULT NULL,
+                                    filter text DEFAULT NULL,
+                                    into_existing boolean DEFAULT false)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'backfill_create_job_1_2'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION backfill.create_job(text, regclass, text, text[], integer, integer, integer, text, boolean) IS
+'Creates a streaming job that fills the table "name" (a new one, or with into_existing an empty one of the user''s) from the rows of "upstream" that pass "filter"; returns the job id.';
+
+-- the old signature's privileges go to the new one
+DO $$
+DECLARE
+    acl aclitem[] := (SELECT p.proacl FROM pg_catalog.pg_proc p
+                       WHERE p.oid OPERATOR(pg_catalog.=) 'backfill.create_job(text, regclass, text, text[], integer, integer, integer)'::pg_catalog.regprocedure);
+    a record;
+BEGIN
+    IF acl IS NULL THEN
+        RETURN;                 -- the default: EXECUTE for PUBLIC
+    END IF;
+    REVOKE ALL ON FUNCTION backfill.create_job(text, regclass, text, text[], integer, integer, integer, text, boolean) FROM PUBLIC;
+    FOR a IN SELECT e.grantee, e.privilege_type, e.is_grantable FROM pg_catalog.aclexplode(acl) e LOOP
+        EXECUTE pg_catalog.format('GRANT %s ON FUNCTION backfill.create_job(text, regclass, text, text[], integer, integer, integer, text, boolean) TO %s%s',
+                                  a.privilege_type,
+                                  CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                                       ELSE pg_catalog.quote_ident(a.grantee::pg_catalog.regrole::pg_catalog.text) END,
+                                  CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+    END LOOP;
+END
+$$;
+DROP FUNCTION backfill.create_job(text, regclass, text, text[], integer, integer, integer);
+
+CREATE OR REPLACE FUNCTION backfill.recreate_job(job_id bigint, kind text DEFAULT NULL)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j backfill.job := backfill._get_job(job_id);
+    new_id bigint;
+BEGIN
+    IF j.status = 'finished' THEN
+        RAISE EXCEPTION 'cannot recreate backfill job % because it has finished', job_id
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = format('Use backfill.drop_job(%s), then backfill.create_job().', job_id);
+    END IF;
+    IF j.status <> 'cancelled' THEN
+        PERFORM backfill.cancel_job(job_id);
+    END IF;
+    -- the columns again: "expression AS name" for a computed one
+    new_id := backfill.create_job(j.downstream_name, j.upstream,
+                                  coalesce(kind, j.kind),
+                                  CASE WHEN j.expressions IS NULL THEN j.columns
+                                       ELSE ARRAY(SELECT coalesce(t.e || ' AS ' || quote_ident(t.c), t.c)
+                                                    FROM unnest(j.columns, j.expressions)
+                                                         WITH ORDINALITY AS t(c, e, o)
+                                                   ORDER BY t.o) END,
+                                  j.parallelism, j.chunk_size, j.rate_limit,
+                                  j.filter, j.into_existing);
+    PERFORM backfill._copy_names(new_id, job_id);
+    RETURN new_id;
+END
+$$;
+
+-- the upstream's side of the comparison: the filtered projection, computed
+-- columns as the job computes them
+CREATE OR REPLACE FUNCTION backfill.verify_job(job_id bigint)
+RETURNS TABLE (pk text, problem text)
+LANGUAGE plpgsql STABLE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j backfill.job := backfill._get_job(job_id);
+    key_u text;
+    key_d text;
+    key_s text;
+    key_c text;
+    cols_u text;
+    cols_d text;
+    scan_u text;
+    covered text := 'true';
+    pending text := 'false';
+    decoded text := 'SELECT NULL::record AS k WHERE false';
+BEGIN
+    IF j.status = 'cancelled' THEN
+        RAISE EXCEPTION 'backfill job % has been cancelled', job_id
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    SELECT string_agg('u.' || quote_ident(c), ', ' ORDER BY o),
+           string_agg('d.' || quote_ident(c), ', ' ORDER BY o),
+           string_agg('s.' || quote_ident(c), ', ' ORDER BY o),
+           string_agg('c.' || quote_ident(c), ', ' ORDER BY o)
+      INTO key_u, key_d, key_s, key_c
+      FROM unnest(j.pk_columns) WITH ORDINALITY AS t(c, o);
+    -- each value as the downstream's column stores it
+    SELECT string_agg(format('CAST(%s AS %s)', coalesce('(' || t.e || ')', 'u.' || quote_ident(t.c)),
+                             format_type(a.atttypid, a.atttypmod)), ', ' ORDER BY t.o),
+           string_agg('d.' || quote_ident(t.c), ', ' ORDER BY t.o)
+      INTO cols_u, cols_d
+      FROM unnest(j.columns, j.expressions) WITH ORDINALITY AS t(c, e, o)
+      JOIN pg_attribute a ON a.attrelid = j.downstream AND a.attname = t.c AND NOT a.attisdropped;
+    -- a partitioned upstream is read through its partitions
+    scan_u := format('%s%s u', CASE WHEN (SELECT relkind FROM pg_class WHERE oid = j.upstream) = 'p'
+                                    THEN '' ELSE 'ONLY ' END, j.upstream);
+
+    -- a backfilling job covers, per vnode, the keys up to its position
+    -- (below it for the snapshot kind, whose position is the next row to
+    -- read), and the keys captured since its last barrier are pending, not
+    -- differences; a finished job covers every key and has nothing pending
+    IF j.status <> 'finished' THEN
+        IF j.kind = 'snapshot' THEN
+            covered := format('EXISTS (SELECT FROM %s s WHERE s.vnode = backfill.vnode(%s) '
+                              'AND (s.is_epoch_finished OR (%s) < (%s)))',
+                              j.state_table, key_u, key_u, key_s);
+        ELSIF j.kind = 'cdc' THEN
+            covered := format('EXISTS (SELECT FROM %s s WHERE s.backfill_finished OR (%s) <= (%s))',
+                              j.state_table, key_u, key_s);
+            -- and the changes the slot has decoded but not delivered yet
+            -- (flushed first: the slot decodes only flushed WAL, and an
+            -- asynchronous commit may not have reached it)
+            IF EXISTS (SELECT FROM pg_replication_slots
+                        WHERE slot_name = format('backfill_%s_%s',
+                                  (SELECT oid FROM pg_database WHERE datname = current_database()),
+                                  j.job_id)) THEN
+                PERFORM backfill._flush_wal();
+                -- one user of the slot at a time: the job's fetch waits
+                PERFORM backfill._lock_slot(j.job_id);
+                decoded := format(
+                    'SELECT ROW((substr(p.data, strpos(p.data, E''\t'') + 1)::%s).*) AS k '
+                    '  FROM pg_logical_slot_peek_changes(%L, NULL, NULL, ''relid'', %L) p',
+                    j.change_table,
+                    format('backfill_%s_%s',
+                           (SELECT oid FROM pg_database WHERE datname = current_database()),
+                           j.job_id),
+                    j.upstream::oid::text);
+            END IF;
+        ELSE
+            covered := format('EXISTS (SELECT FROM %s s WHERE s.vnode = backfill.vnode(%s) '
+                              'AND (s.backfill_finished OR (%s) <= (%s)))',
+                              j.state_table, key_u, key_u, key_s);
+        END IF;
+        pending := format('(EXISTS (SELECT FROM %s c WHERE ROW(%s) = coalesce(u.k, d.k)) '
+                          'OR coalesce(u.k, d.k) IN (SELECT w.k FROM w))',
+                          j.change_table, key_c);
+    END IF;
+    IF j.filter IS NOT NULL THEN
+        covered := format('%s AND (%s)', covered, j.filter);
+    END IF;
+
+    -- one snapshot for all of it (the function is STABLE)
+    RETURN QUERY EXECUTE format(
+        'WITH w AS MATERIALIZED (%9$s) '
+        'SELECT coalesce(u.k, d.k)::text, '
+        '       CASE WHEN d.k IS NULL THEN ''missing'' '
+        '            WHEN u.k IS NULL THEN ''extra'' ELSE ''different'' END '
+        '  FROM (SELECT ROW(%1$s) AS k, ROW(%2$s) AS r FROM %3$s WHERE %4$s) u '
+        '  FULL JOIN (SELECT ROW(%5$s) AS k, ROW(%6$s) AS r FROM %7$s d) d ON u.k = d.k '
+        ' WHERE (u.k IS NULL OR d.k IS NULL OR NOT (u.r OPERATOR(pg_catalog.*=) d.r)) '
+        '   AND NOT %8$s '
+        ' ORDER BY coalesce(u.k, d.k)',
+        key_u, cols_u, scan_u, covered,
+        key_d, cols_d, j.downstream, pending, decoded);
+END
+$$;
+
+-- a snapshot job's log may keep its images in a row type of its own
+CREATE OR REPLACE FUNCTION backfill._drop_job_objects(j backfill.job, drop_downstream boolean)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    -- the upstream's owner may be another role than the job's
+    PERFORM backfill._drop_triggers(j.job_id);
+    IF EXISTS (SELECT FROM pg_class WHERE oid = j.change_table) THEN
+        EXECUTE format('DROP TABLE %s', j.change_table);
+    END IF;
+    IF to_regtype(format('backfill.%I', 'image_' || j.job_id)) IS NOT NULL THEN
+        EXECUTE format('DROP TYPE backfill.%I', 'image_' || j.job_id);
+    END IF;
+    IF drop_downstream AND EXISTS (SELECT FROM pg_class WHERE oid = j.downstream) THEN
+        EXECUTE format('DROP TABLE %s', j.downstream);
+    END IF;
+    IF EXISTS (SELECT FROM pg_class WHERE oid = j.state_table) THEN
+        EXECUTE format('DROP TABLE %s', j.state_table);
+    END IF;
+    IF j.kind = 'cdc' THEN
+        PERFORM backfill._drop_slot(j.job_id);
+    END IF;
+END
+$$;
+
+-- a table of the user's (into_existing) is left in place, with its rows
+CREATE OR REPLACE FUNCTION backfill.cancel_job(job_id bigint)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j backfill.job := backfill._get_job(job_id);
+BEGIN
+    PERFORM backfill._stop_and_lock_job(job_id);
+    SELECT * INTO j FROM backfill.job WHERE backfill.job.job_id = cancel_job.job_id;
+    IF j.status = 'finished' THEN
+        RAISE EXCEPTION 'cannot cancel backfill job % because it has finished', job_id
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = 'A finished job keeps its downstream table equal to its upstream table.',
+                  HINT = format('Use backfill.drop_job(%s) to remove the job and its downstream table.', job_id);
+    ELSIF j.status = 'cancelled' THEN
+        RAISE EXCEPTION 'backfill job % has already been cancelled', job_id
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    -- out of the catalog first: the DDL event trigger guards a job's tables
+    PERFORM backfill._mark_cancelled(job_id);
+    PERFORM backfill._drop_job_objects(j, NOT j.into_existing);
+    IF j.into_existing THEN
+        RAISE NOTICE 'backfill job % leaves table % and its rows in place', job_id, j.downstream
+            USING DETAIL = 'The job filled a table its user made, which only its user drops or empties.';
+    END IF;
+    RETURN job_id;
+END
+$$;
+
+CREATE OR REPLACE FUNCTION backfill.drop_job(job_id bigint)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j backfill.job := backfill._get_job(job_id);
+BEGIN
+    PERFORM backfill._stop_and_lock_job(job_id);
+    SELECT * INTO j FROM backfill.job WHERE backfill.job.job_id = drop_job.job_id;
+    IF j.status <> 'cancelled' THEN
+        -- out of the catalog first: the DDL event trigger guards a job's tables
+        PERFORM backfill._mark_cancelled(job_id);
+        PERFORM backfill._drop_job_objects(j, NOT j.into_existing);
+        IF j.into_existing THEN
+            RAISE NOTICE 'backfill job % leaves table % and its rows in place', job_id, j.downstream
+                USING DETAIL = 'The job filled a table its user made, which only its user drops or empties.';
+        END IF;
+    END IF;
+    PERFORM backfill._delete_job(job_id);
+END
+$$;
+
+-- ---- partitioned upstreams ----
+
+-- a partition created, attached or detached under a job's upstream
+-- (ddl_command_end), and a concurrent detach, which is refused before it
+-- starts (ddl_command_start); src/ddl.c
+DROP EVENT TRIGGER backfill_ddl_alter;
+CREATE EVENT TRIGGER backfill_ddl_alter ON ddl_command_end
+    WHEN TAG IN ('ALTER TABLE', 'CREATE TABLE')
+    EXECUTE FUNCTION backfill._on_ddl();
+CREATE EVENT TRIGGER backfill_ddl_start ON ddl_command_start
+    WHEN TAG IN ('ALTER TABLE')
+    EXECUTE FUNCTION backfill._on_ddl();
+COMMENT ON FUNCTION backfill._on_ddl() IS
+'Internal: event trigger that refuses dropping a job''s tables, and dropping, renaming or retyping the columns it reads; keeps its downstream right when partitions of its upstream are created, attached or detached.';

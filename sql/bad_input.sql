@@ -64,7 +64,9 @@ SELECT s AS statement, bi_try(s) AS result FROM (VALUES
     ($$SELECT backfill.create_job('x', 'bi_up', kind => NULL)$$),
     ($$SELECT backfill.create_job('x', 'bi_up', parallelism => NULL)$$),
     ($$SELECT backfill.create_job('x', 'bi_up', chunk_size => NULL)$$),
-    ($$SELECT backfill.create_job(NULL, NULL, NULL, NULL, NULL, NULL, NULL)$$)
+    ($$SELECT backfill.create_job('x', 'bi_up', into_existing => NULL)$$),
+    ($$SELECT backfill.create_job(NULL, NULL, NULL, NULL, NULL, NULL, NULL)$$),
+    ($$SELECT backfill.create_job(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL)$$)
 ) v(s);
 SELECT * FROM bi_state();
 
@@ -114,7 +116,13 @@ SELECT s AS statement, bi_try(s) AS result FROM (VALUES
     ($$SELECT backfill.create_job('x', 'bi_up', columns => '{xmin}')$$),
     ($$SELECT backfill.create_job('x', 'bi_up', columns => '{tableoid}')$$),
     ($$SELECT backfill.create_job('x', 'bi_up', columns => '{{a},{b}}')$$),
-    ($$SELECT backfill.create_job('x', 'bi_up', columns => '{{a,b},{b,a}}')$$)
+    ($$SELECT backfill.create_job('x', 'bi_up', columns => '{{a,b},{b,a}}')$$),
+    ($$SELECT backfill.create_job('x', 'bi_up', columns => '{"a AS"}')$$),
+    ($$SELECT backfill.create_job('x', 'bi_up', columns => '{"1 AS b; DROP TABLE bi_up"}')$$),
+    ($$SELECT backfill.create_job('x', 'bi_up', columns => '{"a AS \"\""}')$$),
+    ($$SELECT backfill.create_job('x', 'bi_up', filter => 'a > 0) OR (true')$$),
+    ($$SELECT backfill.create_job('x', 'bi_up', filter => '1')$$),
+    ($$SELECT backfill.create_job('x', 'bi_up', filter => E'a > 0\n; DROP TABLE bi_up')$$)
 ) v(s);
 SELECT * FROM bi_state();
 

@@ -78,7 +78,7 @@ CREATE SEQUENCE some_seq;
 SELECT backfill.create_job('x', 'some_seq');
 CREATE TEMP TABLE tmp (id int PRIMARY KEY);
 SELECT backfill.create_job('x', 'tmp');
-CREATE TABLE parted (id int PRIMARY KEY) PARTITION BY RANGE (id);
+CREATE TABLE parted (id int) PARTITION BY RANGE (id);
 SELECT backfill.create_job('x', 'parted');
 CREATE TABLE clash (vnode int PRIMARY KEY, v text);
 SELECT backfill.create_job('x', 'clash');

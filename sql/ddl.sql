@@ -92,14 +92,20 @@ ALTER TABLE ddl_up2 DROP COLUMN v;
 DROP TABLE ddl_up2;
 SELECT backfill.drop_job(:job2);
 
--- partitioned upstreams are refused at create_job
+-- a partitioned upstream, and one of its partitions, a plain table, each
+-- the upstream of a job of its own
 CREATE TABLE ddl_parted (id int PRIMARY KEY, v text) PARTITION BY RANGE (id);
 CREATE TABLE ddl_parted_1 PARTITION OF ddl_parted FOR VALUES FROM (0) TO (100);
-SELECT backfill.create_job('ddl_parted_mv', 'ddl_parted');
--- a partition is a plain table and works on its own
 INSERT INTO ddl_parted SELECT g, 'p' || g FROM generate_series(1, 50) g;
+SELECT backfill.create_job('ddl_parted_mv', 'ddl_parted') AS job4 \gset
 SELECT backfill.create_job('ddl_part1_mv', 'ddl_parted_1') AS job3 \gset
 CALL backfill.run_job(:job3);
 SELECT * FROM backfill.verify_job(:job3);
+CALL backfill.run_job(:job4);
+UPDATE ddl_parted SET v = 'both' WHERE id = 7;
+SELECT * FROM backfill.verify_job(:job3);
+SELECT * FROM backfill.verify_job(:job4);
+SELECT (SELECT v FROM ddl_part1_mv WHERE id = 7) AS partition_job, (SELECT v FROM ddl_parted_mv WHERE id = 7) AS parent_job;
 SELECT backfill.drop_job(:job3);
+SELECT backfill.drop_job(:job4);
 DROP TABLE ddl_parted;

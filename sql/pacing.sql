@@ -157,6 +157,16 @@ SELECT e.rows = j.row_count AS rows_exact,
        abs(e.downstream_bytes - pg_total_relation_size('est_mv')) <= pg_total_relation_size('est_mv') / 10
            AS bytes_within_10_percent
   FROM backfill.estimate_job('est') e, backfill.jobs j WHERE j.job_id = :est_job;
+-- a partitioned upstream is estimated over its partitions, and computed
+-- columns as create_job computes them
+CREATE TABLE est_parts (id bigint PRIMARY KEY, a int, b text) PARTITION BY RANGE (id);
+CREATE TABLE est_parts_1 PARTITION OF est_parts FOR VALUES FROM (1) TO (1001);
+CREATE TABLE est_parts_2 PARTITION OF est_parts FOR VALUES FROM (1001) TO (3001);
+INSERT INTO est_parts SELECT * FROM est;
+SELECT rows, downstream_bytes > 0 AS has_bytes
+  FROM backfill.estimate_job('est_parts', columns => '{a, upper(b) AS b}');
+SELECT rows FROM backfill.estimate_job('est_parts', columns => '{random() AS r}');
+\echo :SQLSTATE
 -- an empty table
 CREATE TABLE est_empty (id int PRIMARY KEY);
 SELECT rows, wal_bytes, duration FROM backfill.estimate_job('est_empty');
@@ -190,4 +200,4 @@ REVOKE SELECT ON est FROM regress_pacing_user;
 DROP ROLE regress_pacing_user;
 
 DO $$BEGIN PERFORM backfill.drop_job(job_id) FROM backfill.job; END$$;
-DROP TABLE pace, est, est_empty;
+DROP TABLE pace, est, est_parts, est_empty;

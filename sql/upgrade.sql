@@ -22,7 +22,14 @@ SELECT job_id, kind, status, row_count FROM backfill.jobs;
 -- the new kinds need the new catalog
 SELECT backfill.create_job('up_snap', 'up', kind => 'snapshot');
 SELECT backfill.create_job('up_cdc', 'up', kind => 'cdc');
-SELECT to_regclass('up_snap') IS NULL AS nothing_left;
+-- and so do computed columns (a filter the old signature cannot even pass)
+-- and partitioned upstreams
+SELECT backfill.create_job('up_upper', 'up', columns => ARRAY['upper(v) AS v']);
+CREATE TABLE up_parted (id int PRIMARY KEY) PARTITION BY RANGE (id);
+SELECT backfill.create_job('up_parted_mv', 'up_parted');
+DROP TABLE up_parted;
+SELECT to_regclass('up_snap') IS NULL AND to_regclass('up_upper') IS NULL
+       AND to_regclass('up_parted_mv') IS NULL AS nothing_left;
 
 ALTER EXTENSION backfill UPDATE TO '1.1';
 SELECT extversion FROM pg_extension WHERE extname = 'backfill';
@@ -52,6 +59,12 @@ SELECT backfill.create_job('up_snap', 'up', kind => 'snapshot') AS snap \gset
 CALL backfill.run_job(:snap);
 SELECT * FROM backfill.verify_job(:snap);
 SELECT job_id, kind, status, snapshot_epoch > 0 AS has_epoch FROM backfill.jobs WHERE job_id = :snap;
+-- and filters and computed columns
+SELECT backfill.create_job('up_upper', 'up', columns => ARRAY['upper(v) AS v'],
+                           filter => 'id % 3 = 0') AS upper \gset
+CALL backfill.run_job(:upper);
+SELECT * FROM backfill.verify_job(:upper);
+SELECT count(*), min(v) FROM up_upper;
 
 -- an upgraded catalog is the catalog a new install makes
 CREATE TEMP TABLE upgraded AS

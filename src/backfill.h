@@ -21,7 +21,9 @@
  *	services		chunk.c (reading the upstream in key order), sink.c,
  *					state.c, capture.c (triggers, change tables), slot.c
  *					(replication slots and origins), decode.c (the output
- *					plugin), pacing.c (replica lag, retained WAL, WAL rate)
+ *					plugin), pacing.c (replica lag, retained WAL, WAL rate),
+ *					shape.c (columns, computed columns, filters),
+ *					downstream.c (a downstream the user made)
  *	catalog			catalog.c: job and actor rows, the job lock
  *	privileges		privilege.c: role contexts, the pinned search_path
  *	foundations		sql.c (SQL text, SPI, kept plans), xact.c (commits,
@@ -41,6 +43,7 @@
 #include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "nodes/pg_list.h"
+#include "utils/array.h"
 #include "utils/palloc.h"
 #include "utils/rel.h"
 #include "utils/resowner.h"
@@ -136,6 +139,11 @@ typedef struct BackfillJob
 	char	   *columns_sql;
 	int			ncols;
 	char	  **col_names;		/* unquoted */
+	char	  **col_exprs;		/* per column its expression, NULL when copied */
+	char	   *select_sql;		/* the upstream's side of the columns, over alias u */
+	char	   *filter;			/* the row filter over alias u, NULL for none */
+	bool		into_existing;	/* the downstream is a table the user made */
+	bool		partitioned;	/* the upstream is a partitioned table */
 	int			npk;
 	char	  **pk_names;		/* unquoted */
 	Oid		   *pk_types;
@@ -174,6 +182,10 @@ typedef struct KeptPlans
 
 /* sql.c: SQL text */
 extern char *backfill_relation_sql(Oid relid);
+extern char *backfill_upstream_scan(const char *upstream_sql, bool partitioned);
+extern char *backfill_job_scan(BackfillJob *job);
+extern char *backfill_filter_and(BackfillJob *job);
+extern char *backfill_count_sql(const char *upstream_sql, bool partitioned, const char *filter);
 extern char *backfill_pk_list(BackfillJob *job, const char *alias);
 extern char *backfill_pk_list_desc(BackfillJob *job);
 extern char *backfill_pk_params(BackfillJob *job, int first);
@@ -191,7 +203,7 @@ extern void backfill_spi_enter(void);
 extern void backfill_spi_leave(void);
 extern void backfill_spi_exec(const char *sql, int expected);
 extern bool backfill_spi_true(const char *sql);
-extern int64 backfill_count_rows(const char *relation_sql);
+extern int64 backfill_count_rows(const char *upstream_sql, bool partitioned, const char *filter);
 extern void backfill_spi_exec_args(const char *sql, int nargs, Oid *types, Datum *values,
 								   const char *nulls, int expected);
 extern KeptPlans *backfill_kept_plans_create(void);
@@ -236,6 +248,8 @@ extern void backfill_unpin_search_path(int level);
 /* ---- catalog (catalog.c) ---- */
 extern const char *backfill_kind_name(BackfillKind kind);
 extern BackfillKind backfill_parse_kind(const char *name);
+extern bool backfill_job_catalog_has(const char *column);
+extern bool backfill_partition_of(Oid relid, Oid ancestor);
 extern BackfillJob *backfill_load_job(int64 job_id, MemoryContext cxt);
 extern BackfillJob *backfill_load_job_to_run(int64 job_id, MemoryContext cxt);
 extern void backfill_check_key_unchanged(BackfillJob *job, Oid made_with);
@@ -282,6 +296,7 @@ extern void backfill_recount_vnode_actors(int64 job_id, const char *state_sql,
 										  bool one_total);
 extern void backfill_create_job_table(const char *create, const char *table_sql,
 									  Oid owner);
+extern void backfill_create_job_type(const char *create, const char *type_sql, Oid owner);
 
 /* capture.c: the triggers on a job's upstream and its change table */
 typedef enum CaptureMode
@@ -293,13 +308,50 @@ typedef enum CaptureMode
 
 extern void backfill_capture_create_table(CaptureMode mode,
 										  const char *changes_sql, const char *key_ddl,
-										  const char *key_list, const char *downstream_sql,
-										  Oid owner);
+										  const char *key_list, const char *image_sql,
+										  const char *image_ddl, Oid owner);
 extern void backfill_capture_install(Relation upstream, const char *upstream_sql,
 									 int64 job_id, CaptureMode mode);
-extern void backfill_capture_switch_to_apply(BackfillJob *job, bool capturing);
+extern void backfill_capture_switch_to_apply(BackfillJob *job);
 extern void backfill_assert_triggers(BackfillJob *job);
 extern void backfill_drop_triggers(int64 job_id);
+extern void backfill_lock_writers(Oid upstream);
+extern int64 backfill_trigger_job(const char *tgname);
+extern void backfill_capture_partition(BackfillJob *job, Oid partition, bool attached);
+
+/* shape.c: what a job copies: its columns, computed columns and row filter */
+typedef struct ShapeColumn
+{
+	char	   *name;			/* the downstream's column */
+	char	   *expr;			/* its expression over the upstream, NULL when copied */
+	AttrNumber	attnum;			/* the upstream's column, when copied */
+	Oid			type;
+	int32		typmod;
+	Oid			collation;
+} ShapeColumn;
+
+typedef struct JobShape
+{
+	int			ncols;
+	ShapeColumn *cols;
+	char	   *filter;			/* deparsed, NULL for none */
+	int			nsources;
+	char	  **sources;		/* the upstream's columns it reads, the key first */
+	bool		computed;		/* some column is computed */
+} JobShape;
+
+extern void backfill_shape_read(Relation upstream, ArrayType *columns, const char *filter,
+								int npk, const AttrNumber *pk, const char *search_path,
+								JobShape *shape);
+extern Node *backfill_shape_expression(Relation upstream, const char *text, bool is_filter,
+									   const char *column);
+extern char *backfill_shape_select_list(const JobShape *shape);
+extern char *backfill_shape_names(const JobShape *shape);
+
+/* downstream.c: a downstream the user made */
+extern char *backfill_existing_downstream(const char *name, Relation upstream,
+										  const JobShape *shape, int npk,
+										  const AttrNumber *pk);
 
 /* pacing.c: its settings, and what an estimate needs of them */
 extern void backfill_pacing_init(void);

@@ -75,6 +75,8 @@ extern char *backfill_chunk_conditions(BackfillJob *job, const char *alias, cons
 extern int	backfill_group_params(BarrierExecutor *exec, VnodeGroup *group,
 								  VnodeFilter filter, Datum *values);
 extern bool backfill_vnodes_finished(BackfillJob *job, int actor);
+extern int	backfill_plan_by_index_begin(void);
+extern void backfill_plan_by_index_end(int level);
 extern int64 backfill_read_live_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit,
 									  bool per_vnode_counts);
 extern void backfill_prepare_forward(BarrierExecutor *exec, const char *matching);

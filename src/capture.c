@@ -25,7 +25,7 @@
  * keeps the downstream equal to the upstream in the writer's own
  * transaction: for every key it touches it makes the downstream row match the
  * upstream row as the writer's statement left it (upsert, or delete when the
- * row is gone).  Re-reading the upstream, rather than replaying the change,
+ * row is gone or no longer passes the job's filter).  Re-reading the upstream, rather than replaying the change,
  * makes the result right whatever order the row triggers of one statement
  * fire in.  The downstream is written with the rights of the job's owner, as
  * the writer may have none on it.
@@ -40,6 +40,18 @@
  * barrier under a SHARE ROW EXCLUSIVE lock on the upstream; since trigger
  * state comes from the relation cache, every statement that starts after it
  * fires the new trigger, whatever its snapshot.
+ *
+ * A partitioned upstream's row triggers are cloned by PostgreSQL to each of
+ * its partitions, at every level, as partitions are created or attached, and
+ * dropped from one that is detached: a write straight into a partition
+ * fires them as one routed through the partitioned table does, on the
+ * partition.  Their state is set on each table, one by one.  TRUNCATE of a
+ * leaf partition fires no trigger of the partitioned table, so each leaf
+ * gets a statement trigger of its own, backfill_partition_truncate_<id>:
+ * refused while the job backfills, the partition's rows deleted downstream
+ * once it has finished.  A partition that joins or leaves the upstream
+ * (ddl.c) brings or takes its rows as writes would
+ * (backfill_capture_partition).
  *
  * This file is the only one that knows the triggers' names, and their whole
  * lifecycle: installed by create_job (backfill_capture_install), switched by
@@ -64,6 +76,9 @@
 #include "access/table.h"
 #include "catalog/index.h"
 #include "catalog/namespace.h"
+#include "catalog/partition.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
 #include "commands/sequence.h"
 #include "commands/trigger.h"
@@ -87,22 +102,32 @@
 
 #include "backfill.h"
 
-/* the triggers of a job, named <prefix><job id> */
+/*
+ * The triggers of a job, named <prefix><job id>: four on the upstream (the
+ * row triggers are cloned to its partitions, at every level, by PostgreSQL;
+ * the statement triggers are not), and one on each leaf partition of a
+ * partitioned upstream.
+ */
 typedef enum JobTrigger
 {
 	TRIGGER_CAPTURE,			/* row trigger, while the job backfills */
 	TRIGGER_APPLY,				/* row trigger, once it has finished */
 	TRIGGER_CAPTURE_TRUNCATE,	/* refuses TRUNCATE while it backfills */
-	TRIGGER_APPLY_TRUNCATE		/* truncates the downstream once finished */
+	TRIGGER_APPLY_TRUNCATE,		/* truncates the downstream once finished */
+	TRIGGER_PARTITION_TRUNCATE	/* a partition's TRUNCATE, at any time */
 } JobTrigger;
 
-#define NUM_JOB_TRIGGERS 4
+#define NUM_JOB_TRIGGERS 5
+
+/* the triggers put on the upstream itself */
+#define NUM_UPSTREAM_TRIGGERS 4
 
 static const char *const trigger_prefixes[NUM_JOB_TRIGGERS] = {
 	[TRIGGER_CAPTURE] = "backfill_capture_",
 	[TRIGGER_APPLY] = "backfill_apply_",
 	[TRIGGER_CAPTURE_TRUNCATE] = "backfill_capture_truncate_",
 	[TRIGGER_APPLY_TRUNCATE] = "backfill_apply_truncate_",
+	[TRIGGER_PARTITION_TRUNCATE] = "backfill_partition_truncate_",
 };
 
 /* whether a trigger serves the capture side */
@@ -112,6 +137,169 @@ static char *
 trigger_name(JobTrigger which, int64 job_id)
 {
 	return psprintf("%s%lld", trigger_prefixes[which], (long long) job_id);
+}
+
+/* the state a trigger of the job is in while it backfills, or once finished */
+static char
+trigger_wanted(JobTrigger which, bool finished)
+{
+	if (which == TRIGGER_PARTITION_TRUNCATE)
+		return TRIGGER_FIRES_ALWAYS;
+	return (TRIGGER_IS_CAPTURE(which) != finished) ? TRIGGER_FIRES_ALWAYS : TRIGGER_DISABLED;
+}
+
+/*
+ * backfill_trigger_job
+ *		The job a trigger named tgname belongs to, if it is one of a job's
+ *		row triggers (on the upstream or cloned to a partition), else 0.
+ */
+int64
+backfill_trigger_job(const char *tgname)
+{
+	static const JobTrigger row_triggers[] = {TRIGGER_CAPTURE, TRIGGER_APPLY};
+
+	for (int i = 0; i < lengthof(row_triggers); i++)
+	{
+		const char *prefix = trigger_prefixes[row_triggers[i]];
+		const char *digits = tgname + strlen(prefix);
+
+		if (strncmp(tgname, prefix, strlen(prefix)) != 0 || *digits == '\0' ||
+			strspn(digits, "0123456789") != strlen(digits))
+			continue;
+		return pg_strtoint64(digits);
+	}
+	return 0;
+}
+
+/*
+ * The upstream and, when it is partitioned, its partitions at every level,
+ * all locked in lockmode (NoLock: the caller holds what it needs).
+ */
+static List *
+upstream_relations(Oid upstream, LOCKMODE lockmode)
+{
+	if (lockmode != NoLock)
+		LockRelationOid(upstream, lockmode);
+	if (get_rel_relkind(upstream) != RELKIND_PARTITIONED_TABLE)
+		return list_make1_oid(upstream);
+	return find_all_inheritors(upstream, lockmode, NULL);
+}
+
+/*
+ * backfill_lock_writers
+ *		Lock the upstream and every partition of it SHARE ROW EXCLUSIVE:
+ *		writers in flight are waited for, new ones wait, whether they write
+ *		through the partitioned table or straight into a partition.
+ */
+void
+backfill_lock_writers(Oid upstream)
+{
+	(void) upstream_relations(upstream, ShareRowExclusiveLock);
+}
+
+/*
+ * The state of a trigger of rel, by name: its tgenabled, or 0 when rel has
+ * no such trigger.
+ */
+static char
+trigger_state(Relation rel, const char *name)
+{
+	TriggerDesc *td = rel->trigdesc;
+
+	for (int t = 0; td != NULL && t < td->numtriggers; t++)
+		if (strcmp(td->triggers[t].tgname, name) == 0)
+			return td->triggers[t].tgenabled;
+	return 0;
+}
+
+/*
+ * Put the job's triggers on every relation of the upstream (which the
+ * caller holds SHARE ROW EXCLUSIVE) in the state the job's status says, one
+ * relation at a time, without relying on a recursion to partitions.  With
+ * fix false, only look.  Returns whether every trigger was as it should be.
+ */
+static bool
+set_trigger_states(Oid upstream, int64 job_id, bool finished, bool fix)
+{
+	ListCell   *lc;
+	bool		as_should = true;
+
+	foreach(lc, upstream_relations(upstream, NoLock))
+	{
+		Relation	rel = table_open(lfirst_oid(lc), NoLock);
+
+		for (int i = 0; i < NUM_JOB_TRIGGERS; i++)
+		{
+			char	   *name = trigger_name(i, job_id);
+			char		state = trigger_state(rel, name);
+			char		want = trigger_wanted(i, finished);
+
+			if (state == 0 || state == want)
+				continue;
+			as_should = false;
+			if (!fix)
+				continue;
+			EnableDisableTrigger(rel, name, want, false, ShareRowExclusiveLock);
+			/* the next relations see it, should it have reached their clones */
+			CommandCounterIncrement();
+		}
+		table_close(rel, NoLock);
+	}
+	return as_should;
+}
+
+/*
+ * The statement trigger of a leaf partition of a job's upstream: TRUNCATE
+ * of the partition fires no trigger of the partitioned table.  Caller acts
+ * as the extension's owner, connected to SPI, and holds the partition.
+ */
+static void
+install_partition_truncate(Oid partition, int64 job_id)
+{
+	char	   *name = trigger_name(TRIGGER_PARTITION_TRUNCATE, job_id);
+	Relation	rel;
+
+	backfill_spi_exec(psprintf("CREATE TRIGGER %s BEFORE TRUNCATE ON %s FOR EACH STATEMENT "
+							   "EXECUTE FUNCTION backfill.truncate_change('%lld')",
+							   quote_identifier(name), backfill_relation_sql(partition),
+							   (long long) job_id),
+					  SPI_OK_UTILITY);
+	CommandCounterIncrement();
+	rel = table_open(partition, NoLock);
+	EnableDisableTrigger(rel, name, TRIGGER_FIRES_ALWAYS, false, ShareRowExclusiveLock);
+	table_close(rel, NoLock);
+	CommandCounterIncrement();
+}
+
+/* the same, for every leaf of a relation, partitioned or a leaf itself */
+static void
+install_partition_truncates(Oid relid, int64 job_id)
+{
+	ListCell   *lc;
+
+	foreach(lc, upstream_relations(relid, ShareRowExclusiveLock))
+		if (get_rel_relkind(lfirst_oid(lc)) == RELKIND_RELATION)
+			install_partition_truncate(lfirst_oid(lc), job_id);
+}
+
+/* drop the job's triggers named which from every relation of relid that has it */
+static void
+drop_trigger_everywhere(Oid relid, JobTrigger which, int64 job_id)
+{
+	char	   *name = trigger_name(which, job_id);
+	ListCell   *lc;
+
+	foreach(lc, upstream_relations(relid, AccessShareLock))
+	{
+		Relation	rel = table_open(lfirst_oid(lc), NoLock);
+		char		state = trigger_state(rel, name);
+
+		table_close(rel, NoLock);
+		if (state != 0)
+			backfill_spi_exec(psprintf("DROP TRIGGER %s ON %s", quote_identifier(name),
+									   backfill_relation_sql(lfirst_oid(lc))),
+							  SPI_OK_UTILITY);
+	}
 }
 
 PG_FUNCTION_INFO_V1(backfill_capture_change);
@@ -216,27 +404,37 @@ report_missing_job(TriggerData *trigdata, int64 job_id)
 					 RelationGetRelationName(trigdata->tg_relation))));
 }
 
+/* how many (job, relation) pairs check_trigger_relation() remembers */
+#define CHECKED_RELATIONS 32
+
 /*
  * A trigger fires for the job its argument names only on that job's
- * upstream: one attached by hand to another table must not write the job's
- * change table or downstream.  A job's upstream never changes, so a pair
- * found right is remembered, with the change table that identifies the job.
+ * upstream, or a partition of it at any level: one attached by hand to
+ * another table must not write the job's change table or downstream.  A
+ * pair found right is remembered, with the change table that identifies the
+ * job (a partition detached since has lost the job's triggers).
  */
 static void
 check_trigger_relation(TriggerData *trigdata, int64 job_id, Oid job_table)
 {
-	static int64 ok_job = 0;
-	static Oid	ok_relid = InvalidOid;
-	static Oid	ok_table = InvalidOid;
+	/* the pairs found right: a partitioned upstream's writers alternate */
+	static struct
+	{
+		int64		job;
+		Oid			relid;
+		Oid			table;
+	}			ok[CHECKED_RELATIONS];
+	static int	next_ok = 0;
 	Oid			relid = RelationGetRelid(trigdata->tg_relation);
 	Oid			upstream;
 
-	if (job_id == ok_job && relid == ok_relid && job_table == ok_table)
-		return;
+	for (int i = 0; i < CHECKED_RELATIONS; i++)
+		if (job_id == ok[i].job && relid == ok[i].relid && job_table == ok[i].table)
+			return;
 	upstream = backfill_job_upstream(job_id);
 	if (!OidIsValid(upstream))
 		report_missing_job(trigdata, job_id);
-	if (upstream != relid)
+	if (upstream != relid && !backfill_partition_of(relid, upstream))
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("trigger \"%s\" on table \"%s\" does not belong to backfill job %lld",
@@ -247,9 +445,10 @@ check_trigger_relation(TriggerData *trigdata, int64 job_id, Oid job_table)
 				 errhint("Drop trigger \"%s\" on table \"%s\".",
 						 trigdata->tg_trigger->tgname,
 						 RelationGetRelationName(trigdata->tg_relation))));
-	ok_job = job_id;
-	ok_relid = relid;
-	ok_table = job_table;
+	ok[next_ok].job = job_id;
+	ok[next_ok].relid = relid;
+	ok[next_ok].table = job_table;
+	next_ok = (next_ok + 1) % CHECKED_RELATIONS;
 }
 
 /*
@@ -315,7 +514,8 @@ is_log_table(Relation changes, int npk)
  */
 typedef struct LogProjection
 {
-	Oid			downstream;		/* whose row type the log's images have */
+	Oid			image_type;		/* the relation of the log's images' row type:
+								 * the downstream, or the job's image type */
 	TupleDesc	down_desc;		/* the downstream's row type */
 	AttrNumber *map;			/* per downstream column, the upstream's */
 	Oid			seq;			/* backfill.change_seq */
@@ -336,7 +536,7 @@ log_projection(MemoryContext cxt, Relation upstream, Relation changes)
 	proj = palloc0(sizeof(LogProjection));
 	rowtype = TupleDescAttr(RelationGetDescr(changes),
 							RelationGetDescr(changes)->natts - 1)->atttypid;
-	proj->downstream = get_typ_typrelid(rowtype);
+	proj->image_type = get_typ_typrelid(rowtype);
 	{
 		TupleDesc	td = lookup_rowtype_tupdesc(rowtype, -1);
 
@@ -511,7 +711,8 @@ side_in_charge(Relation rel, int64 job_id, bool capture, bool row)
 }
 
 /*
- * What the capture trigger keeps of a job, for the backend's life, so that a
+ * What the capture trigger keeps of a job, for the backend's life, per table
+ * it fires on (the upstream, or each partition of it), so that a
  * row costs a hash lookup, the lock on the change table and the insert: the
  * change table (found by name) and the upstream it was checked against; once
  * the trigger has been in charge, the upstream's key, the change table's
@@ -533,13 +734,23 @@ side_in_charge(Relation rel, int64 job_id, bool capture, bool row)
  * open say.  A build interrupted by an invalidation (stale) or by an error
  * leaves the entry invalid.
  */
+/*
+ * An entry's key: the job, and the table the trigger fires on, its upstream
+ * or a partition of it (a partition has its own attribute numbers and key).
+ */
+typedef struct CaptureKey
+{
+	int64		job_id;
+	Oid			upstream;
+} CaptureKey;
+
 typedef struct CaptureEntry
 {
-	int64		job_id;			/* hash key */
-	bool		located;		/* upstream and changes are set */
+	CaptureKey	hashkey;
+	bool		located;		/* changes is set, the upstream checked */
 	bool		valid;			/* and so is the rest */
 	bool		stale;			/* invalidated while being built */
-	Oid			upstream;
+	Oid			upstream;		/* hashkey.upstream */
 	Oid			changes;
 	RelationKey key;
 	bool		is_log;
@@ -560,7 +771,7 @@ capture_cache_invalidate(Datum arg pg_attribute_unused(), Oid relid)
 	hash_seq_init(&status, capture_cache);
 	while ((entry = hash_seq_search(&status)) != NULL)
 		if (!OidIsValid(relid) || relid == entry->upstream || relid == entry->changes ||
-			(entry->proj != NULL && (relid == entry->proj->downstream ||
+			(entry->proj != NULL && (relid == entry->proj->image_type ||
 									 relid == entry->proj->seq)))
 		{
 			entry->located = entry->valid = false;
@@ -577,27 +788,33 @@ capture_cache_invalidate_all(Datum arg pg_attribute_unused(), int cacheid pg_att
 }
 
 static CaptureEntry *
-capture_entry(int64 job_id)
+capture_entry(int64 job_id, Oid upstream)
 {
 	CaptureEntry *entry;
+	CaptureKey	hashkey;
 	bool		found;
 
 	if (capture_cache == NULL)
 	{
 		HASHCTL		ctl;
 
-		ctl.keysize = sizeof(int64);
+		ctl.keysize = sizeof(CaptureKey);
 		ctl.entrysize = sizeof(CaptureEntry);
 		capture_cache = hash_create("backfill capture cache", 16, &ctl,
 									HASH_ELEM | HASH_BLOBS);
 		CacheRegisterRelcacheCallback(capture_cache_invalidate, (Datum) 0);
 		CacheRegisterSyscacheCallback(NAMESPACEOID, capture_cache_invalidate_all, (Datum) 0);
 	}
-	entry = hash_search(capture_cache, &job_id, HASH_ENTER, &found);
+	/* no padding bytes in a key that is hashed as bytes */
+	memset(&hashkey, 0, sizeof(hashkey));
+	hashkey.job_id = job_id;
+	hashkey.upstream = upstream;
+	entry = hash_search(capture_cache, &hashkey, HASH_ENTER, &found);
 	if (!found)
 	{
 		entry->located = entry->valid = entry->stale = false;
-		entry->upstream = entry->changes = InvalidOid;
+		entry->upstream = upstream;
+		entry->changes = InvalidOid;
 		entry->proj = NULL;
 		entry->cxt = NULL;
 	}
@@ -625,7 +842,6 @@ capture_locate(CaptureEntry *entry, TriggerData *trigdata, int64 job_id)
 						 trigdata->tg_trigger->tgname,
 						 RelationGetRelationName(trigdata->tg_relation))));
 	check_trigger_relation(trigdata, job_id, changes_oid);
-	entry->upstream = RelationGetRelid(trigdata->tg_relation);
 	entry->changes = changes_oid;
 	entry->located = !entry->stale;
 }
@@ -702,8 +918,8 @@ backfill_capture_change(PG_FUNCTION_ARGS)
 	rel = trigdata->tg_relation;
 	desc = RelationGetDescr(rel);
 
-	entry = capture_entry(job_id);
-	if (!entry->located || entry->upstream != RelationGetRelid(rel))
+	entry = capture_entry(job_id, RelationGetRelid(rel));
+	if (!entry->located)
 		capture_locate(entry, trigdata, job_id);
 	if (!side_in_charge(rel, job_id, true, true))
 		return PointerGetDatum(NULL);
@@ -758,6 +974,7 @@ typedef struct ApplyEntry
 	AttrNumber	pk_attnums[INDEX_MAX_KEYS];
 	Oid			pk_types[INDEX_MAX_KEYS];
 	char	   *search_path;	/* the job's, in CacheMemoryContext */
+	bool		filtered;		/* the job has a row filter */
 	SPIPlanPtr	upsert_plan;
 	SPIPlanPtr	delete_plan;
 } ApplyEntry;
@@ -812,6 +1029,7 @@ apply_entry_build(ApplyEntry *entry, int64 job_id)
 	entry->upstream = job->upstream;
 	entry->downstream = job->downstream;
 	entry->owner = job->owner;
+	entry->filtered = job->filter != NULL;
 	entry->npk = job->npk;
 	memcpy(entry->pk_types, job->pk_types, sizeof(Oid) * job->npk);
 	for (int k = 0; k < job->npk; k++)
@@ -918,10 +1136,16 @@ backfill_apply_change(PG_FUNCTION_ARGS)
 	if (entry->upstream != RelationGetRelid(trigdata->tg_relation))
 		check_trigger_relation(trigdata, job_id, entry->downstream);
 
-	/* the key the plans were made for must still be the primary key */
+	/*
+	 * The key the plans were made for must still be the primary key: of the
+	 * upstream, or, with its own attribute numbers, of the partition.
+	 */
 	for (int k = 0; k < Max(key.npk, entry->npk); k++)
-		if (key.npk != entry->npk || key.attnums[k] != entry->pk_attnums[k] ||
-			key.types[k] != entry->pk_types[k])
+		if (key.npk != entry->npk || key.types[k] != entry->pk_types[k] ||
+			(entry->upstream == RelationGetRelid(trigdata->tg_relation) ?
+			 key.attnums[k] != entry->pk_attnums[k] :
+			 strcmp(NameStr(TupleDescAttr(desc, key.attnums[k] - 1)->attname),
+					get_attname(entry->upstream, entry->pk_attnums[k], false)) != 0))
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("the primary key of table \"%s\" has changed since backfill job %lld was created",
@@ -929,15 +1153,23 @@ backfill_apply_change(PG_FUNCTION_ARGS)
 					 errhint("Drop the job with backfill.drop_job(%lld) and create it again.",
 							 (long long) job_id)));
 
-	if (TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
-		apply_key(entry->upsert_plan, entry->npk, oldkey, oldnull);
-	else if (TRIGGER_FIRED_BY_DELETE(trigdata->tg_event))
+	/*
+	 * A row written is upserted; with a filter, its downstream row is then
+	 * deleted if it does not pass the filter any more.
+	 */
+	if (TRIGGER_FIRED_BY_DELETE(trigdata->tg_event))
 		apply_key(entry->delete_plan, entry->npk, oldkey, oldnull);
 	else
 	{
-		if (!same_key(&key, oldkey, oldnull, newkey, newnull))
+		Datum	   *written = TRIGGER_FIRED_BY_INSERT(trigdata->tg_event) ? oldkey : newkey;
+		bool	   *written_null = TRIGGER_FIRED_BY_INSERT(trigdata->tg_event) ? oldnull : newnull;
+
+		if (TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) &&
+			!same_key(&key, oldkey, oldnull, newkey, newnull))
 			apply_key(entry->delete_plan, entry->npk, oldkey, oldnull);
-		apply_key(entry->upsert_plan, entry->npk, newkey, newnull);
+		apply_key(entry->upsert_plan, entry->npk, written, written_null);
+		if (entry->filtered)
+			apply_key(entry->delete_plan, entry->npk, written, written_null);
 	}
 
 	SPI_finish();
@@ -946,9 +1178,53 @@ backfill_apply_change(PG_FUNCTION_ARGS)
 }
 
 /*
+ * TRUNCATE of a leaf partition of the upstream, BEFORE: refused while the
+ * job backfills; once it has finished, the downstream rows of the
+ * partition's keys go, as the job's owner.  A TRUNCATE of the partitioned
+ * table fires this too, before its own triggers: it is refused there while
+ * the job backfills, and truncates the whole downstream once finished.
+ */
+static void
+truncate_partition(TriggerData *trigdata, int64 job_id)
+{
+	Relation	rel = trigdata->tg_relation;
+	RoleContext oc;
+	BackfillJob *job;
+	char	   *matching;
+	int			guc_level;
+	Oid			argtype = OIDOID;
+	Datum		partition = ObjectIdGetDatum(RelationGetRelid(rel));
+
+	if (!TRIGGER_FIRED_BEFORE(trigdata->tg_event))
+		elog(ERROR, "trigger \"%s\" must fire BEFORE TRUNCATE", trigdata->tg_trigger->tgname);
+	if (!job_finished(job_id))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot truncate partition \"%s\" while backfill job %lld backfills its table",
+						RelationGetRelationName(rel), (long long) job_id),
+				 errdetail("The job's positions would no longer describe its downstream table."),
+				 errhint("Wait until the job has finished, or cancel it with backfill.cancel_job(%lld).",
+						 (long long) job_id)));
+	enter_owner_context(trigdata, job_id, InvalidOid, &oc);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	job = backfill_load_job(job_id, CurrentMemoryContext);
+	guc_level = backfill_pin_search_path(job);
+	/* read through the upstream: the owner may have no right on the partition */
+	matching = psprintf("SELECT %s FROM %s WHERE u.tableoid OPERATOR(pg_catalog.=) $1",
+						backfill_pk_list(job, "u"), backfill_job_scan(job));
+	backfill_spi_exec_args(backfill_sync_delete_sql(job, matching, false), 1, &argtype,
+						   &partition, NULL, SPI_OK_DELETE);
+	backfill_unpin_search_path(guc_level);
+	SPI_finish();
+	backfill_role_leave(&oc);
+}
+
+/*
  * backfill.truncate_change() trigger, FOR EACH STATEMENT on TRUNCATE:
  * BEFORE while the job backfills (refuse), AFTER once it has finished
- * (truncate the downstream too).
+ * (truncate the downstream too); on a leaf partition, see
+ * truncate_partition().
  */
 Datum
 backfill_truncate_change(PG_FUNCTION_ARGS)
@@ -971,6 +1247,11 @@ backfill_truncate_change(PG_FUNCTION_ARGS)
 	job_id = pg_strtoint64(trigger->tgargs[0]);
 
 	check_trigger_relation(trigdata, job_id, InvalidOid);
+	if (RelationGetRelid(trigdata->tg_relation) != backfill_job_upstream(job_id))
+	{
+		truncate_partition(trigdata, job_id);
+		return PointerGetDatum(NULL);
+	}
 	if (!side_in_charge(trigdata->tg_relation, job_id,
 						TRIGGER_FIRED_BEFORE(trigdata->tg_event), false))
 		return PointerGetDatum(NULL);
@@ -1001,65 +1282,51 @@ backfill_truncate_change(PG_FUNCTION_ARGS)
  *		ALWAYS and apply disabled while it backfills, the other way round
  *		once it has finished.  Something else may have changed them: a
  *		data-only restore ends with ALTER TABLE ... ENABLE TRIGGER ALL,
- *		which enables all four and no longer fires the capture ALWAYS.  Run
- *		at the start of every run; takes SHARE ROW EXCLUSIVE on the upstream
- *		only when a trigger is not as it should be.
+ *		which enables all four and no longer fires the capture ALWAYS; on a
+ *		partitioned upstream, it does so table by table.  Run at the start
+ *		of every run; takes SHARE ROW EXCLUSIVE on the upstream (and its
+ *		partitions) only when a trigger is not as it should be.
  */
 void
 backfill_assert_triggers(BackfillJob *job)
 {
 	bool		finished = strcmp(job->status, "finished") == 0;
-	Relation	rel;
-	bool		as_should = true;
 
 	if (strcmp(job->status, "cancelled") == 0)
 		return;
-	for (int pass = 0; pass < 2 && !(pass == 1 && as_should); pass++)
-	{
-		rel = table_open(job->upstream, pass == 0 ? AccessShareLock : ShareRowExclusiveLock);
-		for (int i = 0; i < NUM_JOB_TRIGGERS; i++)
-		{
-			char		name[NAMEDATALEN];
-			char		want = (TRIGGER_IS_CAPTURE(i) != finished) ?
-				TRIGGER_FIRES_ALWAYS : TRIGGER_DISABLED;
-			TriggerDesc *td = rel->trigdesc;
-
-			snprintf(name, sizeof(name), "%s%lld", trigger_prefixes[i], (long long) job->job_id);
-			for (int t = 0; td != NULL && t < td->numtriggers; t++)
-			{
-				if (strcmp(td->triggers[t].tgname, name) != 0 ||
-					td->triggers[t].tgenabled == want)
-					continue;
-				as_should = false;
-				if (pass == 1)
-					EnableDisableTrigger(rel, name, want, false, ShareRowExclusiveLock);
-			}
-		}
-		table_close(rel, NoLock);
-	}
+	(void) upstream_relations(job->upstream, AccessShareLock);
+	if (set_trigger_states(job->upstream, job->job_id, finished, false))
+		return;
+	backfill_lock_writers(job->upstream);
+	(void) set_trigger_states(job->upstream, job->job_id, finished, true);
 }
 
 /*
  * backfill_capture_create_table
  *		Make the job's change table: the keys written since the last barrier,
  *		or for the log mode a log of them with the rows' images before the
- *		write, in the downstream's row type, indexed on (key, sequence).
- *		Caller acts as the extension's owner, connected to SPI.
+ *		write, indexed on (key, sequence).  The images are of row type
+ *		image_sql: the downstream's, or, when image_ddl gives its columns, a
+ *		type made here.  Caller acts as the extension's owner, connected to
+ *		SPI.
  */
 void
 backfill_capture_create_table(CaptureMode mode, const char *changes_sql,
 							  const char *key_ddl, const char *key_list,
-							  const char *downstream_sql, Oid owner)
+							  const char *image_sql, const char *image_ddl, Oid owner)
 {
 	char	   *create;
 
+	if (mode == CAPTURE_LOG && image_ddl != NULL)
+		backfill_create_job_type(psprintf("CREATE TYPE %s AS (%s)", image_sql, image_ddl),
+								 image_sql, owner);
 	/* key_ddl starts with ", " */
 	if (mode == CAPTURE_LOG)
 		create = psprintf("CREATE TABLE %s (%s, backfill_seq pg_catalog.int8, "
 						  "backfill_captured_at pg_catalog.timestamptz, backfill_old_row %s) "
 						  "USING heap; "
 						  "CREATE INDEX ON %s (%s, backfill_seq)",
-						  changes_sql, key_ddl + 2, downstream_sql, changes_sql, key_list);
+						  changes_sql, key_ddl + 2, image_sql, changes_sql, key_list);
 	else
 		create = psprintf("CREATE TABLE %s (%s) USING heap", changes_sql, key_ddl + 2);
 	backfill_create_job_table(create, changes_sql, owner);
@@ -1069,8 +1336,10 @@ backfill_capture_create_table(CaptureMode mode, const char *changes_sql,
  * backfill_capture_install
  *		Put the job's triggers on its upstream: capture now (unless the
  *		changes come from the WAL), apply once the job has finished, and the
- *		truncate triggers.  Caller holds the upstream open in SHARE ROW
- *		EXCLUSIVE mode and acts as the extension's owner, connected to SPI.
+ *		truncate triggers; on each leaf partition of a partitioned upstream,
+ *		the partition's truncate trigger.  Caller holds the upstream and its
+ *		partitions in SHARE ROW EXCLUSIVE mode (backfill_lock_writers) and
+ *		acts as the extension's owner, connected to SPI.
  */
 void
 backfill_capture_install(Relation upstream, const char *upstream_sql, int64 job_id,
@@ -1087,7 +1356,7 @@ backfill_capture_install(Relation upstream, const char *upstream_sql, int64 job_
 		"EXECUTE FUNCTION backfill.truncate_change('%lld')",
 	};
 
-	for (int i = 0; i < NUM_JOB_TRIGGERS; i++)
+	for (int i = 0; i < NUM_UPSTREAM_TRIGGERS; i++)
 	{
 		if (i == TRIGGER_CAPTURE && mode == CAPTURE_WAL)
 			continue;
@@ -1096,42 +1365,29 @@ backfill_capture_install(Relation upstream, const char *upstream_sql, int64 job_
 								   psprintf(definitions[i], upstream_sql, (long long) job_id)),
 						  SPI_OK_UTILITY);
 	}
+	CommandCounterIncrement();
 
 	/*
 	 * Not ALTER TABLE: we hold the upstream open, and need not own it.  The
 	 * capture fires ALWAYS, so that writes of a replica-role session (a
-	 * logical replication subscriber, a restore) are captured too.
+	 * logical replication subscriber, a restore) are captured too.  The row
+	 * triggers' clones on the partitions are set one by one.
 	 */
-	for (int i = 0; i < NUM_JOB_TRIGGERS; i++)
-	{
-		if (i == TRIGGER_CAPTURE && mode == CAPTURE_WAL)
-			continue;
-		EnableDisableTrigger(upstream, trigger_name(i, job_id),
-							 TRIGGER_IS_CAPTURE(i) ? TRIGGER_FIRES_ALWAYS : TRIGGER_DISABLED,
-							 false, ShareRowExclusiveLock);
-	}
+	if (upstream->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+		install_partition_truncates(RelationGetRelid(upstream), job_id);
+	(void) set_trigger_states(RelationGetRelid(upstream), job_id, false, true);
 }
 
 /*
  * backfill_capture_switch_to_apply
  *		The final barrier's switch: the capture triggers off, the apply
- *		triggers firing ALWAYS.  Caller holds SHARE ROW EXCLUSIVE on the
- *		upstream.  capturing says whether a capture row trigger exists.
+ *		triggers firing ALWAYS, on the upstream and on every partition.
+ *		Caller holds SHARE ROW EXCLUSIVE on them (backfill_lock_writers).
  */
 void
-backfill_capture_switch_to_apply(BackfillJob *job, bool capturing)
+backfill_capture_switch_to_apply(BackfillJob *job)
 {
-	Relation	rel = table_open(job->upstream, NoLock);
-
-	for (int i = 0; i < NUM_JOB_TRIGGERS; i++)
-	{
-		if (i == TRIGGER_CAPTURE && !capturing)
-			continue;
-		EnableDisableTrigger(rel, trigger_name(i, job->job_id),
-							 TRIGGER_IS_CAPTURE(i) ? TRIGGER_DISABLED : TRIGGER_FIRES_ALWAYS,
-							 false, ShareRowExclusiveLock);
-	}
-	table_close(rel, NoLock);
+	(void) set_trigger_states(job->upstream, job->job_id, true, true);
 }
 
 /*
@@ -1144,26 +1400,167 @@ backfill_drop_triggers(int64 job_id)
 {
 	Oid			types[1] = {INT8OID};
 	Datum		values[1] = {Int64GetDatum(job_id)};
-	char	   *upstream;
+	bool		isnull;
+	Oid			upstream;
 
-	backfill_spi_exec_args("SELECT upstream::pg_catalog.text FROM backfill.job j "
+	backfill_spi_exec_args("SELECT upstream::pg_catalog.oid FROM backfill.job j "
 				   "WHERE job_id = $1 AND EXISTS (SELECT FROM pg_catalog.pg_class c "
 				   "WHERE c.oid OPERATOR(pg_catalog.=) j.upstream)",
 				   1, types, values, NULL, SPI_OK_SELECT);
 	if (SPI_processed == 0)
 		return;
-	upstream = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	for (int i = 0; i < NUM_JOB_TRIGGERS; i++)
+	upstream = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+											  &isnull));
+	/* the row triggers' clones on the partitions go with them */
+	for (int i = 0; i < NUM_UPSTREAM_TRIGGERS; i++)
 	{
-		char	   *name = trigger_name(i, job_id);
+		Relation	rel = table_open(upstream, AccessShareLock);
+		char		state = trigger_state(rel, trigger_name(i, job_id));
 
-		if (SPI_execute(psprintf("SELECT FROM pg_catalog.pg_trigger WHERE tgrelid = %s::pg_catalog.regclass "
-								 "AND tgname = %s",
-								 quote_literal_cstr(upstream), quote_literal_cstr(name)),
-						true, 0) != SPI_OK_SELECT)
-			elog(ERROR, "could not read pg_trigger");
-		if (SPI_processed > 0)
-			backfill_spi_exec(psprintf("DROP TRIGGER %s ON %s", quote_identifier(name), upstream),
+		table_close(rel, NoLock);
+		if (state != 0)
+			backfill_spi_exec(psprintf("DROP TRIGGER %s ON %s",
+									   quote_identifier(trigger_name(i, job_id)),
+									   backfill_relation_sql(upstream)),
 							  SPI_OK_UTILITY);
 	}
+	drop_trigger_everywhere(upstream, TRIGGER_PARTITION_TRUNCATE, job_id);
+}
+
+/*
+ * The keys of every row of a relation (a partition joining or leaving the
+ * upstream) into the job's change table, as if they had just been written;
+ * in a log, each with the row's image if the row leaves, none if it joins
+ * (it was not part of the upstream as of the snapshot epoch).  With
+ * keys_only, the keys alone, whatever the layout.  Read by the caller, the
+ * extension's owner: the job's owner may have no right on the partition
+ * itself (a partition has privileges of its own), and nothing of the
+ * user's runs here.
+ */
+static void
+capture_rows(BackfillJob *job, Oid relid, bool attached, bool keys_only)
+{
+	Relation	changes = table_open(job->change_table, AccessShareLock);
+	bool		is_log = !keys_only && is_log_table(changes, job->npk);
+	char	   *scan = backfill_upstream_scan(backfill_relation_sql(relid),
+											  get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE);
+	StringInfoData image;
+
+	initStringInfo(&image);
+	if (is_log && attached)
+		appendStringInfoString(&image, ", NULL");
+	else if (is_log)
+	{
+		TupleDesc	desc = RelationGetDescr(changes);
+		Oid			rowtype = TupleDescAttr(desc, desc->natts - 1)->atttypid;
+		TupleDesc	img = lookup_rowtype_tupdesc(rowtype, -1);
+
+		appendStringInfoString(&image, ", ROW(");
+		for (int i = 0; i < img->natts; i++)
+		{
+			Form_pg_attribute att = TupleDescAttr(img, i);
+			bool		in_rel = !att->attisdropped &&
+				get_attnum(relid, NameStr(att->attname)) != InvalidAttrNumber;
+
+			appendStringInfo(&image, "%s%s%s", i > 0 ? ", " : "", in_rel ? "u." : "NULL",
+							 in_rel ? quote_identifier(NameStr(att->attname)) : "");
+		}
+		appendStringInfo(&image, ")::%s", format_type_be_qualified(rowtype));
+		ReleaseTupleDesc(img);
+	}
+	table_close(changes, AccessShareLock);
+	backfill_spi_exec(psprintf("INSERT INTO %s (%s%s) SELECT %s%s%s FROM %s", job->changes_sql,
+							   backfill_pk_list(job, NULL),
+							   is_log ? ", backfill_seq, backfill_captured_at, backfill_old_row" : "",
+							   backfill_pk_list(job, "u"),
+							   is_log ? ", pg_catalog.nextval('backfill.change_seq'), "
+							   "pg_catalog.statement_timestamp()" : "",
+							   image.data, scan),
+					  SPI_OK_INSERT);
+}
+
+/* the leaf partitions of a relation, or itself if it is one, as an oid[] */
+static Datum
+leaves_array(Oid relid)
+{
+	List	   *leaves = NIL;
+	Datum	   *oids;
+	int			n = 0;
+	ListCell   *lc;
+
+	foreach(lc, upstream_relations(relid, NoLock))
+		if (get_rel_relkind(lfirst_oid(lc)) == RELKIND_RELATION)
+			leaves = lappend_oid(leaves, lfirst_oid(lc));
+	oids = palloc(sizeof(Datum) * Max(list_length(leaves), 1));
+	foreach(lc, leaves)
+		oids[n++] = ObjectIdGetDatum(lfirst_oid(lc));
+	return PointerGetDatum(construct_array(oids, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT));
+}
+
+/*
+ * The rows of a partition joining or leaving the upstream of a finished
+ * job, into or out of its downstream, now.  Joining, they are read through
+ * the upstream, as the job's owner.  Leaving, they are not part of it any
+ * more: their keys go to the change table first, as the extension's owner
+ * (see capture_rows); it is empty once the job has finished, and again
+ * after this, in the same transaction, which holds the upstream ACCESS
+ * EXCLUSIVE (DETACH PARTITION).
+ */
+static void
+partition_rows_now(BackfillJob *job, Oid partition, bool attached)
+{
+	RoleContext oc;
+	int			guc_level;
+	Oid			argtype = OIDARRAYOID;
+	Datum		leaves = attached ? leaves_array(partition) : (Datum) 0;
+
+	if (!attached)
+		capture_rows(job, partition, false, true);
+	backfill_owner_enter(job->owner, false, &oc);
+	guc_level = backfill_pin_search_path(job);
+	if (attached)
+		backfill_spi_exec_args(backfill_sync_insert_sql(job,
+														psprintf("SELECT %s FROM %s WHERE u.tableoid OPERATOR(pg_catalog.=) ANY ($1)",
+																 backfill_pk_list(job, "u"),
+																 backfill_job_scan(job)),
+														false),
+							   1, &argtype, &leaves, NULL, SPI_OK_INSERT);
+	else
+	{
+		backfill_spi_exec(backfill_sync_delete_sql(job,
+												   psprintf("SELECT %s FROM %s c",
+															backfill_pk_list(job, "c"),
+															job->changes_sql),
+												   false),
+						  SPI_OK_DELETE);
+		backfill_spi_exec(psprintf("DELETE FROM %s", job->changes_sql), SPI_OK_DELETE);
+	}
+	backfill_unpin_search_path(guc_level);
+	backfill_role_leave(&oc);
+}
+
+/*
+ * backfill_capture_partition
+ *		A partition has joined the job's upstream (attached, or created:
+ *		attached is then true and the partition empty) or left it
+ *		(detached).  Its leaves get or lose the job's partition truncate
+ *		trigger (the row triggers' clones PostgreSQL adds and removes).  Its
+ *		rows join or leave the downstream exactly once: while the job
+ *		backfills, their keys go to the change table, so that the barriers
+ *		forward them as any write; once it has finished, they are inserted
+ *		into or deleted from the downstream now.  Caller acts as the
+ *		extension's owner, connected to SPI, in the transaction of the
+ *		ALTER TABLE, which holds the partition.
+ */
+void
+backfill_capture_partition(BackfillJob *job, Oid partition, bool attached)
+{
+	if (attached)
+		install_partition_truncates(partition, job->job_id);
+	else
+		drop_trigger_everywhere(partition, TRIGGER_PARTITION_TRUNCATE, job->job_id);
+	if (strcmp(job->status, "finished") != 0)
+		capture_rows(job, partition, attached, false);
+	else
+		partition_rows_now(job, partition, attached);
 }

@@ -28,6 +28,8 @@
 #include "access/stratnum.h"
 #include "access/table.h"
 #include "catalog/namespace.h"
+#include "catalog/partition.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
@@ -113,6 +115,66 @@ backfill_check_key_unchanged(BackfillJob *job, Oid made_with)
 }
 
 /*
+ * backfill_job_catalog_has
+ *		Whether backfill.job has a column: the library may be newer than the
+ *		catalog until ALTER EXTENSION UPDATE.
+ */
+bool
+backfill_job_catalog_has(const char *column)
+{
+	Oid			relid = get_relname_relid("job", get_namespace_oid(BACKFILL_SCHEMA, false));
+
+	return OidIsValid(relid) && get_attnum(relid, column) != InvalidAttrNumber;
+}
+
+/*
+ * backfill_partition_of
+ *		Whether relid is a partition of ancestor, at any level.
+ */
+bool
+backfill_partition_of(Oid relid, Oid ancestor)
+{
+	return get_rel_relispartition(relid) &&
+		list_member_oid(get_partition_ancestors(relid), ancestor);
+}
+
+/* the expressions of a job's computed columns, one per column or NULL */
+static void
+read_expressions(BackfillJob *job, ArrayType *array)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+
+	deconstruct_array(array, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	for (int i = 0; i < n && i < job->ncols; i++)
+		job->col_exprs[i] = nulls[i] ? NULL : TextDatumGetCString(elems[i]);
+}
+
+/*
+ * The upstream's side of the output columns, over alias u: each copied
+ * column by its name, each computed one by its expression.
+ */
+static char *
+select_list(BackfillJob *job)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (int i = 0; i < job->ncols; i++)
+	{
+		if (i > 0)
+			appendStringInfoString(&buf, ", ");
+		if (job->col_exprs[i])
+			appendStringInfo(&buf, "(%s) AS %s", job->col_exprs[i],
+							 quote_identifier(job->col_names[i]));
+		else
+			appendStringInfoString(&buf, quote_identifier(job->col_names[i]));
+	}
+	return buf.data;
+}
+
+/*
  * backfill_load_job
  *		Read a job's definition and actors into cxt.  Caller is connected to
  *		SPI.  The job's state is not read here: its kind decodes it and
@@ -128,18 +190,23 @@ backfill_load_job(int64 job_id, MemoryContext cxt)
 	BackfillJob *job;
 	MemoryContext oldcxt;
 	bool		isnull;
+	bool		shapes;
 
-	if (SPI_execute_with_args("SELECT job_name, kind, status, owner::pg_catalog.oid, "
-							  "upstream::pg_catalog.oid, downstream::pg_catalog.oid, "
-							  "state_table::pg_catalog.oid, change_table::pg_catalog.oid, "
-							  "fragment_id, chunk_size, "
-							  "(SELECT coalesce(pg_catalog.max(a.epoch), 0) FROM backfill.actor a "
-							  " WHERE a.job_id = j.job_id), "
-							  "runs, columns, pk_columns, coalesce(rate_limit, -1), "
-							  "run_mode = 'background', "
-							  /* read by name: a 1.0 catalog has no such column yet */
-							  "coalesce((pg_catalog.to_jsonb(j) OPERATOR(pg_catalog.->>) 'snapshot_epoch')::pg_catalog.int8, 0) "
-							  "FROM backfill.job j WHERE job_id = $1",
+	/* a catalog older than 1.2 has neither filters nor computed columns */
+	shapes = backfill_job_catalog_has("expressions");
+	if (SPI_execute_with_args(psprintf("SELECT job_name, kind, status, owner::pg_catalog.oid, "
+									   "upstream::pg_catalog.oid, downstream::pg_catalog.oid, "
+									   "state_table::pg_catalog.oid, change_table::pg_catalog.oid, "
+									   "fragment_id, chunk_size, "
+									   "(SELECT coalesce(pg_catalog.max(a.epoch), 0) FROM backfill.actor a "
+									   " WHERE a.job_id = j.job_id), "
+									   "runs, columns, pk_columns, coalesce(rate_limit, -1), "
+									   "run_mode = 'background', "
+	/* read by name: a 1.0 catalog has no such column yet */
+									   "coalesce((pg_catalog.to_jsonb(j) OPERATOR(pg_catalog.->>) 'snapshot_epoch')::pg_catalog.int8, 0), "
+									   "%s FROM backfill.job j WHERE job_id = $1",
+									   shapes ? "filter, expressions, into_existing" :
+									   "NULL::pg_catalog.text, NULL::pg_catalog.text[], false"),
 							  1, argtypes, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read backfill.job");
 	if (SPI_processed == 0)
@@ -176,6 +243,16 @@ backfill_load_job(int64 job_id, MemoryContext cxt)
 	job->rate_limit = DatumGetInt32(SPI_getbinval(tup, desc, 15, &isnull));
 	job->background = DatumGetBool(SPI_getbinval(tup, desc, 16, &isnull));
 	job->snapshot_epoch = DatumGetInt64(SPI_getbinval(tup, desc, 17, &isnull));
+	job->filter = SPI_getvalue(tup, desc, 18);
+	job->col_exprs = palloc0(sizeof(char *) * Max(job->ncols, 1));
+	{
+		Datum		d = SPI_getbinval(tup, desc, 19, &isnull);
+
+		if (!isnull)
+			read_expressions(job, DatumGetArrayTypeP(d));
+	}
+	job->into_existing = DatumGetBool(SPI_getbinval(tup, desc, 20, &isnull));
+	job->select_sql = select_list(job);
 
 	/* a cancelled job has no tables left: the caller reports it */
 	if (strcmp(job->status, "cancelled") != 0)
@@ -197,6 +274,7 @@ backfill_load_job(int64 job_id, MemoryContext cxt)
 			job->pk_types[k] = get_atttype(job->upstream, attnum);
 		}
 		job->search_path = backfill_safe_search_path(job->npk, job->pk_types);
+		job->partitioned = get_rel_relkind(job->upstream) == RELKIND_PARTITIONED_TABLE;
 	}
 	MemoryContextSwitchTo(oldcxt);
 

@@ -26,6 +26,7 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
+#include "utils/guc.h"
 #include "utils/memutils.h"
 
 #include "barrier.h"
@@ -186,11 +187,12 @@ backfill_vnodes_finished(BackfillJob *job, int actor)
 }
 
 /*
- * The chunk query: read the next rows after a position (if any) of a set of
- * vnodes, in key order.  Parameters: the position ($1..$npk), the vnode
- * filter, then the limit.  With insert, it inserts them downstream itself
- * and returns per vnode the number of rows read, with the chunk's last key
- * on every row; without, it returns the rows, for a sink (sink.c).
+ * The chunk query: read the next rows that pass the filter after a position
+ * (if any) of a set of vnodes, in key order.  Parameters: the position
+ * ($1..$npk), the vnode filter, then the limit.  With insert, it inserts
+ * them downstream itself and returns per vnode the number of rows read, with
+ * the chunk's last key on every row; without, it returns the rows, for a
+ * sink (sink.c).
  */
 static SPIPlanPtr
 chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter, bool insert,
@@ -210,8 +212,8 @@ chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter, bool insert,
 		return *cached;
 
 	initStringInfo(&select);
-	appendStringInfo(&select, "SELECT %s FROM ONLY %s u WHERE true",
-					 job->columns_sql, job->upstream_sql);
+	appendStringInfo(&select, "SELECT %s FROM %s WHERE true%s",
+					 job->select_sql, backfill_job_scan(job), backfill_filter_and(job));
 	appendStringInfoString(&select,
 						   backfill_chunk_conditions(job, "u", ">", has_pos, filter,
 													 argtypes, &nargs));
@@ -281,6 +283,37 @@ insert_chunk(BarrierExecutor *exec, SPIPlanPtr plan, Datum *values, int64 *total
 }
 
 /*
+ * backfill_plan_by_index_begin / backfill_plan_by_index_end
+ *		Plan and run a chunk without sorts, bitmap scans or hash joins where
+ *		it can do without them: a chunk reads in key order through indexes,
+ *		so that it costs what it reads.  Its plan is made with estimates that
+ *		mislead: the vnode filter of an actor looks selective, so the planner
+ *		would rather sort the few rows it expects than walk the key's index
+ *		(each partition's, merged, for a partitioned upstream), and a
+ *		snapshot job's log grows after the plan was made on it empty.
+ *		Returns the level for backfill_plan_by_index_end().
+ */
+int
+backfill_plan_by_index_begin(void)
+{
+	int			level = NewGUCNestLevel();
+
+	(void) set_config_option("enable_sort", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("enable_bitmapscan", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("enable_hashjoin", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	return level;
+}
+
+void
+backfill_plan_by_index_end(int level)
+{
+	AtEOXact_GUC(true, level);
+}
+
+/*
  * backfill_read_live_chunk
  *		Read one chunk of a group of vnodes from the upstream as it is now,
  *		counting rows per vnode or per actor.  Returns the number of rows
@@ -299,11 +332,13 @@ backfill_read_live_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit,
 	ChunkSink  *sink;
 	int64		total = 0;
 	Datum		lastkey[INDEX_MAX_KEYS];
+	int			guc_level;
 
 	filter = backfill_group_filter(group);
 	nvalues = backfill_group_params(exec, group, filter, values);
 	values[nvalues++] = Int64GetDatum(limit);
 
+	guc_level = backfill_plan_by_index_begin();
 	sink = backfill_sink_begin(exec, -1, per_vnode_counts);
 	if (sink != NULL)
 	{
@@ -319,6 +354,7 @@ backfill_read_live_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit,
 	else
 		insert_chunk(exec, chunk_plan(exec, first->has_pos, filter, true, per_vnode_counts),
 					 values, &total, lastkey, per_vnode_counts);
+	backfill_plan_by_index_end(guc_level);
 
 	/* rows of an actor counted as a whole carry its total, which only grows here */
 	if (!per_vnode_counts)

@@ -7,11 +7,19 @@
  * create_job builds the downstream table, the kind's state table, the
  * change table, the job's rows in backfill.job and backfill.actor, and the
  * triggers on the upstream (capture.c).  Any error rolls all of it back, so
- * nothing is left half-created.
+ * nothing is left half-created.  What it copies (columns, computed columns,
+ * the row filter) is read and checked by shape.c.
+ *
+ * It has two C symbols, as pg_stat_statements keeps one per signature:
+ * backfill_create_job for the seven arguments of catalogs 1.0 and 1.1,
+ * backfill_create_job_1_2 for the nine of 1.2 (filter, into_existing).  An
+ * older catalog keeps working with the newer library until ALTER EXTENSION
+ * UPDATE; what it has no columns for (computed columns) is refused.
  *
  * The upstream is locked in SHARE ROW EXCLUSIVE mode (the lock CREATE
- * TRIGGER takes anyway) for the whole of create_job, so no write can slip
- * between reading the table's shape and the capture trigger's creation.
+ * TRIGGER takes anyway), with its partitions if it is partitioned, for the
+ * whole of create_job, so no write can slip between reading the table's
+ * shape and the capture trigger's creation.
  *
  * How a job's key, columns and downstream are found is shared with
  * estimate.c (create.h).
@@ -34,6 +42,7 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_index.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_opclass.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
@@ -50,6 +59,7 @@
 #include "kind.h"
 
 PG_FUNCTION_INFO_V1(backfill_create_job);
+PG_FUNCTION_INFO_V1(backfill_create_job_1_2);
 
 /* create_job's arguments */
 typedef struct CreateArgs
@@ -61,6 +71,8 @@ typedef struct CreateArgs
 	int32		parallelism;
 	int32		chunk_size;
 	int32		rate_limit;		/* -1 for none */
+	char	   *filter;			/* NULL for none */
+	bool		into_existing;
 } CreateArgs;
 
 /* what create_job found out about the upstream and the downstream */
@@ -70,11 +82,10 @@ typedef struct CreatePlan
 	int			npk;
 	AttrNumber *pk;
 	Oid		   *pk_collations;
-	int			ncols;
-	AttrNumber *cols;
+	JobShape	shape;			/* the columns and the filter */
+	char	   *search_path;	/* the job's */
 	char	   *downstream_sql;
-	char	   *columns_sql;	/* the output columns, quoted */
-	Datum	   *col_names;		/* the same, as text */
+	Datum	   *col_names;		/* the output columns, as text */
 	Datum	   *pk_names;		/* the key columns, as text */
 } CreatePlan;
 
@@ -192,83 +203,6 @@ backfill_upstream_key(Relation rel, AttrNumber **attnums, Oid **collations)
 	return npk;
 }
 
-/*
- * The downstream's columns: the requested ones in the requested order, with
- * the key columns that were not requested put first, or all columns.
- */
-int
-backfill_output_columns(Relation rel, ArrayType *requested, int npk, AttrNumber *pk,
-						AttrNumber **attnums)
-{
-	TupleDesc	desc = RelationGetDescr(rel);
-	int			ncols = 0;
-	AttrNumber *cols = palloc(sizeof(AttrNumber) * (desc->natts + npk));
-
-	if (requested == NULL)
-	{
-		for (int i = 0; i < desc->natts; i++)
-			if (!TupleDescAttr(desc, i)->attisdropped)
-				cols[ncols++] = TupleDescAttr(desc, i)->attnum;
-	}
-	else
-	{
-		Datum	   *names;
-		bool	   *nulls;
-		int			nnames;
-
-		if (ARR_NDIM(requested) > 1)
-			ereport(ERROR,
-					(errcode(ERRCODE_ARRAY_SUBSCRIPT_ERROR),
-					 errmsg("argument \"columns\" must be a one-dimensional array")));
-		deconstruct_array(requested, TEXTOID, -1, false, TYPALIGN_INT,
-						  &names, &nulls, &nnames);
-
-		/* key columns that were not asked for come first */
-		for (int k = 0; k < npk; k++)
-		{
-			char	   *keyname = get_attname(RelationGetRelid(rel), pk[k], false);
-			bool		found = false;
-
-			for (int i = 0; i < nnames && !found; i++)
-				found = !nulls[i] && strcmp(TextDatumGetCString(names[i]), keyname) == 0;
-			if (!found)
-				cols[ncols++] = pk[k];
-		}
-
-		cols = repalloc(cols, sizeof(AttrNumber) * (ncols + nnames));
-		for (int i = 0; i < nnames; i++)
-		{
-			char	   *name;
-			AttrNumber	attnum;
-
-			if (nulls[i])
-				ereport(ERROR,
-						(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-						 errmsg("argument \"columns\" must not contain nulls")));
-			name = TextDatumGetCString(names[i]);
-			attnum = get_attnum(RelationGetRelid(rel), name);
-			if (attnum == InvalidAttrNumber)
-				ereport(ERROR,
-						(errcode(ERRCODE_UNDEFINED_COLUMN),
-						 errmsg("column \"%s\" of relation \"%s\" does not exist",
-								name, RelationGetRelationName(rel))));
-			if (attnum < 0)
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("cannot backfill system column \"%s\"", name)));
-			/* key columns put first were not in the list: a match is a repeat */
-			for (int j = 0; j < ncols; j++)
-				if (cols[j] == attnum)
-					ereport(ERROR,
-							(errcode(ERRCODE_DUPLICATE_COLUMN),
-							 errmsg("column \"%s\" specified more than once", name)));
-			cols[ncols++] = attnum;
-		}
-	}
-	*attnums = cols;
-	return ncols;
-}
-
 /* read and check create_job's arguments */
 static void
 read_arguments(FunctionCallInfo fcinfo, CreateArgs *args)
@@ -288,6 +222,14 @@ read_arguments(FunctionCallInfo fcinfo, CreateArgs *args)
 	args->parallelism = PG_GETARG_INT32(4);
 	args->chunk_size = PG_GETARG_INT32(5);
 	args->rate_limit = -1;
+	args->filter = NULL;
+	args->into_existing = false;
+	if (PG_NARGS() > 8)
+	{
+		args->filter = PG_ARGISNULL(7) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(7));
+		require_arg(fcinfo, 8, "into_existing");
+		args->into_existing = PG_GETARG_BOOL(8);
+	}
 	if (!PG_ARGISNULL(6))
 	{
 		args->rate_limit = PG_GETARG_INT32(6);
@@ -300,9 +242,7 @@ read_arguments(FunctionCallInfo fcinfo, CreateArgs *args)
 
 	/* the library may be newer than the catalog until ALTER EXTENSION UPDATE */
 	kind = backfill_kind_routine(args->kind);
-	if (kind->needs_job_column &&
-		get_attnum(get_relname_relid("job", get_namespace_oid(BACKFILL_SCHEMA, false)),
-				   kind->needs_job_column) == InvalidAttrNumber)
+	if (kind->needs_job_column && !backfill_job_catalog_has(kind->needs_job_column))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("backfill kind \"%s\" needs version 1.1 of extension \"backfill\"",
@@ -321,11 +261,12 @@ read_arguments(FunctionCallInfo fcinfo, CreateArgs *args)
 }
 
 /*
- * An upstream table: a plain permanent table outside the extension's schema
- * that the caller has each of the rights in "needed" on, checked before any
- * lock (a user who may not use it must not queue on it).  Returned open,
- * locked in lockmode until the transaction ends.  create_job and
- * estimate_job both open theirs here.
+ * An upstream table: a permanent table, partitioned or not, outside the
+ * extension's schema, that the caller has each of the rights in "needed" on,
+ * checked before any lock (a user who may not use it must not queue on it).
+ * Returned open, locked in lockmode until the transaction ends, with its
+ * partitions at every level: writers may write straight into them.
+ * create_job and estimate_job both open theirs here.
  */
 Relation
 backfill_open_upstream(Oid upstream_oid, LOCKMODE lockmode,
@@ -351,7 +292,8 @@ backfill_open_upstream(Oid upstream_oid, LOCKMODE lockmode,
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("relation with OID %u does not exist", upstream_oid)));
-	if (rel->rd_rel->relkind != RELKIND_RELATION)
+	if (rel->rd_rel->relkind != RELKIND_RELATION &&
+		rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("cannot backfill from relation \"%s\"",
@@ -373,6 +315,8 @@ backfill_open_upstream(Oid upstream_oid, LOCKMODE lockmode,
 				 errmsg("cannot backfill from table \"%s\" of schema \"%s\"",
 						RelationGetRelationName(rel), BACKFILL_SCHEMA),
 				 errdetail("Schema \"%s\" holds the extension's own tables.", BACKFILL_SCHEMA)));
+	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+		(void) find_all_inheritors(upstream_oid, lockmode, NULL);
 
 	return rel;
 }
@@ -441,11 +385,9 @@ static void
 describe_columns(CreatePlan *plan, StringInfo key_ddl, StringInfo key_list)
 {
 	Oid			upstream_oid = RelationGetRelid(plan->rel);
-	StringInfoData collist;
 
-	initStringInfo(&collist);
 	plan->pk_names = palloc(sizeof(Datum) * plan->npk);
-	plan->col_names = palloc(sizeof(Datum) * plan->ncols);
+	plan->col_names = palloc(sizeof(Datum) * plan->shape.ncols);
 	for (int k = 0; k < plan->npk; k++)
 	{
 		char	   *keyname = get_attname(upstream_oid, plan->pk[k], false);
@@ -460,41 +402,29 @@ describe_columns(CreatePlan *plan, StringInfo key_ddl, StringInfo key_list)
 						 collate_clause(plan->pk_collations[k]));
 		plan->pk_names[k] = CStringGetTextDatum(keyname);
 	}
-	for (int i = 0; i < plan->ncols; i++)
-	{
-		char	   *colname = get_attname(upstream_oid, plan->cols[i], false);
-
-		appendStringInfo(&collist, "%s%s", i > 0 ? ", " : "", quote_identifier(colname));
-		plan->col_names[i] = CStringGetTextDatum(colname);
-	}
-	plan->columns_sql = collist.data;
+	for (int i = 0; i < plan->shape.ncols; i++)
+		plan->col_names[i] = CStringGetTextDatum(plan->shape.cols[i].name);
 }
 
 /*
  * backfill_downstream_ddl
- *		The CREATE TABLE of a downstream named table_sql: the columns cols of
- *		upstream, keyed on key_list ("k1, k2").
+ *		The CREATE TABLE of a downstream named table_sql: the columns of a
+ *		job's shape, keyed on key_list ("k1, k2").
  */
 char *
-backfill_downstream_ddl(Relation upstream, int ncols, const AttrNumber *cols,
-						const char *table_sql, const char *key_list)
+backfill_downstream_ddl(const JobShape *shape, const char *table_sql, const char *key_list)
 {
-	Oid			upstream_oid = RelationGetRelid(upstream);
 	StringInfoData buf;
 
 	initStringInfo(&buf);
 	appendStringInfo(&buf, "CREATE TABLE %s (", table_sql);
-	for (int i = 0; i < ncols; i++)
+	for (int i = 0; i < shape->ncols; i++)
 	{
-		Oid			type;
-		int32		typmod;
-		Oid			collid;
+		ShapeColumn *col = &shape->cols[i];
 
-		get_atttypetypmodcoll(upstream_oid, cols[i], &type, &typmod, &collid);
-		appendStringInfo(&buf, "%s %s%s, ",
-						 quote_identifier(get_attname(upstream_oid, cols[i], false)),
-						 format_type_with_typemod(type, typmod),
-						 collate_clause(collid));
+		appendStringInfo(&buf, "%s %s%s, ", quote_identifier(col->name),
+						 format_type_with_typemod(col->type, col->typmod),
+						 collate_clause(col->collation));
 	}
 	appendStringInfo(&buf, "PRIMARY KEY (%s))", key_list);
 	return buf.data;
@@ -504,9 +434,39 @@ backfill_downstream_ddl(Relation upstream, int ncols, const AttrNumber *cols,
 static void
 create_downstream(CreatePlan *plan, const char *key_list)
 {
-	backfill_spi_exec(backfill_downstream_ddl(plan->rel, plan->ncols, plan->cols,
-											  plan->downstream_sql, key_list),
+	backfill_spi_exec(backfill_downstream_ddl(&plan->shape, plan->downstream_sql, key_list),
 					  SPI_OK_UTILITY);
+}
+
+/*
+ * The catalog's filter, expressions (NULL when every column is copied) and
+ * source_columns of a job.
+ */
+static void
+shape_values(const CreatePlan *plan, Datum *values, char *nulls)
+{
+	const JobShape *shape = &plan->shape;
+	Datum	   *exprs = palloc(sizeof(Datum) * Max(shape->ncols, 1));
+	bool	   *expr_nulls = palloc(sizeof(bool) * Max(shape->ncols, 1));
+	Datum	   *sources = palloc(sizeof(Datum) * Max(shape->nsources, 1));
+	int			dims[1] = {shape->ncols};
+	int			lbs[1] = {1};
+
+	for (int i = 0; i < shape->ncols; i++)
+	{
+		expr_nulls[i] = shape->cols[i].expr == NULL;
+		exprs[i] = expr_nulls[i] ? (Datum) 0 : CStringGetTextDatum(shape->cols[i].expr);
+	}
+	for (int i = 0; i < shape->nsources; i++)
+		sources[i] = CStringGetTextDatum(shape->sources[i]);
+	values[0] = shape->filter ? CStringGetTextDatum(shape->filter) : (Datum) 0;
+	nulls[0] = shape->filter ? ' ' : 'n';
+	values[1] = PointerGetDatum(construct_md_array(exprs, expr_nulls, 1, dims, lbs, TEXTOID,
+												   -1, false, TYPALIGN_INT));
+	nulls[1] = shape->computed ? ' ' : 'n';
+	values[2] = PointerGetDatum(construct_array(sources, shape->nsources, TEXTOID, -1, false,
+												TYPALIGN_INT));
+	nulls[2] = ' ';
 }
 
 /*
@@ -523,15 +483,21 @@ insert_catalog_rows(const CreateArgs *args, const CreatePlan *plan, const JobDef
 	int64		job_id = def->job_id;
 
 	{
-		Oid			argtypes[17] = {INT8OID, TEXTOID, TEXTOID, OIDOID, OIDOID,
+		Oid			argtypes[21] = {INT8OID, TEXTOID, TEXTOID, OIDOID, OIDOID,
 		TEXTOID, TEXTOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID, INT4OID, INT4OID,
-		INT4OID, INT8OID, TEXTOID, INT4OID, OIDOID};
-		Datum		values[17];
-		char		nulls[17];
+		INT4OID, INT8OID, TEXTOID, INT4OID, OIDOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID,
+		BOOLOID};
+		Datum		values[21];
+		char		nulls[21];
+		int			nargs = 17;
 
 		/* what RisingWave's rw_ddl_progress shows as the statement */
-		char	   *ddl_statement = psprintf("CREATE MATERIALIZED VIEW %s AS SELECT %s FROM %s",
-											 args->name, plan->columns_sql, def->upstream_sql);
+		char	   *ddl_statement = psprintf("CREATE MATERIALIZED VIEW %s AS SELECT %s FROM %s%s%s",
+											 args->name,
+											 backfill_shape_select_list(&plan->shape),
+											 def->upstream_sql,
+											 plan->shape.filter ? " WHERE " : "",
+											 plan->shape.filter ? plan->shape.filter : "");
 
 		values[0] = Int64GetDatum(job_id);
 		values[1] = CStringGetTextDatum(args->name);
@@ -541,7 +507,7 @@ insert_catalog_rows(const CreateArgs *args, const CreatePlan *plan, const JobDef
 		values[5] = CStringGetTextDatum(def->downstream_sql);
 		values[6] = CStringGetTextDatum(def->state_sql);
 		values[7] = CStringGetTextDatum(def->changes_sql);
-		values[8] = PointerGetDatum(construct_array(plan->col_names, plan->ncols, TEXTOID,
+		values[8] = PointerGetDatum(construct_array(plan->col_names, plan->shape.ncols, TEXTOID,
 													-1, false, TYPALIGN_INT));
 		values[9] = PointerGetDatum(construct_array(plan->pk_names, plan->npk, TEXTOID,
 													-1, false, TYPALIGN_INT));
@@ -555,16 +521,25 @@ insert_catalog_rows(const CreateArgs *args, const CreatePlan *plan, const JobDef
 		memset(nulls, ' ', sizeof(nulls));
 		if (args->rate_limit < 0)
 			nulls[15] = 'n';
+		/* what a catalog of version 1.2 has: checked by create_job first */
+		if (backfill_job_catalog_has("expressions"))
+		{
+			shape_values(plan, &values[17], &nulls[17]);
+			values[20] = BoolGetDatum(args->into_existing);
+			nargs = 21;
+		}
 
 		/* $5 is unused: relations are stored as regclass, which dumps by name */
-		if (SPI_execute_with_args("INSERT INTO backfill.job (job_id, job_name, kind, upstream, "
-								  "downstream_name, downstream, state_table, "
-								  "change_table, columns, pk_columns, fragment_id, parallelism, "
-								  "chunk_size, total_rows, ddl_statement, rate_limit, owner) "
-								  "VALUES ($1, $2, $3, $4, $6, $6::pg_catalog.regclass, "
-								  "$7::pg_catalog.regclass, $8::pg_catalog.regclass, $9, $10, "
-								  "$11, $12, $13, $14, $15, $16, $17::pg_catalog.regrole)",
-								  17, argtypes, values, nulls, false, 0) != SPI_OK_INSERT)
+		if (SPI_execute_with_args(psprintf("INSERT INTO backfill.job (job_id, job_name, kind, upstream, "
+										   "downstream_name, downstream, state_table, "
+										   "change_table, columns, pk_columns, fragment_id, parallelism, "
+										   "chunk_size, total_rows, ddl_statement, rate_limit, owner%s) "
+										   "VALUES ($1, $2, $3, $4, $6, $6::pg_catalog.regclass, "
+										   "$7::pg_catalog.regclass, $8::pg_catalog.regclass, $9, $10, "
+										   "$11, $12, $13, $14, $15, $16, $17::pg_catalog.regrole%s)",
+										   nargs > 17 ? ", filter, expressions, source_columns, into_existing" : "",
+										   nargs > 17 ? ", $18, $19, $20, $21" : ""),
+								  nargs, argtypes, values, nulls, false, 0) != SPI_OK_INSERT)
 			elog(ERROR, "could not insert into backfill.job");
 	}
 
@@ -598,13 +573,82 @@ insert_catalog_rows(const CreateArgs *args, const CreatePlan *plan, const JobDef
 }
 
 /*
- * backfill.create_job(name text, upstream regclass, kind text,
- *					   columns text[], parallelism int, chunk_size int,
- *					   rate_limit int)
- *		RETURNS bigint
+ * A log of before-images (CAPTURE_LOG) keeps each row as the downstream's
+ * row type when the downstream is the job's own copy of upstream columns;
+ * otherwise (computed columns, a filter, a table of the user's) as a type of
+ * its own, backfill.image_<id>, of the upstream columns the job reads.
+ * Returns the type's name, and its columns' DDL into *image_ddl (NULL when
+ * it is the downstream's).
  */
-Datum
-backfill_create_job(PG_FUNCTION_ARGS)
+static char *
+image_type(const CreatePlan *plan, const CreateArgs *args, int64 job_id, char **image_ddl)
+{
+	Oid			upstream_oid = RelationGetRelid(plan->rel);
+	StringInfoData buf;
+
+	*image_ddl = NULL;
+	if (!plan->shape.computed && !plan->shape.filter && !args->into_existing)
+		return plan->downstream_sql;
+	initStringInfo(&buf);
+	for (int i = 0; i < plan->shape.nsources; i++)
+	{
+		AttrNumber	attnum = get_attnum(upstream_oid, plan->shape.sources[i]);
+		Oid			type;
+		int32		typmod;
+		Oid			collid;
+
+		get_atttypetypmodcoll(upstream_oid, attnum, &type, &typmod, &collid);
+		appendStringInfo(&buf, "%s%s %s%s", i > 0 ? ", " : "",
+						 quote_identifier(plan->shape.sources[i]),
+						 format_type_with_typemod(type, typmod), collate_clause(collid));
+	}
+	*image_ddl = buf.data;
+	return psprintf("%s.%s", BACKFILL_SCHEMA,
+					quote_identifier(psprintf("image_%lld", (long long) job_id)));
+}
+
+/*
+ * What the upstream and the arguments make of the job: its key, columns,
+ * filter and downstream name.  Opens and locks the upstream.
+ */
+static void
+plan_job(const CreateArgs *args, const KindRoutine *kind, CreatePlan *plan)
+{
+	Oid		   *pk_types;
+
+	{
+		/* the caller reads it and may capture its changes */
+		static const AclMode needed[] = {ACL_SELECT, ACL_TRIGGER};
+
+		plan->rel = backfill_open_upstream(args->upstream, ShareRowExclusiveLock,
+										   needed, lengthof(needed));
+	}
+	plan->npk = backfill_upstream_key(plan->rel, &plan->pk, &plan->pk_collations);
+	check_key_names(kind, plan->rel, plan->npk, plan->pk);
+	pk_types = palloc(sizeof(Oid) * plan->npk);
+	for (int k = 0; k < plan->npk; k++)
+		pk_types[k] = get_atttype(RelationGetRelid(plan->rel), plan->pk[k]);
+	plan->search_path = backfill_safe_search_path(plan->npk, pk_types);
+	backfill_shape_read(plan->rel, args->columns, args->filter, plan->npk, plan->pk,
+						plan->search_path, &plan->shape);
+	if ((plan->shape.computed || plan->shape.filter || args->into_existing ||
+		 plan->rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE) &&
+		!backfill_job_catalog_has("expressions"))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("%s need version 1.2 of extension \"backfill\"",
+						args->into_existing ? "downstream tables of the user's" :
+						plan->shape.filter ? "row filters" :
+						plan->shape.computed ? "computed columns" : "partitioned upstreams"),
+				 errhint("Run ALTER EXTENSION backfill UPDATE.")));
+	if (kind->check_create)
+		kind->check_create(plan->rel, args->parallelism);
+	plan->downstream_sql = args->into_existing ? NULL : downstream_name(args->name);
+}
+
+/* create_job, with the arguments of either signature */
+static int64
+create_job(FunctionCallInfo fcinfo)
 {
 	CreateArgs	args;
 	CreatePlan	plan;
@@ -615,22 +659,16 @@ backfill_create_job(PG_FUNCTION_ARGS)
 	int32		fragment_id;
 	int64		total_rows;
 	RoleContext rc;
+	char	   *image_sql;
+	char	   *image_ddl;
 
 	read_arguments(fcinfo, &args);
 	kind = backfill_kind_routine(args.kind);
-	{
-		/* the caller reads it and may capture its changes */
-		static const AclMode needed[] = {ACL_SELECT, ACL_TRIGGER};
-
-		plan.rel = backfill_open_upstream(args.upstream, ShareRowExclusiveLock,
-										  needed, lengthof(needed));
-	}
-	plan.npk = backfill_upstream_key(plan.rel, &plan.pk, &plan.pk_collations);
-	check_key_names(kind, plan.rel, plan.npk, plan.pk);
-	plan.ncols = backfill_output_columns(plan.rel, args.columns, plan.npk, plan.pk, &plan.cols);
-	if (kind->check_create)
-		kind->check_create(plan.rel, args.parallelism);
-	plan.downstream_sql = downstream_name(args.name);
+	plan_job(&args, kind, &plan);
+	SPI_connect();
+	if (args.into_existing)
+		plan.downstream_sql = backfill_existing_downstream(args.name, plan.rel, &plan.shape,
+														   plan.npk, plan.pk);
 	initStringInfo(&key_ddl);
 	initStringInfo(&key_list);
 	describe_columns(&plan, &key_ddl, &key_list);
@@ -650,10 +688,14 @@ backfill_create_job(PG_FUNCTION_ARGS)
 	def.key_ddl = key_ddl.data;
 	def.key_list = key_list.data;
 	def.parallelism = args.parallelism;
+	image_sql = image_type(&plan, &args, def.job_id, &image_ddl);
 
-	SPI_connect();
-	create_downstream(&plan, key_list.data);
-	total_rows = backfill_count_rows(def.upstream_sql);	/* as the caller, the job's owner */
+	if (!args.into_existing)
+		create_downstream(&plan, key_list.data);
+	/* as the caller, the job's owner */
+	total_rows = backfill_count_rows(def.upstream_sql,
+									 plan.rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE,
+									 plan.shape.filter);
 
 	/*
 	 * The state and change tables live in the extension's schema, where only
@@ -663,7 +705,7 @@ backfill_create_job(PG_FUNCTION_ARGS)
 	backfill_catalog_enter(&rc);
 	kind->create_state_table(&def);
 	backfill_capture_create_table(kind->capture, def.changes_sql, def.key_ddl,
-								  def.key_list, def.downstream_sql, def.owner);
+								  def.key_list, image_sql, image_ddl, def.owner);
 	insert_catalog_rows(&args, &plan, &def, fragment_id, total_rows);
 	if (kind->after_create)
 		kind->after_create(&def);
@@ -672,5 +714,31 @@ backfill_create_job(PG_FUNCTION_ARGS)
 
 	SPI_finish();
 	relation_close(plan.rel, NoLock);
-	PG_RETURN_INT64(def.job_id);
+	return def.job_id;
+}
+
+/*
+ * backfill.create_job(name text, upstream regclass, kind text,
+ *					   columns text[], parallelism int, chunk_size int,
+ *					   rate_limit int)
+ *		RETURNS bigint
+ *
+ * The signature of catalogs 1.0 and 1.1, until ALTER EXTENSION UPDATE.
+ */
+Datum
+backfill_create_job(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT64(create_job(fcinfo));
+}
+
+/*
+ * backfill.create_job(name text, upstream regclass, kind text,
+ *					   columns text[], parallelism int, chunk_size int,
+ *					   rate_limit int, filter text, into_existing boolean)
+ *		RETURNS bigint
+ */
+Datum
+backfill_create_job_1_2(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT64(create_job(fcinfo));
 }

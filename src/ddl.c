@@ -11,13 +11,28 @@
  *
  *	- dropping its upstream, downstream, state or change table (sql_drop,
  *	  DROP TABLE and DROP SCHEMA ... CASCADE alike);
- *	- dropping a column of the upstream the job copies, or of the downstream
- *	  (sql_drop);
- *	- renaming or retyping such a column, or changing the upstream's primary
- *	  key (ddl_command_end of ALTER TABLE).
+ *	- dropping a column of the upstream the job reads (the key, the columns
+ *	  it copies, those its computed columns and filter use), or of the
+ *	  downstream (sql_drop);
+ *	- renaming such a column, retyping a copied one, or a column a computed
+ *	  column reads so that its type would change, or changing the upstream's
+ *	  primary key (ddl_command_end of ALTER TABLE).  The computed columns and
+ *	  the filter are analyzed again against the altered table (shape.c), so
+ *	  a change that leaves them meaningless is refused with the parser's
+ *	  error.
  *
  * The error rolls the command back, so nothing is left half-done: no
- * orphaned trigger, slot or state table.  Adding a column, renaming or
+ * orphaned trigger, slot or state table.
+ *
+ * The partitions of a partitioned upstream come and go (capture.c does the
+ * work, in the DDL's own transaction, so that their rows join or leave the
+ * downstream exactly once): CREATE TABLE ... PARTITION OF and ATTACH
+ * PARTITION (ddl_command_end) bring theirs, DETACH PARTITION takes them
+ * away.  Refused: DETACH PARTITION ... CONCURRENTLY (ddl_command_start,
+ * before its first transaction), whose two transactions leave no moment at
+ * which the rows could leave; dropping a partition (sql_drop, told by the
+ * clones of the job's row triggers dropped with it), whose rows could then
+ * never leave.  Adding a column, renaming or
  * moving a table, and building an index disturb nothing, since a job holds
  * its tables by OID and reads their names afresh at each run.
  *
@@ -38,17 +53,22 @@
  * the extension's owner may write the catalogs, as restoring the jobs' rows
  * does: for any other role, nothing is skipped.
  *
- * May call: catalog.c, privilege.c and the foundations.
+ * May call: capture.c, shape.c, catalog.c, privilege.c and the foundations.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/relation.h"
+#include "catalog/namespace.h"
+#include "catalog/partition.h"
 #include "catalog/pg_type.h"
 #include "commands/event_trigger.h"
 #include "commands/extension.h"
 #include "utils/array.h"
 #include "executor/spi.h"
+#include "nodes/nodeFuncs.h"
+#include "parser/parse_coerce.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
@@ -57,12 +77,27 @@
 
 PG_FUNCTION_INFO_V1(backfill_on_ddl);
 
-/* the jobs that are not cancelled, and what they hold */
-static const char *const jobs_holding_sql =
-"SELECT j.job_id, j.upstream::pg_catalog.oid, j.downstream::pg_catalog.oid, "
-"       j.state_table::pg_catalog.oid, j.change_table::pg_catalog.oid, "
-"       j.columns, j.pk_columns "
-"  FROM backfill.job j WHERE j.status OPERATOR(pg_catalog.<>) 'cancelled'";
+/*
+ * The jobs that are not cancelled, and what they hold: the tables, then the
+ * columns, the key, the upstream columns read, the computed columns'
+ * expressions, the filter and whether the downstream is a table the user
+ * made (a catalog older than 1.2 has no such thing:
+ * the columns it copies are all it reads).  condition, if not "", restricts
+ * them further ("AND ...").
+ */
+static char *
+jobs_holding_sql(const char *condition)
+{
+	return psprintf("SELECT j.job_id, j.upstream::pg_catalog.oid, j.downstream::pg_catalog.oid, "
+					"       j.state_table::pg_catalog.oid, j.change_table::pg_catalog.oid, "
+					"       j.columns, j.pk_columns, %s "
+					"  FROM backfill.job j WHERE j.status OPERATOR(pg_catalog.<>) 'cancelled'%s "
+					" ORDER BY j.job_id",
+					backfill_job_catalog_has("source_columns") ?
+					"coalesce(j.source_columns, j.columns), j.expressions, j.filter, j.into_existing" :
+					"j.columns, NULL::pg_catalog.text[], NULL::pg_catalog.text, false",
+					condition);
+}
 
 static void
 refuse_drop(int64 job_id, const char *what, const char *name)
@@ -113,7 +148,7 @@ check_drops(bool restoring)
 	ndropped = SPI_processed;
 	if (ndropped == 0)
 		return;
-	if (SPI_execute(jobs_holding_sql, true, 0) != SPI_OK_SELECT)
+	if (SPI_execute(jobs_holding_sql(""), true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read backfill.job");
 
 	for (uint64 d = 0; d < ndropped; d++)
@@ -145,9 +180,14 @@ check_drops(bool restoring)
 						refuse_drop(job_id, roles[r], psprintf("table %s", identity));
 					continue;
 				}
-				/* a column: of the upstream if copied, of the job's own tables always */
-				if (r > 1 || array_has(SPI_getbinval(tup, desc, 6, &isnull), column) ||
-					array_has(SPI_getbinval(tup, desc, 7, &isnull), column))
+				/*
+				 * A column: of the upstream if read, of the downstream if
+				 * filled, of the job's own tables always.
+				 */
+				if (r > 2 ||
+					(r == 2 && array_has(SPI_getbinval(tup, desc, 6, &isnull), column)) ||
+					(r == 1 && (array_has(SPI_getbinval(tup, desc, 8, &isnull), column) ||
+								array_has(SPI_getbinval(tup, desc, 7, &isnull), column))))
 					refuse_drop(job_id, psprintf("column \"%s\" of the %s", column, roles[r]),
 								psprintf("column %s", identity));
 			}
@@ -155,8 +195,12 @@ check_drops(bool restoring)
 	}
 }
 
+/*
+ * Whether a copied column fits the downstream's: the same type, or, in a
+ * table the user made, one its values can be assigned to.
+ */
 static bool
-same_column_type(Oid rel1, AttrNumber att1, Oid rel2, AttrNumber att2)
+same_column_type(Oid rel1, AttrNumber att1, Oid rel2, AttrNumber att2, bool assignable)
 {
 	Oid			type1,
 				type2,
@@ -167,6 +211,8 @@ same_column_type(Oid rel1, AttrNumber att1, Oid rel2, AttrNumber att2)
 
 	get_atttypetypmodcoll(rel1, att1, &type1, &typmod1, &coll1);
 	get_atttypetypmodcoll(rel2, att2, &type2, &typmod2, &coll2);
+	if (assignable)
+		return can_coerce_type(1, &type1, &type2, COERCION_ASSIGNMENT);
 	return type1 == type2 && typmod1 == typmod2 && coll1 == coll2;
 }
 
@@ -181,10 +227,159 @@ column_type(Oid rel, AttrNumber att)
 	return format_type_with_typemod(type, typmod);
 }
 
+static void
+refuse_rename(int64 job_id, Oid relid, const char *col, bool copied)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+			 errmsg("cannot rename column \"%s\" of table \"%s\" because backfill job %lld uses it",
+					col, get_rel_name(relid), (long long) job_id),
+			 errdetail("Backfill job %lld %s the column by its name.", (long long) job_id,
+					   copied ? "copies" : "reads"),
+			 errhint("Drop the job first with backfill.drop_job(%lld), or cancel it with backfill.cancel_job(%lld).",
+					 (long long) job_id, (long long) job_id)));
+}
+
+static void
+refuse_retype(int64 job_id, Oid relid, const char *col, const char *detail)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+			 errmsg("cannot change the type of column \"%s\" of table \"%s\" because backfill job %lld uses it",
+					col, get_rel_name(relid), (long long) job_id),
+			 errdetail_internal("%s", detail),
+			 errhint("Drop the job first with backfill.drop_job(%lld), or cancel it with backfill.cancel_job(%lld).",
+					 (long long) job_id, (long long) job_id)));
+}
+
+/* the text[] column n of a job's row, or none */
+static void
+job_array(HeapTuple tup, TupleDesc desc, int n, Datum **elems, bool **nulls, int *nelems)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(tup, desc, n, &isnull);
+
+	*nelems = 0;
+	if (!isnull)
+		deconstruct_array(DatumGetArrayTypeP(d), TEXTOID, -1, false, TYPALIGN_INT,
+						  elems, nulls, nelems);
+}
+
 /*
- * ddl_command_end of ALTER TABLE: every job over an altered upstream must
- * still find its columns, by name, of its downstream's types, and its key
- * (but while a restore adds it).
+ * A computed column of a job over an altered upstream: its expression,
+ * analyzed again, must still give the downstream column's type.
+ */
+static void
+check_computed(int64 job_id, Oid relid, Relation upstream, Oid downstream,
+			   const char *col, const char *text, bool assignable)
+{
+	Node	   *expr = backfill_shape_expression(upstream, text, false, col);
+	AttrNumber	down_att = get_attnum(downstream, col);
+	Oid			type;
+	Oid			coll;
+	int32		typmod;
+	char	   *detail;
+
+	get_atttypetypmodcoll(downstream, down_att, &type, &typmod, &coll);
+	if (exprType(expr) == type && exprTypmod(expr) == typmod)
+		return;
+	if (assignable)
+	{
+		Oid			from = exprType(expr);
+
+		if (can_coerce_type(1, &from, &type, COERCION_ASSIGNMENT))
+			return;
+	}
+	detail = psprintf("Backfill job %lld computes column \"%s\", of type %s, as %s, which would now be of type %s.",
+					  (long long) job_id, col, format_type_with_typemod(type, typmod),
+					  text, format_type_with_typemod(exprType(expr), exprTypmod(expr)));
+	if (relid == downstream)
+		refuse_retype(job_id, relid, col, detail);
+	ereport(ERROR,
+			(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+			 errmsg("cannot alter table \"%s\" because backfill job %lld computes column \"%s\" from it",
+					get_rel_name(relid), (long long) job_id, col),
+			 errdetail_internal("%s", detail),
+			 errhint("Drop the job first with backfill.drop_job(%lld), or cancel it with backfill.cancel_job(%lld).",
+					 (long long) job_id, (long long) job_id)));
+}
+
+/*
+ * One job over an altered table (relid): it must still find the upstream
+ * columns it reads, by name, its downstream's columns, of the types it
+ * fills them with, its computed columns and filter, and its key.
+ */
+static void
+check_job_after_alter(HeapTuple tup, TupleDesc desc, Oid relid, bool restoring)
+{
+	bool		isnull;
+	int64		job_id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+	Oid			upstream = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
+	Oid			downstream = DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull));
+	char	   *filter = SPI_getvalue(tup, desc, 10);
+	bool		into_existing = DatumGetBool(SPI_getbinval(tup, desc, 11, &isnull));
+	Datum	   *cols;
+	Datum	   *sources;
+	Datum	   *exprs = NULL;
+	bool	   *expr_nulls = NULL;
+	int			ncols;
+	int			nsources;
+	int			nexprs;
+	Relation	rel;
+
+	if (isnull)
+		downstream = InvalidOid;
+	job_array(tup, desc, 6, &cols, NULL, &ncols);
+	job_array(tup, desc, 8, &sources, NULL, &nsources);
+	job_array(tup, desc, 9, &exprs, &expr_nulls, &nexprs);
+
+	/* the columns copied, by name, each into a column of its type */
+	for (int c = 0; c < ncols; c++)
+	{
+		char	   *col = TextDatumGetCString(cols[c]);
+		bool		computed = c < nexprs && !expr_nulls[c];
+		AttrNumber	up_att = computed ? InvalidAttrNumber : get_attnum(upstream, col);
+		AttrNumber	down_att = OidIsValid(downstream) ? get_attnum(downstream, col) : InvalidAttrNumber;
+
+		if ((!computed && up_att == InvalidAttrNumber) ||
+			(OidIsValid(downstream) && down_att == InvalidAttrNumber))
+			refuse_rename(job_id, relid, col, true);
+		if (!computed && down_att != InvalidAttrNumber &&
+			!same_column_type(upstream, up_att, downstream, down_att, into_existing))
+			refuse_retype(job_id, relid, col,
+						  psprintf(into_existing ?
+								   "Backfill job %lld copies the column, of type %s, into a column of type %s, to which it cannot be assigned." :
+								   "Backfill job %lld copies the column, of type %s, into a column of type %s.",
+								   (long long) job_id, column_type(upstream, up_att),
+								   column_type(downstream, down_att)));
+	}
+	/* the other columns the computed columns and the filter read */
+	for (int c = 0; c < nsources; c++)
+		if (get_attnum(upstream, TextDatumGetCString(sources[c])) == InvalidAttrNumber)
+			refuse_rename(job_id, relid, TextDatumGetCString(sources[c]), false);
+	rel = relation_open(upstream, AccessShareLock);
+	for (int c = 0; c < ncols && c < nexprs; c++)
+		if (!expr_nulls[c] && OidIsValid(downstream))
+			check_computed(job_id, relid, rel, downstream, TextDatumGetCString(cols[c]),
+						   TextDatumGetCString(exprs[c]), into_existing);
+	if (filter != NULL)
+		(void) backfill_shape_expression(rel, filter, true, NULL);
+	relation_close(rel, AccessShareLock);
+	/*
+	 * the key, as every run checks it: its change table has the key it was
+	 * made with, whatever its kind (but while a restore adds it)
+	 */
+	if (!restoring)
+	{
+		BackfillJob *job = backfill_load_job(job_id, CurrentMemoryContext);
+
+		backfill_check_key_unchanged(job, job->change_table);
+	}
+}
+
+/*
+ * ddl_command_end of ALTER TABLE: every job over an altered upstream or
+ * downstream must still find what it reads and writes.
  */
 static void
 check_alters(bool restoring)
@@ -206,67 +401,194 @@ check_alters(bool restoring)
 		SPITupleTable *jobs;
 		uint64		njobs;
 
-		if (SPI_execute_with_args(psprintf("%s AND (j.upstream OPERATOR(pg_catalog.=) $1 "
-										   "OR j.downstream OPERATOR(pg_catalog.=) $1)",
-										   jobs_holding_sql),
+		if (SPI_execute_with_args(jobs_holding_sql(" AND (j.upstream OPERATOR(pg_catalog.=) $1 "
+												   "OR j.downstream OPERATOR(pg_catalog.=) $1)"),
 								  1, argtypes, values, NULL, true, 0) != SPI_OK_SELECT)
 			elog(ERROR, "could not read backfill.job");
 		jobs = SPI_tuptable;
 		njobs = SPI_processed;
 		for (uint64 i = 0; i < njobs; i++)
-		{
-			int64		job_id = DatumGetInt64(SPI_getbinval(jobs->vals[i], jobs->tupdesc, 1, &isnull));
-			Oid			upstream = DatumGetObjectId(SPI_getbinval(jobs->vals[i], jobs->tupdesc, 2, &isnull));
-			Oid			downstream = DatumGetObjectId(SPI_getbinval(jobs->vals[i], jobs->tupdesc, 3, &isnull));
-			Datum	   *cols;
-			int			ncols;
-
-			deconstruct_array(DatumGetArrayTypeP(SPI_getbinval(jobs->vals[i], jobs->tupdesc, 6, &isnull)),
-							  TEXTOID, -1, false, TYPALIGN_INT, &cols, NULL, &ncols);
-			for (int c = 0; c < ncols; c++)
-			{
-				char	   *col = TextDatumGetCString(cols[c]);
-				AttrNumber	up_att = get_attnum(upstream, col);
-				AttrNumber	down_att = OidIsValid(downstream) ? get_attnum(downstream, col) : InvalidAttrNumber;
-
-				if (up_att == InvalidAttrNumber ||
-					(OidIsValid(downstream) && down_att == InvalidAttrNumber))
-					ereport(ERROR,
-							(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
-							 errmsg("cannot rename column \"%s\" of table \"%s\" because backfill job %lld uses it",
-									col, get_rel_name(relid), (long long) job_id),
-							 errdetail("Backfill job %lld copies the column by its name.", (long long) job_id),
-							 errhint("Drop the job first with backfill.drop_job(%lld), or cancel it with backfill.cancel_job(%lld).",
-									 (long long) job_id, (long long) job_id)));
-				if (down_att != InvalidAttrNumber &&
-					!same_column_type(upstream, up_att, downstream, down_att))
-					ereport(ERROR,
-							(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
-							 errmsg("cannot change the type of column \"%s\" of table \"%s\" because backfill job %lld uses it",
-									col, get_rel_name(relid), (long long) job_id),
-							 errdetail("Backfill job %lld copies the column, of type %s, into a column of type %s.",
-									   (long long) job_id, column_type(upstream, up_att),
-									   column_type(downstream, down_att)),
-							 errhint("Drop the job first with backfill.drop_job(%lld), or cancel it with backfill.cancel_job(%lld).",
-									 (long long) job_id, (long long) job_id)));
-			}
-			/*
-			 * the key, as every run checks it: its change table has the key
-			 * it was made with, whatever its kind
-			 */
-			if (!restoring)
-			{
-				BackfillJob *job = backfill_load_job(job_id, CurrentMemoryContext);
-
-				backfill_check_key_unchanged(job, job->change_table);
-			}
-		}
+			check_job_after_alter(jobs->vals[i], jobs->tupdesc, relid, restoring);
 	}
 }
 
 /*
- * backfill._on_ddl() event trigger, ON sql_drop and ON ddl_command_end WHEN
- * TAG IN ('ALTER TABLE')
+ * The jobs, not cancelled, whose upstream is relid or, when relid is a
+ * partition, one of its ancestors: their ids into *ids, their number
+ * returned.
+ */
+static int
+jobs_over(Oid relid, int64 **ids)
+{
+	List	   *tables = list_make1_oid(relid);
+	Datum	   *oids;
+	Oid			argtypes[1] = {OIDARRAYOID};
+	Datum		values[1];
+	ListCell   *lc;
+	int			n = 0;
+
+	if (get_rel_relispartition(relid))
+		tables = list_concat(tables, get_partition_ancestors(relid));
+	oids = palloc(sizeof(Datum) * list_length(tables));
+	foreach(lc, tables)
+		oids[n++] = ObjectIdGetDatum(lfirst_oid(lc));
+	values[0] = PointerGetDatum(construct_array(oids, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT));
+	backfill_spi_exec_args("SELECT job_id FROM backfill.job "
+						   "WHERE status OPERATOR(pg_catalog.<>) 'cancelled' "
+						   "AND upstream::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1) ORDER BY job_id",
+						   1, argtypes, values, NULL, SPI_OK_SELECT);
+	*ids = palloc(sizeof(int64) * Max(SPI_processed, 1));
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+
+		(*ids)[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1,
+												&isnull));
+	}
+	return (int) SPI_processed;
+}
+
+/* a partition joined (attached, created) or left (detached) relid */
+static void
+partition_moved(Oid relid, Oid partition, bool joined)
+{
+	int64	   *ids;
+	int			n = jobs_over(relid, &ids);
+
+	for (int i = 0; i < n; i++)
+		backfill_capture_partition(backfill_load_job(ids[i], CurrentMemoryContext),
+								   partition, joined);
+}
+
+/*
+ * ddl_command_end of ALTER TABLE ... ATTACH or DETACH PARTITION, and of
+ * CREATE TABLE ... PARTITION OF, under the upstream of a job: the rows that
+ * join or leave it do so in the downstream too, exactly once (capture.c).
+ */
+static void
+partition_changes(EventTriggerData *trigdata)
+{
+	SPITupleTable *created;
+	uint64		ncreated;
+
+	if (trigdata->tag == CMDTAG_ALTER_TABLE && !IsA(trigdata->parsetree, AlterTableStmt))
+		return;					/* a rename */
+	if (IsA(trigdata->parsetree, AlterTableStmt))
+	{
+		AlterTableStmt *stmt = (AlterTableStmt *) trigdata->parsetree;
+		ListCell   *lc;
+
+		foreach(lc, stmt->cmds)
+		{
+			AlterTableCmd *cmd = lfirst_node(AlterTableCmd, lc);
+
+			if (cmd->subtype != AT_AttachPartition && cmd->subtype != AT_DetachPartition)
+				continue;
+			partition_moved(RangeVarGetRelid(stmt->relation, NoLock, false),
+							RangeVarGetRelid(((PartitionCmd *) cmd->def)->name, NoLock, false),
+							cmd->subtype == AT_AttachPartition);
+		}
+		return;
+	}
+	if (SPI_execute("SELECT objid FROM pg_catalog.pg_event_trigger_ddl_commands() "
+					"WHERE command_tag = 'CREATE TABLE' AND object_type = 'table'",
+					true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the DDL commands");
+	created = SPI_tuptable;
+	ncreated = SPI_processed;
+	for (uint64 i = 0; i < ncreated; i++)
+	{
+		bool		isnull;
+		Oid			relid = DatumGetObjectId(SPI_getbinval(created->vals[i], created->tupdesc, 1,
+														   &isnull));
+
+		if (get_rel_relispartition(relid))
+			partition_moved(get_partition_parent(relid, false), relid, true);
+	}
+}
+
+/*
+ * ddl_command_start of ALTER TABLE ... DETACH PARTITION ... CONCURRENTLY
+ * (and FINALIZE) under the upstream of a job: refused.  It detaches in two
+ * transactions, between which the partition's rows are neither the
+ * upstream's nor gone, so there is no one moment at which they can leave
+ * the downstream.
+ */
+static void
+check_detach_concurrently(EventTriggerData *trigdata)
+{
+	AlterTableStmt *stmt;
+	ListCell   *lc;
+
+	if (!IsA(trigdata->parsetree, AlterTableStmt))
+		return;
+	stmt = (AlterTableStmt *) trigdata->parsetree;
+	foreach(lc, stmt->cmds)
+	{
+		AlterTableCmd *cmd = lfirst_node(AlterTableCmd, lc);
+		Oid			parent;
+		int64	   *ids;
+
+		if (!(cmd->subtype == AT_DetachPartition && ((PartitionCmd *) cmd->def)->concurrent) &&
+			cmd->subtype != AT_DetachPartitionFinalize)
+			continue;
+		parent = RangeVarGetRelid(stmt->relation, NoLock, true);
+		if (!OidIsValid(parent) || jobs_over(parent, &ids) == 0)
+			continue;
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot detach a partition of table \"%s\" concurrently while backfill job %lld uses it",
+						get_rel_name(parent), (long long) ids[0]),
+				 errdetail("A concurrent detach takes two transactions, between which the partition's rows could not leave the job's downstream."),
+				 errhint("Detach it without CONCURRENTLY.")));
+	}
+}
+
+/*
+ * sql_drop: a partition of a job's upstream dropped.  It carries clones of
+ * the job's row triggers, dropped with it; a job's trigger dropped with its
+ * table, which is not the job's upstream (refused already), tells.  Refused:
+ * the partition's rows could no longer leave the downstream, nor be read as
+ * of a snapshot job's epoch.
+ */
+static void
+check_partition_drops(void)
+{
+	SPITupleTable *dropped;
+	uint64		ndropped;
+
+	if (SPI_execute("SELECT t.address_names[3], d.object_identity "
+					"FROM pg_catalog.pg_event_trigger_dropped_objects() t "
+					"JOIN pg_catalog.pg_event_trigger_dropped_objects() d "
+					"  ON d.object_type = 'table' AND d.address_names = t.address_names[1:2] "
+					"WHERE t.object_type = 'trigger'", true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the dropped objects");
+	dropped = SPI_tuptable;
+	ndropped = SPI_processed;
+	for (uint64 d = 0; d < ndropped; d++)
+	{
+		int64		job_id = backfill_trigger_job(SPI_getvalue(dropped->vals[d], dropped->tupdesc, 1));
+
+		if (job_id == 0)
+			continue;
+		backfill_spi_exec(psprintf("SELECT FROM backfill.job WHERE job_id = %lld "
+								   "AND status OPERATOR(pg_catalog.<>) 'cancelled'",
+								   (long long) job_id), SPI_OK_SELECT);
+		if (SPI_processed == 0)
+			continue;
+		ereport(ERROR,
+				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+				 errmsg("cannot drop table %s because it is a partition of the upstream of backfill job %lld",
+						SPI_getvalue(dropped->vals[d], dropped->tupdesc, 2), (long long) job_id),
+				 errdetail("Its rows could no longer leave the job's downstream."),
+				 errhint("Detach it first with ALTER TABLE ... DETACH PARTITION, then drop it.")));
+	}
+}
+
+/*
+ * backfill._on_ddl() event trigger, ON sql_drop, ON ddl_command_end WHEN
+ * TAG IN ('ALTER TABLE', 'CREATE TABLE') and ON ddl_command_start WHEN TAG
+ * IN ('ALTER TABLE')
  */
 Datum
 backfill_on_ddl(PG_FUNCTION_ARGS)
@@ -288,9 +610,20 @@ backfill_on_ddl(PG_FUNCTION_ARGS)
 		elog(ERROR, "SPI_connect failed");
 	backfill_catalog_enter(&rc);
 	if (strcmp(trigdata->event, "sql_drop") == 0)
+	{
 		check_drops(restoring);
+		/* a restore drops tables, partitions too */
+		if (!restoring)
+			check_partition_drops();
+	}
+	else if (strcmp(trigdata->event, "ddl_command_start") == 0)
+		check_detach_concurrently(trigdata);
 	else
-		check_alters(restoring);
+	{
+		partition_changes(trigdata);
+		if (trigdata->tag == CMDTAG_ALTER_TABLE)
+			check_alters(restoring);
+	}
 	backfill_role_leave(&rc);
 	SPI_finish();
 	PG_RETURN_NULL();

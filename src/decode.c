@@ -5,7 +5,9 @@
  *
  * A cdc job's replication slot uses this plugin ("backfill", this library).
  * With the option relid, the upstream's OID, it emits one line per row of
- * that table a committed transaction inserted, updated or deleted:
+ * that table (or of a partition of it, at any level, as a publication
+ * through the partition root would) a committed transaction inserted,
+ * updated or deleted:
  *
  *		<LSN of the commit record> TAB <primary key as a row literal>
  *
@@ -23,7 +25,8 @@
  * identity, which create_job requires to be the primary key (the default)
  * or the full row.
  *
- * May call: state.c (to quote a key as a row literal) and the foundations.
+ * May call: state.c (to quote a key as a row literal), catalog.c (partitions'
+ * ancestors) and the foundations.
  *
  *-------------------------------------------------------------------------
  */
@@ -198,7 +201,9 @@ decode_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn, Relation rel,
 	HeapTuple	newtuple = NULL;
 	HeapTuple	oldtuple = NULL;
 
-	if (RelationGetRelid(rel) != state->relid)
+	/* a partition's rows are the partitioned table's: published through it */
+	if (RelationGetRelid(rel) != state->relid &&
+		!(rel->rd_rel->relispartition && backfill_partition_of(RelationGetRelid(rel), state->relid)))
 		return;
 
 	old = MemoryContextSwitchTo(state->cxt);

@@ -82,8 +82,9 @@ backfill_driver_init(void)
 }
 
 /*
- * The upstream's rows as the job's owner sees them, under its row-level
- * security, as its chunks read them: the progress total.
+ * The upstream's rows that pass the filter, as the job's owner sees them,
+ * under its row-level security, as its chunks read them: the progress
+ * total.
  */
 static int64
 count_upstream(BackfillJob *job)
@@ -94,7 +95,7 @@ count_upstream(BackfillJob *job)
 
 	backfill_owner_enter(job->owner, false, &owner);
 	guc_level = backfill_pin_search_path(job);
-	total = backfill_count_rows(job->upstream_sql);
+	total = backfill_count_rows(job->upstream_sql, job->partitioned, job->filter);
 	backfill_unpin_search_path(guc_level);
 	backfill_role_leave(&owner);
 	return total;

@@ -54,6 +54,7 @@
 #include "catalog/catalog.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
 #include "executor/instrument.h"
 #include "funcapi.h"
@@ -84,12 +85,11 @@ typedef struct SampleCopy
 } SampleCopy;
 
 /*
- * A job as the sink needs it to insert into the sample table: its columns
- * and key, the upstream's, named by attribute number.
+ * A job as the sink needs it to insert into the sample table: its key, the
+ * upstream's, and its columns, copied or computed as the shape says.
  */
 static BackfillJob *
-sample_job(Relation upstream, int npk, const AttrNumber *pk, int ncols,
-		   const AttrNumber *cols)
+sample_job(Relation upstream, int npk, const AttrNumber *pk, const JobShape *shape)
 {
 	BackfillJob *job = palloc0(sizeof(BackfillJob));
 	Oid			relid = RelationGetRelid(upstream);
@@ -98,6 +98,7 @@ sample_job(Relation upstream, int npk, const AttrNumber *pk, int ncols,
 	initStringInfo(&columns);
 	job->upstream = relid;
 	job->upstream_sql = backfill_relation_sql(relid);
+	job->partitioned = upstream->rd_rel->relkind == RELKIND_PARTITIONED_TABLE;
 	job->npk = npk;
 	job->pk_names = palloc(sizeof(char *) * npk);
 	job->pk_types = palloc(sizeof(Oid) * npk);
@@ -106,15 +107,16 @@ sample_job(Relation upstream, int npk, const AttrNumber *pk, int ncols,
 		job->pk_names[k] = get_attname(relid, pk[k], false);
 		job->pk_types[k] = get_atttype(relid, pk[k]);
 	}
-	job->ncols = ncols;
-	job->col_names = palloc(sizeof(char *) * ncols);
-	for (int i = 0; i < ncols; i++)
+	job->ncols = shape->ncols;
+	job->col_names = palloc(sizeof(char *) * shape->ncols);
+	for (int i = 0; i < shape->ncols; i++)
 	{
-		job->col_names[i] = get_attname(relid, cols[i], false);
+		job->col_names[i] = shape->cols[i].name;
 		appendStringInfo(&columns, "%s%s", i > 0 ? ", " : "",
 						 quote_identifier(job->col_names[i]));
 	}
 	job->columns_sql = columns.data;
+	job->select_sql = backfill_shape_select_list(shape);
 	return job;
 }
 
@@ -124,8 +126,7 @@ sample_job(Relation upstream, int npk, const AttrNumber *pk, int ncols,
  * subtransaction, which the caller rolls back.
  */
 static void
-sample_copy(Relation upstream, BackfillJob *job, int ncols, const AttrNumber *cols,
-			int64 limit, SampleCopy *sample)
+sample_copy(BackfillJob *job, const JobShape *shape, int64 limit, SampleCopy *sample)
 {
 	BarrierExecutor exec;
 	char	   *table_sql = psprintf("%s.%s", BACKFILL_SCHEMA,
@@ -144,8 +145,7 @@ sample_copy(Relation upstream, BackfillJob *job, int ncols, const AttrNumber *co
 
 	/* in the extension's schema, where the caller may not create; the caller's */
 	backfill_catalog_enter(&rc);
-	backfill_create_job_table(backfill_downstream_ddl(upstream, ncols, cols, table_sql,
-													  backfill_pk_list(job, NULL)),
+	backfill_create_job_table(backfill_downstream_ddl(shape, table_sql, backfill_pk_list(job, NULL)),
 							  table_sql, caller);
 	backfill_role_leave(&rc);
 	job->downstream = RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(table_sql)),
@@ -162,8 +162,8 @@ sample_copy(Relation upstream, BackfillJob *job, int ncols, const AttrNumber *co
 							   CurrentMemoryContext);
 
 	initStringInfo(&select);
-	appendStringInfo(&select, "SELECT %s FROM ONLY %s u ORDER BY %s LIMIT $1",
-					 job->columns_sql, job->upstream_sql, backfill_pk_list(job, "u"));
+	appendStringInfo(&select, "SELECT %s FROM %s ORDER BY %s LIMIT $1",
+					 job->select_sql, backfill_job_scan(job), backfill_pk_list(job, "u"));
 	plan = SPI_prepare(select.data, 1, (Oid[]) {INT8OID});
 	if (plan == NULL)
 		elog(ERROR, "could not prepare the sample of %s: %s", job->upstream_sql,
@@ -209,15 +209,14 @@ sample_copy(Relation upstream, BackfillJob *job, int ncols, const AttrNumber *co
  * happens, so nothing is left behind.  Caller is connected to SPI.
  */
 static void
-copy_sample(Relation upstream, BackfillJob *job, int ncols, const AttrNumber *cols,
-			int64 limit, SampleCopy *sample)
+copy_sample(BackfillJob *job, const JobShape *shape, int64 limit, SampleCopy *sample)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner owner = backfill_subxact_begin();
 
 	PG_TRY();
 	{
-		sample_copy(upstream, job, ncols, cols, limit, sample);
+		sample_copy(job, shape, limit, sample);
 	}
 	PG_CATCH();
 	{
@@ -233,18 +232,38 @@ copy_sample(Relation upstream, BackfillJob *job, int ncols, const AttrNumber *co
 	backfill_subxact_rollback(owner);
 }
 
-/* the rows to sample: all of a small table, at most about 32 MB of a big one */
+/*
+ * The rows to sample: all of a small table, at most about 32 MB of a big
+ * one.  The upstream's size is the planner's estimate, summed over the
+ * partitions of a partitioned table (which the caller has locked).
+ */
 static int64
 sample_limit(Relation upstream, double *rows)
 {
-	BlockNumber pages;
-	double		allvisfrac;
+	List	   *relids = list_make1_oid(RelationGetRelid(upstream));
+	double		pages = 0;
 	double		width;
+	ListCell   *lc;
 
-	estimate_rel_size(upstream, NULL, &pages, rows, &allvisfrac);
+	if (upstream->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+		relids = find_all_inheritors(RelationGetRelid(upstream), NoLock, NULL);
+	*rows = 0;
+	foreach(lc, relids)
+	{
+		Relation	rel = relation_open(lfirst_oid(lc), NoLock);
+		BlockNumber rel_pages = 0;
+		double		rel_rows = 0;
+		double		allvisfrac;
+
+		if (RELKIND_HAS_STORAGE(rel->rd_rel->relkind))
+			estimate_rel_size(rel, NULL, &rel_pages, &rel_rows, &allvisfrac);
+		relation_close(rel, NoLock);
+		pages += rel_pages;
+		*rows += rel_rows;
+	}
 	if (*rows < 1)
 		return ESTIMATE_SAMPLE_ROWS;
-	width = (double) pages * BLCKSZ / *rows;
+	width = pages * BLCKSZ / *rows;
 	return (int64) Max(1000, Min(ESTIMATE_SAMPLE_ROWS, ESTIMATE_SAMPLE_BYTES / Max(width, 1)));
 }
 
@@ -262,10 +281,10 @@ backfill_estimate_job(PG_FUNCTION_ARGS)
 	Relation	upstream;
 	int32		parallelism;
 	int			npk;
-	int			ncols;
 	AttrNumber *pk;
-	AttrNumber *cols;
 	Oid		   *collations;
+	Oid		   *pk_types;
+	JobShape	shape;
 	BackfillJob *job;
 	SampleCopy	sample;
 	double		rows;
@@ -298,15 +317,19 @@ backfill_estimate_job(PG_FUNCTION_ARGS)
 										  needed, lengthof(needed));
 	}
 	npk = backfill_upstream_key(upstream, &pk, &collations);
-	ncols = backfill_output_columns(upstream, PG_ARGISNULL(2) ? NULL : PG_GETARG_ARRAYTYPE_P(2),
-									npk, pk, &cols);
+	pk_types = palloc(sizeof(Oid) * npk);
+	for (int k = 0; k < npk; k++)
+		pk_types[k] = get_atttype(RelationGetRelid(upstream), pk[k]);
+	/* the columns as create_job reads them: copied or computed, no filter */
+	backfill_shape_read(upstream, PG_ARGISNULL(2) ? NULL : PG_GETARG_ARRAYTYPE_P(2), NULL,
+						npk, pk, backfill_safe_search_path(npk, pk_types), &shape);
 	if (kind->check_create)
 		kind->check_create(upstream, parallelism);
-	job = sample_job(upstream, npk, pk, ncols, cols);
+	job = sample_job(upstream, npk, pk, &shape);
 
 	limit = sample_limit(upstream, &rows);
 	SPI_connect();
-	copy_sample(upstream, job, ncols, cols, limit, &sample);
+	copy_sample(job, &shape, limit, &sample);
 	SPI_finish();
 	relation_close(upstream, NoLock);
 

@@ -19,8 +19,10 @@
  *	  backfill.actor gets the new epoch and row count.
  *
  * The final barrier, run once every vnode has finished, first takes SHARE
- * ROW EXCLUSIVE on the upstream, before its snapshot: it waits for the
- * writers in flight, whose keys are captured, and holds off new ones.  It
+ * ROW EXCLUSIVE on the upstream and on each of its partitions, before its
+ * snapshot: it waits for the writers in flight, whose keys are captured, and
+ * holds off new ones, through the partitioned table or straight into a
+ * partition.  It
  * forwards the remaining changes, switches the upstream from the capture
  * trigger to the apply trigger (capture.c) and marks the job finished.
  * Writers blocked by it then apply their own changes.
@@ -382,8 +384,11 @@ backfill_run_finish_barrier(BarrierExecutor *exec)
 	RoleContext rc;
 	RoleContext owner;
 
-	/* before the snapshot: wait for writers in flight, hold off new ones */
-	LockRelationOid(job->upstream, ShareRowExclusiveLock);
+	/*
+	 * Before the snapshot: wait for writers in flight, hold off new ones,
+	 * through a partitioned upstream or straight into its partitions.
+	 */
+	backfill_lock_writers(job->upstream);
 	if (ActivePortal == NULL && !ActiveSnapshotSet())
 		PushActiveSnapshot(GetTransactionSnapshot());	/* a worker */
 	backfill_owner_enter(job->owner, false, &owner);
@@ -409,7 +414,7 @@ backfill_run_finish_barrier(BarrierExecutor *exec)
 	if (exec->kind->final_changes)
 		exec->kind->final_changes(exec);
 	backfill_forward_changes(exec, 0, BACKFILL_VNODE_COUNT - 1);
-	backfill_capture_switch_to_apply(job, exec->kind->capture != CAPTURE_WAL);
+	backfill_capture_switch_to_apply(job);
 
 	job->epoch = backfill_next_epoch(job->epoch);
 	values[0] = Int64GetDatum(job->job_id);

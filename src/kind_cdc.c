@@ -61,7 +61,10 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/table.h"
 #include "access/xlog.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "replication/slot.h"
@@ -89,6 +92,27 @@ static const char *const cdc_reserved_columns[] = {
 	"split_id", "backfill_finished", "row_count", "cdc_offset", NULL
 };
 
+/* a table whose deletes and key changes carry the old key in the WAL */
+static void
+check_replica_identity(Relation rel)
+{
+	(void) RelationGetIndexList(rel);	/* sets rd_pkindex */
+	if (rel->rd_rel->relreplident == REPLICA_IDENTITY_NOTHING)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("table \"%s\" has REPLICA IDENTITY NOTHING", RelationGetRelationName(rel)),
+				 errdetail("A cdc job needs the key of every deleted row in the write-ahead log."),
+				 errhint("Use ALTER TABLE ... REPLICA IDENTITY DEFAULT.")));
+	if (rel->rd_rel->relreplident == REPLICA_IDENTITY_INDEX &&
+		RelationGetReplicaIndex(rel) != rel->rd_pkindex)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the replica identity of table \"%s\" is not its primary key",
+						RelationGetRelationName(rel)),
+				 errdetail("A cdc job needs the primary key of every deleted row in the write-ahead log."),
+				 errhint("Use ALTER TABLE ... REPLICA IDENTITY DEFAULT.")));
+}
+
 /*
  * What create_job requires of a cdc job: logical decoding, the right to
  *		use it, an upstream whose deletes carry their key, one actor.
@@ -96,6 +120,8 @@ static const char *const cdc_reserved_columns[] = {
 static void
 cdc_check_create(Relation upstream, int parallelism)
 {
+	ListCell   *lc;
+
 	if (parallelism != 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -125,21 +151,23 @@ cdc_check_create(Relation upstream, int parallelism)
 				 errdetail("A cdc job owns a replication slot, which only superusers and roles with the REPLICATION attribute may use."),
 				 errhint("Use kind \"arrangement\", or ask for the REPLICATION attribute.")));
 
-	/* deletes and key changes must carry the old key in the WAL */
-	if (upstream->rd_rel->relreplident == REPLICA_IDENTITY_NOTHING)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("table \"%s\" has REPLICA IDENTITY NOTHING", RelationGetRelationName(upstream)),
-				 errdetail("A cdc job needs the key of every deleted row in the write-ahead log."),
-				 errhint("Use ALTER TABLE ... REPLICA IDENTITY DEFAULT.")));
-	if (upstream->rd_rel->relreplident == REPLICA_IDENTITY_INDEX &&
-		RelationGetReplicaIndex(upstream) != upstream->rd_pkindex)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("the replica identity of table \"%s\" is not its primary key",
-						RelationGetRelationName(upstream)),
-				 errdetail("A cdc job needs the primary key of every deleted row in the write-ahead log."),
-				 errhint("Use ALTER TABLE ... REPLICA IDENTITY DEFAULT.")));
+	/*
+	 * Deletes and key changes must carry the old key in the WAL: of the
+	 * table, or of each of its partitions, whose rows the WAL holds.
+	 */
+	if (upstream->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
+	{
+		check_replica_identity(upstream);
+		return;
+	}
+	foreach(lc, find_all_inheritors(RelationGetRelid(upstream), NoLock, NULL))
+	{
+		Relation	rel = table_open(lfirst_oid(lc), NoLock);
+
+		if (rel->rd_rel->relkind == RELKIND_RELATION)
+			check_replica_identity(rel);
+		table_close(rel, NoLock);
+	}
 }
 
 static void

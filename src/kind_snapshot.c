@@ -66,10 +66,10 @@
 #include "lib/stringinfo.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
+#include "utils/typcache.h"
 
 #include "kind.h"
 
@@ -277,13 +277,41 @@ snapshot_prepare(BarrierExecutor *exec)
 }
 
 /*
- * The chunk query of phase 1: the next limit + 1 rows, as of the snapshot
- * epoch, from a position (inclusive) if any, of a set of vnodes, in key
- * order.  Parameters: the position ($1..$npk), the vnode filter, then the
- * limit.  With insert, it inserts all but the last row downstream and
- * returns one row: the vnodes and their row counts, and the key of the row it
- * did not insert, NULL at the end; without, it returns the rows, for a sink
- * (sink.c).
+ * The columns of the log's images but the key, each as "(f.o).col": the
+ * images are of the downstream's row type, or of a type of the job's own
+ * (capture.c).
+ */
+static char *
+image_columns(BackfillJob *job)
+{
+	Oid			image_type = get_atttype(job->change_table,
+										 get_attnum(job->change_table, "backfill_old_row"));
+	TupleDesc	desc = lookup_rowtype_tupdesc(image_type, -1);
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		bool		is_key = false;
+
+		for (int k = 0; k < job->npk; k++)
+			is_key |= strcmp(job->pk_names[k], NameStr(att->attname)) == 0;
+		if (!att->attisdropped && !is_key)
+			appendStringInfo(&buf, ", (f.o).%s", quote_identifier(NameStr(att->attname)));
+	}
+	ReleaseTupleDesc(desc);
+	return buf.data;
+}
+
+/*
+ * The chunk query of phase 1: the next limit + 1 rows that pass the filter,
+ * as of the snapshot epoch, from a position (inclusive) if any, of a set of
+ * vnodes, in key order.  Parameters: the position ($1..$npk), the vnode
+ * filter, then the limit.  With insert, it inserts all but the last row
+ * downstream and returns one row: the vnodes and their row counts, and the
+ * key of the row it did not insert, NULL at the end; without, it returns the
+ * rows, for a sink (sink.c).
  */
 static SPIPlanPtr
 snapshot_chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter, bool insert)
@@ -293,8 +321,6 @@ snapshot_chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter, boo
 		&exec->select_plans[has_pos][filter];
 	StringInfoData select;
 	StringInfoData sql;
-	StringInfoData cols_u;
-	StringInfoData cols_f;
 	Oid			argtypes[INDEX_MAX_KEYS + 3];
 	int			nargs = 0;
 	char	   *upk = backfill_pk_list(job, "u");
@@ -310,8 +336,6 @@ snapshot_chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter, boo
 	cond_l = backfill_chunk_conditions(job, "l", ">=", has_pos, filter, argtypes, &nargs);
 	argtypes[nargs++] = INT8OID;
 
-	initStringInfo(&cols_u);
-	initStringInfo(&cols_f);
 	/*
 	 * Each branch reads at most limit + 1 rows in key order, the upstream's
 	 * through its primary key, the log's through its index, so that a chunk
@@ -319,33 +343,26 @@ snapshot_chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter, boo
 	 * first limit + 1 rows of the union are among them.  The anti-join
 	 * repeats the position on the log, which the planner would not infer,
 	 * so that it starts at the position rather than at the log's first key.
+	 * An image is read as a row u of the upstream, its key from the log's
+	 * (which orders it), so that the columns and the filter are computed
+	 * from it as from a live row.
 	 */
-	for (int i = 0; i < job->ncols; i++)
-	{
-		const char *col = quote_identifier(job->col_names[i]);
-		bool		is_key = false;
-
-		for (int k = 0; k < job->npk; k++)
-			is_key |= strcmp(job->pk_names[k], job->col_names[i]) == 0;
-		appendStringInfo(&cols_u, "%su.%s", i > 0 ? ", " : "", col);
-		appendStringInfo(&cols_f, "%s%s%s", i > 0 ? ", " : "", is_key ? "f." : "(f.o).", col);
-	}
-
 	initStringInfo(&select);
 	appendStringInfo(&select,
 					 "SELECT x.* FROM (("
-					 "SELECT %s FROM ONLY %s u WHERE true%s "
+					 "SELECT %s FROM %s WHERE true%s%s "
 					 "AND NOT EXISTS (SELECT FROM %s l WHERE (%s) = (%s)%s) "
 					 "ORDER BY %s LIMIT $%d + 1) "
 					 "UNION ALL ("
-					 "SELECT %s FROM (SELECT DISTINCT ON (%s) %s, l.backfill_old_row AS o FROM %s l "
-					 "WHERE true%s ORDER BY %s, l.backfill_seq) f "
-					 "WHERE (f.o).%s IS NOT NULL ORDER BY %s LIMIT $%d + 1"
+					 "SELECT %s FROM (SELECT %s%s FROM (SELECT DISTINCT ON (%s) %s, l.backfill_old_row AS o "
+					 "FROM %s l WHERE true%s ORDER BY %s, l.backfill_seq) f "
+					 "WHERE (f.o).%s IS NOT NULL) u WHERE true%s ORDER BY %s LIMIT $%d + 1"
 					 ")) x ORDER BY %s LIMIT $%d + 1",
-					 cols_u.data, job->upstream_sql, cond_u,
+					 job->select_sql, backfill_job_scan(job), backfill_filter_and(job), cond_u,
 					 job->changes_sql, lpk, upk, cond_l, upk, nargs,
-					 cols_f.data, lpk, lpk, job->changes_sql, cond_l, lpk,
-					 quote_identifier(job->pk_names[0]), backfill_pk_list(job, "f"), nargs,
+					 job->select_sql, backfill_pk_list(job, "f"), image_columns(job),
+					 lpk, lpk, job->changes_sql, cond_l, lpk,
+					 quote_identifier(job->pk_names[0]), backfill_filter_and(job), upk, nargs,
 					 pk, nargs);
 	if (!insert)
 	{
@@ -366,35 +383,6 @@ snapshot_chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter, boo
 
 	*cached = backfill_keep_plan(exec->plans, sql.data, nargs, argtypes);
 	return *cached;
-}
-
-/*
- * The log grows while phase 1 reads it, but a chunk's plan is made once per
- * run, often while the log is still empty; planned for a small log, a chunk
- * would sort or hash all the log's entries past the position, every time.
- * Reading the log in key order through its index costs what the chunk
- * reads, whatever the log's size, so a chunk is planned (and run) without
- * sorts, bitmap scans or hash joins where it can do without them.  Returns
- * the level for plan_by_index_end().
- */
-static int
-plan_by_index_begin(void)
-{
-	int			level = NewGUCNestLevel();
-
-	(void) set_config_option("enable_sort", "off", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	(void) set_config_option("enable_bitmapscan", "off", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	(void) set_config_option("enable_hashjoin", "off", PGC_USERSET, PGC_S_SESSION,
-							 GUC_ACTION_SAVE, true, 0, false);
-	return level;
-}
-
-static void
-plan_by_index_end(int level)
-{
-	AtEOXact_GUC(true, level);
 }
 
 /*
@@ -463,7 +451,7 @@ snapshot_read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
 
 	nvalues = backfill_group_params(exec, group, filter, values);
 	values[nvalues++] = Int64GetDatum(limit);
-	guc_level = plan_by_index_begin();
+	guc_level = backfill_plan_by_index_begin();
 	sink = backfill_sink_begin(exec, limit, true);
 	if (sink != NULL)
 	{
@@ -482,7 +470,7 @@ snapshot_read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
 	else
 		at_end = insert_chunk(exec, snapshot_chunk_plan(exec, first->has_pos, filter, true),
 							  values, &total, nextkey);
-	plan_by_index_end(guc_level);
+	backfill_plan_by_index_end(guc_level);
 
 	for (int i = 0; i < group->nvnodes; i++)
 	{

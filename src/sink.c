@@ -21,8 +21,10 @@
  * indexes and constraints added to it later.  What makes an INSERT do more
  * (a trigger on INSERT, foreign keys and deferrable constraints included; a
  * rule; row-level security; a column the job does not fill, whose default
- * would be needed; being a partition) makes backfill_sink_begin() return
- * NULL, and the caller inserts through SQL instead.  The permissions are
+ * would be needed; being a partition or partitioned; being a table the
+ * user made, whose columns may be of other types than the values, which
+ * INSERT assigns) makes backfill_sink_begin() return NULL, and the caller
+ * inserts through SQL instead.  The permissions are
  * checked as for an INSERT by the current user, the job's owner.
  *
  * May call: privilege.c and the foundations.
@@ -97,6 +99,9 @@ direct_insert_allowed(BackfillJob *job, Relation rel)
 	TriggerDesc *trig = rel->trigdesc;
 	int			ncols = 0;
 
+	/* a table of the user's: its types may differ from the values' */
+	if (job->into_existing)
+		return false;
 	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relispartition)
 		return false;
 	if (trig && (trig->trig_insert_before_row || trig->trig_insert_after_row ||

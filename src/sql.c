@@ -45,6 +45,40 @@ backfill_relation_sql(Oid relid)
 }
 
 /*
+ * backfill_upstream_scan
+ *		The upstream in a FROM clause, aliased u: ONLY the table itself (its
+ *		inheritance children are no part of it), or a partitioned table
+ *		through its partitions.
+ */
+char *
+backfill_upstream_scan(const char *upstream_sql, bool partitioned)
+{
+	return psprintf("%s%s u", partitioned ? "" : "ONLY ", upstream_sql);
+}
+
+char *
+backfill_job_scan(BackfillJob *job)
+{
+	return backfill_upstream_scan(job->upstream_sql, job->partitioned);
+}
+
+/* " AND (filter)", the job's row filter on alias u, or "" */
+char *
+backfill_filter_and(BackfillJob *job)
+{
+	return job->filter ? psprintf(" AND (%s)", job->filter) : "";
+}
+
+/* the rows a job copies, counted: the progress total */
+char *
+backfill_count_sql(const char *upstream_sql, bool partitioned, const char *filter)
+{
+	return psprintf("SELECT pg_catalog.count(*) FROM %s%s%s%s",
+					backfill_upstream_scan(upstream_sql, partitioned),
+					filter ? " WHERE (" : "", filter ? filter : "", filter ? ")" : "");
+}
+
+/*
  * backfill_pk_list
  *		"alias"."k1", "alias"."k2", ... (or without alias when NULL)
  */
@@ -136,11 +170,12 @@ backfill_text_array_sql(Datum array, char ***elems, int *nelems)
  * Making downstream rows equal to the upstream's.
  *
  * For a set of keys, the query "matching" (which returns keys): delete their
- * downstream rows, then insert the upstream's rows of those keys as the
- * statement's snapshot sees them.  Re-reading the upstream, rather than
- * replaying changes, makes the result right whatever order the changes came
- * in.  With returning_vnode, each statement returns the vnode of every row
- * it wrote.
+ * downstream rows, then insert the upstream's rows of those keys that pass
+ * the job's filter, projected, as the statement's snapshot sees them.
+ * Re-reading the upstream, rather than replaying changes, makes the result
+ * right whatever order the changes came in, and a row that moved into or out
+ * of the filter is inserted or deleted.  With returning_vnode, each
+ * statement returns the vnode of every row it wrote.
  */
 char *
 backfill_sync_delete_sql(BackfillJob *job, const char *matching, bool returning_vnode)
@@ -155,9 +190,10 @@ backfill_sync_delete_sql(BackfillJob *job, const char *matching, bool returning_
 char *
 backfill_sync_insert_sql(BackfillJob *job, const char *matching, bool returning_vnode)
 {
-	return psprintf("INSERT INTO %s (%s) SELECT %s FROM ONLY %s u WHERE (%s) IN (%s)%s%s%s",
-					job->downstream_sql, job->columns_sql, job->columns_sql,
-					job->upstream_sql, backfill_pk_list(job, "u"), matching,
+	return psprintf("INSERT INTO %s (%s) SELECT %s FROM %s WHERE (%s) IN (%s)%s%s%s%s",
+					job->downstream_sql, job->columns_sql, job->select_sql,
+					backfill_job_scan(job), backfill_pk_list(job, "u"), matching,
+					backfill_filter_and(job),
 					returning_vnode ? " RETURNING backfill.vnode(" : "",
 					returning_vnode ? backfill_pk_list(job, NULL) : "",
 					returning_vnode ? ")" : "");
@@ -165,8 +201,8 @@ backfill_sync_insert_sql(BackfillJob *job, const char *matching, bool returning_
 
 /*
  * For one key, $1..$npk, in a writer's transaction (the apply trigger):
- * upsert the upstream's row, or delete the downstream's when the upstream
- * has none.  An upsert, not a delete and an insert, so that two writers of
+ * upsert the upstream's row if it passes the filter, or delete the
+ * downstream's when the upstream has none that does.  An upsert, not a delete and an insert, so that two writers of
  * one key in READ COMMITTED never collide on the downstream's key.  Its SET
  * list has every output column, the key columns too: an equal key may be
  * written differently (numeric 1.5 and 1.50, float8 0 and -0, interval
@@ -185,10 +221,11 @@ backfill_sync_upsert_sql(BackfillJob *job)
 
 		appendStringInfo(&setlist, "%s%s = EXCLUDED.%s", i > 0 ? ", " : "", col, col);
 	}
-	return psprintf("INSERT INTO %s (%s) SELECT %s FROM ONLY %s WHERE (%s) = (%s) "
+	return psprintf("INSERT INTO %s (%s) SELECT %s FROM %s WHERE (%s) = (%s)%s "
 					"ON CONFLICT (%s) DO UPDATE SET %s",
-					job->downstream_sql, job->columns_sql, job->columns_sql,
-					job->upstream_sql, pkcols, backfill_pk_params(job, 1), pkcols,
+					job->downstream_sql, job->columns_sql, job->select_sql,
+					backfill_job_scan(job), backfill_pk_list(job, "u"),
+					backfill_pk_params(job, 1), backfill_filter_and(job), pkcols,
 					setlist.data);
 }
 
@@ -198,9 +235,10 @@ backfill_sync_delete_gone_sql(BackfillJob *job)
 	char	   *params = backfill_pk_params(job, 1);
 
 	return psprintf("DELETE FROM %s d WHERE (%s) = (%s) AND NOT EXISTS "
-					"(SELECT FROM ONLY %s u WHERE (%s) = (%s))",
+					"(SELECT FROM %s WHERE (%s) = (%s)%s)",
 					job->downstream_sql, backfill_pk_list(job, "d"), params,
-					job->upstream_sql, backfill_pk_list(job, "u"), params);
+					backfill_job_scan(job), backfill_pk_list(job, "u"), params,
+					backfill_filter_and(job));
 }
 
 /*
@@ -244,18 +282,17 @@ backfill_spi_true(const char *sql)
 
 /*
  * backfill_count_rows
- *		The rows of a relation (its SQL name) that the current user sees,
- *		under its row-level security.
+ *		The rows of an upstream (its SQL name) that a job copies and the
+ *		current user sees, under its row-level security: the progress total.
  */
 int64
-backfill_count_rows(const char *relation_sql)
+backfill_count_rows(const char *upstream_sql, bool partitioned, const char *filter)
 {
 	bool		isnull;
 	int64		count;
 
 	backfill_spi_enter();
-	backfill_spi_exec(psprintf("SELECT pg_catalog.count(*) FROM ONLY %s", relation_sql),
-					  SPI_OK_SELECT);
+	backfill_spi_exec(backfill_count_sql(upstream_sql, partitioned, filter), SPI_OK_SELECT);
 	count = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	backfill_spi_leave();
 	return count;

@@ -334,29 +334,54 @@ backfill_recount_vnode_actors(int64 job_id, const char *state_sql, bool one_tota
 }
 
 /*
+ * Give the object made by create, a table or a type named sql_name, to
+ * owner, and make it part of the extension's data: DROP EXTENSION refuses
+ * while it exists, and CASCADE drops it.  It is not a member, so pg_dump
+ * keeps it.
+ */
+static void
+create_job_object(const char *create, const char *sql_name, bool is_type, Oid owner)
+{
+	ObjectAddress extension;
+	ObjectAddress object;
+
+	backfill_spi_exec(create, SPI_OK_UTILITY);
+	backfill_spi_exec(psprintf("ALTER %s %s OWNER TO %s", is_type ? "TYPE" : "TABLE", sql_name,
+							   quote_identifier(GetUserNameFromId(owner, false))),
+					  SPI_OK_UTILITY);
+	ObjectAddressSet(extension, ExtensionRelationId,
+					 get_extension_oid(BACKFILL_SCHEMA, false));
+	if (is_type)
+		ObjectAddressSet(object, TypeRelationId,
+						 DatumGetObjectId(DirectFunctionCall1(regtypein,
+															  CStringGetDatum(sql_name))));
+	else
+		ObjectAddressSet(object, RelationRelationId,
+						 RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(sql_name)),
+										  NoLock, false));
+	recordDependencyOn(&object, &extension, DEPENDENCY_NORMAL);
+}
+
+/*
  * backfill_create_job_table
  *		Run create (a CREATE TABLE of the table named table_sql, in the
  *		extension's schema), then give the table to owner and make it part
- *		of the extension's data: DROP EXTENSION refuses while it exists, and
- *		CASCADE drops it.  It is not a member, so pg_dump keeps it.  Caller
- *		acts as the extension's owner, who alone creates tables there, and
- *		is connected to SPI.
+ *		of the extension's data (see create_job_object).  Caller acts as the
+ *		extension's owner, who alone creates tables there, and is connected
+ *		to SPI.
  */
 void
 backfill_create_job_table(const char *create, const char *table_sql, Oid owner)
 {
-	ObjectAddress extension;
-	ObjectAddress table;
-	List	   *names = stringToQualifiedNameList(table_sql);
-	Oid			relid;
+	create_job_object(create, table_sql, false, owner);
+}
 
-	backfill_spi_exec(create, SPI_OK_UTILITY);
-	backfill_spi_exec(psprintf("ALTER TABLE %s OWNER TO %s", table_sql,
-							   quote_identifier(GetUserNameFromId(owner, false))),
-					  SPI_OK_UTILITY);
-	relid = RangeVarGetRelid(makeRangeVarFromNameList(names), NoLock, false);
-	ObjectAddressSet(extension, ExtensionRelationId,
-					 get_extension_oid(BACKFILL_SCHEMA, false));
-	ObjectAddressSet(table, RelationRelationId, relid);
-	recordDependencyOn(&table, &extension, DEPENDENCY_NORMAL);
+/*
+ * backfill_create_job_type
+ *		The same for a type of the extension's schema.
+ */
+void
+backfill_create_job_type(const char *create, const char *type_sql, Oid owner)
+{
+	create_job_object(create, type_sql, true, owner);
 }
