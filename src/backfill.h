@@ -197,6 +197,8 @@ extern char *backfill_sync_insert_sql(BackfillJob *job, const char *matching,
 									  bool returning_vnode);
 extern char *backfill_sync_upsert_sql(BackfillJob *job);
 extern char *backfill_sync_delete_gone_sql(BackfillJob *job);
+extern char *backfill_sync_upsert_many_sql(BackfillJob *job);
+extern char *backfill_sync_delete_gone_many_sql(BackfillJob *job);
 
 /* sql.c: SPI */
 extern void backfill_spi_enter(void);
@@ -313,6 +315,7 @@ extern void backfill_capture_create_table(CaptureMode mode,
 extern void backfill_capture_install(Relation upstream, const char *upstream_sql,
 									 int64 job_id, CaptureMode mode);
 extern void backfill_capture_switch_to_apply(BackfillJob *job);
+extern void backfill_capture_init(void);
 extern void backfill_assert_triggers(BackfillJob *job);
 extern void backfill_drop_triggers(int64 job_id);
 extern void backfill_lock_writers(Oid upstream);

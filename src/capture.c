@@ -99,6 +99,8 @@
 #include "utils/timestamp.h"
 #include "access/xact.h"
 #include "nodes/execnodes.h"
+#include "executor/executor.h"
+#include "utils/array.h"
 
 #include "backfill.h"
 
@@ -977,6 +979,8 @@ typedef struct ApplyEntry
 	bool		filtered;		/* the job has a row filter */
 	SPIPlanPtr	upsert_plan;
 	SPIPlanPtr	delete_plan;
+	SPIPlanPtr	upsert_many_plan;	/* the same for a set of keys; NULL when a */
+	SPIPlanPtr	delete_many_plan;	/* key type has no array type */
 } ApplyEntry;
 
 static HTAB *apply_cache = NULL;
@@ -995,6 +999,34 @@ apply_cache_invalidate(Datum arg pg_attribute_unused(), Oid relid)
 			entry->valid = false;
 }
 
+/*
+ * The plans that apply a set of keys, given as one array per key column;
+ * none when a key type has no array type (its keys are applied one by one).
+ */
+static void
+prepare_many_plans(ApplyEntry *entry, BackfillJob *job)
+{
+	Oid			arraytypes[INDEX_MAX_KEYS];
+	char	   *sql;
+
+	for (int k = 0; k < job->npk; k++)
+	{
+		arraytypes[k] = get_array_type(job->pk_types[k]);
+		if (!OidIsValid(arraytypes[k]))
+			return;
+	}
+	sql = backfill_sync_upsert_many_sql(job);
+	entry->upsert_many_plan = SPI_prepare(sql, job->npk, arraytypes);
+	if (entry->upsert_many_plan == NULL)
+		elog(ERROR, "SPI_prepare failed for: %s", sql);
+	SPI_keepplan(entry->upsert_many_plan);
+	sql = backfill_sync_delete_gone_many_sql(job);
+	entry->delete_many_plan = SPI_prepare(sql, job->npk, arraytypes);
+	if (entry->delete_many_plan == NULL)
+		elog(ERROR, "SPI_prepare failed for: %s", sql);
+	SPI_keepplan(entry->delete_many_plan);
+}
+
 static void
 apply_entry_build(ApplyEntry *entry, int64 job_id)
 {
@@ -1005,7 +1037,12 @@ apply_entry_build(ApplyEntry *entry, int64 job_id)
 		SPI_freeplan(entry->upsert_plan);
 	if (entry->delete_plan)
 		SPI_freeplan(entry->delete_plan);
+	if (entry->upsert_many_plan)
+		SPI_freeplan(entry->upsert_many_plan);
+	if (entry->delete_many_plan)
+		SPI_freeplan(entry->delete_many_plan);
 	entry->upsert_plan = entry->delete_plan = NULL;
+	entry->upsert_many_plan = entry->delete_many_plan = NULL;
 
 	job = backfill_load_job(job_id, CurrentMemoryContext);
 	if (!OidIsValid(job->downstream) || strcmp(job->status, "cancelled") == 0)
@@ -1025,6 +1062,7 @@ apply_entry_build(ApplyEntry *entry, int64 job_id)
 	if (entry->delete_plan == NULL)
 		elog(ERROR, "SPI_prepare failed for: %s", sql);
 	SPI_keepplan(entry->delete_plan);
+	prepare_many_plans(entry, job);
 
 	entry->upstream = job->upstream;
 	entry->downstream = job->downstream;
@@ -1068,6 +1106,241 @@ apply_key(SPIPlanPtr plan, int npk, Datum *values, bool *nulls)
 }
 
 /*
+ * What a row's keys need, by the trigger's event: a row written is upserted;
+ * with a filter, its downstream row is then deleted if it does not pass the
+ * filter any more; a key deleted, or left by an update, is deleted.  Both
+ * re-read the upstream, so each makes the downstream row of its key equal
+ * to the upstream's.  Each key goes to apply(), which applies it now or
+ * notes it for the end of the statement.
+ */
+typedef void (*ApplyKeyFn) (ApplyEntry *entry, bool upsert, Datum *values, bool *nulls);
+
+static void
+apply_row(ApplyEntry *entry, TriggerEvent event, RelationKey *key, Datum *oldkey,
+		  bool *oldnull, Datum *newkey, bool *newnull, ApplyKeyFn apply)
+{
+	if (TRIGGER_FIRED_BY_DELETE(event))
+		apply(entry, false, oldkey, oldnull);
+	else
+	{
+		Datum	   *written = TRIGGER_FIRED_BY_INSERT(event) ? oldkey : newkey;
+		bool	   *written_null = TRIGGER_FIRED_BY_INSERT(event) ? oldnull : newnull;
+
+		if (TRIGGER_FIRED_BY_UPDATE(event) &&
+			!same_key(key, oldkey, oldnull, newkey, newnull))
+			apply(entry, false, oldkey, oldnull);
+		apply(entry, true, written, written_null);
+		if (entry->filtered)
+			apply(entry, false, written, written_null);
+	}
+}
+
+/* apply one key now, in the SPI connection of the trigger */
+static void
+apply_key_now(ApplyEntry *entry, bool upsert, Datum *values, bool *nulls)
+{
+	apply_key(upsert ? entry->upsert_plan : entry->delete_plan, entry->npk, values, nulls);
+}
+
+/*
+ * The key the plans were made for must still be the primary key: of the
+ * upstream, or, with its own attribute numbers, of the partition.
+ */
+static void
+check_apply_key(TriggerData *trigdata, ApplyEntry *entry, RelationKey *key, int64 job_id)
+{
+	TupleDesc	desc = RelationGetDescr(trigdata->tg_relation);
+
+	for (int k = 0; k < Max(key->npk, entry->npk); k++)
+		if (key->npk != entry->npk || key->types[k] != entry->pk_types[k] ||
+			(entry->upstream == RelationGetRelid(trigdata->tg_relation) ?
+			 key->attnums[k] != entry->pk_attnums[k] :
+			 strcmp(NameStr(TupleDescAttr(desc, key->attnums[k] - 1)->attname),
+					get_attname(entry->upstream, entry->pk_attnums[k], false)) != 0))
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("the primary key of table \"%s\" has changed since backfill job %lld was created",
+							RelationGetRelationName(trigdata->tg_relation), (long long) job_id),
+					 errhint("Drop the job with backfill.drop_job(%lld) and create it again.",
+							 (long long) job_id)));
+}
+
+/*
+ * A statement's rows, applied at once.
+ *
+ * The apply trigger fires once per row, when the writer's statement has done
+ * all its writes (AFTER ROW triggers fire as the executor finishes the
+ * statement), and one upsert per row made a statement of 100 rows run 100
+ * statements of its own.  Instead, while the executor finishes a statement
+ * (ExecutorFinish, whose AfterTriggerEndQuery fires the statement's AFTER
+ * triggers), the trigger notes the keys in that statement's batch; once every
+ * trigger has fired, the hook makes the downstream rows of the keys noted
+ * equal to the upstream's, with at most two statements per job: one upsert of
+ * the keys written, then one delete of the keys whose upstream row is gone or
+ * does not pass the filter.  Since both re-read the upstream, the result is
+ * what applying the rows one by one at the end of the statement gives, in
+ * the writer's transaction, before its statement returns.  A statement that
+ * a trigger runs while the batch is open has a batch of its own, applied
+ * when that statement finishes; the outer batch re-reads the upstream later
+ * still.
+ *
+ * Rows whose triggers fire outside an executor's finish (COPY FROM and a
+ * logical replication apply worker fire their AFTER triggers themselves),
+ * the first row of a job in a backend (its plans are not made yet) and keys
+ * of a type with no array type are applied one by one, as they fire.  An
+ * error discards the batch with the (sub)transaction: its memory is the
+ * (sub)transaction's.
+ */
+typedef struct ApplyBatchJob
+{
+	int64		job_id;
+	int			nkeys[2];		/* [true]: to upsert, [false]: to delete */
+	ArrayBuildState *keys[2][INDEX_MAX_KEYS];
+} ApplyBatchJob;
+
+typedef struct ApplyBatch
+{
+	MemoryContext cxt;			/* made at the first key noted */
+	List	   *jobs;			/* of ApplyBatchJob, in cxt */
+} ApplyBatch;
+
+/* the batch of the innermost statement the executor is finishing, if any */
+static ApplyBatch *apply_batch = NULL;
+
+static ExecutorFinish_hook_type prev_executor_finish = NULL;
+
+/* note one key for the end of the statement */
+static void
+apply_key_later(ApplyEntry *entry, bool upsert, Datum *values, bool *nulls)
+{
+	ApplyBatchJob *bj = NULL;
+	ListCell   *lc;
+	MemoryContext old;
+
+	if (apply_batch->cxt == NULL)
+		apply_batch->cxt = AllocSetContextCreate(CurTransactionContext, "backfill apply batch",
+												 ALLOCSET_DEFAULT_SIZES);
+	foreach(lc, apply_batch->jobs)
+		if (((ApplyBatchJob *) lfirst(lc))->job_id == entry->job_id)
+			bj = lfirst(lc);
+	old = MemoryContextSwitchTo(apply_batch->cxt);
+	if (bj == NULL)
+	{
+		bj = palloc0(sizeof(ApplyBatchJob));
+		bj->job_id = entry->job_id;
+		apply_batch->jobs = lappend(apply_batch->jobs, bj);
+	}
+	for (int k = 0; k < entry->npk; k++)
+		bj->keys[upsert][k] = accumArrayResult(bj->keys[upsert][k], values[k], nulls[k],
+											   entry->pk_types[k], apply_batch->cxt);
+	bj->nkeys[upsert]++;
+	MemoryContextSwitchTo(old);
+}
+
+/* apply the keys of one side of a job's batch: one key with the plan for one */
+static void
+apply_batch_keys(ApplyEntry *entry, ApplyBatchJob *bj, bool upsert)
+{
+	Datum		values[INDEX_MAX_KEYS];
+	bool		nulls[INDEX_MAX_KEYS] = {0};
+
+	if (bj->nkeys[upsert] == 0)
+		return;
+	if (bj->nkeys[upsert] == 1)
+	{
+		for (int k = 0; k < entry->npk; k++)
+		{
+			values[k] = bj->keys[upsert][k]->dvalues[0];
+			nulls[k] = bj->keys[upsert][k]->dnulls[0];
+		}
+		apply_key_now(entry, upsert, values, nulls);
+		return;
+	}
+	for (int k = 0; k < entry->npk; k++)
+		values[k] = makeArrayResult(bj->keys[upsert][k], CurrentMemoryContext);
+	apply_key(upsert ? entry->upsert_many_plan : entry->delete_many_plan, entry->npk,
+			  values, nulls);
+}
+
+/* apply a job's batch, as the job's owner, as the trigger would */
+static void
+apply_batch_job(ApplyBatchJob *bj)
+{
+	ApplyEntry *entry = hash_search(apply_cache, &bj->job_id, HASH_FIND, NULL);
+	Oid			owner;
+	RoleContext oc;
+
+	Assert(entry != NULL);
+	owner = entry->valid ? entry->owner : backfill_job_owner(bj->job_id);
+	if (!OidIsValid(owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("backfill job %lld does not exist", (long long) bj->job_id)));
+	backfill_owner_enter(owner, true, &oc);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (!entry->valid)
+	{
+		int			build_level = NewGUCNestLevel();
+
+		apply_entry_build(entry, bj->job_id);
+		AtEOXact_GUC(true, build_level);
+	}
+	(void) set_config_option("search_path", entry->search_path,
+							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	if (entry->upsert_many_plan == NULL)
+		elog(ERROR, "backfill job %lld cannot apply a set of keys", (long long) bj->job_id);
+	apply_batch_keys(entry, bj, true);
+	apply_batch_keys(entry, bj, false);
+	SPI_finish();
+	backfill_role_leave(&oc);
+}
+
+/*
+ * ExecutorFinish, with a batch open while the statement's AFTER triggers
+ * fire, then applied.
+ */
+static void
+apply_executor_finish(QueryDesc *queryDesc)
+{
+	ApplyBatch	batch = {NULL, NIL};
+	ApplyBatch *outer = apply_batch;
+	ListCell   *lc;
+
+	apply_batch = &batch;
+	PG_TRY();
+	{
+		if (prev_executor_finish)
+			prev_executor_finish(queryDesc);
+		else
+			standard_ExecutorFinish(queryDesc);
+	}
+	PG_CATCH();
+	{
+		apply_batch = outer;
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	apply_batch = outer;
+	if (batch.cxt == NULL)
+		return;
+	foreach(lc, batch.jobs)
+		apply_batch_job(lfirst(lc));
+	MemoryContextDelete(batch.cxt);
+}
+
+/*
+ * backfill_capture_init
+ *		At load: the hook that applies a statement's rows at once.
+ */
+void
+backfill_capture_init(void)
+{
+	prev_executor_finish = ExecutorFinish_hook;
+	ExecutorFinish_hook = apply_executor_finish;
+}
+
+/*
  * backfill.apply_change() trigger
  */
 Datum
@@ -1108,6 +1381,7 @@ backfill_apply_change(PG_FUNCTION_ARGS)
 	{
 		entry->valid = false;
 		entry->upsert_plan = entry->delete_plan = NULL;
+		entry->upsert_many_plan = entry->delete_many_plan = NULL;
 		entry->search_path = NULL;
 	}
 
@@ -1116,6 +1390,17 @@ backfill_apply_change(PG_FUNCTION_ARGS)
 	tuple_key(trigdata->tg_trigtuple, desc, &key, oldkey, oldnull);
 	if (TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
 		tuple_key(trigdata->tg_newtuple, desc, &key, newkey, newnull);
+
+	/* within an executor's finish: at the end of the statement, with its other rows */
+	if (apply_batch != NULL && entry->valid && entry->upsert_many_plan != NULL)
+	{
+		if (entry->upstream != RelationGetRelid(trigdata->tg_relation))
+			check_trigger_relation(trigdata, job_id, entry->downstream);
+		check_apply_key(trigdata, entry, &key, job_id);
+		apply_row(entry, trigdata->tg_event, &key, oldkey, oldnull, newkey, newnull,
+				  apply_key_later);
+		return PointerGetDatum(NULL);
+	}
 
 	/* everything below runs as the job's owner; see enter_owner_context */
 	enter_owner_context(trigdata, job_id, entry->valid ? entry->owner : InvalidOid, &oc);
@@ -1135,42 +1420,9 @@ backfill_apply_change(PG_FUNCTION_ARGS)
 
 	if (entry->upstream != RelationGetRelid(trigdata->tg_relation))
 		check_trigger_relation(trigdata, job_id, entry->downstream);
-
-	/*
-	 * The key the plans were made for must still be the primary key: of the
-	 * upstream, or, with its own attribute numbers, of the partition.
-	 */
-	for (int k = 0; k < Max(key.npk, entry->npk); k++)
-		if (key.npk != entry->npk || key.types[k] != entry->pk_types[k] ||
-			(entry->upstream == RelationGetRelid(trigdata->tg_relation) ?
-			 key.attnums[k] != entry->pk_attnums[k] :
-			 strcmp(NameStr(TupleDescAttr(desc, key.attnums[k] - 1)->attname),
-					get_attname(entry->upstream, entry->pk_attnums[k], false)) != 0))
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("the primary key of table \"%s\" has changed since backfill job %lld was created",
-							RelationGetRelationName(trigdata->tg_relation), (long long) job_id),
-					 errhint("Drop the job with backfill.drop_job(%lld) and create it again.",
-							 (long long) job_id)));
-
-	/*
-	 * A row written is upserted; with a filter, its downstream row is then
-	 * deleted if it does not pass the filter any more.
-	 */
-	if (TRIGGER_FIRED_BY_DELETE(trigdata->tg_event))
-		apply_key(entry->delete_plan, entry->npk, oldkey, oldnull);
-	else
-	{
-		Datum	   *written = TRIGGER_FIRED_BY_INSERT(trigdata->tg_event) ? oldkey : newkey;
-		bool	   *written_null = TRIGGER_FIRED_BY_INSERT(trigdata->tg_event) ? oldnull : newnull;
-
-		if (TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) &&
-			!same_key(&key, oldkey, oldnull, newkey, newnull))
-			apply_key(entry->delete_plan, entry->npk, oldkey, oldnull);
-		apply_key(entry->upsert_plan, entry->npk, written, written_null);
-		if (entry->filtered)
-			apply_key(entry->delete_plan, entry->npk, written, written_null);
-	}
+	check_apply_key(trigdata, entry, &key, job_id);
+	apply_row(entry, trigdata->tg_event, &key, oldkey, oldnull, newkey, newnull,
+			  apply_key_now);
 
 	SPI_finish();
 	backfill_role_leave(&oc);

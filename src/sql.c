@@ -207,9 +207,11 @@ backfill_sync_insert_sql(BackfillJob *job, const char *matching, bool returning_
  * list has every output column, the key columns too: an equal key may be
  * written differently (numeric 1.5 and 1.50, float8 0 and -0, interval
  * '1 day' and '24 hours'), and the downstream must show the upstream's.
+ * The _many forms do the same for a set of keys given as one array per key
+ * column, $1..$npk (a statement's rows, applied at once).
  */
-char *
-backfill_sync_upsert_sql(BackfillJob *job)
+static char *
+sync_upsert_sql(BackfillJob *job, const char *key_cond)
 {
 	StringInfoData setlist;
 	char	   *pkcols = backfill_pk_list(job, NULL);
@@ -221,12 +223,38 @@ backfill_sync_upsert_sql(BackfillJob *job)
 
 		appendStringInfo(&setlist, "%s%s = EXCLUDED.%s", i > 0 ? ", " : "", col, col);
 	}
-	return psprintf("INSERT INTO %s (%s) SELECT %s FROM %s WHERE (%s) = (%s)%s "
+	return psprintf("INSERT INTO %s (%s) SELECT %s FROM %s WHERE (%s) %s%s "
 					"ON CONFLICT (%s) DO UPDATE SET %s",
 					job->downstream_sql, job->columns_sql, job->select_sql,
 					backfill_job_scan(job), backfill_pk_list(job, "u"),
-					backfill_pk_params(job, 1), backfill_filter_and(job), pkcols,
+					key_cond, backfill_filter_and(job), pkcols,
 					setlist.data);
+}
+
+/* "IN (SELECT * FROM ROWS FROM (pg_catalog.unnest($1), ...) k)" */
+static char *
+keys_in_arrays(BackfillJob *job)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "IN (SELECT * FROM ROWS FROM (");
+	for (int k = 0; k < job->npk; k++)
+		appendStringInfo(&buf, "%spg_catalog.unnest($%d)", k > 0 ? ", " : "", k + 1);
+	appendStringInfoString(&buf, ") k)");
+	return buf.data;
+}
+
+char *
+backfill_sync_upsert_sql(BackfillJob *job)
+{
+	return sync_upsert_sql(job, psprintf("= (%s)", backfill_pk_params(job, 1)));
+}
+
+char *
+backfill_sync_upsert_many_sql(BackfillJob *job)
+{
+	return sync_upsert_sql(job, keys_in_arrays(job));
 }
 
 char *
@@ -239,6 +267,16 @@ backfill_sync_delete_gone_sql(BackfillJob *job)
 					job->downstream_sql, backfill_pk_list(job, "d"), params,
 					backfill_job_scan(job), backfill_pk_list(job, "u"), params,
 					backfill_filter_and(job));
+}
+
+char *
+backfill_sync_delete_gone_many_sql(BackfillJob *job)
+{
+	return psprintf("DELETE FROM %s d WHERE (%s) %s AND NOT EXISTS "
+					"(SELECT FROM %s WHERE (%s) = (%s)%s)",
+					job->downstream_sql, backfill_pk_list(job, "d"), keys_in_arrays(job),
+					backfill_job_scan(job), backfill_pk_list(job, "u"),
+					backfill_pk_list(job, "d"), backfill_filter_and(job));
 }
 
 /*
