@@ -66,6 +66,7 @@
 #include "lib/stringinfo.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
@@ -541,6 +542,7 @@ log_store_barrier(BarrierExecutor *exec, int actor)
 	int64		consumed;
 	Datum		oldest;
 	char	   *matching;
+	int			guc_level;
 
 	if (!a->in_log_store)
 	{
@@ -558,6 +560,18 @@ log_store_barrier(BarrierExecutor *exec, int actor)
 	matching = psprintf("SELECT %s FROM %s c WHERE backfill.vnode(%s) BETWEEN %d AND %d",
 						backfill_pk_list(job, "c"), job->changes_sql, backfill_pk_list(job, "c"),
 						a->vnode_start, a->vnode_end);
+	if (a->vnode_start == 0 && a->vnode_end == BACKFILL_VNODE_COUNT - 1)
+		matching = psprintf("SELECT %s FROM %s c", backfill_pk_list(job, "c"), job->changes_sql);
+
+	/*
+	 * In key order: the log's keys through its index, each once, merged with
+	 * the upstream's or the downstream's key, or looked up there one by one;
+	 * not hashed, which would write the downstream in the hash's order, a
+	 * leaf page of its key's index after another at random.
+	 */
+	guc_level = backfill_plan_by_index_begin();
+	(void) set_config_option("enable_hashagg", "off", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
 	if (SPI_execute(backfill_sync_delete_sql(job, matching, true), false, 0) != SPI_OK_DELETE_RETURNING)
 		elog(ERROR, "could not forward the changes of %s", job->upstream_sql);
 	count_returned_vnodes(counts);
@@ -566,6 +580,7 @@ log_store_barrier(BarrierExecutor *exec, int actor)
 		elog(ERROR, "could not forward the changes of %s", job->upstream_sql);
 	count_returned_vnodes(counts);
 	SPI_freetuptable(SPI_tuptable);
+	backfill_plan_by_index_end(guc_level);
 
 	/* consumed: exactly the entries this snapshot sees */
 	values[0] = Int16GetDatum(a->vnode_start);
