@@ -78,6 +78,7 @@
 typedef struct SnapshotPlans
 {
 	SPIPlanPtr	log_consume_plan;
+	SPIPlanPtr	log_consume_all_plan;	/* the same for every vnode */
 	SPIPlanPtr	log_store_plan;
 } SnapshotPlans;
 
@@ -267,6 +268,12 @@ snapshot_prepare(BarrierExecutor *exec)
 	argtypes[0] = INT2OID;
 	argtypes[1] = INT2OID;
 	plans->log_consume_plan = backfill_keep_plan(exec->plans, sql.data, 2, argtypes);
+	resetStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "WITH d AS (DELETE FROM %s c RETURNING c.backfill_captured_at) "
+					 "SELECT pg_catalog.count(*), pg_catalog.min(d.backfill_captured_at) FROM d",
+					 job->changes_sql);
+	plans->log_consume_all_plan = backfill_keep_plan(exec->plans, sql.data, 0, NULL);
 
 	argtypes[0] = INT4OID;
 	argtypes[1] = INT8OID;
@@ -543,6 +550,7 @@ log_store_barrier(BarrierExecutor *exec, int actor)
 	Datum		oldest;
 	char	   *matching;
 	int			guc_level;
+	bool		all_vnodes = a->vnode_start == 0 && a->vnode_end == BACKFILL_VNODE_COUNT - 1;
 
 	if (!a->in_log_store)
 	{
@@ -560,7 +568,7 @@ log_store_barrier(BarrierExecutor *exec, int actor)
 	matching = psprintf("SELECT %s FROM %s c WHERE backfill.vnode(%s) BETWEEN %d AND %d",
 						backfill_pk_list(job, "c"), job->changes_sql, backfill_pk_list(job, "c"),
 						a->vnode_start, a->vnode_end);
-	if (a->vnode_start == 0 && a->vnode_end == BACKFILL_VNODE_COUNT - 1)
+	if (all_vnodes)
 		matching = psprintf("SELECT %s FROM %s c", backfill_pk_list(job, "c"), job->changes_sql);
 
 	/*
@@ -585,7 +593,8 @@ log_store_barrier(BarrierExecutor *exec, int actor)
 	/* consumed: exactly the entries this snapshot sees */
 	values[0] = Int16GetDatum(a->vnode_start);
 	values[1] = Int16GetDatum(a->vnode_end);
-	if (SPI_execute_plan(plans->log_consume_plan, values, NULL, false, 0) != SPI_OK_SELECT)
+	if (SPI_execute_plan(all_vnodes ? plans->log_consume_all_plan : plans->log_consume_plan,
+						 values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not consume the log store of %s", job->upstream_sql);
 	consumed = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	oldest = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
