@@ -28,7 +28,8 @@
  * row is gone or no longer passes the job's filter).  Re-reading the upstream, rather than replaying the change,
  * makes the result right whatever order the row triggers of one statement
  * fire in.  The downstream is written with the rights of the job's owner, as
- * the writer may have none on it.
+ * the writer may have none on it.  The rows of one statement are applied
+ * together, as the executor finishes the statement (see ApplyBatch).
  *
  * TRUNCATE has a statement trigger of each kind.  While the job backfills,
  * backfill_capture_truncate_<id> refuses it: the positions of a running
