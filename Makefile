@@ -21,6 +21,7 @@ OBJS = \
 	src/kind_vnode.o \
 	src/pacing.o \
 	src/privilege.o \
+	src/ranges.o \
 	src/run.o \
 	src/shape.o \
 	src/shmem.o \
