@@ -103,10 +103,11 @@ backfill_cut_vnodes(Oid upstream, const char *scan_sql, const char *filter, int 
 	if (vnode_mapping == VNODE_MAPPING_HASH)
 		return NULL;
 
-	/* pages of the table, or of its leaf partitions */
+	/* pages of the table, or of its leaf partitions (a partitioned table has none) */
 	backfill_spi_exec_args("SELECT (pg_catalog.sum(pg_catalog.pg_relation_size(t.relid)) "
 						   "/ pg_catalog.current_setting('block_size')::pg_catalog.int8)::pg_catalog.float8 "
-						   "FROM pg_catalog.pg_partition_tree($1) t WHERE t.isleaf",
+						   "FROM (SELECT $1 AS relid UNION "
+						   "SELECT p.relid FROM pg_catalog.pg_partition_tree($1) p WHERE p.isleaf) t",
 						   1, (Oid[]) {REGCLASSOID}, (Datum[]) {ObjectIdGetDatum(upstream)},
 						   NULL, SPI_OK_SELECT);
 	pages = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
@@ -186,8 +187,8 @@ load_job_mapping(FunctionCallInfo fcinfo, JobVnodeCache *cache, int64 job_id)
 	if (nkeys != npk)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("backfill.job_vnode() needs the %d key columns of backfill job %lld",
-						npk, (long long) job_id)));
+				 errmsg("backfill.job_vnode() needs %d key columns for backfill job %lld, not %d",
+						npk, (long long) job_id, nkeys)));
 	for (int k = 0; k < npk; k++)
 	{
 		AttrNumber	attnum = get_attnum(upstream, pk_names[k]);
