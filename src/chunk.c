@@ -6,7 +6,8 @@
  *
  * An actor's unfinished vnodes are grouped by position; a chunk of a group
  * reads the next rows after that position in key order, restricted to the
- * group's vnodes, and inserts them downstream (sink.c, or one INSERT ...
+ * group's vnodes (for range vnodes, to the group's range of keys, so that it
+ * reads no other row), and inserts them downstream (sink.c, or one INSERT ...
  * SELECT when the downstream needs what only INSERT does).  The vnodes'
  * position becomes the chunk's last key; a chunk shorter than asked means
  * they are finished.  Counts go to each vnode (arrangement), or to the
