@@ -212,11 +212,55 @@ job_status_finished() {
     [ "$(val "SELECT status FROM backfill.jobs WHERE job_id = $1")" = finished ]
 }
 
-# one backfill throughput measurement; sets LAST_RPS
+# ---- range vnodes: rows read, and the reference sessions split as a job's actors
+# rows read from a table (or a partitioned table's partitions) so far, by the
+# statistics counters: sequential scans' rows and index scans' fetches; the
+# backends that read them (a run_job session, the workers) have exited just
+# before, and flush their counters as they exit
+rows_read() {  # table
+    sleep 0.5
+    val "SELECT sum(coalesce(s.seq_tup_read, 0) + coalesce(s.idx_tup_fetch, 0))::bigint
+           FROM pg_stat_user_tables s
+          WHERE s.relid = '$1'::regclass
+             OR s.relid IN (SELECT relid FROM pg_partition_tree('$1') WHERE isleaf)"
+}
+# p sessions at once, each inserting the key range of one actor of a job
+# with parallelism p (the ranges of a job made on up, read through the key's
+# index, as the actors read them); sets R[insert$p,r]
+insert_sessions() {  # p run
+    local p=$1 r=$2 i id lo hi cond s
+    id=$(val "SELECT backfill.create_job('down_ranges', 'up', parallelism => $p)")
+    val "CREATE TABLE down (id bigint PRIMARY KEY, a int, b text, c timestamptz);
+         CREATE TABLE par_times (t timestamptz); CHECKPOINT" >/dev/null
+    for i in $(seq 0 $(( p - 1 ))); do
+        lo=$(val "SELECT j.vnode_bounds[a.vnode_start][1] FROM backfill.job j JOIN backfill.actor a USING (job_id)
+                   WHERE j.job_id = $id ORDER BY a.actor_id OFFSET $i LIMIT 1")
+        hi=$(val "SELECT j.vnode_bounds[a.vnode_end + 1][1] FROM backfill.job j JOIN backfill.actor a USING (job_id)
+                   WHERE j.job_id = $id ORDER BY a.actor_id OFFSET $i LIMIT 1")
+        cond="true"
+        [ -n "$lo" ] && cond="$cond AND id >= $lo"
+        [ -n "$hi" ] && cond="$cond AND id < $hi"
+        sql -c "SET enable_seqscan = off" -c "SET enable_bitmapscan = off" \
+            -c "INSERT INTO par_times SELECT clock_timestamp()" \
+            -c "INSERT INTO down SELECT * FROM up WHERE $cond" \
+            -c "INSERT INTO par_times SELECT clock_timestamp()" >/dev/null &
+    done
+    wait
+    [ "$(val 'SELECT count(*) FROM down')" = "$ROWS" ] || { echo "the $p INSERT sessions copied a wrong count" >&2; exit 3; }
+    s=$(val "SELECT extract(epoch FROM max(t) - min(t)) FROM par_times")
+    R[insert$p,$r]=$(awk -v n="$ROWS" -v s="$s" 'BEGIN {printf "%.0f", n / s}')
+    val "DROP TABLE down, par_times" >/dev/null
+    val "SELECT backfill.drop_job($id)" >/dev/null
+}
+# ---- end of range vnodes' helpers
+
+# one backfill throughput measurement; sets LAST_RPS and LAST_READ (rows read
+# from the upstream per upstream row)
 measure_job() {  # kind parallelism interval mode(fg|bg) rows [upstream]
     local kind=$1 par=$2 iv=$3 mode=$4 rows=$5 upstream=${6:-up} id secs
     id=$(val "SELECT backfill.create_job('down', '$upstream', kind => '$kind', parallelism => $par)" 2>/dev/null)
     val "CHECKPOINT" >/dev/null
+    local read0; read0=$(rows_read "$upstream")
     if [ "$mode" = fg ]; then
         secs=$(timed "SET backfill.barrier_interval_ms = $iv;
 CALL backfill.run_job($id);")
@@ -228,6 +272,7 @@ SELECT backfill.wait_job($id);")
     if ! job_status_finished "$id"; then
         echo "job $id did not finish" >&2; exit 3
     fi
+    LAST_READ=$(awk -v r="$(( $(rows_read "$upstream") - read0 ))" -v n="$rows" 'BEGIN {printf "%.3f", r / n}')
     val "SELECT backfill.drop_job($id)" >/dev/null
     LAST_RPS=$(awk -v n="$rows" -v s="$secs" 'BEGIN {printf "%.0f", n / s}')
 }
@@ -263,22 +308,13 @@ for r in $(seq 1 "$RUNS"); do
     measure_partitioned "$r"
     [ "$ONLY_PART" = 1 ] && continue
 
-    # two sessions at once, each reading every row and inserting the half of
-    # one vnode range, as the two actors of a job with parallelism 2 do:
-    # how PostgreSQL itself scales a parallel insert into one table here
-    val "CREATE TABLE down (id bigint PRIMARY KEY, a int, b text, c timestamptz);
-         CREATE TABLE par_times (t timestamptz); CHECKPOINT" >/dev/null
-    for half in "< 128" ">= 128"; do
-        sql -c "INSERT INTO par_times SELECT clock_timestamp()" \
-            -c "INSERT INTO down SELECT * FROM up WHERE backfill.vnode(id) $half" \
-            -c "INSERT INTO par_times SELECT clock_timestamp()" >/dev/null &
-    done
-    wait
-    [ "$(val 'SELECT count(*) FROM down')" = "$ROWS" ] || { echo "the two INSERT sessions copied a wrong count" >&2; exit 3; }
-    s=$(val "SELECT extract(epoch FROM max(t) - min(t)) FROM par_times")
-    R[insert2,$r]=$(awk -v n="$ROWS" -v s="$s" 'BEGIN {printf "%.0f", n / s}')
-    val "DROP TABLE down, par_times" >/dev/null
-    log "  run $r: 2 x INSERT ... SELECT, half each ${R[insert2,$r]} rows/s"
+    # two sessions at once, each inserting the key range of one actor of a
+    # job with parallelism 2, as the actors do: how PostgreSQL itself scales
+    # a parallel insert into one table here; and four
+    insert_sessions 2 "$r"
+    log "  run $r: 2 x INSERT ... SELECT, a range each ${R[insert2,$r]} rows/s"
+    insert_sessions 4 "$r"
+    log "  run $r: 4 x INSERT ... SELECT, a range each ${R[insert4,$r]} rows/s"
 
     val "CREATE TABLE down (id bigint PRIMARY KEY, a int, b text, c timestamptz); CHECKPOINT" >/dev/null
     s=$(timed "CALL keyset_copy('up', 'down');")
@@ -292,11 +328,28 @@ for r in $(seq 1 "$RUNS"); do
             [ "${AVAIL[$k]}" = 1 ] || continue
             measure_job "$k" 1 "$iv" fg "$ROWS"
             R[$k.p1.$iv,$r]=$LAST_RPS
-            log "  run $r: $k p1 ${iv}ms run_job $LAST_RPS rows/s"
+            R[read.$k.p1.$iv,$r]=$LAST_READ
+            log "  run $r: $k p1 ${iv}ms run_job $LAST_RPS rows/s, $LAST_READ rows read per row"
         done
         measure_job arrangement 2 "$iv" bg "$ROWS"
         R[arrangement.p2w.$iv,$r]=$LAST_RPS
-        log "  run $r: arrangement p2 ${iv}ms workers $LAST_RPS rows/s"
+        R[read.arrangement.p2w.$iv,$r]=$LAST_READ
+        log "  run $r: arrangement p2 ${iv}ms workers $LAST_RPS rows/s, $LAST_READ rows read per row"
+        # ---- range vnodes: parallelism 4, and a job with hashed vnodes
+        if [ "$iv" = 1000 ]; then
+            measure_job arrangement 4 "$iv" bg "$ROWS"
+            R[arrangement.p4w.$iv,$r]=$LAST_RPS
+            R[read.arrangement.p4w.$iv,$r]=$LAST_READ
+            log "  run $r: arrangement p4 ${iv}ms workers $LAST_RPS rows/s, $LAST_READ rows read per row"
+            val "ALTER SYSTEM SET backfill.vnode_mapping = hash" >/dev/null
+            val "SELECT pg_reload_conf()" >/dev/null
+            measure_job arrangement 2 "$iv" bg "$ROWS"
+            val "ALTER SYSTEM RESET backfill.vnode_mapping" >/dev/null
+            val "SELECT pg_reload_conf()" >/dev/null
+            R[arrangement.p2w.hash,$r]=$LAST_RPS
+            R[read.arrangement.p2w.hash,$r]=$LAST_READ
+            log "  run $r: arrangement p2 ${iv}ms workers, hashed vnodes $LAST_RPS rows/s, $LAST_READ rows read per row"
+        fi
     done
 done
 set_interval_workers 1000
@@ -692,7 +745,8 @@ NA="n/a (not available)"
 
 row "1. throughput, rows/s (ratio: to INSERT...SELECT)" "median" "ratio" "target" "result"
 row "INSERT INTO down SELECT * FROM up (indexed; the limit)" "$(med insert)" "1.00" "" ""
-row "2 x INSERT...SELECT at once, half each (by vnode)" "$(med insert2)" "$(f2 "$(ratio_med insert2 insert)")" "(info: parallel limit)" ""
+row "2 x INSERT...SELECT at once, a range each (as p2 actors)" "$(med insert2)" "$(f2 "$(ratio_med insert2 insert)")" "(info: parallel limit)" ""
+row "4 x INSERT...SELECT at once, a range each (as p4 actors)" "$(med insert4)" "$(f2 "$(ratio_med insert4 insert)")" "(info: parallel limit)" ""
 row "keyset loop, PL/pgSQL, COMMIT every 1024 rows" "$(med keyset)" "$(f2 "$(ratio_med keyset insert)")" "" ""
 for iv in $INTERVALS; do
     for k in $KINDS; do
@@ -719,11 +773,28 @@ for iv in $INTERVALS; do
         row "  2 x INSERT...SELECT vs INSERT...SELECT (same split)" "" "$(f2 "$(ratio_med insert2 insert)")" "(info: parallel limit)" ""
         kr=$(ratio_med "arrangement.p2w.$iv" keyset)
         row "  $name vs keyset loop" "" "$(f2 "$kr")" ">= 1.20 x keyset" "$(check "$kr" ">=" 1.2)"
+        # ---- range vnodes: against the sessions that split the same way
+        kr=$(ratio_med "arrangement.p2w.$iv" insert2)
+        row "  $name vs 2 x INSERT...SELECT" "" "$(f2 "$kr")" ">= 0.95 x 2 sessions" "$(check "$kr" ">=" 0.95)"
+        name="arrangement, p4, workers, ${iv} ms"
+        row "$name" "$(med "arrangement.p4w.$iv")" "$(f2 "$(ratio_med "arrangement.p4w.$iv" insert)")" "" ""
+        kr=$(ratio_med "arrangement.p4w.$iv" insert4)
+        row "  $name vs 4 x INSERT...SELECT" "" "$(f2 "$kr")" ">= 0.95 x 4 sessions" "$(check "$kr" ">=" 0.95)"
+        name="arrangement, p2, workers, ${iv} ms, hashed vnodes"
+        row "$name" "$(med "arrangement.p2w.hash")" "$(f2 "$(ratio_med "arrangement.p2w.hash" insert)")" "(info: before 1.2)" ""
     else
         row "  $name vs arrangement p1" "" "$(f2 "$pr")" "(info)" ""
     fi
 done
 partitioned_rows
+# ---- range vnodes: rows read by a job per upstream row
+row "rows read from up per upstream row (seq_tup_read + idx_tup_fetch)" "" "" "" ""
+for name in "arrangement.p1.1000:arrangement, p1, run_job" "arrangement.p2w.1000:arrangement, p2, workers" \
+            "arrangement.p4w.1000:arrangement, p4, workers"; do
+    v=$(med "read.${name%%:*}")
+    row "  ${name#*:}, 1000 ms" "$v" "" "<= 1.05 x N" "$(check "$v" "<=" 1.05)"
+done
+row "  arrangement, p2, workers, 1000 ms, hashed vnodes" "$(med read.arrangement.p2w.hash)" "" "(info: before 1.2)" ""
 
 writers_rows
 

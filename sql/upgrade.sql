@@ -65,6 +65,11 @@ SELECT backfill.create_job('up_upper', 'up', columns => ARRAY['upper(v) AS v'],
 CALL backfill.run_job(:upper);
 SELECT * FROM backfill.verify_job(:upper);
 SELECT count(*), min(v) FROM up_upper;
+-- the job made under 1.0 kept its hashed vnodes; the jobs made now have
+-- ranges of keys
+SELECT job_id, kind, vnode_mapping, array_dims(vnode_bounds) AS bounds
+  FROM backfill.job ORDER BY job_id;
+SELECT count(*) AS keys_off_the_hash FROM up WHERE backfill.job_vnode(:job, id) <> backfill.vnode(id);
 
 -- an upgraded catalog is the catalog a new install makes
 CREATE TEMP TABLE upgraded AS

@@ -9,7 +9,7 @@
  * Loaded any other way, run_job works and start_job says what is missing.
  * The files and their layers are listed in backfill.h.
  *
- * May call: driver.c, worker.c, shmem.c, pacing.c, capture.c.
+ * May call: driver.c, worker.c, shmem.c, pacing.c, capture.c, ranges.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -31,6 +31,7 @@ _PG_init(void)
 	backfill_driver_init();
 	backfill_pacing_init();
 	backfill_capture_init();
+	backfill_ranges_init();
 
 	/*
 	 * Workers and their registry need the library preloaded; so does a

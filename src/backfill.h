@@ -23,7 +23,8 @@
  *					(replication slots and origins), decode.c (the output
  *					plugin), pacing.c (replica lag, retained WAL, WAL rate),
  *					shape.c (columns, computed columns, filters),
- *					downstream.c (a downstream the user made)
+ *					downstream.c (a downstream the user made), ranges.c
+ *					(range vnodes: the cut at create, backfill.job_vnode())
  *	catalog			catalog.c: job and actor rows, the job lock
  *	privileges		privilege.c: role contexts, the pinned search_path
  *	foundations		sql.c (SQL text, SPI, kept plans), xact.c (commits,
@@ -147,6 +148,8 @@ typedef struct BackfillJob
 	int			npk;
 	char	  **pk_names;		/* unquoted */
 	Oid		   *pk_types;
+	Oid		   *pk_collations;
+	ArrayType  *vnode_bounds;	/* range vnodes' bounds (vnode.c); NULL: hashed */
 	char	   *search_path;	/* to plan and run the job's SQL under */
 
 	int			nactors;
@@ -189,6 +192,7 @@ extern char *backfill_count_sql(const char *upstream_sql, bool partitioned, cons
 extern char *backfill_pk_list(BackfillJob *job, const char *alias);
 extern char *backfill_pk_list_desc(BackfillJob *job);
 extern char *backfill_pk_params(BackfillJob *job, int first);
+extern char *backfill_vnode_sql(BackfillJob *job, const char *keys);
 extern void backfill_append_excluded_key(StringInfo sql, BackfillJob *job);
 extern char *backfill_text_array_sql(Datum array, char ***elems, int *nelems);
 extern char *backfill_sync_delete_sql(BackfillJob *job, const char *matching,
@@ -225,15 +229,29 @@ extern void backfill_sleep_ms(long ms);
 extern void backfill_sleep_until(TimestampTz t);
 extern int64 backfill_next_epoch(int64 previous);
 
-/* vnode.c: the hash functions of a key's types, looked up once */
+/*
+ * vnode.c: how a job maps keys to vnodes, looked up once: the hash
+ * functions of a key's types, or a range mapping's bounds and comparison
+ * functions
+ */
 typedef struct VnodeHasher
 {
 	int			nkeys;
-	FmgrInfo	procs[FUNC_MAX_ARGS];
+	FmgrInfo	procs[FUNC_MAX_ARGS];	/* hash, or btree comparison */
+	Datum	   *bounds;			/* range mapping: the lowest key of vnodes
+								 * 1..255, nkeys columns each; NULL: hash */
+	Oid			collations[FUNC_MAX_ARGS];	/* range mapping: the key's */
+	int			last;			/* range mapping: the vnode found last */
 } VnodeHasher;
 
 extern void backfill_vnode_hasher_init(VnodeHasher *hasher, int nkeys,
 									   const Oid *types, MemoryContext cxt);
+extern void backfill_vnode_ranges_init(VnodeHasher *hasher, int nkeys, const Oid *types,
+									   const Oid *collations, ArrayType *bounds,
+									   MemoryContext cxt);
+extern int	backfill_vnode_compare(VnodeHasher *hasher, const Datum *a, const Datum *b);
+extern const Datum *backfill_vnode_lower_bound(VnodeHasher *hasher, int v);
+extern ArrayType *backfill_vnode_bounds_text(int nkeys, const Oid *types, const Datum *bounds);
 extern int16 backfill_vnode_of(VnodeHasher *hasher, const Datum *values,
 							   const bool *isnull);
 
@@ -355,6 +373,11 @@ extern char *backfill_shape_names(const JobShape *shape);
 extern char *backfill_existing_downstream(const char *name, Relation upstream,
 										  const JobShape *shape, int npk,
 										  const AttrNumber *pk);
+
+/* ranges.c: range vnodes */
+extern void backfill_ranges_init(void);
+extern ArrayType *backfill_cut_vnodes(Oid upstream, const char *scan_sql, const char *filter,
+									  int npk, char **pk_names, const Oid *pk_types);
 
 /* pacing.c: its settings, and what an estimate needs of them */
 extern void backfill_pacing_init(void);

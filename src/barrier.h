@@ -19,13 +19,25 @@
 
 #include "backfill.h"
 
-/* how a chunk query restricts vnodes */
+/*
+ * How a chunk query restricts vnodes.  A job with range vnodes (vnode.c)
+ * restricts keys instead: its groups are consecutive vnodes, one range of
+ * keys, whose lower bound is the position when there is one at or above the
+ * group's lowest key, else that key; the filters that name a lowest key
+ * leave the position out.
+ */
 typedef enum VnodeFilter
 {
-	VNODE_FILTER_NONE,			/* the set is all 256 vnodes */
+	VNODE_FILTER_NONE,			/* the set is all 256 vnodes, or keys from
+								 * the position on */
 	VNODE_FILTER_RANGE,			/* a contiguous range */
-	VNODE_FILTER_LIST			/* any set */
+	VNODE_FILTER_LIST,			/* any set */
+	VNODE_FILTER_KEYS_BELOW,	/* range vnodes: keys below a bound */
+	VNODE_FILTER_KEYS_FROM,		/* range vnodes: keys from a bound on */
+	VNODE_FILTER_KEYS_BETWEEN	/* range vnodes: both */
 } VnodeFilter;
+
+#define VNODE_NUM_FILTERS 6
 
 /* a set of unfinished vnodes of one actor that share a position */
 typedef struct VnodeGroup
@@ -45,8 +57,8 @@ typedef struct BarrierExecutor
 	MemoryContext cxt;			/* the executor's own, freed with it */
 	MemoryContext barrier_cxt;	/* reset at every barrier */
 	KeptPlans  *plans;			/* every plan below, freed with it */
-	SPIPlanPtr	chunk_plans[2][3];	/* [has position][VnodeFilter] */
-	SPIPlanPtr	select_plans[2][3]; /* the same, reading only (sink.c) */
+	SPIPlanPtr	chunk_plans[2][VNODE_NUM_FILTERS];	/* [has position][VnodeFilter] */
+	SPIPlanPtr	select_plans[2][VNODE_NUM_FILTERS]; /* the same, reading only (sink.c) */
 	VnodeHasher *vnode_hasher;
 	VnodeGroup *groups;			/* an actor's groups, this round */
 	SPIPlanPtr	persist_plan;
@@ -68,7 +80,7 @@ typedef struct BarrierExecutor
 extern bool backfill_same_position(BarrierExecutor *exec, VnodeState *a, VnodeState *b);
 extern int	backfill_actor_groups(BarrierExecutor *exec, int actor, VnodeGroup *groups);
 extern void backfill_set_position(BarrierExecutor *exec, VnodeState *vs, Datum *pos);
-extern VnodeFilter backfill_group_filter(VnodeGroup *group);
+extern VnodeFilter backfill_group_filter(BarrierExecutor *exec, VnodeGroup *group);
 extern char *backfill_chunk_conditions(BackfillJob *job, const char *alias, const char *cmp,
 									   bool has_pos, VnodeFilter filter, Oid *argtypes,
 									   int *nargs);

@@ -191,9 +191,12 @@ backfill_load_job(int64 job_id, MemoryContext cxt)
 	MemoryContext oldcxt;
 	bool		isnull;
 	bool		shapes;
+	bool		ranges;
 
 	/* a catalog older than 1.2 has neither filters nor computed columns */
 	shapes = backfill_job_catalog_has("expressions");
+	/* nor range vnodes, before their columns */
+	ranges = backfill_job_catalog_has("vnode_bounds");
 	if (SPI_execute_with_args(psprintf("SELECT job_name, kind, status, owner::pg_catalog.oid, "
 									   "upstream::pg_catalog.oid, downstream::pg_catalog.oid, "
 									   "state_table::pg_catalog.oid, change_table::pg_catalog.oid, "
@@ -204,9 +207,10 @@ backfill_load_job(int64 job_id, MemoryContext cxt)
 									   "run_mode = 'background', "
 	/* read by name: a 1.0 catalog has no such column yet */
 									   "coalesce((pg_catalog.to_jsonb(j) OPERATOR(pg_catalog.->>) 'snapshot_epoch')::pg_catalog.int8, 0), "
-									   "%s FROM backfill.job j WHERE job_id = $1",
+									   "%s, %s FROM backfill.job j WHERE job_id = $1",
 									   shapes ? "filter, expressions, into_existing" :
-									   "NULL::pg_catalog.text, NULL::pg_catalog.text[], false"),
+									   "NULL::pg_catalog.text, NULL::pg_catalog.text[], false",
+									   ranges ? "vnode_bounds" : "NULL::pg_catalog.text[]"),
 							  1, argtypes, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read backfill.job");
 	if (SPI_processed == 0)
@@ -252,6 +256,11 @@ backfill_load_job(int64 job_id, MemoryContext cxt)
 			read_expressions(job, DatumGetArrayTypeP(d));
 	}
 	job->into_existing = DatumGetBool(SPI_getbinval(tup, desc, 20, &isnull));
+	{
+		Datum		d = SPI_getbinval(tup, desc, 21, &isnull);
+
+		job->vnode_bounds = isnull ? NULL : DatumGetArrayTypePCopy(d);
+	}
 	job->select_sql = select_list(job);
 
 	/* a cancelled job has no tables left: the caller reports it */
@@ -262,16 +271,19 @@ backfill_load_job(int64 job_id, MemoryContext cxt)
 		job->state_sql = backfill_relation_sql(job->state_table);
 		job->changes_sql = backfill_relation_sql(job->change_table);
 		job->pk_types = palloc(sizeof(Oid) * job->npk);
+		job->pk_collations = palloc(sizeof(Oid) * job->npk);
 		for (int k = 0; k < job->npk; k++)
 		{
 			AttrNumber	attnum = get_attnum(job->upstream, job->pk_names[k]);
+			int32		typmod;
 
 			if (attnum == InvalidAttrNumber)
 				ereport(ERROR,
 						(errcode(ERRCODE_UNDEFINED_COLUMN),
 						 errmsg("key column \"%s\" of backfill job %lld no longer exists in table %s",
 								job->pk_names[k], (long long) job_id, job->upstream_sql)));
-			job->pk_types[k] = get_atttype(job->upstream, attnum);
+			get_atttypetypmodcoll(job->upstream, attnum, &job->pk_types[k], &typmod,
+								  &job->pk_collations[k]);
 		}
 		job->search_path = backfill_safe_search_path(job->npk, job->pk_types);
 		job->partitioned = get_rel_relkind(job->upstream) == RELKIND_PARTITIONED_TABLE;

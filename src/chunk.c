@@ -6,7 +6,8 @@
  *
  * An actor's unfinished vnodes are grouped by position; a chunk of a group
  * reads the next rows after that position in key order, restricted to the
- * group's vnodes, and inserts them downstream (sink.c, or one INSERT ...
+ * group's vnodes (for range vnodes, to the group's range of keys, so that it
+ * reads no other row), and inserts them downstream (sink.c, or one INSERT ...
  * SELECT when the downstream needs what only INSERT does).  The vnodes'
  * position becomes the chunk's last key; a chunk shorter than asked means
  * they are finished.  Counts go to each vnode (arrangement), or to the
@@ -45,7 +46,10 @@ backfill_same_position(BarrierExecutor *exec, VnodeState *a, VnodeState *b)
 	return true;
 }
 
-/* the unfinished vnodes of an actor, grouped by position */
+/*
+ * the unfinished vnodes of an actor, grouped by position; with range vnodes,
+ * a group is consecutive vnodes, so that it is one range of keys
+ */
 int
 backfill_actor_groups(BarrierExecutor *exec, int actor, VnodeGroup *groups)
 {
@@ -61,7 +65,8 @@ backfill_actor_groups(BarrierExecutor *exec, int actor, VnodeGroup *groups)
 		if (vs->finished)
 			continue;
 		for (g = 0; g < ngroups; g++)
-			if (backfill_same_position(exec, &job->vnodes[groups[g].vnodes[0]], vs))
+			if (backfill_same_position(exec, &job->vnodes[groups[g].vnodes[0]], vs) &&
+				(!job->vnode_bounds || groups[g].vnodes[groups[g].nvnodes - 1] == v - 1))
 				break;
 		if (g == ngroups)
 		{
@@ -91,11 +96,36 @@ backfill_set_position(BarrierExecutor *exec, VnodeState *vs, Datum *pos)
 	MemoryContextSwitchTo(old);
 }
 
+/*
+ * How a chunk query of a group of range vnodes restricts keys: from the
+ * group's lowest key (unless it is vnode 0's, or the position is at or above
+ * it) up to the next group's (unless the group ends with vnode 255).
+ */
+static VnodeFilter
+key_range_filter(BarrierExecutor *exec, VnodeGroup *group)
+{
+	int			first = group->vnodes[0];
+	VnodeState *vs = &exec->job->vnodes[first];
+	bool		from = first > 0;
+	bool		below = group->vnodes[group->nvnodes - 1] < BACKFILL_VNODE_COUNT - 1;
+
+	if (from && vs->has_pos &&
+		backfill_vnode_compare(exec->vnode_hasher, vs->pos,
+							   backfill_vnode_lower_bound(exec->vnode_hasher, first)) >= 0)
+		from = false;
+	if (from)
+		return below ? VNODE_FILTER_KEYS_BETWEEN : VNODE_FILTER_KEYS_FROM;
+	return below ? VNODE_FILTER_KEYS_BELOW : VNODE_FILTER_NONE;
+}
+
 /* how a chunk query of a group restricts its vnodes */
 VnodeFilter
-backfill_group_filter(VnodeGroup *group)
+backfill_group_filter(BarrierExecutor *exec, VnodeGroup *group)
 {
 	bool		contiguous = true;
+
+	if (exec->vnode_hasher->bounds)
+		return key_range_filter(exec, group);
 
 	for (int i = 1; i < group->nvnodes; i++)
 		contiguous &= (group->vnodes[i] == group->vnodes[i - 1] + 1);
@@ -120,7 +150,7 @@ backfill_chunk_conditions(BackfillJob *job, const char *alias, const char *cmp,
 
 	initStringInfo(&cond);
 	*nargs = 0;
-	if (has_pos)
+	if (has_pos && filter != VNODE_FILTER_KEYS_FROM && filter != VNODE_FILTER_KEYS_BETWEEN)
 	{
 		appendStringInfo(&cond, " AND (%s) %s (%s)", key, cmp, backfill_pk_params(job, 1));
 		memcpy(argtypes, job->pk_types, sizeof(Oid) * job->npk);
@@ -128,15 +158,27 @@ backfill_chunk_conditions(BackfillJob *job, const char *alias, const char *cmp,
 	}
 	if (filter == VNODE_FILTER_RANGE)
 	{
-		appendStringInfo(&cond, " AND backfill.vnode(%s) BETWEEN $%d AND $%d",
-						 key, *nargs + 1, *nargs + 2);
+		appendStringInfo(&cond, " AND %s BETWEEN $%d AND $%d",
+						 backfill_vnode_sql(job, key), *nargs + 1, *nargs + 2);
 		argtypes[(*nargs)++] = INT2OID;
 		argtypes[(*nargs)++] = INT2OID;
 	}
 	else if (filter == VNODE_FILTER_LIST)
 	{
-		appendStringInfo(&cond, " AND backfill.vnode(%s) = ANY ($%d)", key, *nargs + 1);
+		appendStringInfo(&cond, " AND %s = ANY ($%d)", backfill_vnode_sql(job, key), *nargs + 1);
 		argtypes[(*nargs)++] = INT2ARRAYOID;
+	}
+	if (filter == VNODE_FILTER_KEYS_FROM || filter == VNODE_FILTER_KEYS_BETWEEN)
+	{
+		appendStringInfo(&cond, " AND (%s) >= (%s)", key, backfill_pk_params(job, *nargs + 1));
+		memcpy(&argtypes[*nargs], job->pk_types, sizeof(Oid) * job->npk);
+		*nargs += job->npk;
+	}
+	if (filter == VNODE_FILTER_KEYS_BELOW || filter == VNODE_FILTER_KEYS_BETWEEN)
+	{
+		appendStringInfo(&cond, " AND (%s) < (%s)", key, backfill_pk_params(job, *nargs + 1));
+		memcpy(&argtypes[*nargs], job->pk_types, sizeof(Oid) * job->npk);
+		*nargs += job->npk;
 	}
 	return cond.data;
 }
@@ -153,7 +195,7 @@ backfill_group_params(BarrierExecutor *exec, VnodeGroup *group, VnodeFilter filt
 	VnodeState *first = &job->vnodes[group->vnodes[0]];
 	int			nvalues = 0;
 
-	if (first->has_pos)
+	if (first->has_pos && filter != VNODE_FILTER_KEYS_FROM && filter != VNODE_FILTER_KEYS_BETWEEN)
 		for (int k = 0; k < job->npk; k++)
 			values[nvalues++] = first->pos[k];
 	if (filter == VNODE_FILTER_RANGE)
@@ -170,6 +212,21 @@ backfill_group_params(BarrierExecutor *exec, VnodeGroup *group, VnodeFilter filt
 		values[nvalues++] = PointerGetDatum(construct_array(elems, group->nvnodes,
 															INT2OID, 2, true,
 															TYPALIGN_SHORT));
+	}
+	if (filter == VNODE_FILTER_KEYS_FROM || filter == VNODE_FILTER_KEYS_BETWEEN)
+	{
+		const Datum *lo = backfill_vnode_lower_bound(exec->vnode_hasher, group->vnodes[0]);
+
+		for (int k = 0; k < job->npk; k++)
+			values[nvalues++] = lo[k];
+	}
+	if (filter == VNODE_FILTER_KEYS_BELOW || filter == VNODE_FILTER_KEYS_BETWEEN)
+	{
+		const Datum *hi = backfill_vnode_lower_bound(exec->vnode_hasher,
+													 group->vnodes[group->nvnodes - 1] + 1);
+
+		for (int k = 0; k < job->npk; k++)
+			values[nvalues++] = hi[k];
 	}
 	return nvalues;
 }
@@ -203,7 +260,7 @@ chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter, bool insert,
 		&exec->select_plans[has_pos][filter];
 	StringInfoData select;
 	StringInfoData sql;
-	Oid			argtypes[INDEX_MAX_KEYS + 3];
+	Oid			argtypes[3 * INDEX_MAX_KEYS + 3];
 	int			nargs = 0;
 	char	   *upk = backfill_pk_list(job, "u");
 	char	   *pk = backfill_pk_list(job, NULL);
@@ -243,10 +300,10 @@ chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter, bool insert,
 	else
 		appendStringInfo(&sql,
 						 "SELECT c.vnode, c.rows, l.* FROM "
-						 "(SELECT backfill.vnode(%s) AS vnode, pg_catalog.count(*) AS rows "
+						 "(SELECT %s AS vnode, pg_catalog.count(*) AS rows "
 						 "FROM ins GROUP BY 1) c, "
 						 "(SELECT %s FROM ins ORDER BY %s LIMIT 1) l",
-						 pk, pk, backfill_pk_list_desc(job));
+						 backfill_vnode_sql(job, pk), pk, backfill_pk_list_desc(job));
 
 	*cached = backfill_keep_plan(exec->plans, sql.data, nargs, argtypes);
 	return *cached;
@@ -327,14 +384,14 @@ backfill_read_live_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit,
 	BackfillActor *actor = &job->actors[group->actor];
 	VnodeState *first = &job->vnodes[group->vnodes[0]];
 	VnodeFilter filter;
-	Datum		values[INDEX_MAX_KEYS + 3];
+	Datum		values[3 * INDEX_MAX_KEYS + 3];
 	int			nvalues;
 	ChunkSink  *sink;
 	int64		total = 0;
 	Datum		lastkey[INDEX_MAX_KEYS];
 	int			guc_level;
 
-	filter = backfill_group_filter(group);
+	filter = backfill_group_filter(exec, group);
 	nvalues = backfill_group_params(exec, group, filter, values);
 	values[nvalues++] = Int64GetDatum(limit);
 
@@ -402,8 +459,9 @@ backfill_prepare_forward(BarrierExecutor *exec, const char *matching)
 	/* consumed: exactly the keys of those vnodes that the snapshot sees */
 	exec->consume_plan =
 		backfill_keep_plan(exec->plans,
-						   psprintf("DELETE FROM %s c WHERE backfill.vnode(%s) BETWEEN $1 AND $2",
-									job->changes_sql, backfill_pk_list(job, "c")),
+						   psprintf("DELETE FROM %s c WHERE %s BETWEEN $1 AND $2",
+									job->changes_sql,
+									backfill_vnode_sql(job, backfill_pk_list(job, "c"))),
 						   2, argtypes);
 }
 

@@ -87,6 +87,7 @@ typedef struct CreatePlan
 	char	   *downstream_sql;
 	Datum	   *col_names;		/* the output columns, as text */
 	Datum	   *pk_names;		/* the key columns, as text */
+	ArrayType  *vnode_bounds;	/* range vnodes (ranges.c); NULL: hashed */
 } CreatePlan;
 
 /* " COLLATE "schema"."name"" for a collatable column, else "" */
@@ -543,6 +544,13 @@ insert_catalog_rows(const CreateArgs *args, const CreatePlan *plan, const JobDef
 			elog(ERROR, "could not insert into backfill.job");
 	}
 
+	/* range vnodes: the mapping and its bounds */
+	if (plan->vnode_bounds)
+		backfill_spi_exec_args("UPDATE backfill.job SET vnode_mapping = 'range', vnode_bounds = $2 "
+							   "WHERE job_id = $1", 2, (Oid[]) {INT8OID, TEXTARRAYOID},
+							   (Datum[]) {Int64GetDatum(job_id), PointerGetDatum(plan->vnode_bounds)},
+							   NULL, SPI_OK_UPDATE);
+
 	/* its actors: even contiguous ranges of vnodes */
 	for (int i = 0; i < args->parallelism; i++)
 	{
@@ -646,6 +654,30 @@ plan_job(const CreateArgs *args, const KindRoutine *kind, CreatePlan *plan)
 	plan->downstream_sql = args->into_existing ? NULL : downstream_name(args->name);
 }
 
+/*
+ * The job's range vnodes, cut from a sample of what it copies, read as the
+ * caller; NULL for hashed vnodes, and on a catalog without their columns.
+ */
+static ArrayType *
+cut_vnodes(const CreatePlan *plan, const char *upstream_sql)
+{
+	Oid			upstream = RelationGetRelid(plan->rel);
+	char	  **names = palloc(sizeof(char *) * plan->npk);
+	Oid		   *types = palloc(sizeof(Oid) * plan->npk);
+
+	if (!backfill_job_catalog_has("vnode_bounds"))
+		return NULL;
+	for (int k = 0; k < plan->npk; k++)
+	{
+		names[k] = get_attname(upstream, plan->pk[k], false);
+		types[k] = get_atttype(upstream, plan->pk[k]);
+	}
+	return backfill_cut_vnodes(upstream,
+							   backfill_upstream_scan(upstream_sql,
+													  plan->rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE),
+							   plan->shape.filter, plan->npk, names, types);
+}
+
 /* create_job, with the arguments of either signature */
 static int64
 create_job(FunctionCallInfo fcinfo)
@@ -696,6 +728,8 @@ create_job(FunctionCallInfo fcinfo)
 	total_rows = backfill_count_rows(def.upstream_sql,
 									 plan.rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE,
 									 plan.shape.filter);
+
+	plan.vnode_bounds = cut_vnodes(&plan, def.upstream_sql);
 
 	/*
 	 * The state and change tables live in the extension's schema, where only

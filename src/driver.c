@@ -120,7 +120,9 @@ backfill_prepare_run(BackfillJob *job, bool background)
 	kind->load_state(job);
 	if (job->runs > 0 && kind->recovery_check)
 		kind->recovery_check(job);
-	backfill_record_start(job, background, kind->recount_total ? count_upstream(job) : -1);
+	/* create_job counted it: the first run reads the upstream only once */
+	backfill_record_start(job, background,
+						  kind->recount_total && job->runs > 0 ? count_upstream(job) : -1);
 	backfill_assert_triggers(job);
 	if (strcmp(job->status, "finished") == 0)
 	{

@@ -104,7 +104,11 @@ backfill_executor_create(BackfillJob *job)
 	/* a round's groups: made once, not once per round in the barrier's memory */
 	exec->groups = MemoryContextAlloc(cxt, sizeof(VnodeGroup) * BACKFILL_VNODE_COUNT);
 	exec->vnode_hasher = MemoryContextAlloc(cxt, sizeof(VnodeHasher));
-	backfill_vnode_hasher_init(exec->vnode_hasher, job->npk, job->pk_types, cxt);
+	if (job->vnode_bounds)
+		backfill_vnode_ranges_init(exec->vnode_hasher, job->npk, job->pk_types,
+								   job->pk_collations, job->vnode_bounds, cxt);
+	else
+		backfill_vnode_hasher_init(exec->vnode_hasher, job->npk, job->pk_types, cxt);
 	exec->rate_next = MemoryContextAllocZero(cxt, sizeof(TimestampTz) * Max(job->nactors, 1));
 	exec->batch = MemoryContextAllocZero(cxt, sizeof(int) * Max(job->nactors, 1));
 

@@ -378,10 +378,10 @@ cdc_prepare(BarrierExecutor *exec)
 	initStringInfo(&sql);
 	appendStringInfo(&sql,
 					 "SELECT %s FROM %s c JOIN %s s ON (s.backfill_finished OR (%s) <= (%s)) "
-					 "WHERE backfill.vnode(%s) BETWEEN $1 AND $2",
+					 "WHERE %s BETWEEN $1 AND $2",
 					 backfill_pk_list(job, "c"), job->changes_sql, job->state_sql,
 					 backfill_pk_list(job, "c"), backfill_pk_list(job, "s"),
-					 backfill_pk_list(job, "c"));
+					 backfill_vnode_sql(job, backfill_pk_list(job, "c")));
 	backfill_prepare_forward(exec, sql.data);
 
 	/* the one state row: $1 split, $2 finished, $3 rows, $4 offset, key */

@@ -238,8 +238,9 @@ snapshot_prepare(BarrierExecutor *exec)
 
 	exec->kind_state = plans;
 	initStringInfo(&sql);
-	appendStringInfo(&sql, "SELECT %s FROM %s c WHERE backfill.vnode(%s) BETWEEN $1 AND $2",
-					 backfill_pk_list(job, "c"), job->changes_sql, backfill_pk_list(job, "c"));
+	appendStringInfo(&sql, "SELECT %s FROM %s c WHERE %s BETWEEN $1 AND $2",
+					 backfill_pk_list(job, "c"), job->changes_sql,
+					 backfill_vnode_sql(job, backfill_pk_list(job, "c")));
 	backfill_prepare_forward(exec, sql.data);
 
 	/* state rows of a set of vnodes that share position, flag and epoch */
@@ -261,10 +262,10 @@ snapshot_prepare(BarrierExecutor *exec)
 	/* the log entries of vnodes $1..$2: how many, and the oldest */
 	resetStringInfo(&sql);
 	appendStringInfo(&sql,
-					 "WITH d AS (DELETE FROM %s c WHERE backfill.vnode(%s) BETWEEN $1 AND $2 "
+					 "WITH d AS (DELETE FROM %s c WHERE %s BETWEEN $1 AND $2 "
 					 "RETURNING c.backfill_captured_at) "
 					 "SELECT pg_catalog.count(*), pg_catalog.min(d.backfill_captured_at) FROM d",
-					 job->changes_sql, backfill_pk_list(job, "c"));
+					 job->changes_sql, backfill_vnode_sql(job, backfill_pk_list(job, "c")));
 	argtypes[0] = INT2OID;
 	argtypes[1] = INT2OID;
 	plans->log_consume_plan = backfill_keep_plan(exec->plans, sql.data, 2, argtypes);
@@ -329,7 +330,7 @@ snapshot_chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter, boo
 		&exec->select_plans[has_pos][filter];
 	StringInfoData select;
 	StringInfoData sql;
-	Oid			argtypes[INDEX_MAX_KEYS + 3];
+	Oid			argtypes[3 * INDEX_MAX_KEYS + 3];
 	int			nargs = 0;
 	char	   *upk = backfill_pk_list(job, "u");
 	char	   *lpk = backfill_pk_list(job, "l");
@@ -384,10 +385,10 @@ snapshot_chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter, boo
 					 "ins AS (INSERT INTO %s (%s) SELECT %s FROM s ORDER BY %s LIMIT $%d RETURNING %s) "
 					 "SELECT c.vnodes, c.counts, nxt.* FROM "
 					 "(SELECT pg_catalog.array_agg(g.v) AS vnodes, pg_catalog.array_agg(g.n) AS counts "
-					 "FROM (SELECT backfill.vnode(%s) AS v, pg_catalog.count(*) AS n FROM ins GROUP BY 1) g) c "
+					 "FROM (SELECT %s AS v, pg_catalog.count(*) AS n FROM ins GROUP BY 1) g) c "
 					 "LEFT JOIN (SELECT %s FROM s ORDER BY %s OFFSET $%d LIMIT 1) nxt ON true",
 					 select.data, job->downstream_sql, job->columns_sql, job->columns_sql,
-					 pk, nargs, pk, pk, pk, pk, nargs);
+					 pk, nargs, pk, backfill_vnode_sql(job, pk), pk, pk, nargs);
 
 	*cached = backfill_keep_plan(exec->plans, sql.data, nargs, argtypes);
 	return *cached;
@@ -448,8 +449,8 @@ snapshot_read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
 {
 	BackfillJob *job = exec->job;
 	VnodeState *first = &job->vnodes[group->vnodes[0]];
-	VnodeFilter filter = backfill_group_filter(group);
-	Datum		values[INDEX_MAX_KEYS + 3];
+	VnodeFilter filter = backfill_group_filter(exec, group);
+	Datum		values[3 * INDEX_MAX_KEYS + 3];
 	int			nvalues;
 	ChunkSink  *sink;
 	int64		total = 0;
@@ -565,8 +566,9 @@ log_store_barrier(BarrierExecutor *exec, int actor)
 	 * downstream row becomes the upstream's.  Counted per vnode, a changed
 	 * row twice, as RisingWave counts an update.
 	 */
-	matching = psprintf("SELECT %s FROM %s c WHERE backfill.vnode(%s) BETWEEN %d AND %d",
-						backfill_pk_list(job, "c"), job->changes_sql, backfill_pk_list(job, "c"),
+	matching = psprintf("SELECT %s FROM %s c WHERE %s BETWEEN %d AND %d",
+						backfill_pk_list(job, "c"), job->changes_sql,
+						backfill_vnode_sql(job, backfill_pk_list(job, "c")),
 						a->vnode_start, a->vnode_end);
 	if (all_vnodes)
 		matching = psprintf("SELECT %s FROM %s c", backfill_pk_list(job, "c"), job->changes_sql);

@@ -190,11 +190,11 @@ vnode_prepare(BarrierExecutor *exec)
 
 	initStringInfo(&sql);
 	appendStringInfo(&sql,
-					 "SELECT %s FROM %s c JOIN %s s ON s.vnode = backfill.vnode(%s) "
+					 "SELECT %s FROM %s c JOIN %s s ON s.vnode = %s "
 					 "WHERE s.vnode BETWEEN $1 AND $2 AND (s.backfill_finished OR (%s) <= (%s))",
 					 backfill_pk_list(job, "c"), job->changes_sql, job->state_sql,
-					 backfill_pk_list(job, "c"), backfill_pk_list(job, "c"),
-					 backfill_pk_list(job, "s"));
+					 backfill_vnode_sql(job, backfill_pk_list(job, "c")),
+					 backfill_pk_list(job, "c"), backfill_pk_list(job, "s"));
 	backfill_prepare_forward(exec, sql.data);
 
 	resetStringInfo(&sql);

@@ -124,6 +124,21 @@ backfill_pk_params(BackfillJob *job, int first)
 	return buf.data;
 }
 
+/*
+ * backfill_vnode_sql
+ *		The vnode of the key columns keys (a list) in the job: its range
+ *		mapping's, or the hash of backfill.vnode() for a job with hashed
+ *		vnodes, which older catalogs have.
+ */
+char *
+backfill_vnode_sql(BackfillJob *job, const char *keys)
+{
+	if (job->vnode_bounds)
+		return psprintf("backfill.job_vnode(%lld::pg_catalog.int8, %s)",
+						(long long) job->job_id, keys);
+	return psprintf("backfill.vnode(%s)", keys);
+}
+
 /* ", k1 = EXCLUDED.k1, ...": an upsert's SET list for the key columns */
 void
 backfill_append_excluded_key(StringInfo sql, BackfillJob *job)
@@ -180,23 +195,21 @@ backfill_text_array_sql(Datum array, char ***elems, int *nelems)
 char *
 backfill_sync_delete_sql(BackfillJob *job, const char *matching, bool returning_vnode)
 {
-	return psprintf("DELETE FROM %s d WHERE (%s) IN (%s)%s%s%s",
+	return psprintf("DELETE FROM %s d WHERE (%s) IN (%s)%s%s",
 					job->downstream_sql, backfill_pk_list(job, "d"), matching,
-					returning_vnode ? " RETURNING backfill.vnode(" : "",
-					returning_vnode ? backfill_pk_list(job, "d") : "",
-					returning_vnode ? ")" : "");
+					returning_vnode ? " RETURNING " : "",
+					returning_vnode ? backfill_vnode_sql(job, backfill_pk_list(job, "d")) : "");
 }
 
 char *
 backfill_sync_insert_sql(BackfillJob *job, const char *matching, bool returning_vnode)
 {
-	return psprintf("INSERT INTO %s (%s) SELECT %s FROM %s WHERE (%s) IN (%s)%s%s%s%s",
+	return psprintf("INSERT INTO %s (%s) SELECT %s FROM %s WHERE (%s) IN (%s)%s%s%s",
 					job->downstream_sql, job->columns_sql, job->select_sql,
 					backfill_job_scan(job), backfill_pk_list(job, "u"), matching,
 					backfill_filter_and(job),
-					returning_vnode ? " RETURNING backfill.vnode(" : "",
-					returning_vnode ? backfill_pk_list(job, NULL) : "",
-					returning_vnode ? ")" : "");
+					returning_vnode ? " RETURNING " : "",
+					returning_vnode ? backfill_vnode_sql(job, backfill_pk_list(job, NULL)) : "");
 }
 
 /*

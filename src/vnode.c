@@ -10,6 +10,17 @@
  * vnode that changed would silently break every stored position.  Text is
  * hashed under the "C" collation, i.e. by its bytes.
  *
+ * A job made since version 1.2 maps keys to vnodes by ranges instead: 255
+ * bounds, cut when the job was created (ranges.c) and stored with it, split
+ * the key space in key order, and a key's vnode is the number of bounds at
+ * or below it (keys below the first bound go to vnode 0, keys at or above
+ * the last one to vnode 255).  The comparison is the key columns' default
+ * btree order under their collations, the order of the primary key's index,
+ * so that the keys of consecutive vnodes are one range of that index.  The
+ * bounds are stored as text, each column written and read under fixed
+ * settings (DateStyle ISO, IntervalStyle postgres, extra_float_digits 3),
+ * so that every backend reads the same values from them.
+ *
  * May call: nothing of the extension.
  *
  *-------------------------------------------------------------------------
@@ -17,9 +28,12 @@
 #include "postgres.h"
 
 #include "catalog/pg_collation.h"
+#include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "fmgr.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/typcache.h"
@@ -45,6 +59,172 @@ hash_proc_for_type(Oid typid)
 	return &tce->hash_extended_proc_finfo;
 }
 
+/* ---- range mappings ---- */
+
+/* the settings the bounds are written and read under */
+static int
+pin_bound_format(void)
+{
+	int			level = NewGUCNestLevel();
+
+	(void) set_config_option("datestyle", "ISO, YMD", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("intervalstyle", "postgres", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	(void) set_config_option("extra_float_digits", "3", PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	return level;
+}
+
+/*
+ * backfill_vnode_compare
+ *		Compare two keys (their columns in key order, none NULL) in the
+ *		order of the range mapping: <0, 0 or >0.
+ */
+int
+backfill_vnode_compare(VnodeHasher *hasher, const Datum *a, const Datum *b)
+{
+	for (int i = 0; i < hasher->nkeys; i++)
+	{
+		int32		c = DatumGetInt32(FunctionCall2Coll(&hasher->procs[i],
+														hasher->collations[i],
+														a[i], b[i]));
+
+		if (c != 0)
+			return c;
+	}
+	return 0;
+}
+
+/* the lowest key of vnode v > 0 of a range mapping */
+const Datum *
+backfill_vnode_lower_bound(VnodeHasher *hasher, int v)
+{
+	Assert(hasher->bounds && v > 0 && v < BACKFILL_VNODE_COUNT);
+	return &hasher->bounds[(v - 1) * hasher->nkeys];
+}
+
+/*
+ * The vnode of a key under a range mapping: the number of bounds at or
+ * below it.  Keys often come in key order, so the vnode found last is
+ * tried first.
+ */
+static int16
+range_vnode_of(VnodeHasher *hasher, const Datum *values)
+{
+	int			v = hasher->last;
+	int			lo;
+	int			hi;
+
+	if ((v == 0 || backfill_vnode_compare(hasher, backfill_vnode_lower_bound(hasher, v), values) <= 0) &&
+		(v == BACKFILL_VNODE_COUNT - 1 ||
+		 backfill_vnode_compare(hasher, values, backfill_vnode_lower_bound(hasher, v + 1)) < 0))
+		return (int16) v;
+
+	/* the first bound above the key, 1-based: bounds 1..255 */
+	lo = 1;
+	hi = BACKFILL_VNODE_COUNT;
+	while (lo < hi)
+	{
+		int			mid = (lo + hi) / 2;
+
+		if (backfill_vnode_compare(hasher, backfill_vnode_lower_bound(hasher, mid), values) <= 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	hasher->last = lo - 1;
+	return (int16) (lo - 1);
+}
+
+/*
+ * backfill_vnode_ranges_init
+ *		A range mapping of keys of the given column types and collations, from
+ *		its stored bounds (a text[][] of BACKFILL_VNODE_COUNT - 1 rows of
+ *		nkeys columns).  The types must have a default btree operator class.
+ */
+void
+backfill_vnode_ranges_init(VnodeHasher *hasher, int nkeys, const Oid *types,
+						   const Oid *collations, ArrayType *bounds, MemoryContext cxt)
+{
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+	int			level;
+	MemoryContext old;
+
+	Assert(nkeys > 0 && nkeys <= FUNC_MAX_ARGS);
+	deconstruct_array(bounds, TEXTOID, -1, false, TYPALIGN_INT, &elems, &nulls, &n);
+	if (ARR_NDIM(bounds) != 2 || ARR_DIMS(bounds)[0] != BACKFILL_VNODE_COUNT - 1 ||
+		ARR_DIMS(bounds)[1] != nkeys)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATA_CORRUPTED),
+				 errmsg("invalid vnode bounds"),
+				 errdetail("The bounds must be an array of %d rows of %d columns.",
+						   BACKFILL_VNODE_COUNT - 1, nkeys)));
+
+	hasher->nkeys = nkeys;
+	hasher->last = 0;
+	for (int i = 0; i < nkeys; i++)
+	{
+		TypeCacheEntry *tce = lookup_type_cache(types[i], TYPECACHE_CMP_PROC_FINFO);
+
+		if (!OidIsValid(tce->cmp_proc_finfo.fn_oid))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_FUNCTION),
+					 errmsg("could not identify a comparison function for type %s",
+							format_type_be(types[i]))));
+		fmgr_info_copy(&hasher->procs[i], &tce->cmp_proc_finfo, cxt);
+		hasher->collations[i] = collations[i];
+	}
+
+	old = MemoryContextSwitchTo(cxt);
+	hasher->bounds = palloc(sizeof(Datum) * n);
+	level = pin_bound_format();
+	for (int i = 0; i < n; i++)
+	{
+		Oid			typinput;
+		Oid			typioparam;
+
+		if (nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("invalid vnode bounds"),
+					 errdetail("Bound %d has a NULL column.", i / nkeys + 1)));
+		getTypeInputInfo(types[i % nkeys], &typinput, &typioparam);
+		hasher->bounds[i] = OidInputFunctionCall(typinput, TextDatumGetCString(elems[i]),
+												 typioparam, -1);
+	}
+	AtEOXact_GUC(true, level);
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * backfill_vnode_bounds_text
+ *		The stored form of BACKFILL_VNODE_COUNT - 1 bounds, each of nkeys
+ *		columns of the given types, none NULL: a text[][].
+ */
+ArrayType *
+backfill_vnode_bounds_text(int nkeys, const Oid *types, const Datum *bounds)
+{
+	int			n = (BACKFILL_VNODE_COUNT - 1) * nkeys;
+	Datum	   *elems = palloc(sizeof(Datum) * n);
+	int			dims[2] = {BACKFILL_VNODE_COUNT - 1, nkeys};
+	int			lbs[2] = {1, 1};
+	int			level = pin_bound_format();
+
+	for (int i = 0; i < n; i++)
+	{
+		Oid			typoutput;
+		bool		isvarlena;
+
+		getTypeOutputInfo(types[i % nkeys], &typoutput, &isvarlena);
+		elems[i] = CStringGetTextDatum(OidOutputFunctionCall(typoutput, bounds[i]));
+	}
+	AtEOXact_GUC(true, level);
+	return construct_md_array(elems, NULL, 2, dims, lbs, TEXTOID, -1, false, TYPALIGN_INT);
+}
+
 /*
  * backfill_vnode_hasher_init
  *		Look up the hash functions of a key's column types, once for many
@@ -56,6 +236,7 @@ backfill_vnode_hasher_init(VnodeHasher *hasher, int nkeys, const Oid *types,
 {
 	Assert(nkeys > 0 && nkeys <= FUNC_MAX_ARGS);
 	hasher->nkeys = nkeys;
+	hasher->bounds = NULL;
 	for (int i = 0; i < nkeys; i++)
 		fmgr_info_copy(&hasher->procs[i], hash_proc_for_type(types[i]), cxt);
 }
@@ -68,6 +249,9 @@ int16
 backfill_vnode_of(VnodeHasher *hasher, const Datum *values, const bool *isnull)
 {
 	uint64		hash = 0;
+
+	if (hasher->bounds)
+		return range_vnode_of(hasher, values);
 
 	for (int i = 0; i < hasher->nkeys; i++)
 	{

@@ -4,7 +4,8 @@
 # t/001_kill_and_resume.pl: an arrangement job survives crashes.
 #
 # A job backfills a 200k-row table with 4 actors (chunk_size 256,
-# barrier_interval_ms 100) while pgbench writes to the upstream (inserts,
+# barrier_interval_ms 100; range vnodes, so each actor reads its own range
+# of keys) while pgbench writes to the upstream (inserts,
 # updates, deletes and key changes on random keys).  Three times, partway
 # through, the backend running run_job is killed with SIGKILL, which makes
 # the postmaster kill every backend and reinitialize; then, on a second
@@ -209,6 +210,9 @@ sub finish_and_check
 # 1. kill -9 of the run_job backend, three times, then resume to the end
 my $n1 = 200_000;
 my $job1 = setup_job('up', $n1);
+# a new job's vnodes are ranges of keys: each actor reads its own range only
+is($node->safe_psql('postgres', "SELECT vnode_mapping FROM backfill.job WHERE job_id = $job1"),
+	'range', 'the job has range vnodes');
 my $script1 = writer_script($node, 'up');
 # The kills happen once the committed row_count has reached 10%, 35% and
 # 60% of the table.  A barrier of 100 ms reads some 40k rows here, so each
