@@ -26,7 +26,8 @@
  *	privileges		privilege.c: role contexts, the pinned search_path
  *	foundations		sql.c (SQL text, SPI, kept plans), xact.c (commits,
  *					barriers' transactions, sleeps, epochs), vnode.c,
- *					compat.h, this header
+ *					rw_debug.c (values printed as RisingWave's Debug
+ *					prints them), compat.h, this header
  *
  *-------------------------------------------------------------------------
  */
@@ -219,6 +220,10 @@ extern void backfill_vnode_hasher_init(VnodeHasher *hasher, int nkeys,
 									   const Oid *types, MemoryContext cxt);
 extern int16 backfill_vnode_of(VnodeHasher *hasher, const Datum *values,
 							   const bool *isnull);
+
+/* rw_debug.c */
+extern char *backfill_rw_debug_row(bool some, int n, const Datum *values,
+								   const bool *isnull, const Oid *types);
 
 /* ---- privileges (privilege.c) ---- */
 extern void backfill_catalog_enter(RoleContext *rc);

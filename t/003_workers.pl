@@ -278,7 +278,7 @@ sub check_finished
 	is_deeply(job_state($node, $job), $before, 'legacy: state is the one committed before the crash');
 	my ($expected, $actor) = legacy_message($node, $job);
 	ok(defined $expected, "legacy: actor $actor is the first unfinished one");
-	like($expected, qr/current_pos=\(\d+\), row_count=[1-9]\d*$/,
+	like($expected, qr/current_pos=Some\(OwnedRow\(\[Some\(Int64\(\d+\)\)\]\)\), row_count=[1-9]\d*$/,
 		'legacy: it has a position and has read rows');
 	my $info = job_info($node, $job);
 	is($info->{last_error}, $expected, 'legacy: last_error is exactly the message');
