@@ -228,3 +228,56 @@ END
 $$;
 
 DROP FUNCTION backfill._job_catalog(bigint, text, bigint);
+
+-- ---- RisingWave fidelity ----
+
+-- reschedule: a job being created whose backfill cannot be rescheduled (a
+-- legacy no-shuffle one, a snapshot one before it follows the upstream) is
+-- refused with the text of RisingWave's meta (stream_manager.rs), which
+-- refuses it for every creating job of those scan types
+-- (StreamScanType::is_reschedulable); the job's kind says which (src/kind.h)
+CREATE FUNCTION backfill._check_reschedule(job_id bigint)
+RETURNS void
+AS 'MODULE_PATHNAME', 'backfill_check_reschedule_1_2'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION backfill._check_reschedule(bigint) IS
+'Internal: refuses to reschedule a job the caller owns that its kind cannot reschedule before it has finished.';
+
+CREATE OR REPLACE FUNCTION backfill.reschedule(job_id bigint, parallelism integer)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j backfill.job := backfill._get_job(job_id);
+    was_running boolean;
+BEGIN
+    IF parallelism IS NULL THEN
+        RAISE EXCEPTION 'argument "parallelism" must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF parallelism < 1 OR parallelism > 256 THEN
+        RAISE EXCEPTION 'parallelism must be between 1 and 256'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'The 256 vnodes are split across the actors, so there can be at most one actor per vnode.';
+    END IF;
+    IF j.status = 'cancelled' THEN
+        RAISE EXCEPTION 'backfill job % has been cancelled', job_id
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    IF j.kind = 'cdc' AND parallelism <> 1 THEN
+        RAISE EXCEPTION 'a backfill job of kind "cdc" must have parallelism 1'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'The cdc backfill reads each table with a single actor, as RisingWave''s non-parallel CDC backfill does.';
+    END IF;
+    -- before the workers stop: a refused reschedule leaves them running
+    PERFORM backfill._check_reschedule(job_id);
+    was_running := backfill._stop_and_lock_job(job_id);
+    -- new actors, new ids, the vnodes in even contiguous ranges again; the
+    -- vnodes keep their progress wherever they land
+    PERFORM backfill._rebuild_actors(job_id, parallelism);
+    IF was_running THEN
+        PERFORM backfill.start_job(job_id);
+    END IF;
+END
+$$;

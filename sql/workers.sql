@@ -43,16 +43,25 @@ CALL backfill.run_job(:job);
 SELECT status FROM backfill.jobs WHERE job_id = :job;
 SELECT * FROM backfill.verify_job(:job);
 
--- a legacy job rescheduled while unfinished fails at its next start
+-- a legacy job cannot be rescheduled before it has finished, as in
+-- RisingWave: pending, backfilling or failed, the actors stay as they are
 SELECT backfill.create_job('w_legacy', 'w', kind => 'no_shuffle', parallelism => 4, chunk_size => 50) AS legacy \gset
+CREATE TEMP TABLE legacy_actors AS SELECT actor_id, vnode_start, vnode_end FROM backfill.actor WHERE job_id = :legacy;
+SELECT backfill.reschedule(:legacy, 2);
 CALL backfill.run_job(:legacy, 1);
 SELECT backfill.reschedule(:legacy, 2);
 SELECT min(actor_id) AS first_actor FROM backfill.actor WHERE job_id = :legacy \gset
 \set VERBOSITY sqlstate
 CALL backfill.run_job(:legacy);
 \set VERBOSITY default
-SELECT status, last_error LIKE '%, actor_id=' || :first_actor || ', %' AS names_new_actor
+SELECT status, last_error LIKE '%, actor_id=' || :first_actor || ', %' AS names_first_actor
   FROM backfill.jobs WHERE job_id = :legacy;
+\set VERBOSITY sqlstate
+SELECT backfill.reschedule(:legacy, 8);
+\set VERBOSITY default
+SELECT (SELECT count(*) FROM legacy_actors) AS actors,
+       (SELECT count(*) FROM (SELECT actor_id, vnode_start, vnode_end FROM backfill.actor WHERE job_id = :legacy
+                              EXCEPT SELECT * FROM legacy_actors) x) AS changed;
 
 -- wait_job: returns once finished, raises the error of a failed job
 SELECT backfill.wait_job(:job);
@@ -85,3 +94,12 @@ SELECT backfill.start_job(:idle);
 SELECT backfill.wait_job(:idle);
 SELECT backfill.stop_job(999);
 SELECT backfill.wait_job(NULL);
+
+-- a legacy job that has finished may be rescheduled
+SELECT backfill.create_job('w_legacy_done', 'w', kind => 'no_shuffle', parallelism => 2) AS done \gset
+CALL backfill.run_job(:done);
+SELECT backfill.reschedule(:done, 3);
+SELECT status, parallelism FROM backfill.jobs WHERE job_id = :done;
+UPDATE w SET v = 'after the reschedule' WHERE id = 1;
+SELECT * FROM backfill.verify_job(:done);
+SELECT backfill.drop_job(:done);

@@ -286,6 +286,16 @@ vnode_finished_everywhere(BackfillJob *job)
 									  BACKFILL_VNODE_COUNT, job->state_sql, BACKFILL_VNODE_COUNT - 1));
 }
 
+/* one position per actor: new actors could not resume from it */
+static void
+no_shuffle_reschedule_refusal(int64 job_id, char **detail, char **hint)
+{
+	*detail = psprintf("Backfill job %lld has not finished, and a legacy no-shuffle backfill keeps one position for all the vnodes of an actor, which new actors could not resume from.",
+					   (long long) job_id);
+	*hint = psprintf("Wait until the job has finished, or, if it cannot resume, create it again with backfill.recreate_job(%lld, 'arrangement').",
+					 (long long) job_id);
+}
+
 static void
 no_shuffle_recount_actors(int64 job_id, const char *state_sql)
 {
@@ -315,6 +325,7 @@ const KindRoutine backfill_no_shuffle_routine = {
 	.actor_finished = backfill_vnodes_finished,
 	.finished_everywhere = vnode_finished_everywhere,
 	.recount_actors = no_shuffle_recount_actors,
+	.reschedule_refusal = no_shuffle_reschedule_refusal,
 };
 
 const KindRoutine backfill_arrangement_routine = {
