@@ -103,3 +103,22 @@ SELECT status, parallelism FROM backfill.jobs WHERE job_id = :done;
 UPDATE w SET v = 'after the reschedule' WHERE id = 1;
 SELECT * FROM backfill.verify_job(:done);
 SELECT backfill.drop_job(:done);
+
+-- backfill.rate_limit: the limit of jobs created without one, as RisingWave's
+-- session variable backfill_rate_limit (-1, the default, is none; 0 pauses)
+SHOW backfill.rate_limit;
+SET backfill.rate_limit = 5;
+SELECT backfill.create_job('w_default', 'w', chunk_size => 100) AS dflt \gset
+SELECT backfill.create_job('w_explicit', 'w', rate_limit => 9) AS explicit \gset
+SET backfill.rate_limit = 0;
+SELECT backfill.create_job('w_paused', 'w') AS paused \gset
+SET backfill.rate_limit = -1;
+SELECT backfill.create_job('w_unlimited', 'w') AS unlimited \gset
+SELECT job_name, rate_limit FROM backfill.jobs WHERE job_id IN (:dflt, :explicit, :paused, :unlimited) ORDER BY job_id;
+-- the default is the job's own limit: chunks of 5, and the paused one reads nothing
+CALL backfill.run_job(:dflt, 1);
+CALL backfill.run_job(:paused, 2);
+SELECT job_name, row_count FROM backfill.jobs WHERE job_id IN (:dflt, :paused) ORDER BY job_id;
+SET backfill.rate_limit = -2;
+RESET backfill.rate_limit;
+DO $$BEGIN PERFORM backfill.drop_job(job_id) FROM backfill.job WHERE job_name LIKE 'w\_%' AND job_id > 4; END$$;

@@ -9,7 +9,7 @@
  * Loaded any other way, run_job works and start_job says what is missing.
  * The files and their layers are listed in backfill.h.
  *
- * May call: driver.c, worker.c, shmem.c.
+ * May call: driver.c, worker.c, shmem.c, create.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -29,6 +29,7 @@ void
 _PG_init(void)
 {
 	backfill_driver_init();
+	backfill_create_init();
 
 	/*
 	 * Workers and their registry need the library preloaded; so does a
