@@ -281,3 +281,112 @@ BEGIN
     END IF;
 END
 $$;
+
+-- Progress as RisingWave's meta prints it (barrier/progress.rs,
+-- calculate_progress): {:.2}% of consumed/total as a float, forced to
+-- 0.9999 only when more rows were consumed than counted, so N/N reads
+-- 100.00% (N/N) until the job is done; a total of 0 reads 99.99%.
+-- to_char of a float8 rounds as printf's %.2f does, as Rust's {:.2} does.
+CREATE FUNCTION backfill._rw_progress(consumed bigint, total bigint)
+RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+RETURN CASE
+    WHEN total OPERATOR(pg_catalog.=) 0 THEN '99.99%'
+    ELSE pg_catalog.format('%s%% (%s/%s)',
+             pg_catalog.to_char(
+                 CASE WHEN consumed::pg_catalog.float8 OPERATOR(pg_catalog./) total::pg_catalog.float8
+                           OPERATOR(pg_catalog.>) 1.0::pg_catalog.float8
+                      THEN 0.9999::pg_catalog.float8
+                      ELSE consumed::pg_catalog.float8 OPERATOR(pg_catalog./) total::pg_catalog.float8
+                 END OPERATOR(pg_catalog.*) 100.0::pg_catalog.float8, 'FM990.00'),
+             consumed, total)
+END;
+COMMENT ON FUNCTION backfill._rw_progress(bigint, bigint) IS
+'Internal: RisingWave''s progress text of consumed rows out of a total, "42.17% (421700/1000000)".';
+
+-- Rust's Debug of a Duration of whole milliseconds: 0ns, 800ms, 1.2s, 61s
+CREATE FUNCTION backfill._rw_duration(ms bigint)
+RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+RETURN CASE
+    WHEN ms OPERATOR(pg_catalog.<=) 0 THEN '0ns'
+    WHEN ms OPERATOR(pg_catalog.<) 1000 THEN ms::pg_catalog.text OPERATOR(pg_catalog.||) 'ms'
+    ELSE (ms OPERATOR(pg_catalog./) 1000)::pg_catalog.text
+         OPERATOR(pg_catalog.||) pg_catalog.rtrim('.' OPERATOR(pg_catalog.||)
+             pg_catalog.lpad((ms OPERATOR(pg_catalog.%) 1000)::pg_catalog.text, 3, '0'), '.0')
+         OPERATOR(pg_catalog.||) 's'
+END;
+COMMENT ON FUNCTION backfill._rw_duration(bigint) IS
+'Internal: a number of milliseconds as Rust''s Debug of a Duration prints it, "1.2s".';
+
+-- backfill.jobs gets each job's progress: RisingWave's text while it is
+-- being created, "100%" once finished.  A snapshot job shows its phase as
+-- RisingWave's creating jobs do (creating_job/mod.rs): "Snapshot [...]"
+-- while it reads its snapshot, "Snapshot finished" once every vnode has
+-- read it until every actor has entered the log store, "LogStore [actor:
+-- caught up/actors, avg lag ...]" with the lag averaged over the actors not
+-- caught up yet, then "Finishing [epoch lag: 0ns]" until its final barrier:
+-- its barriers are the upstream's own, so it never lags in epochs.
+DROP VIEW backfill.ddl_progress;
+CREATE OR REPLACE VIEW backfill.jobs WITH (security_invoker = true) AS
+SELECT j.job_id, j.job_name, j.kind, j.status, j.upstream,
+       j.upstream::pg_catalog.oid AS upstream_table_id,
+       j.downstream, j.fragment_id, j.parallelism, j.chunk_size,
+       coalesce(p.epoch, 0) AS epoch, coalesce(p.row_count, 0)::bigint AS row_count,
+       j.created_at, j.finished_at, j.last_error, j.state_table, j.rate_limit, j.run_mode,
+       (SELECT pg_catalog.array_agg(w.pid ORDER BY w.actor_id)
+          FROM backfill.job_workers() w
+         WHERE w.job_id OPERATOR(pg_catalog.=) j.job_id) AS worker_pids,
+       j.snapshot_epoch,
+       CASE WHEN j.kind OPERATOR(pg_catalog.=) 'cdc'
+                 AND j.status OPERATOR(pg_catalog.<>) ALL (ARRAY['finished', 'cancelled'])
+            THEN pg_catalog.format('backfill_%s_%s', d.oid, j.job_id) END AS slot_name,
+       j.owner,
+       CASE
+           WHEN j.status OPERATOR(pg_catalog.=) 'finished' THEN '100%'
+           WHEN j.status OPERATOR(pg_catalog.=) 'cancelled' THEN NULL
+           WHEN j.kind OPERATOR(pg_catalog.<>) 'snapshot'
+           THEN backfill._rw_progress(coalesce(p.row_count, 0)::bigint, j.total_rows)
+           WHEN p.caught_up OPERATOR(pg_catalog.=) p.actors AND p.actors OPERATOR(pg_catalog.>) 0
+           THEN 'Finishing [epoch lag: 0ns]'
+           WHEN p.in_log_store OPERATOR(pg_catalog.=) p.actors AND p.actors OPERATOR(pg_catalog.>) 0
+           THEN pg_catalog.format('LogStore [actor: %s/%s, avg lag %s]', p.caught_up, p.actors,
+                    backfill._rw_duration(p.ongoing_lag_ms))
+           WHEN p.in_log_store OPERATOR(pg_catalog.>) 0
+                OR (SELECT pg_catalog.bool_and(s.backfill_finished)
+                      FROM backfill.job_state(j.job_id) s)
+           THEN 'Snapshot finished'
+           ELSE pg_catalog.format('Snapshot [%s]',
+                    backfill._rw_progress(coalesce(p.row_count, 0)::bigint, j.total_rows))
+       END AS progress
+  FROM backfill.job j
+  CROSS JOIN (SELECT oid FROM pg_catalog.pg_database
+               WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) d
+  LEFT JOIN LATERAL (SELECT pg_catalog.max(a.epoch) AS epoch, pg_catalog.sum(a.row_count) AS row_count,
+                            pg_catalog.count(*) AS actors,
+                            pg_catalog.count(a.log_store_lag_ms) AS in_log_store,
+                            pg_catalog.count(*) FILTER (WHERE a.log_store_caught_up) AS caught_up,
+                            coalesce(pg_catalog.floor(pg_catalog.avg(a.log_store_lag_ms)
+                                         FILTER (WHERE NOT a.log_store_caught_up)), 0)::bigint
+                                AS ongoing_lag_ms
+                       FROM backfill.actor a
+                      WHERE a.job_id OPERATOR(pg_catalog.=) j.job_id) p ON true;
+
+-- RisingWave's rw_catalog.rw_ddl_progress: the jobs being created, with
+-- RisingWave's columns; finished, failed and cancelled jobs are in
+-- backfill.jobs
+CREATE VIEW backfill.ddl_progress WITH (security_invoker = true) AS
+SELECT s.job_id AS ddl_id,
+       j.ddl_statement,
+       CASE s.run_mode WHEN 'background' THEN 'BACKGROUND' ELSE 'FOREGROUND' END AS create_type,
+       s.progress,
+       s.created_at AS initialized_at,
+       false AS is_serverless_backfill,
+       CASE s.kind WHEN 'snapshot' THEN 'SNAPSHOT_BACKFILL' ELSE 'NORMAL_BACKFILL' END AS backfill_type
+  FROM backfill.jobs s
+  JOIN backfill.job j ON j.job_id OPERATOR(pg_catalog.=) s.job_id
+ WHERE s.status OPERATOR(pg_catalog.=) ANY (ARRAY['pending', 'backfilling']);
+COMMENT ON VIEW backfill.ddl_progress IS 'Progress of the jobs being created, as RisingWave''s rw_ddl_progress shows it.';
+GRANT SELECT ON backfill.ddl_progress TO PUBLIC;
