@@ -140,6 +140,20 @@ SELECT status, last_error FROM backfill.jobs WHERE job_id = :job;
 SELECT * FROM backfill.verify_job(:job);
 SELECT backfill.drop_job(:job);
 
+-- ids: each taken with nextval() and set again with setval(), whose WAL
+-- record holds the id itself: nothing is logged ahead (log_cnt 0) that a
+-- crash would skip, so ids stay dense
+SELECT last_value AS last_job FROM backfill.job_id_seq \gset
+SELECT last_value AS last_actor FROM backfill.actor_id_seq \gset
+SELECT backfill.create_job('lm_ids', 'lm_up', parallelism => 3) AS ids_job \gset
+SELECT backfill.reschedule(:ids_job, 2);
+SELECT :ids_job - :last_job AS job_step,
+       (SELECT array_agg(actor_id - :last_actor ORDER BY actor_id) FROM backfill.actor WHERE job_id = :ids_job) AS actor_steps,
+       (SELECT log_cnt FROM backfill.job_id_seq) AS job_log_cnt,
+       (SELECT log_cnt FROM backfill.fragment_id_seq) AS fragment_log_cnt,
+       (SELECT log_cnt FROM backfill.actor_id_seq) AS actor_log_cnt;
+SELECT backfill.drop_job(:ids_job);
+
 DO $$BEGIN PERFORM backfill.drop_job(job_id) FROM backfill.job; END$$;
 SELECT format('DROP TABLE %I', 'lm_' || n) FROM lm_case ORDER BY n \gexec
 DROP TABLE lm_up, lm_case;

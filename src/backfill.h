@@ -63,6 +63,9 @@
 /* field4 of the advisory lock tag that guards a cdc job's replication slot */
 #define BACKFILL_SLOT_LOCK_FIELD4 0x6267
 
+/* field4 of the advisory lock tag that makes taking an id one step */
+#define BACKFILL_ID_LOCK_FIELD4 0x6268
+
 typedef enum BackfillKind
 {
 	BACKFILL_KIND_NO_SHUFFLE,	/* legacy: cannot resume */

@@ -18,8 +18,9 @@
 #   verify_job() is empty, and the failed call changed neither the state nor
 #   the downstream;
 # - a second run_job fails the same way;
-# - recreate_job() cancels it and creates a new job that run_job finishes
-#   (writers still going), consistent with the upstream.
+# - recreate_job() cancels it and creates a new job, whose job, fragment and
+#   actor ids follow the crashed job's (the crash skipped none), and that
+#   run_job finishes (writers still going), consistent with the upstream.
 
 use strict;
 use warnings;
@@ -168,6 +169,14 @@ $node->psql(
 	on_error_die => 1);
 like($new, qr/^\d+$/, 'recreate_job returns a job id');
 isnt($new, $job, 'recreate_job made a new job');
+# ids taken before the crash are not skipped by 32 after it
+is($new, $job + 1, 'the new job id follows the crashed one');
+is( $node->safe_psql('postgres',
+		"SELECT fragment_id - $info->{fragment_id} || ' ' || "
+		  . "(SELECT string_agg((actor_id - (SELECT max(actor_id) FROM backfill.actor WHERE job_id = $job))::text, ',' ORDER BY actor_id) "
+		  . "   FROM backfill.actor WHERE job_id = $new) FROM backfill.jobs WHERE job_id = $new"),
+	'1 1,2',
+	'the new fragment and actor ids follow the crashed ones');
 is(job_info($node, $job)->{status}, 'cancelled', 'the old job is cancelled');
 my $new_info = job_info($node, $new);
 is($new_info->{kind}, 'no_shuffle', 'the new job is of the same kind');
