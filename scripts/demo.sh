@@ -97,8 +97,8 @@ echo
 show "SELECT backfill.alter_rate_limit($A, NULL)"
 echo "\$ psql -c \"CALL backfill.run_job($A)\"      # resumes after each vnode's position"
 sql -c "SET backfill.barrier_interval_ms = 200" -c "CALL backfill.run_job($A)"
-show "SELECT ddl_id, ddl_statement, progress FROM backfill.ddl_progress"
-show "SELECT job_id, kind, status, row_count FROM backfill.jobs"
+show "SELECT job_id, kind, status, row_count, progress FROM backfill.jobs"
+show "SELECT count(*) AS being_created FROM backfill.ddl_progress"
 echo "(writers still running: the downstream now follows the upstream in each writer's transaction)"
 show "SELECT count(*) AS problems FROM backfill.verify_job($A)"
 

@@ -701,3 +701,178 @@ BEGIN
         key_d, cols_d, j.downstream, pending, decoded);
 END
 $$;
+
+-- ---- RisingWave fidelity ----
+
+-- reschedule: a job being created whose backfill cannot be rescheduled (a
+-- legacy no-shuffle one, a snapshot one before it follows the upstream) is
+-- refused with the text of RisingWave's meta (stream_manager.rs), which
+-- refuses it for every creating job of those scan types
+-- (StreamScanType::is_reschedulable); the job's kind says which (src/kind.h)
+CREATE FUNCTION backfill._check_reschedule(job_id bigint)
+RETURNS void
+AS 'MODULE_PATHNAME', 'backfill_check_reschedule_1_2'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION backfill._check_reschedule(bigint) IS
+'Internal: refuses to reschedule a job the caller owns that its kind cannot reschedule before it has finished.';
+
+CREATE OR REPLACE FUNCTION backfill.reschedule(job_id bigint, parallelism integer)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j backfill.job := backfill._get_job(job_id);
+    was_running boolean;
+BEGIN
+    IF parallelism IS NULL THEN
+        RAISE EXCEPTION 'argument "parallelism" must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF parallelism < 1 OR parallelism > 256 THEN
+        RAISE EXCEPTION 'parallelism must be between 1 and 256'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'The 256 vnodes are split across the actors, so there can be at most one actor per vnode.';
+    END IF;
+    IF j.status = 'cancelled' THEN
+        RAISE EXCEPTION 'backfill job % has been cancelled', job_id
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    IF j.kind = 'cdc' AND parallelism <> 1 THEN
+        RAISE EXCEPTION 'a backfill job of kind "cdc" must have parallelism 1'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'The cdc backfill reads each table with a single actor, as RisingWave''s non-parallel CDC backfill does.';
+    END IF;
+    -- before the workers stop: a refused reschedule leaves them running
+    PERFORM backfill._check_reschedule(job_id);
+    was_running := backfill._stop_and_lock_job(job_id);
+    -- new actors, new ids, the vnodes in even contiguous ranges again; the
+    -- vnodes keep their progress wherever they land
+    PERFORM backfill._rebuild_actors(job_id, parallelism);
+    IF was_running THEN
+        PERFORM backfill.start_job(job_id);
+    END IF;
+END
+$$;
+
+-- Progress as RisingWave's meta prints it (barrier/progress.rs,
+-- calculate_progress): {:.2}% of consumed/total as a float, forced to
+-- 0.9999 only when more rows were consumed than counted, so N/N reads
+-- 100.00% (N/N) until the job is done; a total of 0 reads 99.99%.
+-- to_char of a float8 rounds as printf's %.2f does, as Rust's {:.2} does.
+CREATE FUNCTION backfill._rw_progress(consumed bigint, total bigint)
+RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+RETURN CASE
+    WHEN total OPERATOR(pg_catalog.=) 0 THEN '99.99%'
+    ELSE pg_catalog.format('%s%% (%s/%s)',
+             pg_catalog.to_char(
+                 CASE WHEN consumed::pg_catalog.float8 OPERATOR(pg_catalog./) total::pg_catalog.float8
+                           OPERATOR(pg_catalog.>) 1.0::pg_catalog.float8
+                      THEN 0.9999::pg_catalog.float8
+                      ELSE consumed::pg_catalog.float8 OPERATOR(pg_catalog./) total::pg_catalog.float8
+                 END OPERATOR(pg_catalog.*) 100.0::pg_catalog.float8, 'FM990.00'),
+             consumed, total)
+END;
+COMMENT ON FUNCTION backfill._rw_progress(bigint, bigint) IS
+'Internal: RisingWave''s progress text of consumed rows out of a total, "42.17% (421700/1000000)".';
+
+-- Rust's Debug of a Duration of whole milliseconds: 0ns, 800ms, 1.2s, 61s
+CREATE FUNCTION backfill._rw_duration(ms bigint)
+RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+RETURN CASE
+    WHEN ms OPERATOR(pg_catalog.<=) 0 THEN '0ns'
+    WHEN ms OPERATOR(pg_catalog.<) 1000 THEN ms::pg_catalog.text OPERATOR(pg_catalog.||) 'ms'
+    ELSE (ms OPERATOR(pg_catalog./) 1000)::pg_catalog.text
+         OPERATOR(pg_catalog.||) pg_catalog.rtrim('.' OPERATOR(pg_catalog.||)
+             pg_catalog.lpad((ms OPERATOR(pg_catalog.%) 1000)::pg_catalog.text, 3, '0'), '.0')
+         OPERATOR(pg_catalog.||) 's'
+END;
+COMMENT ON FUNCTION backfill._rw_duration(bigint) IS
+'Internal: a number of milliseconds as Rust''s Debug of a Duration prints it, "1.2s".';
+
+-- backfill.jobs gets each job's progress, after the pace columns above:
+-- RisingWave's text while it is being created, "100%" once finished.  A
+-- snapshot job shows its phase as
+-- RisingWave's creating jobs do (creating_job/mod.rs): "Snapshot [...]"
+-- while it reads its snapshot, "Snapshot finished" once every vnode has
+-- read it until every actor has entered the log store, "LogStore [actor:
+-- caught up/actors, avg lag ...]" with the lag averaged over the actors not
+-- caught up yet, then "Finishing [epoch lag: 0ns]" until its final barrier:
+-- its barriers are the upstream's own, so it never lags in epochs.
+DROP VIEW backfill.ddl_progress;
+CREATE OR REPLACE VIEW backfill.jobs WITH (security_invoker = true) AS
+SELECT j.job_id, j.job_name, j.kind, j.status, j.upstream,
+       j.upstream::pg_catalog.oid AS upstream_table_id,
+       j.downstream, j.fragment_id, j.parallelism, j.chunk_size,
+       coalesce(p.epoch, 0) AS epoch, coalesce(p.row_count, 0)::bigint AS row_count,
+       j.created_at, j.finished_at, j.last_error, j.state_table, j.rate_limit, j.run_mode,
+       (SELECT pg_catalog.array_agg(w.pid ORDER BY w.actor_id)
+          FROM backfill.job_workers() w
+         WHERE w.job_id OPERATOR(pg_catalog.=) j.job_id) AS worker_pids,
+       j.snapshot_epoch,
+       CASE WHEN j.kind OPERATOR(pg_catalog.=) 'cdc'
+                 AND j.status OPERATOR(pg_catalog.<>) ALL (ARRAY['finished', 'cancelled'])
+            THEN pg_catalog.format('backfill_%s_%s', d.oid, j.job_id) END AS slot_name,
+       j.owner,
+       CASE WHEN r.running THEN p.throttled_by END AS throttled_by,
+       CASE WHEN r.running THEN pg_catalog.round(p.rows_per_second) END AS rows_per_second,
+       CASE WHEN r.running AND p.rows_per_second OPERATOR(pg_catalog.>) 0
+            THEN pg_catalog.make_interval(secs => pg_catalog.round(
+                     GREATEST(j.total_rows OPERATOR(pg_catalog.-) coalesce(p.row_count, 0), 0)::double precision
+                     OPERATOR(pg_catalog./) p.rows_per_second)) END AS eta,
+       CASE
+           WHEN j.status OPERATOR(pg_catalog.=) 'finished' THEN '100%'
+           WHEN j.status OPERATOR(pg_catalog.=) 'cancelled' THEN NULL
+           WHEN j.kind OPERATOR(pg_catalog.<>) 'snapshot'
+           THEN backfill._rw_progress(coalesce(p.row_count, 0)::bigint, j.total_rows)
+           WHEN p.caught_up OPERATOR(pg_catalog.=) p.actors AND p.actors OPERATOR(pg_catalog.>) 0
+           THEN 'Finishing [epoch lag: 0ns]'
+           WHEN p.in_log_store OPERATOR(pg_catalog.=) p.actors AND p.actors OPERATOR(pg_catalog.>) 0
+           THEN pg_catalog.format('LogStore [actor: %s/%s, avg lag %s]', p.caught_up, p.actors,
+                    backfill._rw_duration(p.ongoing_lag_ms))
+           WHEN p.in_log_store OPERATOR(pg_catalog.>) 0
+                OR (SELECT pg_catalog.bool_and(s.backfill_finished)
+                      FROM backfill.job_state(j.job_id) s)
+           THEN 'Snapshot finished'
+           ELSE pg_catalog.format('Snapshot [%s]',
+                    backfill._rw_progress(coalesce(p.row_count, 0)::bigint, j.total_rows))
+       END AS progress
+  FROM backfill.job j
+  CROSS JOIN (SELECT oid FROM pg_catalog.pg_database
+               WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) d
+  LEFT JOIN LATERAL (SELECT pg_catalog.max(a.epoch) AS epoch, pg_catalog.sum(a.row_count) AS row_count,
+                            pg_catalog.sum(a.rows_per_second) AS rows_per_second,
+                            (pg_catalog.array_agg(a.throttled_by ORDER BY a.actor_id)
+                               FILTER (WHERE a.throttled_by IS NOT NULL))[1] AS throttled_by,
+                            pg_catalog.count(*) AS actors,
+                            pg_catalog.count(a.log_store_lag_ms) AS in_log_store,
+                            pg_catalog.count(*) FILTER (WHERE a.log_store_caught_up) AS caught_up,
+                            coalesce(pg_catalog.floor(pg_catalog.avg(a.log_store_lag_ms)
+                                         FILTER (WHERE NOT a.log_store_caught_up)), 0)::bigint
+                                AS ongoing_lag_ms
+                       FROM backfill.actor a
+                      WHERE a.job_id OPERATOR(pg_catalog.=) j.job_id) p ON true
+  CROSS JOIN LATERAL (SELECT CASE WHEN j.status OPERATOR(pg_catalog.=) 'backfilling'
+                                  THEN backfill._job_is_running(j.job_id)
+                                  ELSE false END AS running) r;
+
+-- RisingWave's rw_catalog.rw_ddl_progress: the jobs being created, with
+-- RisingWave's columns; finished, failed and cancelled jobs are in
+-- backfill.jobs
+CREATE VIEW backfill.ddl_progress WITH (security_invoker = true) AS
+SELECT s.job_id AS ddl_id,
+       j.ddl_statement,
+       CASE s.run_mode WHEN 'background' THEN 'BACKGROUND' ELSE 'FOREGROUND' END AS create_type,
+       s.progress,
+       s.created_at AS initialized_at,
+       false AS is_serverless_backfill,
+       CASE s.kind WHEN 'snapshot' THEN 'SNAPSHOT_BACKFILL' ELSE 'NORMAL_BACKFILL' END AS backfill_type
+  FROM backfill.jobs s
+  JOIN backfill.job j ON j.job_id OPERATOR(pg_catalog.=) s.job_id
+ WHERE s.status OPERATOR(pg_catalog.=) ANY (ARRAY['pending', 'backfilling']);
+COMMENT ON VIEW backfill.ddl_progress IS 'Progress of the jobs being created, as RisingWave''s rw_ddl_progress shows it.';
+GRANT SELECT ON backfill.ddl_progress TO PUBLIC;

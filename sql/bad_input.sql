@@ -244,8 +244,8 @@ SELECT count(*) AS rows_in_its FROM "nö schema; x"."it's";
 SELECT count(*) AS rows_in_newline FROM "new
 line";
 SELECT j.job_id, v.* FROM backfill.job j, backfill.verify_job(j.job_id) v;
-SELECT ddl_id, replace(replace(ddl_statement, format('%I.public.', current_database()), '<db>.public.'), E'\n', '\n') AS ddl_statement
-  FROM backfill.ddl_progress ORDER BY ddl_id;
+SELECT job_id AS ddl_id, replace(replace(ddl_statement, format('%I.public.', current_database()), '<db>.public.'), E'\n', '\n') AS ddl_statement
+  FROM backfill.job ORDER BY job_id;
 SELECT * FROM bi_state();
 DO $$BEGIN PERFORM backfill.drop_job(job_id) FROM backfill.job; END$$;
 SELECT * FROM bi_state();
@@ -437,6 +437,16 @@ SELECT s AS statement, bi_try(s) AS result FROM (VALUES
     (format('SELECT backfill._rebuild_actors(%s, 0)', :internal)),
     (format('SELECT backfill._rebuild_actors(%s, NULL)', :internal)),
     ($$SELECT backfill._rebuild_actors(-1, 1)$$),
+    ($$SELECT backfill._check_reschedule(NULL)$$),
+    ($$SELECT backfill._check_reschedule(-1)$$),
+    (format('SELECT backfill._check_reschedule(%s)', :internal)),
+    ($$SELECT backfill._rw_progress(NULL, 1)$$),
+    ($$SELECT backfill._rw_progress(1, NULL)$$),
+    ($$SELECT backfill._rw_progress(-1, 0)$$),
+    ($$SELECT backfill._rw_progress(9223372036854775807, 1)$$),
+    ($$SELECT backfill._rw_duration(NULL)$$),
+    ($$SELECT backfill._rw_duration(-9223372036854775808)$$),
+    ($$SELECT backfill._rw_duration(9223372036854775807)$$),
     (format('SELECT backfill._set_rate_limit(%s, -1)', :internal)),
     (format('SELECT backfill._set_rate_limit(%s, NULL)', :internal)),
     ($$SELECT backfill._set_rate_limit(NULL, 1)$$),

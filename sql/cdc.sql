@@ -92,7 +92,7 @@ CALL backfill.run_job(:job);
 SELECT status, row_count, finished_at IS NOT NULL AS has_finished_at, slot_name
   FROM backfill.jobs WHERE job_id = :job;
 SELECT current_pos, backfill_finished, cdc_offset IS NOT NULL AS has_offset FROM backfill.job_state(:job);
-SELECT progress FROM backfill.ddl_progress WHERE ddl_id = :job;
+SELECT progress FROM backfill.jobs WHERE job_id = :job;
 SELECT count(*) AS slots FROM pg_replication_slots;
 SELECT tgname, tgenabled FROM pg_trigger WHERE tgrelid = 'cdc_up'::regclass ORDER BY tgname;
 SELECT * FROM backfill.verify_job(:job);

@@ -14,11 +14,24 @@ CALL backfill.run_job(:job, 1);
 SELECT progress FROM backfill.ddl_progress WHERE ddl_id = :job;
 CALL backfill.run_job(:job, 2);
 SELECT progress FROM backfill.ddl_progress WHERE ddl_id = :job;
--- capped at 99.99% until finished, even when more rows were read than counted
+-- as RisingWave's calculate_progress: a float rounded as Rust's {:.2}
+-- rounds (65.625 to even), N/N is 100.00% until the job is done, more rows
+-- than the total are forced to 99.99%, a total of 0 is 99.99%
+UPDATE backfill.job SET total_rows = 32 WHERE job_id = :job;
+SELECT progress FROM backfill.ddl_progress WHERE ddl_id = :job;
 UPDATE backfill.job SET total_rows = 21 WHERE job_id = :job;
+SELECT progress FROM backfill.ddl_progress WHERE ddl_id = :job;
+UPDATE backfill.job SET total_rows = 20 WHERE job_id = :job;
 SELECT progress FROM backfill.ddl_progress WHERE ddl_id = :job;
 UPDATE backfill.job SET total_rows = 0 WHERE job_id = :job;
 SELECT progress FROM backfill.ddl_progress WHERE ddl_id = :job;
+-- RisingWave's columns: is_serverless_backfill, backfill_type
+SELECT ddl_id, create_type, is_serverless_backfill, backfill_type,
+       initialized_at = (SELECT created_at FROM backfill.job WHERE job_id = :job) AS initialized_at_creation
+  FROM backfill.ddl_progress;
+-- a lag as Rust's Debug prints a Duration
+SELECT ms, backfill._rw_duration(ms)
+  FROM unnest(ARRAY[-1, 0, 1, 800, 999, 1000, 1200, 1050, 1005, 61000, 3600123]::bigint[]) ms;
 -- a restart counts the upstream again
 INSERT INTO obs SELECT g, 'late', 0 FROM generate_series(3001, 3500) g;
 CALL backfill.run_job(:job, 1);
@@ -49,6 +62,9 @@ INSERT INTO obs_mv VALUES (4, 'v4', 4 / 3.0);
 DELETE FROM obs_mv WHERE id = 2999;
 CALL backfill.run_job(:job);
 SELECT * FROM backfill.verify_job(:job);
+-- finished: no longer listed in ddl_progress; 100% in backfill.jobs
+SELECT count(*) AS in_ddl_progress FROM backfill.ddl_progress WHERE ddl_id = :job;
+SELECT status, progress FROM backfill.jobs WHERE job_id = :job;
 -- once finished, every row is covered
 DELETE FROM obs_mv WHERE id = 3500;
 SELECT * FROM backfill.verify_job(:job);

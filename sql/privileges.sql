@@ -140,7 +140,7 @@ CALL backfill.run_job(:rls_job, 1);
 CALL backfill.run_job(:rls_job);
 SELECT j.status, j.total_rows, s.row_count FROM backfill.job j JOIN backfill.jobs s USING (job_id)
  WHERE job_id = :rls_job;
-SELECT progress FROM backfill.ddl_progress WHERE ddl_id = :rls_job;
+SELECT progress FROM backfill.jobs WHERE job_id = :rls_job;
 RESET ROLE;
 
 DO $$BEGIN PERFORM backfill.drop_job(job_id) FROM backfill.job; END$$;

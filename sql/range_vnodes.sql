@@ -71,7 +71,10 @@ SELECT pg_stat_force_next_flush();
 SELECT rows_read('ru') AS before_run \gset
 CALL backfill.run_job(:sjob);
 SELECT pg_stat_force_next_flush();
-SELECT rows_read('ru') - :before_run AS rows_read, count(*) AS upstream_rows FROM ru;
+-- a few rows more than the table, as many chunks end a row past their range
+-- and their number depends on the barriers: bounded, not exact
+SELECT rows_read('ru') - :before_run BETWEEN count(*) AND count(*) * 1.05 AS reads_each_row_once,
+       count(*) AS upstream_rows FROM ru;
 SELECT * FROM backfill.verify_job(:sjob);
 SELECT backfill.drop_job(:sjob);
 

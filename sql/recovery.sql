@@ -21,8 +21,8 @@ SELECT row_count FROM backfill.jobs WHERE job_id = 1;
 CALL backfill.run_job(1);
 \set VERBOSITY default
 SELECT j.status,
-       j.last_error = format('legacy no-shuffle backfill recovered unfinished progress; cancel and recreate the streaming job. upstream_table_id=%s, fragment_id=%s, actor_id=%s, current_pos=%s, row_count=%s',
-                             'legacy_up'::regclass::oid, j.fragment_id, s.actor_id, s.current_pos, s.row_count) AS exact_message,
+       j.last_error = format('legacy no-shuffle backfill recovered unfinished progress; cancel and recreate the streaming job. upstream_table_id=%s, fragment_id=%s, actor_id=%s, current_pos=Some(OwnedRow([Some(Int32(%s))])), row_count=%s',
+                             'legacy_up'::regclass::oid, j.fragment_id, s.actor_id, btrim(s.current_pos, '()'), s.row_count) AS exact_message,
        replace(j.last_error, 'upstream_table_id=' || 'legacy_up'::regclass::oid, 'upstream_table_id=<oid>') AS last_error,
        j2.last_error_detail, j2.last_sqlstate
   FROM backfill.jobs j
@@ -45,7 +45,7 @@ CALL backfill.run_job(2);
 SELECT status FROM backfill.jobs WHERE job_id = 2;
 SELECT * FROM backfill.verify_job(2);
 
--- an actor with no state rows at all: current_pos=NULL, row_count=0
+-- an actor with no state rows at all: current_pos=None, row_count=0
 SELECT backfill.drop_job(2);
 SELECT backfill.create_job('legacy_mv', 'legacy_up', kind => 'no_shuffle', chunk_size => 100) AS job \gset
 CALL backfill.run_job(:job, 1);

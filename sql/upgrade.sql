@@ -49,7 +49,7 @@ SELECT s.job_id, s.kind, s.status, s.row_count, j.runs
   FROM backfill.jobs s JOIN backfill.job j USING (job_id);
 SELECT * FROM backfill.verify_job(:job);
 SELECT (SELECT count(*) FROM up) AS upstream, (SELECT count(*) FROM up_mv) AS downstream;
-SELECT progress FROM backfill.ddl_progress WHERE ddl_id = :job;
+SELECT progress FROM backfill.jobs WHERE job_id = :job;
 -- job_state has the new columns
 SELECT actor_id, vnode, current_pos, backfill_finished, epoch, cdc_offset
   FROM backfill.job_state(:job) WHERE vnode = 0;

@@ -43,16 +43,25 @@ CALL backfill.run_job(:job);
 SELECT status FROM backfill.jobs WHERE job_id = :job;
 SELECT * FROM backfill.verify_job(:job);
 
--- a legacy job rescheduled while unfinished fails at its next start
+-- a legacy job cannot be rescheduled before it has finished, as in
+-- RisingWave: pending, backfilling or failed, the actors stay as they are
 SELECT backfill.create_job('w_legacy', 'w', kind => 'no_shuffle', parallelism => 4, chunk_size => 50) AS legacy \gset
+CREATE TEMP TABLE legacy_actors AS SELECT actor_id, vnode_start, vnode_end FROM backfill.actor WHERE job_id = :legacy;
+SELECT backfill.reschedule(:legacy, 2);
 CALL backfill.run_job(:legacy, 1);
 SELECT backfill.reschedule(:legacy, 2);
 SELECT min(actor_id) AS first_actor FROM backfill.actor WHERE job_id = :legacy \gset
 \set VERBOSITY sqlstate
 CALL backfill.run_job(:legacy);
 \set VERBOSITY default
-SELECT status, last_error LIKE '%, actor_id=' || :first_actor || ', %' AS names_new_actor
+SELECT status, last_error LIKE '%, actor_id=' || :first_actor || ', %' AS names_first_actor
   FROM backfill.jobs WHERE job_id = :legacy;
+\set VERBOSITY sqlstate
+SELECT backfill.reschedule(:legacy, 8);
+\set VERBOSITY default
+SELECT (SELECT count(*) FROM legacy_actors) AS actors,
+       (SELECT count(*) FROM (SELECT actor_id, vnode_start, vnode_end FROM backfill.actor WHERE job_id = :legacy
+                              EXCEPT SELECT * FROM legacy_actors) x) AS changed;
 
 -- wait_job: returns once finished, raises the error of a failed job
 SELECT backfill.wait_job(:job);
@@ -85,3 +94,31 @@ SELECT backfill.start_job(:idle);
 SELECT backfill.wait_job(:idle);
 SELECT backfill.stop_job(999);
 SELECT backfill.wait_job(NULL);
+
+-- a legacy job that has finished may be rescheduled
+SELECT backfill.create_job('w_legacy_done', 'w', kind => 'no_shuffle', parallelism => 2) AS done \gset
+CALL backfill.run_job(:done);
+SELECT backfill.reschedule(:done, 3);
+SELECT status, parallelism FROM backfill.jobs WHERE job_id = :done;
+UPDATE w SET v = 'after the reschedule' WHERE id = 1;
+SELECT * FROM backfill.verify_job(:done);
+SELECT backfill.drop_job(:done);
+
+-- backfill.rate_limit: the limit of jobs created without one, as RisingWave's
+-- session variable backfill_rate_limit (-1, the default, is none; 0 pauses)
+SHOW backfill.rate_limit;
+SET backfill.rate_limit = 5;
+SELECT backfill.create_job('w_default', 'w', chunk_size => 100) AS dflt \gset
+SELECT backfill.create_job('w_explicit', 'w', rate_limit => 9) AS explicit \gset
+SET backfill.rate_limit = 0;
+SELECT backfill.create_job('w_paused', 'w') AS paused \gset
+SET backfill.rate_limit = -1;
+SELECT backfill.create_job('w_unlimited', 'w') AS unlimited \gset
+SELECT job_name, rate_limit FROM backfill.jobs WHERE job_id IN (:dflt, :explicit, :paused, :unlimited) ORDER BY job_id;
+-- the default is the job's own limit: chunks of 5, and the paused one reads nothing
+CALL backfill.run_job(:dflt, 1);
+CALL backfill.run_job(:paused, 2);
+SELECT job_name, row_count FROM backfill.jobs WHERE job_id IN (:dflt, :paused) ORDER BY job_id;
+SET backfill.rate_limit = -2;
+RESET backfill.rate_limit;
+DO $$BEGIN PERFORM backfill.drop_job(job_id) FROM backfill.job WHERE job_name LIKE 'w\_%' AND job_id > 4; END$$;

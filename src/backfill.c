@@ -9,7 +9,8 @@
  * Loaded any other way, run_job works and start_job says what is missing.
  * The files and their layers are listed in backfill.h.
  *
- * May call: driver.c, worker.c, shmem.c, pacing.c, capture.c, ranges.c.
+ * May call: driver.c, worker.c, shmem.c, pacing.c, capture.c, ranges.c,
+ * create.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -32,6 +33,7 @@ _PG_init(void)
 	backfill_pacing_init();
 	backfill_capture_init();
 	backfill_ranges_init();
+	backfill_create_init();
 
 	/*
 	 * Workers and their registry need the library preloaded; so does a

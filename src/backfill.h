@@ -29,7 +29,8 @@
  *	privileges		privilege.c: role contexts, the pinned search_path
  *	foundations		sql.c (SQL text, SPI, kept plans), xact.c (commits,
  *					barriers' transactions, sleeps, epochs), vnode.c,
- *					compat.h, this header
+ *					rw_debug.c (values printed as RisingWave's Debug
+ *					prints them), compat.h, this header
  *
  *-------------------------------------------------------------------------
  */
@@ -66,6 +67,9 @@
 
 /* field4 of the advisory lock tag that guards a cdc job's replication slot */
 #define BACKFILL_SLOT_LOCK_FIELD4 0x6267
+
+/* field4 of the advisory lock tag that makes taking an id one step */
+#define BACKFILL_ID_LOCK_FIELD4 0x6268
 
 typedef enum BackfillKind
 {
@@ -254,6 +258,10 @@ extern const Datum *backfill_vnode_lower_bound(VnodeHasher *hasher, int v);
 extern ArrayType *backfill_vnode_bounds_text(int nkeys, const Oid *types, const Datum *bounds);
 extern int16 backfill_vnode_of(VnodeHasher *hasher, const Datum *values,
 							   const bool *isnull);
+
+/* rw_debug.c */
+extern char *backfill_rw_debug_row(bool some, int n, const Datum *values,
+								   const bool *isnull, const Oid *types);
 
 /* ---- privileges (privilege.c) ---- */
 extern void backfill_catalog_enter(RoleContext *rc);

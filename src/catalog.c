@@ -17,6 +17,10 @@
  * with OBJECT_IN_USE, except after stopping a job's workers, when waiting
  * for them to let go of it is the point.
  *
+ * Job, fragment and actor ids are taken under another advisory lock, with
+ * field4 BACKFILL_ID_LOCK_FIELD4, held only while one id is taken
+ * (backfill_next_id).
+ *
  * May call: privilege.c and the foundations.
  *
  *-------------------------------------------------------------------------
@@ -35,6 +39,7 @@
 #include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "utils/acl.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/fmgroids.h"
@@ -667,20 +672,34 @@ backfill_record_start(BackfillJob *job, bool background, int64 total_rows)
 	backfill_role_leave(&rc);
 }
 
-/* nextval() of one of the extension's sequences */
+/*
+ * backfill_next_id
+ *		The next value of one of the extension's id sequences (job_id_seq,
+ *		fragment_id_seq, actor_id_seq), set again with setval(): nextval()
+ *		logs 32 values ahead, which a crash would skip, where setval()'s WAL
+ *		record holds the value itself, so that ids stay dense across
+ *		crashes.  An advisory lock of the sequence's makes the two one step
+ *		for concurrent callers; it is released at once, and nextval() and
+ *		setval() are not rolled back, so concurrent transactions never wait
+ *		for each other's commit.
+ */
 int64
 backfill_next_id(const char *sequence)
 {
 	Oid			seqid;
 	List	   *names = list_make2(makeString(BACKFILL_SCHEMA),
 								   makeString((char *) sequence));
-
+	LOCKTAG		tag;
 	RoleContext rc;
 	int64		result;
 
 	seqid = RangeVarGetRelid(makeRangeVarFromNameList(names), NoLock, false);
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) seqid, 0, BACKFILL_ID_LOCK_FIELD4);
 	backfill_catalog_enter(&rc);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
 	result = DatumGetInt64(DirectFunctionCall1(nextval_oid, ObjectIdGetDatum(seqid)));
+	(void) DirectFunctionCall2(setval_oid, ObjectIdGetDatum(seqid), Int64GetDatum(result));
+	LockRelease(&tag, ExclusiveLock, false);
 	backfill_role_leave(&rc);
 	return result;
 }
@@ -747,22 +766,35 @@ backfill_copy_names(int64 job_id, int64 from_job_id)
 
 /*
  * backfill_replace_actors
- *		The job's actors again: parallelism of them, new ids, even contiguous
- *		vnode ranges, at the epoch the old ones had reached.  Their row
- *		counts are the kind's to set (kind.h).
+ *		The job's actors again: parallelism of them, new ids (dense, as
+ *		backfill_next_id takes them), even contiguous vnode ranges, at the
+ *		epoch the old ones had reached.  Their row counts are the kind's to
+ *		set (kind.h).
  */
 void
 backfill_replace_actors(int64 job_id, int parallelism)
 {
-	catalog_write("WITH old AS (DELETE FROM backfill.actor a WHERE a.job_id = $1 "
-				  "                 RETURNING a.epoch, a.fragment_id) "
-				  "INSERT INTO backfill.actor (actor_id, job_id, fragment_id, vnode_start, vnode_end, epoch) "
-				  "SELECT pg_catalog.nextval('backfill.actor_id_seq'), $1, j.fragment_id, "
-				  "       i * 256 / $2, (i + 1) * 256 / $2 - 1, "
-				  "       (SELECT coalesce(pg_catalog.max(o.epoch), 0) FROM old o) "
-				  "  FROM backfill.job j, pg_catalog.generate_series(0, $2 - 1) i "
-				  " WHERE j.job_id = $1 ORDER BY i",
-				  job_id, false, parallelism, SPI_OK_INSERT);
+	Oid			types[3] = {INT8OID, INT4OID, INT4ARRAYOID};
+	Datum		values[3] = {Int64GetDatum(job_id), Int32GetDatum(parallelism)};
+	Datum		actor_ids[BACKFILL_MAX_PARALLELISM];
+	RoleContext rc;
+
+	Assert(parallelism >= 1 && parallelism <= BACKFILL_MAX_PARALLELISM);
+	for (int i = 0; i < parallelism; i++)
+		actor_ids[i] = Int32GetDatum((int32) backfill_next_id("actor_id_seq"));
+	values[2] = PointerGetDatum(construct_array(actor_ids, parallelism, INT4OID,
+												sizeof(int32), true, TYPALIGN_INT));
+	backfill_catalog_enter(&rc);
+	backfill_spi_exec_args("WITH old AS (DELETE FROM backfill.actor a WHERE a.job_id = $1 "
+						   "                 RETURNING a.epoch, a.fragment_id) "
+						   "INSERT INTO backfill.actor (actor_id, job_id, fragment_id, vnode_start, vnode_end, epoch) "
+						   "SELECT $3[i + 1], $1, j.fragment_id, "
+						   "       i * 256 / $2, (i + 1) * 256 / $2 - 1, "
+						   "       (SELECT coalesce(pg_catalog.max(o.epoch), 0) FROM old o) "
+						   "  FROM backfill.job j, pg_catalog.generate_series(0, $2 - 1) i "
+						   " WHERE j.job_id = $1 ORDER BY i",
+						   3, types, values, NULL, SPI_OK_INSERT);
+	backfill_role_leave(&rc);
 	catalog_write("UPDATE backfill.job SET parallelism = $2 WHERE job_id = $1",
 				  job_id, false, parallelism, SPI_OK_UPDATE);
 }

@@ -13,6 +13,10 @@
  * (catalog.c).  A SECURITY DEFINER function could not do the check: inside
  * it the current user is the definer.
  *
+ * reschedule asks first, with backfill._check_reschedule(), whether the
+ * job's kind lets it be rescheduled now: RisingWave refuses to reschedule a
+ * creating job whose backfill is not reschedulable.
+ *
  * Catalogs of versions 1.0 and 1.1 make the same writes through one
  * function, backfill._job_catalog(job_id, op, arg); its C symbol stays, as
  * pg_stat_statements keeps old symbols, until ALTER EXTENSION UPDATE
@@ -35,6 +39,7 @@ PG_FUNCTION_INFO_V1(backfill_delete_job_1_2);
 PG_FUNCTION_INFO_V1(backfill_set_foreground_1_2);
 PG_FUNCTION_INFO_V1(backfill_set_rate_limit_1_2);
 PG_FUNCTION_INFO_V1(backfill_rebuild_actors_1_2);
+PG_FUNCTION_INFO_V1(backfill_check_reschedule_1_2);
 PG_FUNCTION_INFO_V1(backfill_copy_names_1_2);
 PG_FUNCTION_INFO_V1(backfill_drop_triggers_1_2);
 PG_FUNCTION_INFO_V1(backfill_job_catalog);
@@ -176,6 +181,39 @@ backfill_rebuild_actors_1_2(PG_FUNCTION_ARGS)
 	int64		job_id = owned_job(fcinfo, 0, "job_id");
 
 	catalog_op(OP_RESCHEDULE, job_id, PG_ARGISNULL(1), PG_ARGISNULL(1) ? 0 : PG_GETARG_INT32(1));
+	PG_RETURN_VOID();
+}
+
+/*
+ * backfill._check_reschedule(job_id bigint): refuse, with the text of
+ * RisingWave's meta (stream_manager.rs), to reschedule a job that has not
+ * finished when its kind cannot be rescheduled before then
+ */
+Datum
+backfill_check_reschedule_1_2(PG_FUNCTION_ARGS)
+{
+	int64		job_id = owned_job(fcinfo, 0, "job_id");
+	bool		kind_null;
+	bool		status_null;
+	Datum		kind = backfill_job_column(job_id, "kind", &kind_null);
+	Datum		status = backfill_job_column(job_id, "status", &status_null);
+	const KindRoutine *routine;
+	char	   *detail;
+	char	   *hint;
+
+	if (kind_null || status_null)
+		PG_RETURN_VOID();		/* gone: the reschedule says so */
+	routine = backfill_kind_routine(backfill_parse_kind(TextDatumGetCString(kind)));
+	if (routine->reschedule_refusal == NULL ||
+		strcmp(TextDatumGetCString(status), "finished") == 0)
+		PG_RETURN_VOID();
+	routine->reschedule_refusal(job_id, &detail, &hint);
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("Cannot alter the job %lld because it is blocked by creating unreschedulable backfill jobs",
+					(long long) job_id),
+			 errdetail_internal("%s", detail),
+			 errhint("%s", hint)));
 	PG_RETURN_VOID();
 }
 

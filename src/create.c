@@ -50,16 +50,41 @@
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
 #include "utils/syscache.h"
 #include "utils/typcache.h"
 
 #include "create.h"
+#include "driver.h"
 #include "kind.h"
 
 PG_FUNCTION_INFO_V1(backfill_create_job);
 PG_FUNCTION_INFO_V1(backfill_create_job_1_2);
+
+/*
+ * backfill.rate_limit: the rate limit of a job created without one, as
+ * RisingWave's session variable backfill_rate_limit: snapshot rows per
+ * second per actor, 0 paused, -1 none.
+ */
+static int	backfill_rate_limit = -1;
+
+/* define the settings create_job reads; from _PG_init */
+void
+backfill_create_init(void)
+{
+	DefineCustomIntVariable("backfill.rate_limit",
+							"Rate limit of the jobs created without one, in snapshot rows per second per actor.",
+							"As RisingWave's backfill_rate_limit: 0 creates jobs paused, -1 without a limit.",
+							&backfill_rate_limit,
+							-1,
+							-1,
+							INT_MAX,
+							PGC_USERSET,
+							0,
+							NULL, NULL, NULL);
+}
 
 /* create_job's arguments */
 typedef struct CreateArgs
@@ -240,6 +265,8 @@ read_arguments(FunctionCallInfo fcinfo, CreateArgs *args)
 					 errmsg("rate_limit must not be negative"),
 					 errhint("Pass NULL for no limit, or 0 to create the job paused.")));
 	}
+	else
+		args->rate_limit = backfill_rate_limit;	/* the session's default, -1 none */
 
 	/* the library may be newer than the catalog until ALTER EXTENSION UPDATE */
 	kind = backfill_kind_routine(args->kind);

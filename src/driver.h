@@ -2,7 +2,8 @@
  *
  * driver.h
  *	  The barrier loop of a run (driver.c), the worker registry (shmem.c)
- *	  and the workers (worker.c).
+ *	  and the workers (worker.c); the settings create_job reads (create.c).
+ *	  _PG_init calls each file's init.
  *
  *-------------------------------------------------------------------------
  */
@@ -33,5 +34,8 @@ extern void backfill_worker_locked_job(void);
 
 /* worker.c */
 extern void backfill_worker_init(void);
+
+/* create.c */
+extern void backfill_create_init(void);
 
 #endif							/* BACKFILL_DRIVER_H */

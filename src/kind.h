@@ -109,6 +109,14 @@ typedef struct KindRoutine
 
 	/* set the row counts of a job's new actors after a reschedule */
 	void		(*recount_actors) (int64 job_id, const char *state_sql);
+
+	/*
+	 * Why a job that has not finished cannot be rescheduled, as RisingWave
+	 * refuses to reschedule a creating job whose scan type is not
+	 * reschedulable (StreamScanType::is_reschedulable): the DETAIL and HINT
+	 * of the refusal (optional: NULL when it can be rescheduled at any time)
+	 */
+	void		(*reschedule_refusal) (int64 job_id, char **detail, char **hint);
 } KindRoutine;
 
 /* kind.c */

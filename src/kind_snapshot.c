@@ -693,6 +693,15 @@ snapshot_recount_actors(int64 job_id, const char *state_sql)
 	backfill_recount_vnode_actors(job_id, state_sql, false);
 }
 
+/* the vnodes stay on their actors until the job follows the upstream */
+static void
+snapshot_reschedule_refusal(int64 job_id, char **detail, char **hint)
+{
+	*detail = psprintf("Backfill job %lld has not finished, and a snapshot backfill keeps its vnodes on their actors until it follows the upstream directly.",
+					   (long long) job_id);
+	*hint = pstrdup("Wait until the job has finished.");
+}
+
 const KindRoutine backfill_snapshot_routine = {
 	.kind = BACKFILL_KIND_SNAPSHOT,
 	.reserved_columns = snapshot_reserved_columns,
@@ -710,4 +719,5 @@ const KindRoutine backfill_snapshot_routine = {
 	.actor_finished = snapshot_actor_finished,
 	.finished_everywhere = snapshot_finished_everywhere,
 	.recount_actors = snapshot_recount_actors,
+	.reschedule_refusal = snapshot_reschedule_refusal,
 };

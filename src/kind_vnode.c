@@ -28,17 +28,23 @@
  *		row_count bigint
  *
  * Legacy rows carry the actor's single position and total count on every
- * vnode, arrangement rows each vnode's own count.  A row is decoded as
- * RisingWave decodes it (utils.rs): row_count must be a non-NULL,
- * non-negative count and backfill_finished a non-NULL flag, checked in that
- * order, else "invalid backfill state: row_count" / "backfill_finished".
+ * vnode, arrangement rows each vnode's own count.  An arrangement row is
+ * decoded as RisingWave decodes it (utils.rs): row_count must be a
+ * non-NULL, non-negative count and backfill_finished a non-NULL flag,
+ * checked in that order, else "invalid backfill state: row_count" /
+ * "backfill_finished".  A legacy no-shuffle job's rows are decoded as its
+ * executor's recover_backfill_state decodes them, checking nothing: a NULL
+ * backfill_finished is false, a NULL row_count 0 (a negative one prints as
+ * the u64 RisingWave makes of it), the position is taken as it is, and a
+ * vnode without a row is unfinished with no position.
  *
  * The recovery check is the legacy no-shuffle executor's: an actor whose
  * state is unfinished, or missing, cannot resume, and the job fails with
- * RisingWave's message.  Where RisingWave would panic (its assert that all
- * vnodes of an actor agree) the job fails with "invalid backfill state:
- * backfill_finished" instead.  Arrangement jobs need no check beyond
- * decoding: each vnode resumes after its own position.
+ * RisingWave's message, its current_pos printed as RisingWave's Debug
+ * prints an Option<OwnedRow> (rw_debug.c).  Where RisingWave would panic
+ * (its assert that all vnodes of an actor agree) the job fails with
+ * "invalid backfill state: backfill_finished" instead.  Arrangement jobs
+ * need no check beyond decoding: each vnode resumes after its own position.
  *
  * May call: the services (chunk.c, state.c), catalog.c, privilege.c and
  * the foundations.
@@ -76,9 +82,12 @@ no_shuffle_after_create(const JobDefinition *def)
 			 errhint("Use kind \"arrangement\" for a job that resumes where it stopped.")));
 }
 
-/* decode every row of the state table into job->vnodes */
+/*
+ * Decode every row of the state table into job->vnodes; legacy: as
+ * recover_backfill_state does, checking nothing.
+ */
 static void
-vnode_load_state(BackfillJob *job)
+vnode_load_state(BackfillJob *job, bool legacy)
 {
 	StringInfoData sql;
 	int			npk = job->npk;
@@ -105,24 +114,37 @@ vnode_load_state(BackfillJob *job)
 
 		/* RisingWave's order: row_count, then backfill_finished */
 		row_count = SPI_getbinval(tup, desc, npk + 3, &row_count_null);
-		if (row_count_null || DatumGetInt64(row_count) < 0)
+		if (!legacy && (row_count_null || DatumGetInt64(row_count) < 0))
 			backfill_vnode_state_error(job, "row_count", vnode);
 		finished = SPI_getbinval(tup, desc, npk + 2, &finished_null);
-		if (finished_null)
+		if (!legacy && finished_null)
 			backfill_vnode_state_error(job, "backfill_finished", vnode);
 
+		/* legacy: recover_backfill_state reads NULL as false and as 0 */
 		vs->present = true;
-		vs->finished = DatumGetBool(finished);
-		vs->row_count = DatumGetInt64(row_count);
+		vs->finished = !finished_null && DatumGetBool(finished);
+		vs->row_count = row_count_null ? 0 : DatumGetInt64(row_count);
 		backfill_read_position(job, vs, tup, desc, 2);
 
-		/* a position is all of the key or nothing */
-		if (vs->has_pos)
+		/* a position is all of the key or nothing; legacy: as it is */
+		if (!legacy && vs->has_pos)
 			for (int k = 0; k < npk; k++)
 				if (vs->pos_null[k])
 					backfill_vnode_state_error(job, "current_pos", vnode);
 	}
 	SPI_freetuptable(SPI_tuptable);
+}
+
+static void
+no_shuffle_load_state(BackfillJob *job)
+{
+	vnode_load_state(job, true);
+}
+
+static void
+arrangement_load_state(BackfillJob *job)
+{
+	vnode_load_state(job, false);
 }
 
 /*
@@ -159,15 +181,22 @@ no_shuffle_recovery_check(BackfillJob *job)
 		if (first_finished)
 			continue;
 
+		/* current_pos={:?} of an Option<OwnedRow>, row_count={} of a u64 */
 		message = psprintf("legacy no-shuffle backfill recovered unfinished progress; "
 						   "cancel and recreate the streaming job. "
 						   "upstream_table_id=%u, fragment_id=%d, actor_id=%d, "
-						   "current_pos=%s, row_count=%lld",
+						   "current_pos=%s, row_count=%llu",
 						   job->upstream, job->fragment_id, actor->actor_id,
-						   backfill_pos_text(job, first),
-						   (long long) (first->present ? first->row_count : 0));
-		detail = psprintf("Backfill job %lld copies table %s with the legacy no-shuffle backfill, which cannot resume an interrupted backfill.",
-						  (long long) job->job_id, job->upstream_sql);
+						   backfill_rw_debug_row(first->present, job->npk, first->pos,
+												 first->pos_null, job->pk_types),
+						   (unsigned long long) (first->present ? first->row_count : 0));
+		detail = psprintf("Backfill job %lld copies table %s with the legacy no-shuffle backfill, which cannot resume an interrupted backfill. %s",
+						  (long long) job->job_id, job->upstream_sql,
+						  first->present && first->has_pos ?
+						  psprintf("Actor %d stopped at position %s.", actor->actor_id,
+								   backfill_pos_text(job, first)) :
+						  psprintf("Actor %d stopped before it had a position.",
+								   actor->actor_id));
 		backfill_fail_job(job, ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE, message, detail,
 						  psprintf("Cancel the job with backfill.cancel_job(%lld) and create it again with backfill.recreate_job(%lld), which can also move it to kind \"arrangement\".",
 								   (long long) job->job_id, (long long) job->job_id));
@@ -257,6 +286,16 @@ vnode_finished_everywhere(BackfillJob *job)
 									  BACKFILL_VNODE_COUNT, job->state_sql, BACKFILL_VNODE_COUNT - 1));
 }
 
+/* one position per actor: new actors could not resume from it */
+static void
+no_shuffle_reschedule_refusal(int64 job_id, char **detail, char **hint)
+{
+	*detail = psprintf("Backfill job %lld has not finished, and a legacy no-shuffle backfill keeps one position for all the vnodes of an actor, which new actors could not resume from.",
+					   (long long) job_id);
+	*hint = psprintf("Wait until the job has finished, or, if it cannot resume, create it again with backfill.recreate_job(%lld, 'arrangement').",
+					 (long long) job_id);
+}
+
 static void
 no_shuffle_recount_actors(int64 job_id, const char *state_sql)
 {
@@ -276,7 +315,7 @@ const KindRoutine backfill_no_shuffle_routine = {
 	.recount_total = true,
 	.create_state_table = vnode_create_state_table,
 	.after_create = no_shuffle_after_create,
-	.load_state = vnode_load_state,
+	.load_state = no_shuffle_load_state,
 	.recovery_check = no_shuffle_recovery_check,
 	.prepare = vnode_prepare,
 	.barrier_changes = backfill_forward_actors_changes,
@@ -286,6 +325,7 @@ const KindRoutine backfill_no_shuffle_routine = {
 	.actor_finished = backfill_vnodes_finished,
 	.finished_everywhere = vnode_finished_everywhere,
 	.recount_actors = no_shuffle_recount_actors,
+	.reschedule_refusal = no_shuffle_reschedule_refusal,
 };
 
 const KindRoutine backfill_arrangement_routine = {
@@ -294,7 +334,7 @@ const KindRoutine backfill_arrangement_routine = {
 	.capture = CAPTURE_KEYS,
 	.recount_total = true,
 	.create_state_table = vnode_create_state_table,
-	.load_state = vnode_load_state,
+	.load_state = arrangement_load_state,
 	.prepare = vnode_prepare,
 	.barrier_changes = backfill_forward_actors_changes,
 	.read_chunk = backfill_read_chunk_per_vnode,

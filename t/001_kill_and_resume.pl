@@ -191,9 +191,10 @@ sub finish_and_check
 
 	my $info = job_info($node, $job);
 	is($info->{status}, 'finished', "$label: job finished after the resume");
-	is($node->safe_psql('postgres',
-			"SELECT progress FROM backfill.ddl_progress WHERE ddl_id = $job"),
-		'100%', "$label: ddl_progress says 100%");
+	is($node->safe_psql('postgres', "SELECT progress FROM backfill.jobs WHERE job_id = $job"),
+		'100%', "$label: backfill.jobs says 100%");
+	is($node->safe_psql('postgres', "SELECT count(*) FROM backfill.ddl_progress WHERE ddl_id = $job"),
+		0, "$label: ddl_progress no longer lists it");
 	is(verify_rows($node, $job), '', "$label: verify_job is empty after the resume");
 	is( $node->safe_psql('postgres', "SELECT count(*) FROM ${table}_down"),
 		$node->safe_psql('postgres', "SELECT count(*) FROM $table"),

@@ -9,15 +9,18 @@
 #
 # - run_job fails with SQLSTATE 55000 and exactly RisingWave's message, built
 #   here from the catalogs: the upstream's oid, the job's fragment_id, and
-#   the actor_id, current_pos and row_count of its first unfinished actor;
+#   the actor_id, current_pos (RisingWave's {:?} of it,
+#   Some(OwnedRow([Some(Int64(N))]))) and row_count of its first unfinished
+#   actor; the DETAIL has the position as a row literal, (N);
 # - the job is 'failed' with that message as last_error, and the server log
 #   has the same ERROR;
 # - the downstream is left as the last committed barrier wrote it:
 #   verify_job() is empty, and the failed call changed neither the state nor
 #   the downstream;
 # - a second run_job fails the same way;
-# - recreate_job() cancels it and creates a new job that run_job finishes
-#   (writers still going), consistent with the upstream.
+# - recreate_job() cancels it and creates a new job, whose job, fragment and
+#   actor ids follow the crashed job's (the crash skipped none), and that
+#   run_job finishes (writers still going), consistent with the upstream.
 
 use strict;
 use warnings;
@@ -100,8 +103,11 @@ my $expected =
     'legacy no-shuffle backfill recovered unfinished progress; '
   . 'cancel and recreate the streaming job. '
   . "upstream_table_id=$oid, fragment_id=$info->{fragment_id}, "
-  . "actor_id=$actor, current_pos=$first->{pos_text}, row_count=$first->{rows}";
+  . "actor_id=$actor, current_pos=Some(OwnedRow([Some(Int64($first->{pos}))])), "
+  . "row_count=$first->{rows}";
 like($first->{pos_text}, qr/^\(\d+\)$/, "the actor has a position ($first->{pos_text})");
+is(rw_debug_pos($node, $job, $first->{pos_text}), "Some(OwnedRow([Some(Int64($first->{pos}))]))",
+	'the position as RisingWave prints it');
 cmp_ok($first->{rows}, '>', 0, "the actor has read rows ($first->{rows})");
 
 my $down_count = $node->safe_psql('postgres', 'SELECT count(*) FROM legacy_down');
@@ -119,8 +125,12 @@ for my $attempt (1, 2)
 	isnt($rc, 0, "run $attempt after the crash fails");
 	like(
 		$stderr,
-		qr/ERROR:  55000: legacy no-shuffle backfill recovered unfinished progress; cancel and recreate the streaming job\. upstream_table_id=$oid, fragment_id=$info->{fragment_id}, actor_id=$actor, current_pos=\(\d+\), row_count=\d+\n/,
+		qr/ERROR:  55000: legacy no-shuffle backfill recovered unfinished progress; cancel and recreate the streaming job\. upstream_table_id=$oid, fragment_id=$info->{fragment_id}, actor_id=$actor, current_pos=Some\(OwnedRow\(\[Some\(Int64\(\d+\)\)\]\)\), row_count=\d+\n/,
 		"run $attempt: SQLSTATE 55000 and the legacy message");
+	like(
+		$stderr,
+		qr/DETAIL:  Backfill job $job copies table public\.up with the legacy no-shuffle backfill, which cannot resume an interrupted backfill\. Actor $actor stopped at position \Q$first->{pos_text}\E\.\n/,
+		"run $attempt: the DETAIL has the position as a row literal");
 	my ($message) = $stderr =~ /ERROR:  55000: (.*)$/m;
 	is($message, $expected, "run $attempt: the message is exactly the expected one");
 
@@ -159,6 +169,14 @@ $node->psql(
 	on_error_die => 1);
 like($new, qr/^\d+$/, 'recreate_job returns a job id');
 isnt($new, $job, 'recreate_job made a new job');
+# ids taken before the crash are not skipped by 32 after it
+is($new, $job + 1, 'the new job id follows the crashed one');
+is( $node->safe_psql('postgres',
+		"SELECT fragment_id - $info->{fragment_id} || ' ' || "
+		  . "(SELECT string_agg((actor_id - (SELECT max(actor_id) FROM backfill.actor WHERE job_id = $job))::text, ',' ORDER BY actor_id) "
+		  . "   FROM backfill.actor WHERE job_id = $new) FROM backfill.jobs WHERE job_id = $new"),
+	'1 1,2',
+	'the new fragment and actor ids follow the crashed ones');
 is(job_info($node, $job)->{status}, 'cancelled', 'the old job is cancelled');
 my $new_info = job_info($node, $new);
 is($new_info->{kind}, 'no_shuffle', 'the new job is of the same kind');

@@ -62,8 +62,10 @@ sub check_finished
 	is(job_info($node, $job)->{status}, 'finished', "$label: job finished");
 	ok(wait_no_workers($node, $job), "$label: no worker is left");
 	is(verify_rows($node, $job), '', "$label: verify_job is empty");
-	is($node->safe_psql('postgres', "SELECT progress FROM backfill.ddl_progress WHERE ddl_id = $job"),
-		'100%', "$label: ddl_progress says 100%");
+	is($node->safe_psql('postgres', "SELECT progress FROM backfill.jobs WHERE job_id = $job"),
+		'100%', "$label: backfill.jobs says 100%");
+	is($node->safe_psql('postgres', "SELECT count(*) FROM backfill.ddl_progress WHERE ddl_id = $job"),
+		0, "$label: ddl_progress no longer lists it");
 	is(table_diff($node, $up, $down), 0, "$label: downstream equals the upstream (EXCEPT ALL)");
 }
 
@@ -281,7 +283,7 @@ sub check_finished
 	is_deeply(job_state($node, $job), $before, 'legacy: state is the one committed before the crash');
 	my ($expected, $actor) = legacy_message($node, $job);
 	ok(defined $expected, "legacy: actor $actor is the first unfinished one");
-	like($expected, qr/current_pos=\(\d+\), row_count=[1-9]\d*$/,
+	like($expected, qr/current_pos=Some\(OwnedRow\(\[Some\(Int64\(\d+\)\)\]\)\), row_count=[1-9]\d*$/,
 		'legacy: it has a position and has read rows');
 	my $info = job_info($node, $job);
 	is($info->{last_error}, $expected, 'legacy: last_error is exactly the message');

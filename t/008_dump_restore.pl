@@ -357,8 +357,8 @@ SELECT (SELECT fragment_id FROM backfill.job WHERE job_id = $new)
 	is(finish_bg($w), 0, "$label: writers ran without errors") or diag($w->{err});
 	cmp_ok(writer_transactions($w), '>', 0, "$label: writers did write");
 	is(job_info($node, $job)->{status}, 'finished', "$label: the restored job finished");
-	is($q->("SELECT progress FROM backfill.ddl_progress WHERE ddl_id = $job"),
-		'100%', "$label: ddl_progress says 100%");
+	is($q->("SELECT progress FROM backfill.jobs WHERE job_id = $job"),
+		'100%', "$label: backfill.jobs says 100%");
 	is(verify_rows($node, $job), '', "$label: verify_job is empty");
 	is(table_diff($node, 'up', 'up_down'), 0, "$label: the downstream equals the upstream");
 	is( $q->(

@@ -53,6 +53,7 @@ our @EXPORT = qw(
   wait_all_blocked_on_state
   psql_error
   legacy_message
+  rw_debug_pos
   leftovers
 );
 
@@ -716,6 +717,27 @@ sub psql_error
 	return ($state // '', $msg // '', $err);
 }
 
+# RisingWave's {:?} of a legacy actor's current_pos, an Option<OwnedRow>,
+# from job_state's row literal, for a job whose key is one integer column:
+# "(96322)" is Some(OwnedRow([Some(Int64(96322))])) for a bigint key, no
+# position is None.
+sub rw_debug_pos
+{
+	my ($node, $job_id, $pos_text) = @_;
+	return 'None' if $pos_text eq 'NULL';
+	my $type = $node->safe_psql(
+		'postgres', qq{
+SELECT string_agg(format_type(a.atttypid, NULL), ',')
+  FROM backfill.job j
+  JOIN pg_index i ON i.indrelid = j.upstream AND i.indisprimary
+  JOIN pg_attribute a ON a.attrelid = j.upstream AND a.attnum = ANY (i.indkey)
+ WHERE j.job_id = $job_id});
+	my %variant = (smallint => 'Int16', integer => 'Int32', bigint => 'Int64');
+	die "rw_debug_pos: key of type $type" unless $variant{$type};
+	die "rw_debug_pos: position $pos_text" unless $pos_text =~ /^\((-?\d+)\)$/;
+	return "Some(OwnedRow([Some($variant{$type}($1))]))";
+}
+
 # RisingWave's legacy error for a job, built from the catalogs as they are
 # now: the first actor, by actor_id, whose state (that of its first vnode)
 # has not finished.  Returns (message, actor_id), or () when every actor has
@@ -733,7 +755,8 @@ sub legacy_message
 			'legacy no-shuffle backfill recovered unfinished progress; '
 			  . 'cancel and recreate the streaming job. '
 			  . "upstream_table_id=$info->{upstream_table_id}, fragment_id=$info->{fragment_id}, "
-			  . "actor_id=$a->{actor_id}, current_pos=$first->{pos_text}, row_count=$first->{rows}",
+			  . "actor_id=$a->{actor_id}, current_pos=" . rw_debug_pos($node, $job_id, $first->{pos_text})
+			  . ", row_count=$first->{rows}",
 			$a->{actor_id});
 	}
 	return ();
