@@ -15,9 +15,12 @@ OBJS = \
 	src/executor.o \
 	src/kind.o \
 	src/kind_cdc.o \
+	src/kind_remote.o \
 	src/kind_snapshot.o \
 	src/kind_vnode.o \
+	src/pgoutput.o \
 	src/privilege.o \
+	src/remote.o \
 	src/run.o \
 	src/shmem.o \
 	src/sink.o \
@@ -38,7 +41,8 @@ TAP_TESTS = 1
 
 # the server headers as system headers: their inline functions leave
 # parameters unused, ours must not
-PG_CPPFLAGS = -isystem $(shell $(PG_CONFIG) --includedir-server)
+PG_CPPFLAGS = -isystem $(shell $(PG_CONFIG) --includedir-server) -I$(libpq_srcdir)
+SHLIB_LINK_INTERNAL = $(libpq)
 PG_CFLAGS = $(PG_CFLAGS_EXTRA) -Wall -Wextra -Wno-missing-field-initializers -Wno-sign-compare
 
 PG_CONFIG ?= pg_config

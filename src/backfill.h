@@ -17,11 +17,13 @@
  *	driver			driver.c: the barrier loop of a run or of a worker
  *	executor		executor.c: one barrier, the final barrier (barrier.h)
  *	kinds			kind.c, one file per kind behind kind.h: kind_vnode.c
- *					(no_shuffle, arrangement), kind_snapshot.c, kind_cdc.c
+ *					(no_shuffle, arrangement), kind_snapshot.c, kind_cdc.c,
+ *					kind_remote.c (cdc from another server)
  *	services		chunk.c (reading the upstream in key order), sink.c,
  *					state.c, capture.c (triggers, change tables), slot.c
  *					(replication slots and origins), decode.c (the output
- *					plugin)
+ *					plugin), remote.c (connections to another server),
+ *					pgoutput.c (its logical replication protocol)
  *	catalog			catalog.c: job and actor rows, the job lock
  *	privileges		privilege.c: role contexts, the pinned search_path
  *	foundations		sql.c (SQL text, SPI, kept plans), xact.c (commits,
@@ -67,10 +69,11 @@ typedef enum BackfillKind
 	BACKFILL_KIND_NO_SHUFFLE,	/* legacy: cannot resume */
 	BACKFILL_KIND_ARRANGEMENT,	/* per-vnode progress, resumes */
 	BACKFILL_KIND_SNAPSHOT,
-	BACKFILL_KIND_CDC
+	BACKFILL_KIND_CDC,
+	BACKFILL_KIND_REMOTE_CDC	/* "cdc" from a foreign table (kind_remote.c) */
 } BackfillKind;
 
-#define BACKFILL_NUM_KINDS 4
+#define BACKFILL_NUM_KINDS 5
 
 /*
  * The progress of one vnode, as decoded from its state row.  A vnode without
@@ -285,7 +288,9 @@ typedef enum CaptureMode
 {
 	CAPTURE_KEYS,				/* a row trigger logs the keys written */
 	CAPTURE_LOG,				/* ... with the rows' images before the write */
-	CAPTURE_WAL					/* the keys come from the WAL (slot.c) */
+	CAPTURE_WAL,				/* the keys come from the WAL (slot.c) */
+	CAPTURE_STREAM				/* another server's changes: no trigger; the
+								 * kind makes its change table */
 } CaptureMode;
 
 extern void backfill_capture_create_table(CaptureMode mode,
@@ -294,7 +299,7 @@ extern void backfill_capture_create_table(CaptureMode mode,
 										  Oid owner);
 extern void backfill_capture_install(Relation upstream, const char *upstream_sql,
 									 int64 job_id, CaptureMode mode);
-extern void backfill_capture_switch_to_apply(BackfillJob *job, bool capturing);
+extern void backfill_capture_switch_to_apply(BackfillJob *job, CaptureMode mode);
 extern void backfill_assert_triggers(BackfillJob *job);
 extern void backfill_drop_triggers(int64 job_id);
 

@@ -1053,6 +1053,9 @@ backfill_capture_create_table(CaptureMode mode, const char *changes_sql,
 {
 	char	   *create;
 
+	if (mode == CAPTURE_STREAM)
+		return;					/* the kind's own */
+
 	/* key_ddl starts with ", " */
 	if (mode == CAPTURE_LOG)
 		create = psprintf("CREATE TABLE %s (%s, backfill_seq pg_catalog.int8, "
@@ -1087,6 +1090,8 @@ backfill_capture_install(Relation upstream, const char *upstream_sql, int64 job_
 		"EXECUTE FUNCTION backfill.truncate_change('%lld')",
 	};
 
+	if (mode == CAPTURE_STREAM)
+		return;					/* changes come from another server */
 	for (int i = 0; i < NUM_JOB_TRIGGERS; i++)
 	{
 		if (i == TRIGGER_CAPTURE && mode == CAPTURE_WAL)
@@ -1116,12 +1121,18 @@ backfill_capture_install(Relation upstream, const char *upstream_sql, int64 job_
  * backfill_capture_switch_to_apply
  *		The final barrier's switch: the capture triggers off, the apply
  *		triggers firing ALWAYS.  Caller holds SHARE ROW EXCLUSIVE on the
- *		upstream.  capturing says whether a capture row trigger exists.
+ *		upstream.  The mode says whether a capture row trigger exists, or
+ *		none at all.
  */
 void
-backfill_capture_switch_to_apply(BackfillJob *job, bool capturing)
+backfill_capture_switch_to_apply(BackfillJob *job, CaptureMode mode)
 {
-	Relation	rel = table_open(job->upstream, NoLock);
+	bool		capturing = (mode != CAPTURE_WAL);
+	Relation	rel;
+
+	if (mode == CAPTURE_STREAM)
+		return;					/* no trigger */
+	rel = table_open(job->upstream, NoLock);
 
 	for (int i = 0; i < NUM_JOB_TRIGGERS; i++)
 	{

@@ -47,6 +47,7 @@ static const char *const kind_names[] = {
 	[BACKFILL_KIND_ARRANGEMENT] = "arrangement",
 	[BACKFILL_KIND_SNAPSHOT] = "snapshot",
 	[BACKFILL_KIND_CDC] = "cdc",
+	[BACKFILL_KIND_REMOTE_CDC] = "cdc",	/* with backfill.job.remote */
 };
 
 const char *
@@ -138,7 +139,8 @@ backfill_load_job(int64 job_id, MemoryContext cxt)
 							  "runs, columns, pk_columns, coalesce(rate_limit, -1), "
 							  "run_mode = 'background', "
 							  /* read by name: a 1.0 catalog has no such column yet */
-							  "coalesce((pg_catalog.to_jsonb(j) OPERATOR(pg_catalog.->>) 'snapshot_epoch')::pg_catalog.int8, 0) "
+							  "coalesce((pg_catalog.to_jsonb(j) OPERATOR(pg_catalog.->>) 'snapshot_epoch')::pg_catalog.int8, 0), "
+							  "coalesce((pg_catalog.to_jsonb(j) OPERATOR(pg_catalog.->>) 'remote')::pg_catalog.bool, false) "
 							  "FROM backfill.job j WHERE job_id = $1",
 							  1, argtypes, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read backfill.job");
@@ -176,6 +178,8 @@ backfill_load_job(int64 job_id, MemoryContext cxt)
 	job->rate_limit = DatumGetInt32(SPI_getbinval(tup, desc, 15, &isnull));
 	job->background = DatumGetBool(SPI_getbinval(tup, desc, 16, &isnull));
 	job->snapshot_epoch = DatumGetInt64(SPI_getbinval(tup, desc, 17, &isnull));
+	if (job->kind == BACKFILL_KIND_CDC && DatumGetBool(SPI_getbinval(tup, desc, 18, &isnull)))
+		job->kind = BACKFILL_KIND_REMOTE_CDC;
 
 	/* a cancelled job has no tables left: the caller reports it */
 	if (strcmp(job->status, "cancelled") != 0)

@@ -279,7 +279,8 @@ read_arguments(FunctionCallInfo fcinfo, CreateArgs *args)
 
 	args->name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	args->upstream = PG_GETARG_OID(1);
-	args->kind = backfill_parse_kind(text_to_cstring(PG_GETARG_TEXT_PP(2)));
+	args->kind = backfill_kind_for_upstream(backfill_parse_kind(text_to_cstring(PG_GETARG_TEXT_PP(2))),
+											args->upstream);
 	args->columns = PG_ARGISNULL(3) ? NULL : PG_GETARG_ARRAYTYPE_P(3);
 	args->parallelism = PG_GETARG_INT32(4);
 	args->chunk_size = PG_GETARG_INT32(5);
@@ -322,8 +323,11 @@ read_arguments(FunctionCallInfo fcinfo, CreateArgs *args)
  * EXCLUSIVE until the transaction ends.
  */
 static Relation
-open_upstream(Oid upstream_oid)
+open_upstream(Oid upstream_oid, const KindRoutine *kind)
 {
+	/* a foreign table, for a kind that reads one; else a table */
+	char		relkind = kind->upstream_key ? RELKIND_FOREIGN_TABLE : RELKIND_RELATION;
+
 	Relation	rel;
 
 	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(upstream_oid)))
@@ -335,7 +339,7 @@ open_upstream(Oid upstream_oid)
 		AclMode		needed[2] = {ACL_SELECT, ACL_TRIGGER};
 
 		/* each of them: an aclcheck of several bits passes on any one */
-		for (int i = 0; i < lengthof(needed); i++)
+		for (int i = 0; i < (kind->capture == CAPTURE_STREAM ? 1 : lengthof(needed)); i++)
 		{
 			AclResult	aclresult = pg_class_aclcheck(upstream_oid, GetUserId(), needed[i]);
 
@@ -349,7 +353,7 @@ open_upstream(Oid upstream_oid)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("relation with OID %u does not exist", upstream_oid)));
-	if (rel->rd_rel->relkind != RELKIND_RELATION)
+	if (rel->rd_rel->relkind != relkind)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("cannot backfill from relation \"%s\"",
@@ -602,8 +606,9 @@ backfill_create_job(PG_FUNCTION_ARGS)
 
 	read_arguments(fcinfo, &args);
 	kind = backfill_kind_routine(args.kind);
-	plan.rel = open_upstream(args.upstream);
-	plan.npk = upstream_key(plan.rel, &plan.pk, &plan.pk_collations);
+	plan.rel = open_upstream(args.upstream, kind);
+	plan.npk = kind->upstream_key ? kind->upstream_key(plan.rel, &plan.pk, &plan.pk_collations) :
+		upstream_key(plan.rel, &plan.pk, &plan.pk_collations);
 	check_key_names(kind, plan.rel, plan.npk, plan.pk);
 	plan.ncols = output_columns(plan.rel, args.columns, plan.npk, plan.pk, &plan.cols);
 	if (kind->check_create)

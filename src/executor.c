@@ -216,6 +216,13 @@ actor_round(BarrierExecutor *exec, int actor, int rate_limit, TimestampTz deadli
 	return rows;
 }
 
+/* whether the kind wants an actor's barrier committed now */
+static bool
+barrier_full(BarrierExecutor *exec, int actor)
+{
+	return exec->kind->barrier_full != NULL && exec->kind->barrier_full(exec, actor);
+}
+
 /*
  * backfill_run_barrier
  *		One barrier of one actor (actor >= 0) or of all of them (-1), in the
@@ -258,7 +265,7 @@ backfill_run_barrier(BarrierExecutor *exec, int actor, int interval_ms, int rate
 		{
 			int64		rows;
 
-			if (backfill_vnodes_finished(job, a))
+			if (backfill_vnodes_finished(job, a) || barrier_full(exec, a))
 				continue;
 			rows = actor_round(exec, a, rate_limit, interval_ms > 0 ? deadline : start);
 			if (rows >= 0)
@@ -266,7 +273,7 @@ backfill_run_barrier(BarrierExecutor *exec, int actor, int interval_ms, int rate
 				total += rows;
 				any_read = true;
 			}
-			all_done &= backfill_vnodes_finished(job, a);
+			all_done &= backfill_vnodes_finished(job, a) || barrier_full(exec, a);
 		}
 		if (interval_ms <= 0 || all_done ||
 			TimestampDifferenceExceeds(start, GetCurrentTimestamp(), interval_ms))
@@ -337,7 +344,7 @@ backfill_run_finish_barrier(BarrierExecutor *exec)
 	if (exec->kind->final_changes)
 		exec->kind->final_changes(exec);
 	backfill_forward_changes(exec, 0, BACKFILL_VNODE_COUNT - 1);
-	backfill_capture_switch_to_apply(job, exec->kind->capture != CAPTURE_WAL);
+	backfill_capture_switch_to_apply(job, exec->kind->capture);
 
 	job->epoch = backfill_next_epoch(job->epoch);
 	values[0] = Int64GetDatum(job->job_id);
