@@ -893,6 +893,25 @@ committed_offset(RemoteJob *rj, XLogRecPtr *offset)
 	return !isnull;
 }
 
+/*
+ * Whether the transaction's snapshot sees the offset as committed: another
+ * actor's fetch may have committed one since it was taken, and this
+ * transaction, REPEATABLE READ, could not record its own after it.
+ */
+static bool
+snapshot_sees_offset(RemoteJob *rj, bool has_offset, XLogRecPtr offset)
+{
+	Oid			types[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(rj->job->job_id)};
+	bool		isnull;
+	Datum		d;
+
+	backfill_spi_exec_args("SELECT remote_lsn FROM backfill.job WHERE job_id = $1",
+						   1, types, values, NULL, SPI_OK_SELECT);
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	return isnull ? !has_offset : (has_offset && DatumGetLSN(d) == offset);
+}
+
 static void
 record_offset(RemoteJob *rj, XLogRecPtr offset, XLogRecPtr source_end, TimestampTz commit_time)
 {
@@ -913,16 +932,18 @@ record_offset(RemoteJob *rj, XLogRecPtr offset, XLogRecPtr source_end, Timestamp
 
 /*
  * One fetch (see the file header).  Returns whether it reached the end of
- * the source's WAL as it was when it started.  Caller is connected to SPI,
- * as the job's owner.
+ * the source's WAL as it was when it started; skips it, returning true, when
+ * first and another fetch committed since the transaction's snapshot (the
+ * next barrier's fetch does it).  Caller is connected to SPI, as the job's
+ * owner, and holds the slot lock.
  */
 static bool
-fetch_once(RemoteJob *rj)
+fetch_once(RemoteJob *rj, bool first)
 {
 	RemoteConn *conn = remote_job_connect(rj);
 	XLogRecPtr	offset;
 	bool		has_offset = committed_offset(rj, &offset);
-	XLogRecPtr	confirmed = ensure_slot(rj, conn, has_offset);
+	XLogRecPtr	confirmed;
 	RemoteRows *rows;
 	RemoteDecoder dec;
 	const char *params[4];
@@ -931,6 +952,9 @@ fetch_once(RemoteJob *rj)
 	uint64		xmax;
 	bool		err = false;
 
+	if (first && !snapshot_sees_offset(rj, has_offset, offset))
+		return true;
+	confirmed = ensure_slot(rj, conn, has_offset);
 	if (!has_offset)
 	{
 		sweep_orphans(conn);
@@ -984,7 +1008,7 @@ remote_fetch(BarrierExecutor *exec)
 	RemoteJob  *rj = exec->kind_state;
 
 	backfill_lock_slot_of(rj->job->job_id);
-	(void) fetch_once(rj);
+	(void) fetch_once(rj, true);
 }
 
 /* ---- applying ---- */
@@ -1090,7 +1114,7 @@ remote_final_changes(BarrierExecutor *exec)
 	RemoteJob  *rj = exec->kind_state;
 
 	backfill_lock_slot_of(rj->job->job_id);
-	(void) fetch_once(rj);
+	(void) fetch_once(rj, true);
 	apply_changes(rj, -1);
 }
 
@@ -1294,6 +1318,7 @@ remote_after_finish(int64 job_id)
 	RoleContext rc;
 	int			guc_level;
 	bool		done = false;
+	bool		first = true;
 
 	if (strcmp(job->status, "finished") != 0)
 	{
@@ -1310,7 +1335,8 @@ remote_after_finish(int64 job_id)
 	while (!done)
 	{
 		CHECK_FOR_INTERRUPTS();
-		done = fetch_once(rj);
+		done = fetch_once(rj, first);
+		first = false;
 		apply_changes(rj, -1);
 	}
 	backfill_unpin_search_path(guc_level);

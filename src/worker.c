@@ -194,8 +194,9 @@ backfill_actor_main(Datum main_arg pg_attribute_unused())
 				record_failure(args.job_id, edata);
 				proc_exit(1);
 			}
-			retries++;
-			if (transient)
+			if (!transient)
+				retries++;
+			else
 			{
 				/* backfill.workers and backfill.jobs show why it waits */
 				pgstat_report_activity(STATE_IDLE,
