@@ -33,7 +33,7 @@ OBJS = \
 DATA = sql/backfill--1.0.sql sql/backfill--1.0--1.1.sql sql/backfill--1.1--1.2.sql
 PGFILEDESC = "backfill - resumable backfill of derived tables"
 
-REGRESS = setup create_job run_job recovery observe cancel_drop workers safety snapshot cdc ddl downstream privileges bad_input capture upgrade
+REGRESS = setup create_job run_job recovery observe cancel_drop workers safety snapshot cdc ddl downstream privileges bad_input capture upgrade remote
 REGRESS_OPTS = --inputdir=. --outputdir=.
 ISOLATION = changes_across_barriers key_moves writer_across_barrier final_barrier_race two_runners snapshot_phases cdc_fetch capture_ddl_between_rows
 ISOLATION_OPTS = --inputdir=. --outputdir=output_iso
