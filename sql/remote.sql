@@ -2,7 +2,9 @@
 -- before it needs a source that answers (tests with a second server are
 -- t/014_remote.pl).
 \set SHOW_CONTEXT never
+SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS postgres_fdw;
+RESET client_min_messages;
 SELECT count(*) AS jobs_before FROM backfill.job \gset
 
 -- a server nobody listens on, and a password that must never show
