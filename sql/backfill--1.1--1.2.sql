@@ -701,3 +701,117 @@ BEGIN
         key_d, cols_d, j.downstream, pending, decoded);
 END
 $$;
+
+-- ---- copy from another server ----
+-- A cdc job whose upstream is a foreign table of postgres_fdw reads the table
+-- of another PostgreSQL server in splits and follows it through a logical
+-- replication slot there (src/kind_remote.c).
+
+ALTER TABLE backfill.job
+    ADD COLUMN remote boolean NOT NULL DEFAULT false,
+    ADD COLUMN remote_splits text[],
+    ADD COLUMN remote_lsn pg_lsn,
+    ADD COLUMN remote_source_lsn pg_lsn,
+    ADD COLUMN remote_caught_up_at timestamptz,
+    ADD COLUMN remote_last_commit timestamptz;
+COMMENT ON COLUMN backfill.job.remote IS
+'Whether the upstream is a foreign table, read from its server.';
+COMMENT ON COLUMN backfill.job.remote_splits IS
+'The inner bounds of the splits, values of the first key column as text.';
+COMMENT ON COLUMN backfill.job.remote_lsn IS
+'The offset of the change stream: the changes the source committed below it are fetched.';
+COMMENT ON COLUMN backfill.job.remote_source_lsn IS
+'The end of the source''s flushed WAL when the job last fetched.';
+COMMENT ON COLUMN backfill.job.remote_caught_up_at IS
+'When a fetch last reached the end of the source''s flushed WAL.';
+COMMENT ON COLUMN backfill.job.remote_last_commit IS
+'The commit time on the source of the last transaction fetched.';
+
+CREATE FUNCTION backfill._drop_kind_objects(job_id bigint)
+RETURNS void
+AS 'MODULE_PATHNAME', 'backfill_drop_kind_objects'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION backfill._drop_kind_objects(bigint) IS
+'Internal: drops what a job the caller owns has outside this database (the replication slot and publication on the source of a remote job).';
+
+-- a remote job's slot and publication are on its source
+CREATE OR REPLACE FUNCTION backfill._drop_job_objects(j backfill.job, drop_downstream boolean)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    -- the upstream's owner may be another role than the job's
+    PERFORM backfill._drop_triggers(j.job_id);
+    IF EXISTS (SELECT FROM pg_class WHERE oid = j.change_table) THEN
+        EXECUTE format('DROP TABLE %s', j.change_table);
+    END IF;
+    IF to_regtype(format('backfill.%I', 'image_' || j.job_id)) IS NOT NULL THEN
+        EXECUTE format('DROP TYPE backfill.%I', 'image_' || j.job_id);
+    END IF;
+    IF drop_downstream AND EXISTS (SELECT FROM pg_class WHERE oid = j.downstream) THEN
+        EXECUTE format('DROP TABLE %s', j.downstream);
+    END IF;
+    IF EXISTS (SELECT FROM pg_class WHERE oid = j.state_table) THEN
+        EXECUTE format('DROP TABLE %s', j.state_table);
+    END IF;
+    IF j.kind = 'cdc' AND NOT j.remote THEN
+        PERFORM backfill._drop_slot(j.job_id);
+    END IF;
+    IF j.remote THEN
+        PERFORM backfill._drop_kind_objects(j.job_id);
+    END IF;
+END
+$$;
+
+-- how far behind its source a remote job is: the source's WAL it has not
+-- fetched yet, and since when it has not caught up; and why it waits
+CREATE OR REPLACE VIEW backfill.jobs WITH (security_invoker = true) AS
+SELECT j.job_id, j.job_name, j.kind, j.status, j.upstream,
+       j.upstream::pg_catalog.oid AS upstream_table_id,
+       j.downstream, j.fragment_id, j.parallelism, j.chunk_size,
+       coalesce(p.epoch, 0) AS epoch, coalesce(p.row_count, 0)::bigint AS row_count,
+       j.created_at, j.finished_at, j.last_error, j.state_table, j.rate_limit, j.run_mode,
+       (SELECT pg_catalog.array_agg(w.pid ORDER BY w.actor_id)
+          FROM backfill.job_workers() w
+         WHERE w.job_id OPERATOR(pg_catalog.=) j.job_id) AS worker_pids,
+       j.snapshot_epoch,
+       -- a remote job keeps its slot on the source after its finish
+       CASE WHEN j.remote AND j.status OPERATOR(pg_catalog.<>) 'cancelled'
+            THEN pg_catalog.format('backfill_%s_%s_%s',
+                     (SELECT s.system_identifier FROM pg_catalog.pg_control_system() s),
+                     d.oid, j.job_id)
+            WHEN j.kind OPERATOR(pg_catalog.=) 'cdc'
+                 AND j.status OPERATOR(pg_catalog.<>) ALL (ARRAY['finished', 'cancelled'])
+            THEN pg_catalog.format('backfill_%s_%s', d.oid, j.job_id) END AS slot_name,
+       j.owner,
+       CASE WHEN r.running THEN p.throttled_by END AS throttled_by,
+       CASE WHEN r.running THEN pg_catalog.round(p.rows_per_second) END AS rows_per_second,
+       CASE WHEN r.running AND p.rows_per_second OPERATOR(pg_catalog.>) 0
+            THEN pg_catalog.make_interval(secs => pg_catalog.round(
+                     GREATEST(j.total_rows OPERATOR(pg_catalog.-) coalesce(p.row_count, 0), 0)::double precision
+                     OPERATOR(pg_catalog./) p.rows_per_second)) END AS eta,
+       j.remote,
+       CASE WHEN j.remote THEN j.remote_source_lsn OPERATOR(pg_catalog.-) j.remote_lsn END AS lag_bytes,
+       CASE WHEN j.remote AND j.remote_lsn OPERATOR(pg_catalog.>=) j.remote_source_lsn
+            THEN '0'::pg_catalog.interval
+            WHEN j.remote
+            THEN pg_catalog.now() OPERATOR(pg_catalog.-) coalesce(j.remote_caught_up_at, j.created_at)
+       END AS lag_time,
+       (SELECT pg_catalog.min(a.query)
+          FROM backfill.job_workers() w
+          JOIN pg_catalog.pg_stat_activity a ON a.pid OPERATOR(pg_catalog.=) w.pid
+         WHERE w.job_id OPERATOR(pg_catalog.=) j.job_id
+           AND pg_catalog.starts_with(a.query, 'waiting for the source')) AS waiting_for
+  FROM backfill.job j
+  CROSS JOIN (SELECT oid FROM pg_catalog.pg_database
+               WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) d
+  LEFT JOIN LATERAL (SELECT pg_catalog.max(a.epoch) AS epoch, pg_catalog.sum(a.row_count) AS row_count,
+                            pg_catalog.sum(a.rows_per_second) AS rows_per_second,
+                            (pg_catalog.array_agg(a.throttled_by ORDER BY a.actor_id)
+                               FILTER (WHERE a.throttled_by IS NOT NULL))[1] AS throttled_by
+                       FROM backfill.actor a
+                      WHERE a.job_id OPERATOR(pg_catalog.=) j.job_id) p ON true
+  CROSS JOIN LATERAL (SELECT CASE WHEN j.status OPERATOR(pg_catalog.=) 'backfilling'
+                                  THEN backfill._job_is_running(j.job_id)
+                                  ELSE false END AS running) r;

@@ -49,6 +49,7 @@ static const char *const kind_names[] = {
 	[BACKFILL_KIND_ARRANGEMENT] = "arrangement",
 	[BACKFILL_KIND_SNAPSHOT] = "snapshot",
 	[BACKFILL_KIND_CDC] = "cdc",
+	[BACKFILL_KIND_REMOTE_CDC] = "cdc",	/* with backfill.job.remote */
 };
 
 const char *
@@ -207,7 +208,9 @@ backfill_load_job(int64 job_id, MemoryContext cxt)
 									   "run_mode = 'background', "
 	/* read by name: a 1.0 catalog has no such column yet */
 									   "coalesce((pg_catalog.to_jsonb(j) OPERATOR(pg_catalog.->>) 'snapshot_epoch')::pg_catalog.int8, 0), "
-									   "%s, %s FROM backfill.job j WHERE job_id = $1",
+									   "%s, %s, "
+									   "coalesce((pg_catalog.to_jsonb(j) OPERATOR(pg_catalog.->>) 'remote')::pg_catalog.bool, false) "
+									   "FROM backfill.job j WHERE job_id = $1",
 									   shapes ? "filter, expressions, into_existing" :
 									   "NULL::pg_catalog.text, NULL::pg_catalog.text[], false",
 									   ranges ? "vnode_bounds" : "NULL::pg_catalog.text[]"),
@@ -262,6 +265,8 @@ backfill_load_job(int64 job_id, MemoryContext cxt)
 		job->vnode_bounds = isnull ? NULL : DatumGetArrayTypePCopy(d);
 	}
 	job->select_sql = select_list(job);
+	if (job->kind == BACKFILL_KIND_CDC && DatumGetBool(SPI_getbinval(tup, desc, 22, &isnull)))
+		job->kind = BACKFILL_KIND_REMOTE_CDC;
 
 	/* a cancelled job has no tables left: the caller reports it */
 	if (strcmp(job->status, "cancelled") != 0)

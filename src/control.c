@@ -38,6 +38,7 @@ PG_FUNCTION_INFO_V1(backfill_rebuild_actors_1_2);
 PG_FUNCTION_INFO_V1(backfill_copy_names_1_2);
 PG_FUNCTION_INFO_V1(backfill_drop_triggers_1_2);
 PG_FUNCTION_INFO_V1(backfill_job_catalog);
+PG_FUNCTION_INFO_V1(backfill_drop_kind_objects);
 
 /* the job of argument argno, which the caller must own */
 static int64
@@ -248,5 +249,26 @@ backfill_job_catalog(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid catalog operation \"%s\"", opname)));
 	catalog_op((CatalogOp) op, job_id, arg_null, arg);
+	PG_RETURN_VOID();
+}
+
+/*
+ * backfill._drop_kind_objects(job_id bigint) RETURNS void
+ *		What the job's kind owns outside this database (the slot and the
+ *		publication of a job whose upstream is on another server), for
+ *		cancel_job and drop_job.
+ */
+Datum
+backfill_drop_kind_objects(PG_FUNCTION_ARGS)
+{
+	int64		job_id = owned_job(fcinfo, 0, "job_id");
+	const KindRoutine *kind;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	kind = backfill_kind_routine(backfill_load_job(job_id, CurrentMemoryContext)->kind);
+	if (kind->drop_objects)
+		kind->drop_objects(job_id);
+	SPI_finish();
 	PG_RETURN_VOID();
 }

@@ -25,7 +25,10 @@
  * transaction of its own) and ends the worker after writing the error to the
  * server log; the other actors see the status at their next barrier and
  * stop.  A serialization failure or deadlock is retried instead, from the
- * committed state.
+ * committed state; so is a lost connection to another server (SQLSTATE
+ * class 08, remote.c), for as long as it takes, waiting twice as long
+ * after each failure up to BACKFILL_MAX_WAIT_MS, with the reason in
+ * pg_stat_activity.
  *
  * The launcher (backfill_launcher_main) starts with the server when the
  * library is preloaded, and again after a crash.  It connects to
@@ -71,6 +74,9 @@ static char *backfill_database = NULL;
 /* how often a worker retries a barrier that lost a serialization race */
 #define BACKFILL_MAX_RETRIES 10
 
+/* the longest wait between two tries to reach a source that is down */
+#define BACKFILL_MAX_WAIT_MS 10000
+
 /*
  * The actor's work after the prepare step: barriers until done (driver.c).
  * Runs in a transaction with SPI connected non-atomically.
@@ -114,6 +120,7 @@ backfill_actor_main(Datum main_arg pg_attribute_unused())
 	volatile bool preparer = false;
 	volatile int retries = 0;
 	volatile bool done = false;
+	volatile long wait_ms = 100;
 	char		name[NAMEDATALEN];
 
 	memcpy(&args, MyBgworkerEntry->bgw_extra, sizeof(args));
@@ -164,12 +171,16 @@ backfill_actor_main(Datum main_arg pg_attribute_unused())
 		{
 			ErrorData  *edata;
 			bool		retry;
+			bool		transient;
 
 			MemoryContextSwitchTo(cxt);
 			edata = CopyErrorData();
-			retry = (edata->sqlerrcode == ERRCODE_T_R_SERIALIZATION_FAILURE ||
-					 edata->sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED) &&
-				retries < BACKFILL_MAX_RETRIES;
+			/* a lost connection to another server: until it is back */
+			transient = ERRCODE_TO_CATEGORY(edata->sqlerrcode) == ERRCODE_CONNECTION_EXCEPTION;
+			retry = transient ||
+				((edata->sqlerrcode == ERRCODE_T_R_SERIALIZATION_FAILURE ||
+				  edata->sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED) &&
+				 retries < BACKFILL_MAX_RETRIES);
 			if (retry)
 				edata->elevel = LOG;
 			EmitErrorReport();
@@ -189,12 +200,21 @@ backfill_actor_main(Datum main_arg pg_attribute_unused())
 				record_failure(args.job_id, edata);
 				proc_exit(1);
 			}
-			retries++;
+			if (!transient)
+				retries++;
+			else
+			{
+				/* backfill.workers and backfill.jobs show why it waits */
+				pgstat_report_activity(STATE_IDLE,
+									   psprintf("waiting for the source: %s",
+												edata->detail ? edata->detail : edata->message));
+				wait_ms = Min(wait_ms * 2, BACKFILL_MAX_WAIT_MS);
+			}
 			MemoryContextReset(cxt);
 		}
 		PG_END_TRY();
 		if (!done)
-			backfill_sleep_ms(100);
+			backfill_sleep_ms(wait_ms);
 	}
 	proc_exit(0);
 }
