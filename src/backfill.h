@@ -128,6 +128,8 @@ typedef struct BackfillJob
 	int			chunk_size;
 	int			rate_limit;		/* rows/s per actor; 0 paused; -1 none */
 	bool		background;		/* run_mode 'background' */
+	bool		follows;		/* once finished, a worker follows the upstream
+								 * (no trigger applies its changes) */
 	int64		epoch;			/* of the last barrier, any actor */
 	int64		snapshot_epoch; /* snapshot kind: the epoch it reads as of */
 	bool		has_cdc_offset; /* cdc kind: the state row has an offset */

@@ -130,6 +130,13 @@ typedef struct KindRoutine
 	/* drop what the job owns outside this database, for cancel_job and drop_job (optional) */
 	void		(*drop_objects) (int64 job_id);
 
+	/*
+	 * For verify_job: the keys of the changes its upstream committed from
+	 * the offset "since" on (as text) that the job has not fetched, as text[]
+	 * Datums (optional).
+	 */
+	List	   *(*unfetched_keys) (int64 job_id, const char *since);
+
 	/* set the row counts of a job's new actors after a reschedule */
 	void		(*recount_actors) (int64 job_id, const char *state_sql);
 } KindRoutine;

@@ -72,8 +72,15 @@
  * not stay, and every apply is by key, so applying twice changes nothing.
  *
  * After the finish the job follows the source: its final barrier applies
- * what is fetched, and every later run (run_job on a finished job) fetches
- * and applies what the source had committed when it started, then returns.
+ * what is fetched, then fetches and applies, one fetch per transaction,
+ * until it has reached what the source had committed (after_finish); a
+ * worker goes on doing so until stop_job (driver.c), and a run of a finished
+ * job (run_job) does it once and returns.
+ *
+ * verify_job compares the downstream with the source through the foreign
+ * table: the keys of splits not finished are not compared, and those of the
+ * changes in the change table, or committed on the source after the job's
+ * offset (peeked at in the slot, unfetched_keys), are pending.
  * cancel_job and drop_job drop the slot and the publication; those of jobs
  * that no longer exist, left by a crash or a source that was down, are
  * dropped by the next fetch of any job on that server.
@@ -91,6 +98,7 @@
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
+#include "tcop/pquery.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
@@ -350,12 +358,14 @@ remote_upstream_key(Relation rel, AttrNumber **attnums, Oid **collations)
 	if (rows->nrows == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("table %s does not exist on server \"%s\"", table.qualified, table.server_name),
+				 errmsg("table \"%s.%s\" does not exist on server \"%s\"",
+						table.nspname, table.relname, table.server_name),
 				 errdetail("Foreign table \"%s\" names it.", RelationGetRelationName(rel))));
 	if (backfill_remote_value(rows, 0, 0) == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("table %s on server \"%s\" has no primary key", table.qualified, table.server_name),
+				 errmsg("table \"%s.%s\" on server \"%s\" has no primary key",
+						table.nspname, table.relname, table.server_name),
 				 errdetail("A backfill reads the upstream in primary key order and records its progress as a primary key."),
 				 errhint("Add a primary key to the table on the source.")));
 	*attnums = palloc(sizeof(AttrNumber) * rows->nrows);
@@ -369,8 +379,8 @@ remote_upstream_key(Relation rel, AttrNumber **attnums, Oid **collations)
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_COLUMN),
 					 errmsg("foreign table \"%s\" has no column \"%s\"", RelationGetRelationName(rel), name),
-					 errdetail("Column \"%s\" is in the primary key of table %s on server \"%s\".",
-							   name, table.qualified, table.server_name)));
+					 errdetail("Column \"%s\" is in the primary key of table \"%s.%s\" on server \"%s\".",
+							   name, table.nspname, table.relname, table.server_name)));
 		(*attnums)[k] = att;
 		(*collations)[k] = TupleDescAttr(RelationGetDescr(rel), att - 1)->attcollation;
 	}
@@ -890,8 +900,9 @@ store_changes(RemoteJob *rj, RemoteDecoder *dec, XLogRecPtr offset, uint64 xmax)
 			if (v == NULL)
 				ereport(ERROR,
 						(errcode(ERRCODE_PROTOCOL_VIOLATION),
-						 errmsg("a change of table %s on server \"%s\" has no value for key column \"%s\"",
-								rj->table.qualified, rj->table.server_name, job->pk_names[k])));
+						 errmsg("a change of table \"%s.%s\" on server \"%s\" has no value for key column \"%s\"",
+								rj->table.nspname, rj->table.relname, rj->table.server_name,
+								job->pk_names[k])));
 			values[4 + k] = CStringGetTextDatum(v);
 		}
 		for (int i = 0; i < job->ncols; i++)
@@ -952,6 +963,29 @@ record_offset(RemoteJob *rj, XLogRecPtr offset, XLogRecPtr source_end, Timestamp
 	backfill_role_leave(&rc);
 }
 
+/* decode the messages of a peek at the slot (bytea as text) into dec */
+static void
+decode_messages(RemoteJob *rj, RemoteRows *rows, RemoteDecoder *dec)
+{
+	memset(dec, 0, sizeof(*dec));
+	dec->nspname = rj->table.nspname;
+	dec->relname = rj->table.relname;
+	dec->ncols = rj->job->ncols;
+	dec->col_names = rj->job->col_names;
+	dec->npk = rj->job->npk;
+	dec->pk_cols = rj->pk_cols;
+	for (int i = 0; i < rows->nrows; i++)
+	{
+		char	   *hex = backfill_remote_value(rows, i, 0);
+		int			len = (strlen(hex) - 2) / 2;
+		char	   *data = palloc(len + 1);
+
+		(void) hex_decode(hex + 2, len * 2, data);
+		backfill_pgoutput_decode(dec, data, len);
+		pfree(data);
+	}
+}
+
 /*
  * One fetch (see the file header).  Returns whether it reached the end of
  * the source's WAL as it was when it started; skips it, returning true, when
@@ -999,23 +1033,7 @@ fetch_once(RemoteJob *rj, bool first)
 	rows = backfill_remote_query(conn, "SELECT data FROM pg_catalog.pg_logical_slot_peek_binary_changes("
 								 "$1, $2::pg_catalog.pg_lsn, $3::int, 'proto_version', '1', "
 								 "'publication_names', $4)", 4, params);
-	memset(&dec, 0, sizeof(dec));
-	dec.nspname = rj->table.nspname;
-	dec.relname = rj->table.relname;
-	dec.ncols = rj->job->ncols;
-	dec.col_names = rj->job->col_names;
-	dec.npk = rj->job->npk;
-	dec.pk_cols = rj->pk_cols;
-	for (int i = 0; i < rows->nrows; i++)
-	{
-		char	   *hex = backfill_remote_value(rows, i, 0);
-		int			len = (strlen(hex) - 2) / 2;
-		char	   *data = palloc(len + 1);
-
-		(void) hex_decode(hex + 2, len * 2, data);
-		backfill_pgoutput_decode(&dec, data, len);
-		pfree(data);
-	}
+	decode_messages(rj, rows, &dec);
 	store_changes(rj, &dec, offset, xmax);
 	fetched = rows->nrows < BACKFILL_REMOTE_FETCH_CHANGES ? upto : dec.last_end;
 	fetched = Max(fetched, offset);
@@ -1033,6 +1051,88 @@ remote_fetch(BarrierExecutor *exec)
 	(void) fetch_once(rj, true);
 }
 
+/*
+ * kind.h: unfetched_keys, for verify_job.  The keys of the changes the
+ * source committed at or after "since", the job's offset as the caller's
+ * snapshot sees it, that the slot still holds: a fetch committed every
+ * change below it, into the change table or applied.  First waits until the
+ * source has flushed the WAL it had written when this started, so that every
+ * transaction that a snapshot taken on the source before this sees as
+ * committed is within the slot's reach.  Takes the slot lock until the
+ * transaction ends.  Fails with a serialization failure when fetches the
+ * caller's snapshot does not see have moved the slot beyond "since".
+ * Returns text[] Datums, the key's columns of each change.
+ */
+static List *
+remote_unfetched_keys(int64 job_id, const char *since_text)
+{
+	BackfillJob *job = backfill_load_job(job_id, CurrentMemoryContext);
+	RemoteJob  *rj = remote_job_make(job);
+	RemoteConn *conn;
+	RemoteRows *rows;
+	RemoteDecoder dec;
+	const char *params[2] = {rj->name, rj->name};
+	bool		err = false;
+	XLogRecPtr	since = pg_lsn_in_internal(since_text, &err);
+	XLogRecPtr	written;
+	List	   *keys = NIL;
+	ListCell   *lc;
+
+	backfill_lock_slot_of(job_id);
+	conn = remote_job_connect(rj);
+	rows = backfill_remote_query(conn, "SELECT pg_catalog.pg_current_wal_insert_lsn()::text", 0, NULL);
+	written = pg_lsn_in_internal(backfill_remote_value(rows, 0, 0), &err);
+	for (;;)
+	{
+		rows = backfill_remote_query(conn, "SELECT pg_catalog.pg_current_wal_flush_lsn()::text", 0, NULL);
+		if (pg_lsn_in_internal(backfill_remote_value(rows, 0, 0), &err) >= written)
+			break;
+		/* an asynchronous commit: the WAL writer flushes it soon */
+		backfill_sleep_ms(10);
+	}
+	rows = backfill_remote_query(conn, "SELECT confirmed_flush_lsn::text FROM pg_catalog.pg_replication_slots "
+								 "WHERE slot_name = $1", 1, params);
+	if (rows->nrows == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("replication slot \"%s\" of backfill job %lld does not exist on server \"%s\"",
+						rj->name, (long long) job_id, rj->table.server_name),
+				 errdetail("The changes of the source since the job's offset are lost."),
+				 errhint("Cancel the job with backfill.cancel_job(%lld) and create it again with backfill.recreate_job(%lld).",
+						 (long long) job_id, (long long) job_id)));
+	if (pg_lsn_in_internal(backfill_remote_value(rows, 0, 0), &err) > since)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not compare backfill job %lld with its source", (long long) job_id),
+				 errdetail("The job fetched changes of the source that this statement's snapshot does not see."),
+				 errhint("Run backfill.verify_job(%lld) again.", (long long) job_id)));
+	rows = backfill_remote_query(conn, "SELECT data FROM pg_catalog.pg_logical_slot_peek_binary_changes("
+								 "$1, NULL, NULL, 'proto_version', '1', 'publication_names', $2)",
+								 2, params);
+	decode_messages(rj, rows, &dec);
+	foreach(lc, dec.changes)
+	{
+		RemoteChange *c = lfirst(lc);
+		Datum	   *key = palloc(sizeof(Datum) * job->npk);
+		bool	   *nulls = palloc(sizeof(bool) * job->npk);
+		int			dims[1] = {job->npk};
+		int			lbs[1] = {1};
+
+		if (c->commit_lsn < since)
+			continue;			/* fetched already */
+		for (int k = 0; k < job->npk; k++)
+		{
+			char	   *v = c->values[rj->pk_cols[k]];
+
+			nulls[k] = (v == NULL);
+			key[k] = v ? CStringGetTextDatum(v) : (Datum) 0;
+		}
+		keys = lappend(keys, construct_md_array(key, nulls, 1, dims, lbs, TEXTOID, -1, false,
+												TYPALIGN_INT));
+	}
+	return keys;
+}
+
 /* ---- applying ---- */
 
 /* read again from the source the rows of keys, into the downstream */
@@ -1043,6 +1143,11 @@ refetch(RemoteJob *rj, SPITupleTable *tuptable, uint64 nkeys)
 	RemoteConn *conn = remote_job_connect(rj);
 	Relation	rel = table_open(job->downstream, RowExclusiveLock);
 	List	   *attnames = NIL;
+	/* COPY FROM wants one; a worker following the source has none */
+	bool		pushed = !ActiveSnapshotSet();
+
+	if (pushed)
+		PushActiveSnapshot(GetTransactionSnapshot());
 
 	for (int c = 0; c < job->ncols; c++)
 		attnames = lappend(attnames, makeString(job->col_names[c]));
@@ -1072,6 +1177,8 @@ refetch(RemoteJob *rj, SPITupleTable *tuptable, uint64 nkeys)
 		(void) backfill_remote_copy_into(conn, sql.data, rel, attnames);
 	}
 	table_close(rel, NoLock);
+	if (pushed)
+		PopActiveSnapshot();
 }
 
 /* apply the changes of an actor's covered keys (-1: every key) */
@@ -1327,44 +1434,62 @@ remote_finished_everywhere(BackfillJob *job)
 
 /*
  * kind.h: after_finish: follow the source up to where it was now, then
- * return.  Caller is connected to SPI.
+ * return.  One fetch and its apply per transaction: a fetch moves the slot
+ * only to the offset committed here before it, so a transaction that fails
+ * loses nothing the slot has let go of.  Caller is connected to SPI in a
+ * non-atomic context, which this commits between fetches; each fetch runs
+ * as the job's owner.
  */
 static void
 remote_after_finish(int64 job_id)
 {
-	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext, "backfill follow",
+	MemoryContext cxt = AllocSetContextCreate(TopMemoryContext, "backfill follow",
 											  ALLOCSET_DEFAULT_SIZES);
-	MemoryContext old = MemoryContextSwitchTo(cxt);
-	BackfillJob *job = backfill_load_job(job_id, cxt);
-	RemoteJob  *rj;
-	RoleContext rc;
-	int			guc_level;
 	bool		done = false;
-	bool		first = true;
 
-	if (strcmp(job->status, "finished") != 0)
+	PG_TRY();
 	{
-		MemoryContextSwitchTo(old);
+		while (!done)
+		{
+			MemoryContext old = MemoryContextSwitchTo(cxt);
+			BackfillJob *job = backfill_load_job(job_id, cxt);
+
+			CHECK_FOR_INTERRUPTS();
+			done = strcmp(job->status, "finished") != 0;
+			if (!done)
+			{
+				RemoteJob  *rj = remote_job_make(job);
+				RoleContext rc;
+				int			guc_level;
+
+				backfill_owner_enter(job->owner, false, &rc);
+				guc_level = backfill_pin_search_path(job);
+				prepare_apply(rj);
+				prepare_insert(rj);
+				backfill_lock_slot_of(job_id);
+				done = fetch_once(rj, true);
+				apply_changes(rj, -1);
+				SPI_freeplan(rj->apply_plan);
+				SPI_freeplan(rj->insert_plan);
+				backfill_unpin_search_path(guc_level);
+				backfill_role_leave(&rc);
+			}
+			MemoryContextSwitchTo(old);
+			MemoryContextReset(cxt);
+			if (!done)
+			{
+				backfill_commit();
+				/* without a portal (a worker), SPI needs a snapshot pushed */
+				if (ActivePortal == NULL)
+					PushActiveSnapshot(GetTransactionSnapshot());
+			}
+		}
+	}
+	PG_FINALLY();
+	{
 		MemoryContextDelete(cxt);
-		return;
 	}
-	backfill_owner_enter(job->owner, false, &rc);
-	guc_level = backfill_pin_search_path(job);
-	rj = remote_job_make(job);
-	prepare_apply(rj);
-	prepare_insert(rj);
-	backfill_lock_slot_of(job_id);
-	while (!done)
-	{
-		CHECK_FOR_INTERRUPTS();
-		done = fetch_once(rj, first);
-		first = false;
-		apply_changes(rj, -1);
-	}
-	backfill_unpin_search_path(guc_level);
-	backfill_role_leave(&rc);
-	MemoryContextSwitchTo(old);
-	MemoryContextDelete(cxt);
+	PG_END_TRY();
 }
 
 /* kind.h: drop_objects: the slot and the publication on the source */
@@ -1448,5 +1573,6 @@ const KindRoutine backfill_remote_cdc_routine = {
 	.final_changes = remote_final_changes,
 	.after_finish = remote_after_finish,
 	.drop_objects = remote_drop_objects,
+	.unfetched_keys = remote_unfetched_keys,
 	.recount_actors = remote_recount_actors,
 };

@@ -16,7 +16,14 @@
  *	3. when its vnodes have finished and every other actor's have too, as
  *	   committed in the state table, runs the job's final barrier; when
  *	   several actors finish at once, the first to get the upstream's lock
- *	   does it and the others find the job finished.
+ *	   does it and the others find the job finished;
+ *	4. for a job that follows its upstream without a trigger (job->follows),
+ *	   the worker that ran the final barrier, or the one worker started for
+ *	   a finished job, follows the upstream until stop_job (driver.c); after
+ *	   an error it retries, it goes on following.  Rounds of following are
+ *	   serialized by the job's slot lock, so that a worker of another actor
+ *	   that was retrying as the job finished and follows too only repeats
+ *	   what is done already.
  *
  * A SIGHUP makes the worker read postgresql.conf again before its next
  * barrier, so that a change of the pacing settings reaches it there.
@@ -33,7 +40,8 @@
  * The launcher (backfill_launcher_main) starts with the server when the
  * library is preloaded, and again after a crash.  It connects to
  * backfill.database and launches every job whose run_mode is 'background'
- * and that is still pending or backfilling; their actors then run the
+ * and that is still pending or backfilling, or finished and following its
+ * upstream in a worker; their actors then run the
  * recovery check exactly as at any restart.  A job whose owner may no longer
  * log in is failed instead, with the reason: its workers, which connect as
  * the owner, would end before they could record it.  Then it drops the slots
@@ -88,6 +96,12 @@ actor_barriers(ActorArgs *args, MemoryContext cxt)
 	int			actor = -1;
 
 	job = backfill_load_job(args->job_id, cxt);
+	/* a worker retrying after a lost connection goes on following too */
+	if (strcmp(job->status, "finished") == 0 && job->follows)
+	{
+		backfill_follow(job);
+		return;
+	}
 	if (strcmp(job->status, "backfilling") != 0)
 		return;
 	backfill_kind_routine(job->kind)->load_state(job);
@@ -158,7 +172,8 @@ backfill_actor_main(Datum main_arg pg_attribute_unused())
 				backfill_commit();
 				PushActiveSnapshot(GetTransactionSnapshot());
 				backfill_finish_prepare(args.job_id, runnable);
-				if (runnable)
+				/* a finished job that follows its upstream: this worker does */
+				if (runnable || job->follows)
 					actor_barriers(&args, cxt);
 			}
 			else if (preparer || backfill_wait_prepared(args.job_id))
@@ -235,7 +250,7 @@ launch_jobs(void)
 		if (SPI_execute("SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'backfill'",
 						true, 0) == SPI_OK_SELECT && SPI_processed == 1 &&
 			SPI_execute("SELECT job_id FROM backfill.job WHERE run_mode = 'background' "
-						"AND status IN ('pending', 'backfilling') ORDER BY job_id",
+						"AND status IN ('pending', 'backfilling', 'finished') ORDER BY job_id",
 						true, 0) == SPI_OK_SELECT)
 		{
 			njobs = (int) SPI_processed;
@@ -267,10 +282,17 @@ launch_jobs(void)
 
 		PG_TRY();
 		{
+			BackfillJob *job;
+
 			backfill_xact_begin(false);
-			backfill_launch_job(backfill_load_job(job_ids[i], CurrentMemoryContext));
-			ereport(LOG,
-					(errmsg("backfill launcher restarted backfill job %lld", (long long) job_ids[i])));
+			job = backfill_load_job(job_ids[i], CurrentMemoryContext);
+			/* a finished job needs a worker only to follow its upstream */
+			if (strcmp(job->status, "finished") != 0 || job->follows)
+			{
+				backfill_launch_job(job);
+				ereport(LOG,
+						(errmsg("backfill launcher restarted backfill job %lld", (long long) job_ids[i])));
+			}
 			backfill_xact_end();
 		}
 		PG_CATCH();

@@ -3,10 +3,13 @@
 #
 # Faults during a copy from another server by four background workers while
 # pgbench writes on the source: kill -9 of the local server, the source's
-# backends of the job terminated, the source restarted after being down for a
-# while.  After each the job resumes, re-reading at most one split per actor,
-# and in the end the downstream equals the source both ways and nothing is
-# left on the source after drop_job.
+# backends of the job terminated, kill -9 of one of them (the source restarts
+# all of its backends), the source restarted after being down for a while.
+# After each the job resumes, re-reading at most one split per actor.  Then,
+# while the job's worker follows the source after the finish, a restart of
+# the source under writes and kill -9 of the source's backend serving the
+# worker.  In the end the downstream equals the source both ways, verify_job
+# is empty, and nothing is left on the source after drop_job.
 
 use strict;
 use warnings;
@@ -24,6 +27,7 @@ $source->init(allows_streaming => 'logical');
 $source->append_conf('postgresql.conf', q{
 max_replication_slots = 10
 log_statement = none
+restart_after_crash = on
 });
 $source->start;
 $source->safe_psql('postgres', q{
@@ -65,7 +69,7 @@ my $w = start_writers($source, $script, 60, rate => 200);
 # rate limited, so that the faults come in the middle of the copy
 my $job = $local->safe_psql('postgres',
 	"SELECT backfill.create_job('copy', 'remote.t', kind => 'cdc', parallelism => 4, "
-	  . "chunk_size => 500, rate_limit => 2500)");
+	  . "chunk_size => 500, rate_limit => 1500)");
 $local->safe_psql('postgres', "SELECT backfill.start_job($job)");
 ok(wait_workers($local, $job, map { $_->{actor_id} } @{ actor_rows($local, $job) }),
 	'four workers run');
@@ -88,6 +92,26 @@ SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
  WHERE application_name LIKE 'backfill job %'});
 ok($terminated >= 1, "terminated $terminated backends of the job on the source");
 
+# the pid of a backend of the source that serves the job, once there is one
+sub job_backend
+{
+	return wait_until(60, sub {
+		$source->safe_psql('postgres', q{
+SELECT pid FROM pg_stat_activity WHERE application_name LIKE 'backfill job %' LIMIT 1}) });
+}
+
+# kill -9 of a backend of the source: the source restarts all of them
+sub kill_job_backend
+{
+	my ($what) = @_;
+	my $pid = job_backend();
+	ok($pid, "a backend of the source serves the job $what");
+	kill_backend_and_wait($source, $pid);
+}
+
+# ---- kill -9 of the source's backend serving the job ----
+kill_job_backend('during the copy');
+
 # ---- the source down for a while, then back ----
 $source->stop('fast');
 sleep 3;
@@ -100,8 +124,33 @@ is(wait_status($local, $job, [ 'finished', 'failed' ], 180), 'finished', 'the jo
 finish_bg($w);
 is($local->safe_psql('postgres', "SELECT last_error FROM backfill.jobs WHERE job_id = $job"),
 	'', 'no error recorded');
-$local->safe_psql('postgres', "CALL backfill.run_job($job)");
-is(differences('copy'), '0 0', 'the downstream equals the source both ways after the faults');
+ok(wait_until(30, sub {
+		$local->safe_psql('postgres', "SELECT count(*) FROM backfill.workers WHERE job_id = $job") eq '1' }),
+	'a worker follows the source after the finish');
+is(wait_until(90, sub { differences('copy') eq '0 0' }), 1,
+	'the downstream equals the source both ways after the faults');
+
+# ---- a restart of the source while the worker follows it, under writes ----
+$w = start_writers($source, $script, 6, rate => 200);
+sleep 2;
+$source->restart;
+finish_bg($w);
+$w = start_writers($source, $script, 4, rate => 200);
+finish_bg($w);
+ok(writer_transactions($w) > 100, 'the source was written after its restart');
+is(wait_until(90, sub { differences('copy') eq '0 0' }), 1,
+	'the worker follows the source again after its restart');
+
+# ---- kill -9 of the source's backend serving the worker ----
+$w = start_writers($source, $script, 8, rate => 200);
+kill_job_backend('after the finish');
+finish_bg($w);
+is(wait_until(90, sub { differences('copy') eq '0 0' }), 1,
+	'the worker follows the source again after kill -9 of its backend there');
+is($local->safe_psql('postgres', "SELECT count(*) FROM backfill.verify_job($job)"),
+	'0', 'verify_job is empty');
+is($local->safe_psql('postgres', "SELECT status || ' ' || coalesce(last_error, '') FROM backfill.jobs WHERE job_id = $job"),
+	'finished ', 'finished, no error recorded');
 
 $local->safe_psql('postgres', "SELECT backfill.drop_job($job)");
 is($source->safe_psql('postgres', q{
