@@ -21,10 +21,9 @@
  * A job whose upstream has no trigger of ours (job->follows: its source is
  * another server) keeps following it after the finish in a worker: the one
  * that ran the final barrier, or the one start_job or the launcher starts
- * for a finished job (backfill_follow).  Each round is the
- * kind's after_finish (what the upstream committed so far, applied) in a
- * transaction of its own, then a wait of a barrier interval, until
- * stop_job.
+ * for a finished job (backfill_follow).  Each round is the kind's
+ * after_finish (what the upstream committed so far, applied), committed,
+ * then a wait of a barrier interval, until stop_job.
  *
  * Between two barriers the loop reads postgresql.conf again if it was asked
  * to (SIGHUP), so a reload of the pacing settings takes effect at the next
@@ -187,8 +186,8 @@ log_progress(BarrierExecutor *exec, int actor)
  * backfill_follow
  *		A worker's rounds after the finish of a job that follows its upstream
  *		(see the file header), until the job's workers are asked to stop.
- *		Caller is connected to SPI in a non-atomic context, with no snapshot
- *		pushed, and commits what the last round left.
+ *		Caller is connected to SPI in a non-atomic context, without a portal
+ *		(a snapshot pushed or not), and commits what the last round left.
  */
 void
 backfill_follow(BackfillJob *job)

@@ -1055,10 +1055,10 @@ remote_fetch(BarrierExecutor *exec)
  * kind.h: unfetched_keys, for verify_job.  The keys of the changes the
  * source committed at or after "since", the job's offset as the caller's
  * snapshot sees it, that the slot still holds: a fetch committed every
- * change below it, into the change table or applied.  First waits until the
- * source has flushed the WAL it had written when this started, so that every
- * transaction that a snapshot taken on the source before this sees as
- * committed is within the slot's reach.  Takes the slot lock until the
+ * change below it, into the change table or applied.  First makes the
+ * source flush the WAL it has written, so that every transaction that a
+ * snapshot taken on the source before this sees as committed is within the
+ * slot's reach (it decodes flushed WAL only).  Takes the slot lock until the
  * transaction ends.  Fails with a serialization failure when fetches the
  * caller's snapshot does not see have moved the slot beyond "since".
  * Returns text[] Datums, the key's columns of each change.
@@ -1074,22 +1074,22 @@ remote_unfetched_keys(int64 job_id, const char *since_text)
 	const char *params[2] = {rj->name, rj->name};
 	bool		err = false;
 	XLogRecPtr	since = pg_lsn_in_internal(since_text, &err);
-	XLogRecPtr	written;
 	List	   *keys = NIL;
 	ListCell   *lc;
 
 	backfill_lock_slot_of(job_id);
 	conn = remote_job_connect(rj);
-	rows = backfill_remote_query(conn, "SELECT pg_catalog.pg_current_wal_insert_lsn()::text", 0, NULL);
-	written = pg_lsn_in_internal(backfill_remote_value(rows, 0, 0), &err);
-	for (;;)
-	{
-		rows = backfill_remote_query(conn, "SELECT pg_catalog.pg_current_wal_flush_lsn()::text", 0, NULL);
-		if (pg_lsn_in_internal(backfill_remote_value(rows, 0, 0), &err) >= written)
-			break;
-		/* an asynchronous commit: the WAL writer flushes it soon */
-		backfill_sleep_ms(10);
-	}
+
+	/*
+	 * What the source wrote so far, flushed: a transaction that writes WAL
+	 * (a logical message, which pgoutput does not send) and commits
+	 * synchronously flushes all of it, asynchronous commits included.
+	 */
+	(void) backfill_remote_query(conn, "BEGIN", 0, NULL);
+	(void) backfill_remote_query(conn, "SET LOCAL synchronous_commit = local", 0, NULL);
+	(void) backfill_remote_query(conn, "SELECT FROM pg_catalog.pg_logical_emit_message(true, 'backfill', '')",
+								 0, NULL);
+	(void) backfill_remote_query(conn, "COMMIT", 0, NULL);
 	rows = backfill_remote_query(conn, "SELECT confirmed_flush_lsn::text FROM pg_catalog.pg_replication_slots "
 								 "WHERE slot_name = $1", 1, params);
 	if (rows->nrows == 0)

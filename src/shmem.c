@@ -267,10 +267,10 @@ check_owner_login(BackfillJob *job)
  * backfill_launch_job
  *		Start one background worker per actor of the job, or only the first
  *		actor's for a finished job (which follows its upstream).  The job's
- *		actors must be loaded.  Errors: INVALID_AUTHORIZATION_SPECIFICATION when the
- *		job's owner may not log in, OBJECT_IN_USE when the job already runs
- *		in the background, INSUFFICIENT_RESOURCES when worker slots run out
- *		(no worker is left running then).
+ *		actors must be loaded.  Errors: INVALID_AUTHORIZATION_SPECIFICATION
+ *		when the job's owner may not log in, OBJECT_IN_USE when the job
+ *		already runs in the background, INSUFFICIENT_RESOURCES when worker
+ *		slots run out (no worker is left running then).
  */
 void
 backfill_launch_job(BackfillJob *job)
@@ -658,8 +658,8 @@ backfill_job_workers(PG_FUNCTION_ARGS)
  *
  * A finished job has nothing to start, unless it follows its upstream in a
  * worker (job->follows): then one worker does, until stop_job.  Holds the
- * job lock until the caller commits, so the workers, which wait
- * for it, start from what the caller's transaction committed.
+ * job lock until the caller commits, so the workers, which wait for it,
+ * start from what the caller's transaction committed.
  */
 Datum
 backfill_start_job(PG_FUNCTION_ARGS)
