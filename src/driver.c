@@ -182,6 +182,9 @@ log_progress(BarrierExecutor *exec, int actor)
 	backfill_spi_leave();
 }
 
+/* whether this process has started following a finished job's upstream */
+bool		backfill_following = false;
+
 /*
  * backfill_follow
  *		A worker's rounds after the finish of a job that follows its upstream
@@ -197,6 +200,7 @@ backfill_follow(BackfillJob *job)
 
 	snprintf(activity, sizeof(activity), "backfill job %lld: following the upstream",
 			 (long long) job->job_id);
+	backfill_following = true;
 	while (!backfill_stop_requested(job->job_id))
 	{
 		CHECK_FOR_INTERRUPTS();

@@ -19,11 +19,9 @@
  *	   does it and the others find the job finished;
  *	4. for a job that follows its upstream without a trigger (job->follows),
  *	   the worker that ran the final barrier, or the one worker started for
- *	   a finished job, follows the upstream until stop_job (driver.c); after
- *	   an error it retries, it goes on following.  Rounds of following are
- *	   serialized by the job's slot lock, so that a worker of another actor
- *	   that was retrying as the job finished and follows too only repeats
- *	   what is done already.
+ *	   a finished job, follows the upstream until stop_job (driver.c), and
+ *	   goes on following when it retries after an error; the workers of the
+ *	   other actors end.
  *
  * A SIGHUP makes the worker read postgresql.conf again before its next
  * barrier, so that a change of the pacing settings reaches it there.
@@ -86,18 +84,18 @@ static char *backfill_database = NULL;
 #define BACKFILL_MAX_WAIT_MS 10000
 
 /*
- * The actor's work after the prepare step: barriers until done (driver.c).
- * Runs in a transaction with SPI connected non-atomically.
+ * The actor's work after the prepare step: barriers until done (driver.c),
+ * or, once the job has finished, following its upstream if this worker is
+ * to (may_follow).  Runs in a transaction with SPI connected non-atomically.
  */
 static void
-actor_barriers(ActorArgs *args, MemoryContext cxt)
+actor_barriers(ActorArgs *args, MemoryContext cxt, bool may_follow)
 {
 	BackfillJob *job;
 	int			actor = -1;
 
 	job = backfill_load_job(args->job_id, cxt);
-	/* a worker retrying after a lost connection goes on following too */
-	if (strcmp(job->status, "finished") == 0 && job->follows)
+	if (strcmp(job->status, "finished") == 0 && job->follows && may_follow)
 	{
 		backfill_follow(job);
 		return;
@@ -174,10 +172,11 @@ backfill_actor_main(Datum main_arg pg_attribute_unused())
 				backfill_finish_prepare(args.job_id, runnable);
 				/* a finished job that follows its upstream: this worker does */
 				if (runnable || job->follows)
-					actor_barriers(&args, cxt);
+					actor_barriers(&args, cxt, !runnable || backfill_following);
 			}
 			else if (preparer || backfill_wait_prepared(args.job_id))
-				actor_barriers(&args, cxt);
+				/* a follower retrying after a lost connection goes on */
+				actor_barriers(&args, cxt, backfill_following);
 
 			backfill_xact_end();
 			done = true;
