@@ -46,8 +46,9 @@
  * Reading a chunk (DBLog's watermarks, made exact by snapshots).  A chunk of
  * split s is read on the source in one REPEATABLE READ transaction: first
  * its snapshot and pg_current_wal_insert_lsn() (the chunk's offset), then
- * the key that ends the chunk, then COPY of its rows, straight into the
- * downstream (COPY FROM, remote.c).  A change of a key in the chunk is
+ * COPY of its next rows in key order, up to the chunk's size, straight into
+ * the downstream (COPY FROM, remote.c); the last row's key ends the chunk,
+ * and fewer rows than asked for end the split.  A change of a key in the chunk is
  * either visible to that snapshot, so already in the chunk, or not, so it
  * came after: the chunk's barrier deletes the changes of the chunk's keys
  * that its snapshot sees (pg_visible_in_snapshot of their transaction), and
@@ -1174,7 +1175,7 @@ refetch(RemoteJob *rj, SPITupleTable *tuptable, uint64 nkeys)
 		initStringInfo(&sql);
 		appendStringInfo(&sql, "COPY (SELECT %s FROM %s t WHERE (%s) IN (%s)) TO STDOUT",
 						 job->columns_sql, rj->table.qualified, backfill_pk_list(job, "t"), kc.sql.data);
-		(void) backfill_remote_copy_into(conn, sql.data, rel, attnames);
+		(void) backfill_remote_copy_into(conn, sql.data, rel, attnames, NULL);
 	}
 	table_close(rel, NoLock);
 	if (pushed)
@@ -1249,15 +1250,11 @@ remote_final_changes(BarrierExecutor *exec)
 
 /* ---- reading ---- */
 
-/* the source's snapshot and offset, and the key that ends the chunk (NULL: the split's end) */
-static char **
-chunk_start(RemoteJob *rj, RemoteConn *conn, int j, char **pos, int64 limit,
-			char **snapshot, XLogRecPtr *lsn)
+/* a chunk's transaction on the source: its snapshot and offset */
+static void
+chunk_start(RemoteConn *conn, char **snapshot, XLogRecPtr *lsn)
 {
-	BackfillJob *job = rj->job;
 	RemoteRows *rows;
-	KeyCond		kc;
-	char	  **end = NULL;
 	bool		err = false;
 
 	(void) backfill_remote_query(conn, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", 0, NULL);
@@ -1265,28 +1262,45 @@ chunk_start(RemoteJob *rj, RemoteConn *conn, int j, char **pos, int64 limit,
 								 "pg_catalog.pg_current_snapshot()::text", 0, NULL);
 	*lsn = pg_lsn_in_internal(backfill_remote_value(rows, 0, 0), &err);
 	*snapshot = backfill_remote_value(rows, 0, 1);
+}
 
-	memset(&kc, 0, sizeof(kc));
-	kc.conn = conn;
-	cond_range(&kc, rj, "t", j, pos, NULL);
-	{
-		StringInfoData keys;
+/*
+ * The key of a row as COPY's text format sends it: the job's columns in
+ * order, separated by tabs, with backslash escapes (\b, \f, \n, \r, \t,
+ * \v, and a backslash before a backslash); a key column is never null.
+ */
+static char **
+copy_row_key(RemoteJob *rj, const char *line)
+{
+	BackfillJob *job = rj->job;
+	char	  **fields = palloc0(sizeof(char *) * job->ncols);
+	char	  **key = palloc(sizeof(char *) * job->npk);
+	const char *p = line;
 
-		initStringInfo(&keys);
-		for (int k = 0; k < job->npk; k++)
-			appendStringInfo(&keys, "%st.%s::text", k > 0 ? ", " : "", quote_identifier(job->pk_names[k]));
-		rows = backfill_remote_query(conn, psprintf("SELECT %s FROM %s t WHERE %s ORDER BY %s OFFSET %lld LIMIT 1",
-													keys.data, rj->table.qualified, kc.sql.data,
-													backfill_pk_list(job, "t"), (long long) (limit - 1)),
-									 0, NULL);
-	}
-	if (rows->nrows > 0)
+	for (int c = 0; c < job->ncols; c++)
 	{
-		end = palloc(sizeof(char *) * job->npk);
-		for (int k = 0; k < job->npk; k++)
-			end[k] = backfill_remote_value(rows, 0, k);
+		StringInfoData f;
+
+		initStringInfo(&f);
+		for (; *p != '\0' && *p != '\t' && *p != '\n'; p++)
+		{
+			char		ch = *p;
+
+			if (ch == '\\' && p[1] != '\0')
+			{
+				ch = *++p;
+				ch = ch == 'b' ? '\b' : ch == 'f' ? '\f' : ch == 'n' ? '\n' :
+					ch == 'r' ? '\r' : ch == 't' ? '\t' : ch == 'v' ? '\v' : ch;
+			}
+			appendStringInfoChar(&f, ch);
+		}
+		fields[c] = f.data;
+		if (*p == '\t')
+			p++;
 	}
-	return end;
+	for (int k = 0; k < job->npk; k++)
+		key[k] = fields[rj->pk_cols[k]];
+	return key;
 }
 
 /*
@@ -1303,6 +1317,7 @@ remote_read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
 	int			j = -1;
 	RemoteConn *conn;
 	char	  **end;
+	char	   *last;
 	char	   *snapshot;
 	XLogRecPtr	lsn;
 	KeyCond		kc;
@@ -1317,8 +1332,9 @@ remote_read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
 	if (j < 0 || rj->full[a])
 		return 0;
 	vs = &job->vnodes[split_vnode(rj, a, j)];
+	limit = Max(limit, 1);
 	conn = remote_job_connect(rj);
-	end = chunk_start(rj, conn, j, rj->pos[a], Max(limit, 1), &snapshot, &lsn);
+	chunk_start(conn, &snapshot, &lsn);
 
 	/* a split read from its start: what an earlier read left goes */
 	if (rj->pos[a] == NULL)
@@ -1330,17 +1346,21 @@ remote_read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
 		rj->low[j] = lsn;
 	}
 
+	/* the next rows of the split in key order; the last one ends the chunk */
 	memset(&kc, 0, sizeof(kc));
 	kc.conn = conn;
-	cond_range(&kc, rj, "t", j, rj->pos[a], end);
+	cond_range(&kc, rj, "t", j, rj->pos[a], NULL);
 	for (int c = 0; c < job->ncols; c++)
 		attnames = lappend(attnames, makeString(job->col_names[c]));
 	rel = table_open(job->downstream, RowExclusiveLock);
-	rows = backfill_remote_copy_into(conn, psprintf("COPY (SELECT %s FROM %s t WHERE %s) TO STDOUT",
-													job->columns_sql, rj->table.qualified, kc.sql.data),
-									 rel, attnames);
+	rows = backfill_remote_copy_into(conn, psprintf("COPY (SELECT %s FROM %s t WHERE %s ORDER BY %s LIMIT %lld) TO STDOUT",
+													job->columns_sql, rj->table.qualified, kc.sql.data,
+													backfill_pk_list(job, "t"), (long long) limit),
+									 rel, attnames, &last);
 	table_close(rel, NoLock);
 	(void) backfill_remote_query(conn, "COMMIT", 0, NULL);
+	/* fewer rows than asked for: the split's end */
+	end = rows < (uint64) limit || last == NULL ? NULL : copy_row_key(rj, last);
 
 	/* the changes of the chunk's keys that its snapshot saw are in it */
 	memset(&kc, 0, sizeof(kc));

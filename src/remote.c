@@ -65,11 +65,13 @@ struct RemoteConn
 /* this process's connections, in TopMemoryContext */
 static List *connections = NIL;
 
-/* the COPY being read by backfill_remote_copy_into() */
+/* the COPY being read by backfill_remote_copy_into(), and its last row read */
 static RemoteConn *copy_conn = NULL;
 static char *copy_buf = NULL;
 static int	copy_len = 0;
 static int	copy_off = 0;
+static char *copy_last = NULL;
+static int	copy_last_len = 0;
 
 /*
  * The server, schema and table of a foreign table of postgres_fdw: its
@@ -392,7 +394,12 @@ copy_source(void *outbuf, int minread, int maxread)
 			int			n;
 
 			if (copy_buf != NULL)
-				PQfreemem(copy_buf);
+			{
+				if (copy_last != NULL)
+					PQfreemem(copy_last);
+				copy_last = copy_buf;
+				copy_last_len = copy_len;
+			}
 			copy_buf = NULL;
 			copy_len = copy_off = 0;
 			if (done >= minread)
@@ -430,15 +437,30 @@ copy_source(void *outbuf, int minread, int maxread)
 	return done;
 }
 
+/* let go of the COPY's buffers */
+static void
+copy_done(void)
+{
+	if (copy_buf != NULL)
+		PQfreemem(copy_buf);
+	if (copy_last != NULL)
+		PQfreemem(copy_last);
+	copy_buf = copy_last = NULL;
+	copy_conn = NULL;
+}
+
 /*
  * backfill_remote_copy_into
  *		Run "COPY (...) TO STDOUT" on the source and insert its rows into
  *		rel, as COPY FROM would (triggers, constraints, indexes), into the
- *		columns attnames (String nodes).  Returns the rows inserted.  Caller
- *		holds rel open and has an active snapshot.
+ *		columns attnames (String nodes).  Returns the rows inserted, and the
+ *		last of them as the source sent it (COPY's text format, NULL when
+ *		none) in *last_row unless that is NULL.  Caller holds rel open and
+ *		has an active snapshot.
  */
 uint64
-backfill_remote_copy_into(RemoteConn *rc, const char *copy_sql, Relation rel, List *attnames)
+backfill_remote_copy_into(RemoteConn *rc, const char *copy_sql, Relation rel, List *attnames,
+						  char **last_row)
 {
 	PGresult   *res;
 	uint64		rows = 0;
@@ -451,7 +473,7 @@ backfill_remote_copy_into(RemoteConn *rc, const char *copy_sql, Relation rel, Li
 	PQclear(res);
 
 	copy_conn = rc;
-	copy_buf = NULL;
+	copy_buf = copy_last = NULL;
 	copy_len = copy_off = 0;
 	PG_TRY();
 	{
@@ -474,18 +496,14 @@ backfill_remote_copy_into(RemoteConn *rc, const char *copy_sql, Relation rel, Li
 	}
 	PG_CATCH();
 	{
-		if (copy_buf != NULL)
-			PQfreemem(copy_buf);
-		copy_buf = NULL;
-		copy_conn = NULL;
+		copy_done();
 		abandon(rc);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
-	if (copy_buf != NULL)
-		PQfreemem(copy_buf);
-	copy_buf = NULL;
-	copy_conn = NULL;
+	if (last_row != NULL)
+		*last_row = copy_last ? pnstrdup(copy_last, copy_last_len) : NULL;
+	copy_done();
 
 	/* the COPY's own result */
 	while ((res = next_result(rc)) != NULL)

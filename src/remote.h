@@ -44,7 +44,7 @@ extern RemoteRows *backfill_remote_query(RemoteConn *conn, const char *sql, int 
 extern char *backfill_remote_value(RemoteRows *rows, int row, int col);
 extern char *backfill_remote_literal(RemoteConn *conn, const char *value);
 extern uint64 backfill_remote_copy_into(RemoteConn *conn, const char *copy_sql,
-										Relation rel, List *attnames);
+										Relation rel, List *attnames, char **last_row);
 
 /* pgoutput.c: one decoded change of the source table */
 typedef enum RemoteChangeKind
