@@ -157,4 +157,28 @@ is($local->safe_psql('postgres', "SELECT count(*) FROM backfill.verify_job($job)
 $local->safe_psql('postgres', "SELECT backfill.drop_job($job)");
 is(leftovers_everywhere(), $nothing, 'drop_job leaves nothing on either side');
 
+# text keys with what COPY's text format escapes (tab, newline, carriage
+# return, backslash, backspace, form feed, vertical tab), read one row per
+# chunk so that each of them ends a chunk, each followed in byte order by a
+# key it is a prefix of: an escape left in a position would sort after that
+# key, which the next chunk would skip
+$source->safe_psql('postgres', q{
+CREATE TABLE tk (k text COLLATE "C" PRIMARY KEY, v int);
+INSERT INTO tk SELECT 'k' || g || chr(9) || chr(10) || chr(13) || chr(92) || chr(8) || chr(12) || chr(11), g
+  FROM generate_series(1, 40) g;
+INSERT INTO tk SELECT 'k' || g || '0', 100 + g FROM generate_series(1, 40) g;
+INSERT INTO tk VALUES (chr(92) || 'N', 41), (chr(92), 42), ('a' || chr(9) || 'b', 43), ('plain', 44);
+});
+$local->safe_psql('postgres', 'IMPORT FOREIGN SCHEMA public LIMIT TO (tk) FROM SERVER src INTO remote');
+$job = $local->safe_psql('postgres',
+	"SELECT backfill.create_job('copy_tk', 'remote.tk', kind => 'cdc', chunk_size => 1)");
+$local->safe_psql('postgres', "CALL backfill.run_job($job)");
+is($local->safe_psql('postgres', q{
+SELECT (SELECT count(*) FROM (SELECT * FROM remote.tk EXCEPT SELECT * FROM copy_tk) x)
+    || ' ' || (SELECT count(*) FROM (SELECT * FROM copy_tk EXCEPT SELECT * FROM remote.tk) y)
+    || ' ' || (SELECT count(*) FROM copy_tk)}),
+	'0 0 84', 'keys with escaped characters: chunks end on them, and the copy equals the source');
+is($local->safe_psql('postgres', "SELECT count(*) FROM backfill.verify_job($job)"), '0', 'verify_job is empty');
+$local->safe_psql('postgres', "SELECT backfill.drop_job($job)");
+
 done_testing();
