@@ -84,7 +84,8 @@
  * offset (peeked at in the slot, unfetched_keys), are pending.
  * cancel_job and drop_job drop the slot and the publication; those of jobs
  * that no longer exist, left by a crash or a source that was down, are
- * dropped by the next fetch of any job on that server.
+ * dropped by the first fetch of any job on that server in each process that
+ * fetches (each run, each worker).
  *
  * May call: remote.c, pgoutput.c, state.c, catalog.c, privilege.c and the
  * foundations.
@@ -823,20 +824,32 @@ ensure_slot(RemoteJob *rj, RemoteConn *conn, bool has_offset)
 	return lsn;
 }
 
+/* whether this process has swept a server for orphans, by server OID */
+static List *swept_servers = NIL;
+
 /*
  * Drop the slots and publications of this database's jobs that no longer
  * exist (a crash, or a source down when they were dropped), on the job's
- * server.
+ * server, those of every role's jobs (the publications the source lets the
+ * job's role drop); once per process and server.
  */
 static void
-sweep_orphans(RemoteConn *conn)
+sweep_orphans(RemoteConn *conn, Oid serverid)
 {
 	StringInfoData live;
 	const char *params[2];
+	RoleContext rc;
+	MemoryContext old;
 
+	if (list_member_oid(swept_servers, serverid))
+		return;
+
+	/* every role's jobs: row-level security shows each role its own */
+	backfill_catalog_enter(&rc);
 	if (SPI_execute("SELECT pg_catalog.string_agg(job_id::text, ',') FROM backfill.job "
 					"WHERE remote AND status <> 'cancelled'", true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read backfill.job");
+	backfill_role_leave(&rc);
 	initStringInfo(&live);
 	appendStringInfo(&live, "{%s}", SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1) ?
 					 SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1) : "");
@@ -851,6 +864,7 @@ sweep_orphans(RemoteConn *conn)
 		RemoteRows *rows = backfill_remote_query(conn,
 												 "SELECT pubname::text FROM pg_catalog.pg_publication "
 												 "WHERE pg_catalog.starts_with(pubname, $1) "
+												 "AND pg_catalog.pg_has_role(pubowner, 'MEMBER') "
 												 "AND pg_catalog.substr(pubname, pg_catalog.length($1) + 1) <> ALL ($2::text[])",
 												 2, params);
 
@@ -859,6 +873,9 @@ sweep_orphans(RemoteConn *conn)
 														quote_identifier(backfill_remote_value(rows, i, 0))),
 										 0, NULL);
 	}
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	swept_servers = lappend_oid(swept_servers, serverid);
+	MemoryContextSwitchTo(old);
 }
 
 /* a 32-bit xid of a change, made full by the epoch of xmax, which follows it */
@@ -1012,11 +1029,9 @@ fetch_once(RemoteJob *rj, bool first)
 	if (first && !snapshot_sees_offset(rj, has_offset, offset))
 		return true;
 	confirmed = ensure_slot(rj, conn, has_offset);
+	sweep_orphans(conn, rj->table.serverid);
 	if (!has_offset)
-	{
-		sweep_orphans(conn);
 		offset = confirmed;
-	}
 	params[0] = rj->name;
 	params[1] = psprintf("%X/%X", LSN_FORMAT_ARGS(offset));
 	if (confirmed < offset)

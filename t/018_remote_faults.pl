@@ -157,4 +157,35 @@ is($source->safe_psql('postgres', q{
 SELECT (SELECT count(*) FROM pg_replication_slots) || ' ' || (SELECT count(*) FROM pg_publication)}),
 	'0 0', 'no slot and no publication left on the source');
 
+# ---- drop_job while the source is down, then a sweep ----
+sub source_objects
+{
+	return $source->safe_psql('postgres', q{
+SELECT (SELECT count(*) FROM pg_replication_slots) || ' ' || (SELECT count(*) FROM pg_publication)});
+}
+$source->safe_psql('postgres', q{
+CREATE TABLE small (id int PRIMARY KEY, v text);
+INSERT INTO small SELECT g, 'v' || g FROM generate_series(1, 100) g;
+});
+$local->safe_psql('postgres', 'IMPORT FOREIGN SCHEMA public LIMIT TO (small) FROM SERVER src INTO remote');
+my $gone = $local->safe_psql('postgres', "SELECT backfill.create_job('small1', 'remote.small', kind => 'cdc')");
+$local->safe_psql('postgres', "CALL backfill.run_job($gone)");
+is(source_objects(), '1 1', 'a job with its slot and publication on the source');
+$source->stop('fast');
+my ($ret, $out, $err) = $local->psql('postgres', "SELECT backfill.drop_job($gone)");
+is($ret, 0, 'drop_job succeeds with the source down');
+like($err, qr/WARNING:  could not drop replication slot and publication "backfill_\d+_\d+_$gone" on server "src"/,
+	'and warns that it could not drop its objects there');
+unlike($err, qr/password/, 'the warning shows no password');
+$source->start;
+is(source_objects(), '1 1', 'the slot and the publication are left on the source');
+my $next = $local->safe_psql('postgres', "SELECT backfill.create_job('small2', 'remote.small', kind => 'cdc')");
+$local->safe_psql('postgres', "CALL backfill.run_job($next)");
+is($source->safe_psql('postgres', "SELECT string_agg(slot_name, ',') FROM pg_replication_slots"),
+	$local->safe_psql('postgres', "SELECT slot_name FROM backfill.jobs WHERE job_id = $next"),
+	'the next job on that server swept them: only its own slot is left');
+is(source_objects(), '1 1', 'and its publication');
+$local->safe_psql('postgres', "SELECT backfill.drop_job($next)");
+is(source_objects(), '0 0', 'nothing left on the source');
+
 done_testing();
