@@ -247,8 +247,9 @@ read_arguments(FunctionCallInfo fcinfo, CreateArgs *args)
 	if (kind->needs_job_column && !backfill_job_catalog_has(kind->needs_job_column))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("backfill kind \"%s\" needs version 1.1 of extension \"backfill\"",
-						backfill_kind_name(args->kind)),
+				 errmsg("backfill kind \"%s\" needs version %s of extension \"backfill\"",
+						backfill_kind_name(args->kind),
+						kind->needs_version ? kind->needs_version : "1.1"),
 				 errhint("Run ALTER EXTENSION backfill UPDATE.")));
 	if (args->parallelism < 1 || args->parallelism > BACKFILL_MAX_PARALLELISM)
 		ereport(ERROR,

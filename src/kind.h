@@ -53,6 +53,8 @@ typedef struct KindRoutine
 
 	/* the catalog column it needs that an older catalog lacks, if any */
 	const char *needs_job_column;
+	/* the version that brought that column, when it is not 1.1 */
+	const char *needs_version;
 
 	/*
 	 * Whether it cuts the key range into splits of its own, so that

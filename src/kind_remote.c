@@ -1589,6 +1589,7 @@ const KindRoutine backfill_remote_cdc_routine = {
 	.capture = CAPTURE_STREAM,
 	.recount_total = false,
 	.needs_job_column = "remote_splits",
+	.needs_version = "1.2",
 	.cuts_splits = true,
 	.upstream_key = remote_upstream_key,
 	.check_shape = remote_check_shape,
