@@ -119,6 +119,12 @@
 /* messages one fetch peeks at most */
 #define BACKFILL_REMOTE_FETCH_CHANGES 20000
 
+/*
+ * fetches one after_finish makes at most in a background worker, which calls
+ * it again after checking whether it is asked to stop (driver.c)
+ */
+#define BACKFILL_REMOTE_FOLLOW_FETCHES 50
+
 /* keys read again from the source per statement */
 #define BACKFILL_REMOTE_REFETCH_BATCH 500
 
@@ -1469,11 +1475,12 @@ remote_finished_everywhere(BackfillJob *job)
 
 /*
  * kind.h: after_finish: follow the source up to where it was now, then
- * return.  One fetch and its apply per transaction: a fetch moves the slot
- * only to the offset committed here before it, so a transaction that fails
- * loses nothing the slot has let go of.  Caller is connected to SPI in a
- * non-atomic context, which this commits between fetches; each fetch runs
- * as the job's owner.
+ * return; in a background worker, after BACKFILL_REMOTE_FOLLOW_FETCHES
+ * fetches at most.  One fetch and its apply per transaction: a fetch moves
+ * the slot only to the offset committed here before it, so a transaction
+ * that fails loses nothing the slot has let go of.  Caller is connected to
+ * SPI in a non-atomic context, which this commits between fetches; each
+ * fetch runs as the job's owner.
  */
 static void
 remote_after_finish(int64 job_id)
@@ -1481,6 +1488,7 @@ remote_after_finish(int64 job_id)
 	MemoryContext cxt = AllocSetContextCreate(TopMemoryContext, "backfill follow",
 											  ALLOCSET_DEFAULT_SIZES);
 	bool		done = false;
+	int			fetches = 0;
 
 	PG_TRY();
 	{
@@ -1502,7 +1510,8 @@ remote_after_finish(int64 job_id)
 				prepare_apply(rj);
 				prepare_insert(rj);
 				backfill_lock_slot_of(job_id);
-				done = fetch_once(rj, true);
+				done = fetch_once(rj, true) ||
+					(IsBackgroundWorker && ++fetches >= BACKFILL_REMOTE_FOLLOW_FETCHES);
 				apply_changes(rj, -1);
 				SPI_freeplan(rj->apply_plan);
 				SPI_freeplan(rj->insert_plan);
