@@ -17,11 +17,14 @@ OBJS = \
 	src/executor.o \
 	src/kind.o \
 	src/kind_cdc.o \
+	src/kind_remote.o \
 	src/kind_snapshot.o \
 	src/kind_vnode.o \
 	src/pacing.o \
+	src/pgoutput.o \
 	src/privilege.o \
 	src/ranges.o \
+	src/remote.o \
 	src/run.o \
 	src/rw_debug.o \
 	src/shape.o \
@@ -36,7 +39,7 @@ OBJS = \
 DATA = sql/backfill--1.0.sql sql/backfill--1.0--1.1.sql sql/backfill--1.1--1.2.sql
 PGFILEDESC = "backfill - resumable backfill of derived tables"
 
-REGRESS = setup create_job run_job recovery legacy_message observe cancel_drop workers safety snapshot cdc ddl downstream filter_columns into_existing partitioned privileges bad_input capture apply_statements pacing range_vnodes upgrade
+REGRESS = setup create_job run_job recovery legacy_message observe cancel_drop workers safety snapshot cdc ddl downstream filter_columns into_existing partitioned privileges bad_input capture apply_statements pacing range_vnodes upgrade remote
 REGRESS_OPTS = --inputdir=. --outputdir=.
 ISOLATION = changes_across_barriers key_moves writer_across_barrier final_barrier_race two_runners snapshot_phases cdc_fetch capture_ddl_between_rows filter_moves
 ISOLATION_OPTS = --inputdir=. --outputdir=output_iso
@@ -44,7 +47,8 @@ TAP_TESTS = 1
 
 # the server headers as system headers: their inline functions leave
 # parameters unused, ours must not
-PG_CPPFLAGS = -isystem $(shell $(PG_CONFIG) --includedir-server)
+PG_CPPFLAGS = -isystem $(shell $(PG_CONFIG) --includedir-server) -I$(libpq_srcdir)
+SHLIB_LINK_INTERNAL = $(libpq)
 PG_CFLAGS = $(PG_CFLAGS_EXTRA) -Wall -Wextra -Wno-missing-field-initializers -Wno-sign-compare
 
 PG_CONFIG ?= pg_config

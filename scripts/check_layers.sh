@@ -50,12 +50,13 @@ rule 3 str  'backfill_(capture|apply)_(truncate_|[^a-z]|$)'  capture.c  'trigger
 rule 3 code '\b(CREATE|DROP) TRIGGER\b|\bEnableDisableTrigger\b'  capture.c  'the triggers are installed, switched and dropped by capture alone'
 rule 4 str  '\bis_epoch_finished\b'  kind_snapshot.c  "the snapshot kind's state table"
 rule 4 str  '\b(backfill_seq|backfill_captured_at|backfill_old_row)\b'  'capture.c kind_snapshot.c'  "the snapshot kind's log, which capture writes and the kind reads"
-rule 4 str  '\b(split_id|cdc_offset)\b'  kind_cdc.c  "the cdc kind's state table"
-rule 4 str  '\bbackfill_finished\b'  'kind_vnode.c kind_cdc.c'  "the vnode kinds' and the cdc kind's finished flag"
+rule 4 str  '\b(split_id|cdc_offset)\b'  'kind_cdc.c kind_remote.c'  "the cdc kinds' state tables"
+rule 4 str  '\b(cdc_offset_low|cdc_offset_high|backfill_lsn|backfill_order|backfill_xid|backfill_op|backfill_row)\b'  kind_remote.c  "the remote cdc kind's state and change tables"
+rule 4 str  '\bbackfill_finished\b'  'kind_vnode.c kind_cdc.c kind_remote.c'  "the vnode kinds' and the cdc kinds' finished flag"
 rule 5 code '\b(StartTransactionCommand|CommitTransactionCommand|AbortCurrentTransaction|AbortOutOfAnyTransaction|SPI_commit\w*|SPI_rollback\w*|SPI_start_transaction)\b'  xact.c  'transactions begin and end in one place'
 rule 6 code '\b(ShmemInitStruct|ShmemAlloc\w*|RequestAddinShmemSpace|RequestNamedLWLockTranche|GetNamedLWLockTranche|LWLockNewTrancheId|LWLockRegisterTranche|AddinShmemInitLock|shmem_request_hook|shmem_startup_hook)\b'  shmem.c  'shared memory is requested and attached by the worker registry alone'
 rule 6 code '\b(BackfillShared|BackfillRun|BackfillWorkerSlot)\b|\bLWLock\s*\*|\b(dsm|dsa|shm_mq)_\w+\s*\('  shmem.c  "the registry's shared structs and lock, dynamic shared memory"
-rule 7 code '\bBACKFILL_KIND_(NO_SHUFFLE|ARRANGEMENT|SNAPSHOT|CDC)\b'  'backfill.h catalog.c kind.c kind_vnode.c kind_snapshot.c kind_cdc.c'  'only the kinds name a kind (and the catalog, which reads their names): the executor never tests one'
+rule 7 code '\bBACKFILL_KIND_(NO_SHUFFLE|ARRANGEMENT|SNAPSHOT|CDC|REMOTE_CDC)\b'  'backfill.h catalog.c kind.c kind_vnode.c kind_snapshot.c kind_cdc.c kind_remote.c'  'only the kinds name a kind (and the catalog, which reads their names): the executor never tests one'
 # ---- end of the rules on names ----
 
 MAX_FUNCTION_LINES=150
@@ -90,7 +91,8 @@ trap 'rm -rf "$tmp"' EXIT
 read -ra cppflags <<<"$("$PG_CONFIG" --cppflags)"
 cflags=(-O0 -w -fcallgraph-info -ffunction-sections -fdata-sections
         -I. -I./ -I"$("$PG_CONFIG" --includedir-server)"
-        -I"$("$PG_CONFIG" --pkgincludedir)/internal" "${cppflags[@]}")
+        -I"$("$PG_CONFIG" --pkgincludedir)/internal" -I"$("$PG_CONFIG" --includedir)"
+        "${cppflags[@]}")
 sources=(src/*.c)
 pids=()
 for src in "${sources[@]}"; do

@@ -777,3 +777,378 @@ SELECT s.job_id AS ddl_id,
  WHERE s.status OPERATOR(pg_catalog.=) ANY (ARRAY['pending', 'backfilling']);
 COMMENT ON VIEW backfill.ddl_progress IS 'Progress of the jobs being created, as RisingWave''s rw_ddl_progress shows it.';
 GRANT SELECT ON backfill.ddl_progress TO PUBLIC;
+
+-- ---- copy from another server ----
+-- A cdc job whose upstream is a foreign table of postgres_fdw reads the table
+-- of another PostgreSQL server in splits and follows it through a logical
+-- replication slot there (src/kind_remote.c).
+
+ALTER TABLE backfill.job
+    ADD COLUMN remote boolean NOT NULL DEFAULT false,
+    ADD COLUMN remote_splits text[],
+    ADD COLUMN remote_lsn pg_lsn,
+    ADD COLUMN remote_source_lsn pg_lsn,
+    ADD COLUMN remote_caught_up_at timestamptz,
+    ADD COLUMN remote_last_commit timestamptz;
+COMMENT ON COLUMN backfill.job.remote IS
+'Whether the upstream is a foreign table, read from its server.';
+COMMENT ON COLUMN backfill.job.remote_splits IS
+'The inner bounds of the splits, values of the first key column as text.';
+COMMENT ON COLUMN backfill.job.remote_lsn IS
+'The offset of the change stream: the changes the source committed below it are fetched.';
+COMMENT ON COLUMN backfill.job.remote_source_lsn IS
+'The end of the source''s flushed WAL when the job last fetched.';
+COMMENT ON COLUMN backfill.job.remote_caught_up_at IS
+'When a fetch last reached the end of the source''s flushed WAL.';
+COMMENT ON COLUMN backfill.job.remote_last_commit IS
+'The commit time on the source of the last transaction fetched.';
+
+CREATE FUNCTION backfill._drop_kind_objects(job_id bigint)
+RETURNS void
+AS 'MODULE_PATHNAME', 'backfill_drop_kind_objects'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION backfill._drop_kind_objects(bigint) IS
+'Internal: drops what a job the caller owns has outside this database (the replication slot and publication on the source of a remote job).';
+
+-- a remote job's slot and publication are on its source
+CREATE OR REPLACE FUNCTION backfill._drop_job_objects(j backfill.job, drop_downstream boolean)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    -- the upstream's owner may be another role than the job's
+    PERFORM backfill._drop_triggers(j.job_id);
+    IF EXISTS (SELECT FROM pg_class WHERE oid = j.change_table) THEN
+        EXECUTE format('DROP TABLE %s', j.change_table);
+    END IF;
+    IF to_regtype(format('backfill.%I', 'image_' || j.job_id)) IS NOT NULL THEN
+        EXECUTE format('DROP TYPE backfill.%I', 'image_' || j.job_id);
+    END IF;
+    IF drop_downstream AND EXISTS (SELECT FROM pg_class WHERE oid = j.downstream) THEN
+        EXECUTE format('DROP TABLE %s', j.downstream);
+    END IF;
+    IF EXISTS (SELECT FROM pg_class WHERE oid = j.state_table) THEN
+        EXECUTE format('DROP TABLE %s', j.state_table);
+    END IF;
+    IF j.kind = 'cdc' AND NOT j.remote THEN
+        PERFORM backfill._drop_slot(j.job_id);
+    END IF;
+    IF j.remote THEN
+        PERFORM backfill._drop_kind_objects(j.job_id);
+    END IF;
+END
+$$;
+
+-- how far behind its source a remote job is: the source's WAL it has not
+-- fetched yet, and since when it has not caught up; and why it waits
+CREATE OR REPLACE VIEW backfill.jobs WITH (security_invoker = true) AS
+SELECT j.job_id, j.job_name, j.kind, j.status, j.upstream,
+       j.upstream::pg_catalog.oid AS upstream_table_id,
+       j.downstream, j.fragment_id, j.parallelism, j.chunk_size,
+       coalesce(p.epoch, 0) AS epoch, coalesce(p.row_count, 0)::bigint AS row_count,
+       j.created_at, j.finished_at, j.last_error, j.state_table, j.rate_limit, j.run_mode,
+       (SELECT pg_catalog.array_agg(w.pid ORDER BY w.actor_id)
+          FROM backfill.job_workers() w
+         WHERE w.job_id OPERATOR(pg_catalog.=) j.job_id) AS worker_pids,
+       j.snapshot_epoch,
+       -- a remote job keeps its slot on the source after its finish
+       CASE WHEN j.remote AND j.status OPERATOR(pg_catalog.<>) 'cancelled'
+            THEN pg_catalog.format('backfill_%s_%s_%s',
+                     (SELECT s.system_identifier FROM pg_catalog.pg_control_system() s),
+                     d.oid, j.job_id)
+            WHEN j.kind OPERATOR(pg_catalog.=) 'cdc'
+                 AND j.status OPERATOR(pg_catalog.<>) ALL (ARRAY['finished', 'cancelled'])
+            THEN pg_catalog.format('backfill_%s_%s', d.oid, j.job_id) END AS slot_name,
+       j.owner,
+       CASE WHEN r.running THEN p.throttled_by END AS throttled_by,
+       CASE WHEN r.running THEN pg_catalog.round(p.rows_per_second) END AS rows_per_second,
+       CASE WHEN r.running AND p.rows_per_second OPERATOR(pg_catalog.>) 0
+            THEN pg_catalog.make_interval(secs => pg_catalog.round(
+                     GREATEST(j.total_rows OPERATOR(pg_catalog.-) coalesce(p.row_count, 0), 0)::double precision
+                     OPERATOR(pg_catalog./) p.rows_per_second)) END AS eta,
+       CASE
+           WHEN j.status OPERATOR(pg_catalog.=) 'finished' THEN '100%'
+           WHEN j.status OPERATOR(pg_catalog.=) 'cancelled' THEN NULL
+           WHEN j.remote
+           THEN pg_catalog.format('%s [splits: %s/%s]',
+                    backfill._rw_progress(coalesce(p.row_count, 0)::bigint, j.total_rows),
+                    (SELECT pg_catalog.count(*) FILTER (WHERE s.backfill_finished)
+                       FROM backfill.job_state(j.job_id) s),
+                    coalesce(pg_catalog.cardinality(j.remote_splits), 0) OPERATOR(pg_catalog.+) 1)
+           WHEN j.kind OPERATOR(pg_catalog.<>) 'snapshot'
+           THEN backfill._rw_progress(coalesce(p.row_count, 0)::bigint, j.total_rows)
+           WHEN p.caught_up OPERATOR(pg_catalog.=) p.actors AND p.actors OPERATOR(pg_catalog.>) 0
+           THEN 'Finishing [epoch lag: 0ns]'
+           WHEN p.in_log_store OPERATOR(pg_catalog.=) p.actors AND p.actors OPERATOR(pg_catalog.>) 0
+           THEN pg_catalog.format('LogStore [actor: %s/%s, avg lag %s]', p.caught_up, p.actors,
+                    backfill._rw_duration(p.ongoing_lag_ms))
+           WHEN p.in_log_store OPERATOR(pg_catalog.>) 0
+                OR (SELECT pg_catalog.bool_and(s.backfill_finished)
+                      FROM backfill.job_state(j.job_id) s)
+           THEN 'Snapshot finished'
+           ELSE pg_catalog.format('Snapshot [%s]',
+                    backfill._rw_progress(coalesce(p.row_count, 0)::bigint, j.total_rows))
+       END AS progress,
+       j.remote,
+       CASE WHEN j.remote THEN j.remote_source_lsn OPERATOR(pg_catalog.-) j.remote_lsn END AS lag_bytes,
+       CASE WHEN j.remote AND j.remote_lsn OPERATOR(pg_catalog.>=) j.remote_source_lsn
+            THEN '0'::pg_catalog.interval
+            WHEN j.remote
+            THEN pg_catalog.now() OPERATOR(pg_catalog.-) coalesce(j.remote_caught_up_at, j.created_at)
+       END AS lag_time,
+       (SELECT pg_catalog.min(a.query)
+          FROM backfill.job_workers() w
+          JOIN pg_catalog.pg_stat_activity a ON a.pid OPERATOR(pg_catalog.=) w.pid
+         WHERE w.job_id OPERATOR(pg_catalog.=) j.job_id
+           AND pg_catalog.starts_with(a.query, 'waiting for the source')) AS waiting_for
+  FROM backfill.job j
+  CROSS JOIN (SELECT oid FROM pg_catalog.pg_database
+               WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) d
+  LEFT JOIN LATERAL (SELECT pg_catalog.max(a.epoch) AS epoch, pg_catalog.sum(a.row_count) AS row_count,
+                            pg_catalog.sum(a.rows_per_second) AS rows_per_second,
+                            (pg_catalog.array_agg(a.throttled_by ORDER BY a.actor_id)
+                               FILTER (WHERE a.throttled_by IS NOT NULL))[1] AS throttled_by,
+                            pg_catalog.count(*) AS actors,
+                            pg_catalog.count(a.log_store_lag_ms) AS in_log_store,
+                            pg_catalog.count(*) FILTER (WHERE a.log_store_caught_up) AS caught_up,
+                            coalesce(pg_catalog.floor(pg_catalog.avg(a.log_store_lag_ms)
+                                         FILTER (WHERE NOT a.log_store_caught_up)), 0)::bigint
+                                AS ongoing_lag_ms
+                       FROM backfill.actor a
+                      WHERE a.job_id OPERATOR(pg_catalog.=) j.job_id) p ON true
+  CROSS JOIN LATERAL (SELECT CASE WHEN j.status OPERATOR(pg_catalog.=) 'backfilling'
+                                  THEN backfill._job_is_running(j.job_id)
+                                  ELSE false END AS running) r;
+
+-- RisingWave's rw_catalog.rw_ddl_progress: the jobs being created, with
+
+
+CREATE FUNCTION backfill._unfetched_keys(job_id bigint, since pg_lsn)
+RETURNS SETOF text[]
+AS 'MODULE_PATHNAME', 'backfill_unfetched_keys'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION backfill._unfetched_keys(bigint, pg_lsn) IS
+'Internal: for verify_job, the keys (as text) of the changes the source of a remote job the caller owns committed from an offset on, which the job has not fetched.';
+
+-- one row per split of a remote job: vnode is the split's id, current_pos
+-- its range of the first key column, cdc_offset its low and high offsets
+CREATE OR REPLACE FUNCTION backfill.job_state(job_id bigint)
+RETURNS TABLE (actor_id integer, vnode integer, current_pos text,
+               backfill_finished boolean, row_count bigint,
+               epoch bigint, cdc_offset jsonb)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j backfill.job := backfill._get_job(job_id);
+    pos text;
+BEGIN
+    IF j.state_table IS NULL THEN
+        RAISE EXCEPTION 'backfill job % has no state table', job_id
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = format('The job is %s.', j.status);
+    END IF;
+    SELECT string_agg('s.' || quote_ident(c), ', ' ORDER BY o) INTO pos
+      FROM unnest(j.pk_columns) WITH ORDINALITY AS t(c, o);
+    IF j.remote THEN
+        -- actor a of p reads splits a*n/p .. (a+1)*n/p - 1 (src/kind_remote.c)
+        RETURN QUERY EXECUTE format(
+            'WITH b AS (SELECT coalesce($2, ''{}''::text[]) AS b), '
+            '     a AS (SELECT a.actor_id, (row_number() OVER (ORDER BY a.actor_id) - 1)::int AS i, '
+            '                  count(*) OVER ()::int AS p '
+            '             FROM backfill.actor a WHERE a.job_id = $1) '
+            'SELECT a.actor_id, sp.split_id, '
+            '       format(''[%%s,%%s)'', b.b[sp.split_id], b.b[sp.split_id + 1]), '
+            '       coalesce(s.backfill_finished, false), coalesce(s.row_count, 0), NULL::bigint, '
+            '       CASE WHEN s.split_id IS NOT NULL '
+            '            THEN jsonb_build_object(''low'', s.cdc_offset_low, ''high'', s.cdc_offset_high) END '
+            '  FROM b CROSS JOIN generate_series(0, cardinality(b.b)) AS sp(split_id) '
+            '  JOIN a ON sp.split_id >= a.i * (cardinality(b.b) + 1) / a.p '
+            '        AND sp.split_id < (a.i + 1) * (cardinality(b.b) + 1) / a.p '
+            '  LEFT JOIN %s s ON s.split_id = sp.split_id '
+            ' ORDER BY sp.split_id', j.state_table)
+            USING job_id, j.remote_splits;
+    ELSIF j.kind = 'cdc' THEN
+        -- one split for the whole table
+        RETURN QUERY EXECUTE format(
+            'SELECT a.actor_id, NULL::integer, '
+            '       CASE WHEN ROW(%1$s) IS NULL THEN NULL ELSE ROW(%1$s)::text END, '
+            '       coalesce(s.backfill_finished, false), coalesce(s.row_count, 0), '
+            '       NULL::bigint, s.cdc_offset '
+            '  FROM backfill.actor a LEFT JOIN %2$s s ON true '
+            ' WHERE a.job_id = $1', pos, j.state_table)
+            USING job_id;
+    ELSIF j.kind = 'snapshot' THEN
+        -- current_pos is the next row to read; finished is is_epoch_finished
+        RETURN QUERY EXECUTE format(
+            'SELECT a.actor_id, v.vnode, '
+            '       CASE WHEN ROW(%1$s) IS NULL THEN NULL ELSE ROW(%1$s)::text END, '
+            '       coalesce(s.is_epoch_finished, false), coalesce(s.row_count, 0), '
+            '       s.epoch, NULL::jsonb '
+            '  FROM generate_series(0, 255) AS v(vnode) '
+            '  JOIN backfill.actor a ON a.job_id = $1 AND v.vnode BETWEEN a.vnode_start AND a.vnode_end '
+            '  LEFT JOIN %2$s s ON s.vnode = v.vnode '
+            ' ORDER BY v.vnode', pos, j.state_table)
+            USING job_id;
+    ELSE
+        -- a vnode without a row decodes as RisingWave decodes it: not started
+        RETURN QUERY EXECUTE format(
+            'SELECT a.actor_id, v.vnode, '
+            '       CASE WHEN ROW(%1$s) IS NULL THEN NULL ELSE ROW(%1$s)::text END, '
+            '       CASE WHEN s.vnode IS NULL THEN false ELSE s.backfill_finished END, '
+            '       CASE WHEN s.vnode IS NULL THEN 0 ELSE s.row_count END, '
+            '       NULL::bigint, NULL::jsonb '
+            '  FROM generate_series(0, 255) AS v(vnode) '
+            '  JOIN backfill.actor a ON a.job_id = $1 AND v.vnode BETWEEN a.vnode_start AND a.vnode_end '
+            '  LEFT JOIN %2$s s ON s.vnode = v.vnode '
+            ' ORDER BY v.vnode', pos, j.state_table)
+            USING job_id;
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION backfill.job_state(bigint) IS
+'The state rows of a job, decoded: one per vnode with its actor; for a cdc job its one split; for a remote job one per split (vnode is its id, current_pos its range of the first key column, cdc_offset its low and high offsets).';
+
+
+-- A remote job is compared with its source through the foreign table (one
+-- snapshot of the source for all of it: postgres_fdw's remote transaction).
+-- The keys of splits not finished yet are not compared, on either side (a
+-- split's position lives in its actor's memory); the keys of changes the job
+-- fetched and has not applied (its change table) and of those the source
+-- committed that it has not fetched (its slot, read after the source's
+-- snapshot was taken) are pending, also after the finish, since the job
+-- follows its source asynchronously.  The function is VOLATILE now: the
+-- comparison is one statement, whose snapshot comes after the slot lock, so
+-- that no fetch commits between what it sees of the job and the slot.
+CREATE OR REPLACE FUNCTION backfill.verify_job(job_id bigint)
+RETURNS TABLE (pk text, problem text)
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j backfill.job := backfill._get_job(job_id);
+    key_u text;
+    key_d text;
+    key_s text;
+    key_c text;
+    cols_u text;
+    cols_d text;
+    scan_u text;
+    scan_d text;
+    covered text := 'true';
+    pending text := 'false';
+    decoded text := 'SELECT NULL::record AS k WHERE false';
+    vnode_u text;
+    key_types text;
+    first_type text;
+BEGIN
+    IF j.status = 'cancelled' THEN
+        RAISE EXCEPTION 'backfill job % has been cancelled', job_id
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    SELECT string_agg('u.' || quote_ident(c), ', ' ORDER BY o),
+           string_agg('d.' || quote_ident(c), ', ' ORDER BY o),
+           string_agg('s.' || quote_ident(c), ', ' ORDER BY o),
+           string_agg('c.' || quote_ident(c), ', ' ORDER BY o)
+      INTO key_u, key_d, key_s, key_c
+      FROM unnest(j.pk_columns) WITH ORDINALITY AS t(c, o);
+    -- a key's vnode in the job: its range, or the hash of older jobs
+    vnode_u := CASE WHEN j.vnode_mapping = 'range'
+                    THEN format('backfill.job_vnode(%s::int8, %s)', j.job_id, key_u)
+                    ELSE format('backfill.vnode(%s)', key_u) END;
+    -- each value as the downstream's column stores it
+    SELECT string_agg(format('CAST(%s AS %s)', coalesce('(' || t.e || ')', 'u.' || quote_ident(t.c)),
+                             format_type(a.atttypid, a.atttypmod)), ', ' ORDER BY t.o),
+           string_agg('d.' || quote_ident(t.c), ', ' ORDER BY t.o)
+      INTO cols_u, cols_d
+      FROM unnest(j.columns, j.expressions) WITH ORDINALITY AS t(c, e, o)
+      JOIN pg_attribute a ON a.attrelid = j.downstream AND a.attname = t.c AND NOT a.attisdropped;
+    -- a partitioned upstream is read through its partitions
+    scan_u := format('%s%s u', CASE WHEN (SELECT relkind FROM pg_class WHERE oid = j.upstream) = 'p'
+                                    THEN '' ELSE 'ONLY ' END, j.upstream);
+    scan_d := format('%s', j.downstream);
+
+    IF j.remote THEN
+        SELECT string_agg(format('p.k[%s]::%s', t.o, format_type(a.atttypid, a.atttypmod)), ', ' ORDER BY t.o),
+               min(format_type(a.atttypid, a.atttypmod)) FILTER (WHERE t.o = 1)
+          INTO key_types, first_type
+          FROM unnest(j.pk_columns) WITH ORDINALITY AS t(c, o)
+          JOIN pg_attribute a ON a.attrelid = j.downstream AND a.attname = t.c AND NOT a.attisdropped;
+        IF j.status <> 'finished' THEN
+            -- the keys of finished splits: [bound split_id - 1, bound split_id)
+            covered := format('EXISTS (SELECT FROM %1$s s WHERE s.backfill_finished '
+                              'AND ((%2$L::text[])[s.split_id] IS NULL OR u.%3$I >= ((%2$L::text[])[s.split_id])::%4$s) '
+                              'AND ((%2$L::text[])[s.split_id + 1] IS NULL OR u.%3$I < ((%2$L::text[])[s.split_id + 1])::%4$s))',
+                              j.state_table, coalesce(j.remote_splits, '{}'), j.pk_columns[1], first_type);
+            scan_d := format('(SELECT u.* FROM %s u WHERE %s)', j.downstream, covered);
+        END IF;
+        -- no fetch from here on; the source's snapshot, then what its slot
+        -- holds after it, from the offset the comparison's snapshot sees
+        PERFORM backfill._lock_slot(j.job_id);
+        EXECUTE format('SELECT FROM %s LIMIT 1', scan_u);
+        decoded := format('SELECT ROW(%s) AS k FROM backfill._unfetched_keys(%s, '
+                          '(SELECT j.remote_lsn FROM backfill.job j WHERE j.job_id = %s)) p(k)',
+                          key_types, j.job_id, j.job_id);
+        pending := format('(EXISTS (SELECT FROM %s c WHERE ROW(%s) = coalesce(u.k, d.k)) '
+                          'OR coalesce(u.k, d.k) IN (SELECT w.k FROM w))',
+                          j.change_table, key_c);
+    -- a backfilling job covers, per vnode, the keys up to its position
+    -- (below it for the snapshot kind, whose position is the next row to
+    -- read), and the keys captured since its last barrier are pending, not
+    -- differences; a finished job covers every key and has nothing pending
+    ELSIF j.status <> 'finished' THEN
+        IF j.kind = 'snapshot' THEN
+            covered := format('EXISTS (SELECT FROM %s s WHERE s.vnode = %s '
+                              'AND (s.is_epoch_finished OR (%s) < (%s)))',
+                              j.state_table, vnode_u, key_u, key_s);
+        ELSIF j.kind = 'cdc' THEN
+            covered := format('EXISTS (SELECT FROM %s s WHERE s.backfill_finished OR (%s) <= (%s))',
+                              j.state_table, key_u, key_s);
+            -- and the changes the slot has decoded but not delivered yet
+            -- (flushed first: the slot decodes only flushed WAL, and an
+            -- asynchronous commit may not have reached it)
+            IF EXISTS (SELECT FROM pg_replication_slots
+                        WHERE slot_name = format('backfill_%s_%s',
+                                  (SELECT oid FROM pg_database WHERE datname = current_database()),
+                                  j.job_id)) THEN
+                PERFORM backfill._flush_wal();
+                -- one user of the slot at a time: the job's fetch waits
+                PERFORM backfill._lock_slot(j.job_id);
+                decoded := format(
+                    'SELECT ROW((substr(p.data, strpos(p.data, E''\t'') + 1)::%s).*) AS k '
+                    '  FROM pg_logical_slot_peek_changes(%L, NULL, NULL, ''relid'', %L) p',
+                    j.change_table,
+                    format('backfill_%s_%s',
+                           (SELECT oid FROM pg_database WHERE datname = current_database()),
+                           j.job_id),
+                    j.upstream::oid::text);
+            END IF;
+        ELSE
+            covered := format('EXISTS (SELECT FROM %s s WHERE s.vnode = %s '
+                              'AND (s.backfill_finished OR (%s) <= (%s)))',
+                              j.state_table, vnode_u, key_u, key_s);
+        END IF;
+        pending := format('(EXISTS (SELECT FROM %s c WHERE ROW(%s) = coalesce(u.k, d.k)) '
+                          'OR coalesce(u.k, d.k) IN (SELECT w.k FROM w))',
+                          j.change_table, key_c);
+    END IF;
+    IF j.filter IS NOT NULL THEN
+        covered := format('%s AND (%s)', covered, j.filter);
+    END IF;
+
+    -- one statement, one snapshot for all of it
+    RETURN QUERY EXECUTE format(
+        'WITH w AS MATERIALIZED (%9$s) '
+        'SELECT coalesce(u.k, d.k)::text, '
+        '       CASE WHEN d.k IS NULL THEN ''missing'' '
+        '            WHEN u.k IS NULL THEN ''extra'' ELSE ''different'' END '
+        '  FROM (SELECT ROW(%1$s) AS k, ROW(%2$s) AS r FROM %3$s WHERE %4$s) u '
+        '  FULL JOIN (SELECT ROW(%5$s) AS k, ROW(%6$s) AS r FROM %7$s d) d ON u.k = d.k '
+        ' WHERE (u.k IS NULL OR d.k IS NULL OR NOT (u.r OPERATOR(pg_catalog.*=) d.r)) '
+        '   AND NOT %8$s '
+        ' ORDER BY coalesce(u.k, d.k)',
+        key_u, cols_u, scan_u, covered,
+        key_d, cols_d, scan_d, pending, decoded);
+END
+$$;

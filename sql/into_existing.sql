@@ -136,7 +136,7 @@ RESET ROLE;
 -- nothing was left behind by the refusals
 SELECT count(*) AS jobs FROM backfill.job WHERE status <> 'cancelled' AND job_id NOT IN (:parts, :again2);
 
-DO $$BEGIN PERFORM backfill.drop_job(job_id) FROM backfill.job; END$$;
+DO $$BEGIN PERFORM backfill.drop_job(job_id) FROM (SELECT job_id FROM backfill.job ORDER BY job_id) j; END$$;
 DROP VIEW ie_view;
 DROP TABLE ie_up, ie_mine, ie_parts, ie_again, ie_nokey, ie_partial, ie_deferred, ie_widekey,
     ie_nokeycol, ie_keytype, ie_type, ie_nocol, ie_notnull, ie_generated, ie_readonly, ie_temp;

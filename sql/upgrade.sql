@@ -34,6 +34,16 @@ SELECT to_regclass('up_snap') IS NULL AND to_regclass('up_upper') IS NULL
 ALTER EXTENSION backfill UPDATE TO '1.1';
 SELECT extversion FROM pg_extension WHERE extname = 'backfill';
 
+-- a cdc job from another server needs 1.2 (refused before any connection)
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS postgres_fdw;
+RESET client_min_messages;
+CREATE SERVER up_nowhere FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '127.0.0.1', port '1');
+CREATE FOREIGN TABLE up_remote (id int, v text) SERVER up_nowhere;
+SELECT backfill.create_job('up_remote_mv', 'up_remote', kind => 'cdc');
+DROP FOREIGN TABLE up_remote;
+DROP SERVER up_nowhere;
+
 -- the job carries on where it stopped, one barrier under 1.1
 UPDATE up SET v = 'during 1.1' WHERE id IN (2, 298);
 CALL backfill.run_job(:job, 1);

@@ -17,14 +17,17 @@
  *	driver			driver.c: the barrier loop of a run or of a worker
  *	executor		executor.c: one barrier, the final barrier (barrier.h)
  *	kinds			kind.c, one file per kind behind kind.h: kind_vnode.c
- *					(no_shuffle, arrangement), kind_snapshot.c, kind_cdc.c
+ *					(no_shuffle, arrangement), kind_snapshot.c, kind_cdc.c,
+ *					kind_remote.c (cdc from another server)
  *	services		chunk.c (reading the upstream in key order), sink.c,
  *					state.c, capture.c (triggers, change tables), slot.c
  *					(replication slots and origins), decode.c (the output
  *					plugin), pacing.c (replica lag, retained WAL, WAL rate),
  *					shape.c (columns, computed columns, filters),
  *					downstream.c (a downstream the user made), ranges.c
- *					(range vnodes: the cut at create, backfill.job_vnode())
+ *					(range vnodes: the cut at create, backfill.job_vnode()),
+ *					remote.c (connections to another server), pgoutput.c
+ *					(its logical replication protocol)
  *	catalog			catalog.c: job and actor rows, the job lock
  *	privileges		privilege.c: role contexts, the pinned search_path
  *	foundations		sql.c (SQL text, SPI, kept plans), xact.c (commits,
@@ -76,10 +79,11 @@ typedef enum BackfillKind
 	BACKFILL_KIND_NO_SHUFFLE,	/* legacy: cannot resume */
 	BACKFILL_KIND_ARRANGEMENT,	/* per-vnode progress, resumes */
 	BACKFILL_KIND_SNAPSHOT,
-	BACKFILL_KIND_CDC
+	BACKFILL_KIND_CDC,
+	BACKFILL_KIND_REMOTE_CDC	/* "cdc" from a foreign table (kind_remote.c) */
 } BackfillKind;
 
-#define BACKFILL_NUM_KINDS 4
+#define BACKFILL_NUM_KINDS 5
 
 /*
  * The progress of one vnode, as decoded from its state row.  A vnode without
@@ -128,6 +132,8 @@ typedef struct BackfillJob
 	int			chunk_size;
 	int			rate_limit;		/* rows/s per actor; 0 paused; -1 none */
 	bool		background;		/* run_mode 'background' */
+	bool		follows;		/* once finished, a worker follows the upstream
+								 * (no trigger applies its changes) */
 	int64		epoch;			/* of the last barrier, any actor */
 	int64		snapshot_epoch; /* snapshot kind: the epoch it reads as of */
 	bool		has_cdc_offset; /* cdc kind: the state row has an offset */
@@ -331,7 +337,9 @@ typedef enum CaptureMode
 {
 	CAPTURE_KEYS,				/* a row trigger logs the keys written */
 	CAPTURE_LOG,				/* ... with the rows' images before the write */
-	CAPTURE_WAL					/* the keys come from the WAL (slot.c) */
+	CAPTURE_WAL,				/* the keys come from the WAL (slot.c) */
+	CAPTURE_STREAM				/* another server's changes: no trigger; the
+								 * kind makes its change table */
 } CaptureMode;
 
 extern void backfill_capture_create_table(CaptureMode mode,

@@ -1570,6 +1570,9 @@ backfill_capture_create_table(CaptureMode mode, const char *changes_sql,
 {
 	char	   *create;
 
+	if (mode == CAPTURE_STREAM)
+		return;					/* the kind's own */
+
 	if (mode == CAPTURE_LOG && image_ddl != NULL)
 		backfill_create_job_type(psprintf("CREATE TYPE %s AS (%s)", image_sql, image_ddl),
 								 image_sql, owner);
@@ -1609,6 +1612,8 @@ backfill_capture_install(Relation upstream, const char *upstream_sql, int64 job_
 		"EXECUTE FUNCTION backfill.truncate_change('%lld')",
 	};
 
+	if (mode == CAPTURE_STREAM)
+		return;					/* changes come from another server */
 	for (int i = 0; i < NUM_UPSTREAM_TRIGGERS; i++)
 	{
 		if (i == TRIGGER_CAPTURE && mode == CAPTURE_WAL)

@@ -54,6 +54,7 @@ static const char *const kind_names[] = {
 	[BACKFILL_KIND_ARRANGEMENT] = "arrangement",
 	[BACKFILL_KIND_SNAPSHOT] = "snapshot",
 	[BACKFILL_KIND_CDC] = "cdc",
+	[BACKFILL_KIND_REMOTE_CDC] = "cdc",	/* with backfill.job.remote */
 };
 
 const char *
@@ -212,7 +213,9 @@ backfill_load_job(int64 job_id, MemoryContext cxt)
 									   "run_mode = 'background', "
 	/* read by name: a 1.0 catalog has no such column yet */
 									   "coalesce((pg_catalog.to_jsonb(j) OPERATOR(pg_catalog.->>) 'snapshot_epoch')::pg_catalog.int8, 0), "
-									   "%s, %s FROM backfill.job j WHERE job_id = $1",
+									   "%s, %s, "
+									   "coalesce((pg_catalog.to_jsonb(j) OPERATOR(pg_catalog.->>) 'remote')::pg_catalog.bool, false) "
+									   "FROM backfill.job j WHERE job_id = $1",
 									   shapes ? "filter, expressions, into_existing" :
 									   "NULL::pg_catalog.text, NULL::pg_catalog.text[], false",
 									   ranges ? "vnode_bounds" : "NULL::pg_catalog.text[]"),
@@ -267,6 +270,12 @@ backfill_load_job(int64 job_id, MemoryContext cxt)
 		job->vnode_bounds = isnull ? NULL : DatumGetArrayTypePCopy(d);
 	}
 	job->select_sql = select_list(job);
+	if (job->kind == BACKFILL_KIND_CDC && DatumGetBool(SPI_getbinval(tup, desc, 22, &isnull)))
+	{
+		job->kind = BACKFILL_KIND_REMOTE_CDC;
+		/* its source has no trigger of ours: a worker fetches its changes */
+		job->follows = true;
+	}
 
 	/* a cancelled job has no tables left: the caller reports it */
 	if (strcmp(job->status, "cancelled") != 0)
@@ -621,7 +630,8 @@ backfill_names_changed(BackfillJob *job)
  *		Record a failure on the job: status failed, the error's message,
  *		detail and SQLSTATE.  With only_if_backfilling, a job that is neither
  *		pending nor backfilling (a failure recorded already, a cancel) is
- *		left alone.
+ *		left alone, except that a finished job gets the error without
+ *		changing its status (the worker that follows its upstream failed).
  *		Caller is connected to SPI and commits.
  */
 void
@@ -638,10 +648,13 @@ backfill_record_failure(int64 job_id, int sqlerrcode, const char *message,
 	values[2] = detail ? CStringGetTextDatum(detail) : (Datum) 0;
 	values[3] = CStringGetTextDatum(unpack_sql_state(sqlerrcode));
 	backfill_catalog_enter(&rc);
-	backfill_spi_exec_args(psprintf("UPDATE backfill.job SET status = 'failed', last_error = $2, "
+	backfill_spi_exec_args(psprintf("UPDATE backfill.job SET status = %s, last_error = $2, "
 									"last_error_detail = $3, last_sqlstate = $4 WHERE job_id = $1%s",
 									only_if_backfilling ?
-									" AND status IN ('pending', 'backfilling')" : ""),
+									"CASE status WHEN 'finished' THEN status ELSE 'failed' END" :
+									"'failed'",
+									only_if_backfilling ?
+									" AND status IN ('pending', 'backfilling', 'finished')" : ""),
 						   4, argtypes, values, nulls, SPI_OK_UPDATE);
 	backfill_role_leave(&rc);
 }

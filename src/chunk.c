@@ -502,6 +502,9 @@ backfill_forward_changes(BarrierExecutor *exec, int lo, int hi)
 {
 	Datum		values[2] = {Int16GetDatum(lo), Int16GetDatum(hi)};
 
+	/* a kind that applies its changes itself forwards nothing */
+	if (exec->forward_delete_plan == NULL)
+		return;
 	if (SPI_execute_plan(exec->forward_delete_plan, values, NULL, false, 0) != SPI_OK_DELETE ||
 		SPI_execute_plan(exec->forward_insert_plan, values, NULL, false, 0) != SPI_OK_INSERT ||
 		SPI_execute_plan(exec->consume_plan, values, NULL, false, 0) != SPI_OK_DELETE)

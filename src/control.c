@@ -17,6 +17,10 @@
  * job's kind lets it be rescheduled now: RisingWave refuses to reschedule a
  * creating job whose backfill is not reschedulable.
  *
+ * Two internal functions reach what a job's kind has outside this database:
+ * _drop_kind_objects (for cancel_job and drop_job) and _unfetched_keys (for
+ * verify_job).
+ *
  * Catalogs of versions 1.0 and 1.1 make the same writes through one
  * function, backfill._job_catalog(job_id, op, arg); its C symbol stays, as
  * pg_stat_statements keeps old symbols, until ALTER EXTENSION UPDATE
@@ -30,6 +34,7 @@
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
+#include "funcapi.h"
 #include "utils/builtins.h"
 
 #include "kind.h"
@@ -43,6 +48,8 @@ PG_FUNCTION_INFO_V1(backfill_check_reschedule_1_2);
 PG_FUNCTION_INFO_V1(backfill_copy_names_1_2);
 PG_FUNCTION_INFO_V1(backfill_drop_triggers_1_2);
 PG_FUNCTION_INFO_V1(backfill_job_catalog);
+PG_FUNCTION_INFO_V1(backfill_drop_kind_objects);
+PG_FUNCTION_INFO_V1(backfill_unfetched_keys);
 
 /* the job of argument argno, which the caller must own */
 static int64
@@ -286,5 +293,59 @@ backfill_job_catalog(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid catalog operation \"%s\"", opname)));
 	catalog_op((CatalogOp) op, job_id, arg_null, arg);
+	PG_RETURN_VOID();
+}
+
+/*
+ * backfill._drop_kind_objects(job_id bigint) RETURNS void
+ *		What the job's kind owns outside this database (the slot and the
+ *		publication of a job whose upstream is on another server), for
+ *		cancel_job and drop_job.
+ */
+Datum
+backfill_drop_kind_objects(PG_FUNCTION_ARGS)
+{
+	int64		job_id = owned_job(fcinfo, 0, "job_id");
+	const KindRoutine *kind;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	kind = backfill_kind_routine(backfill_load_job(job_id, CurrentMemoryContext)->kind);
+	if (kind->drop_objects)
+		kind->drop_objects(job_id);
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * backfill._unfetched_keys(job_id bigint, since pg_lsn) RETURNS SETOF text[]
+ *		For verify_job: the keys of the changes the upstream of a job the
+ *		caller owns committed from the offset "since" on, which the job has
+ *		not fetched (those its source holds for it: a remote job's slot).
+ *		None for a kind without such changes, or when "since" is NULL (the
+ *		job has fetched nothing yet).
+ */
+Datum
+backfill_unfetched_keys(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int64		job_id = owned_job(fcinfo, 0, "job_id");
+	const KindRoutine *kind;
+	ListCell   *lc;
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	kind = backfill_kind_routine(backfill_load_job(job_id, CurrentMemoryContext)->kind);
+	if (kind->unfetched_keys && !PG_ARGISNULL(1))
+		foreach(lc, kind->unfetched_keys(job_id, DatumGetCString(DirectFunctionCall1(pg_lsn_out,
+																					PG_GETARG_DATUM(1)))))
+		{
+			Datum		values[1] = {PointerGetDatum(lfirst(lc))};
+			bool		nulls[1] = {false};
+
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+	SPI_finish();
 	PG_RETURN_VOID();
 }

@@ -243,7 +243,8 @@ read_arguments(FunctionCallInfo fcinfo, CreateArgs *args)
 
 	args->name = text_to_cstring(PG_GETARG_TEXT_PP(0));
 	args->upstream = PG_GETARG_OID(1);
-	args->kind = backfill_parse_kind(text_to_cstring(PG_GETARG_TEXT_PP(2)));
+	args->kind = backfill_kind_for_upstream(backfill_parse_kind(text_to_cstring(PG_GETARG_TEXT_PP(2))),
+											args->upstream);
 	args->columns = PG_ARGISNULL(3) ? NULL : PG_GETARG_ARRAYTYPE_P(3);
 	args->parallelism = PG_GETARG_INT32(4);
 	args->chunk_size = PG_GETARG_INT32(5);
@@ -273,8 +274,9 @@ read_arguments(FunctionCallInfo fcinfo, CreateArgs *args)
 	if (kind->needs_job_column && !backfill_job_catalog_has(kind->needs_job_column))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("backfill kind \"%s\" needs version 1.1 of extension \"backfill\"",
-						backfill_kind_name(args->kind)),
+				 errmsg("backfill kind \"%s\" needs version %s of extension \"backfill\"",
+						backfill_kind_name(args->kind),
+						kind->needs_version ? kind->needs_version : "1.1"),
 				 errhint("Run ALTER EXTENSION backfill UPDATE.")));
 	if (args->parallelism < 1 || args->parallelism > BACKFILL_MAX_PARALLELISM)
 		ereport(ERROR,
@@ -293,12 +295,13 @@ read_arguments(FunctionCallInfo fcinfo, CreateArgs *args)
  * extension's schema, that the caller has each of the rights in "needed" on,
  * checked before any lock (a user who may not use it must not queue on it).
  * Returned open, locked in lockmode until the transaction ends, with its
- * partitions at every level: writers may write straight into them.
+ * partitions at every level: writers may write straight into them.  With
+ * foreign, a foreign table instead (a kind that reads another server).
  * create_job and estimate_job both open theirs here.
  */
 Relation
 backfill_open_upstream(Oid upstream_oid, LOCKMODE lockmode,
-					   const AclMode *needed, int nneeded)
+					   const AclMode *needed, int nneeded, bool foreign)
 {
 	Relation	rel;
 
@@ -320,8 +323,9 @@ backfill_open_upstream(Oid upstream_oid, LOCKMODE lockmode,
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("relation with OID %u does not exist", upstream_oid)));
-	if (rel->rd_rel->relkind != RELKIND_RELATION &&
-		rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
+	if (foreign ? rel->rd_rel->relkind != RELKIND_FOREIGN_TABLE :
+		(rel->rd_rel->relkind != RELKIND_RELATION &&
+		 rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE))
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("cannot backfill from relation \"%s\"",
@@ -652,13 +656,16 @@ plan_job(const CreateArgs *args, const KindRoutine *kind, CreatePlan *plan)
 	Oid		   *pk_types;
 
 	{
-		/* the caller reads it and may capture its changes */
+		/* the caller reads it and may capture its changes (without a stream) */
 		static const AclMode needed[] = {ACL_SELECT, ACL_TRIGGER};
 
-		plan->rel = backfill_open_upstream(args->upstream, ShareRowExclusiveLock,
-										   needed, lengthof(needed));
+		plan->rel = backfill_open_upstream(args->upstream, ShareRowExclusiveLock, needed,
+										   kind->capture == CAPTURE_STREAM ? 1 : lengthof(needed),
+										   kind->upstream_key != NULL);
 	}
-	plan->npk = backfill_upstream_key(plan->rel, &plan->pk, &plan->pk_collations);
+	plan->npk = kind->upstream_key ?
+		kind->upstream_key(plan->rel, &plan->pk, &plan->pk_collations) :
+		backfill_upstream_key(plan->rel, &plan->pk, &plan->pk_collations);
 	check_key_names(kind, plan->rel, plan->npk, plan->pk);
 	pk_types = palloc(sizeof(Oid) * plan->npk);
 	for (int k = 0; k < plan->npk; k++)
@@ -676,6 +683,8 @@ plan_job(const CreateArgs *args, const KindRoutine *kind, CreatePlan *plan)
 						plan->shape.filter ? "row filters" :
 						plan->shape.computed ? "computed columns" : "partitioned upstreams"),
 				 errhint("Run ALTER EXTENSION backfill UPDATE.")));
+	if (kind->check_shape)
+		kind->check_shape(plan->rel, &plan->shape, args->into_existing);
 	if (kind->check_create)
 		kind->check_create(plan->rel, args->parallelism);
 	plan->downstream_sql = args->into_existing ? NULL : downstream_name(args->name);
@@ -683,16 +692,17 @@ plan_job(const CreateArgs *args, const KindRoutine *kind, CreatePlan *plan)
 
 /*
  * The job's range vnodes, cut from a sample of what it copies, read as the
- * caller; NULL for hashed vnodes, and on a catalog without their columns.
+ * caller; NULL for hashed vnodes, for a kind that cuts its own splits, and on
+ * a catalog without their columns.
  */
 static ArrayType *
-cut_vnodes(const CreatePlan *plan, const char *upstream_sql)
+cut_vnodes(const CreatePlan *plan, const KindRoutine *kind, const char *upstream_sql)
 {
 	Oid			upstream = RelationGetRelid(plan->rel);
 	char	  **names = palloc(sizeof(char *) * plan->npk);
 	Oid		   *types = palloc(sizeof(Oid) * plan->npk);
 
-	if (!backfill_job_catalog_has("vnode_bounds"))
+	if (kind->cuts_splits || !backfill_job_catalog_has("vnode_bounds"))
 		return NULL;
 	for (int k = 0; k < plan->npk; k++)
 	{
@@ -756,7 +766,7 @@ create_job(FunctionCallInfo fcinfo)
 									 plan.rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE,
 									 plan.shape.filter);
 
-	plan.vnode_bounds = cut_vnodes(&plan, def.upstream_sql);
+	plan.vnode_bounds = cut_vnodes(&plan, kind, def.upstream_sql);
 
 	/*
 	 * The state and change tables live in the extension's schema, where only

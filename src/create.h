@@ -14,7 +14,7 @@
 #include "backfill.h"
 
 extern Relation backfill_open_upstream(Oid upstream_oid, LOCKMODE lockmode,
-									   const AclMode *needed, int nneeded);
+									   const AclMode *needed, int nneeded, bool foreign);
 extern int	backfill_upstream_key(Relation rel, AttrNumber **attnums, Oid **collations);
 extern char *backfill_downstream_ddl(const JobShape *shape, const char *table_sql,
 									 const char *key_list);

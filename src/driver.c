@@ -18,6 +18,13 @@
  * barrier runs; when several actors finish at once, the first to get the
  * upstream's lock does it and the others find the job finished.
  *
+ * A job whose upstream has no trigger of ours (job->follows: its source is
+ * another server) keeps following it after the finish in a worker: the one
+ * that ran the final barrier, or the one start_job or the launcher starts
+ * for a finished job (backfill_follow).  Each round is the kind's
+ * after_finish (what the upstream committed so far, applied), committed,
+ * then a wait of a barrier interval, until stop_job.
+ *
  * Between two barriers the loop reads postgresql.conf again if it was asked
  * to (SIGHUP), so a reload of the pacing settings takes effect at the next
  * barrier, in workers and in run_job alike.  A worker logs its progress at
@@ -175,6 +182,43 @@ log_progress(BarrierExecutor *exec, int actor)
 	backfill_spi_leave();
 }
 
+/* whether this process has started following a finished job's upstream */
+bool		backfill_following = false;
+
+/*
+ * backfill_follow
+ *		A worker's rounds after the finish of a job that follows its upstream
+ *		(see the file header), until the job's workers are asked to stop.
+ *		Caller is connected to SPI in a non-atomic context, without a portal
+ *		(a snapshot pushed or not), and commits what the last round left.
+ */
+void
+backfill_follow(BackfillJob *job)
+{
+	const KindRoutine *kind = backfill_kind_routine(job->kind);
+	char		activity[64];
+
+	snprintf(activity, sizeof(activity), "backfill job %lld: following the upstream",
+			 (long long) job->job_id);
+	backfill_following = true;
+	while (!backfill_stop_requested(job->job_id))
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		pgstat_report_activity(STATE_RUNNING, activity);
+		if (!ActiveSnapshotSet())
+			PushActiveSnapshot(GetTransactionSnapshot());
+		kind->after_finish(job->job_id);
+		backfill_commit();
+		pgstat_report_activity(STATE_IDLE, activity);
+		backfill_sleep_ms(Max(backfill_barrier_interval_ms, 100));
+	}
+}
+
 /*
  * backfill_drive
  *		Run barriers of one actor (its index, in a worker) or of every actor
@@ -227,8 +271,16 @@ backfill_drive(BackfillJob *job, int actor, int max_barriers)
 			if (backfill_run_finish_barrier(exec))
 			{
 				backfill_commit();
+				/* without a portal (a worker), SPI needs a snapshot pushed */
+				if (worker)
+					PushActiveSnapshot(GetTransactionSnapshot());
 				if (kind->after_finish)
 					kind->after_finish(job->job_id);
+				if (worker && job->follows)
+				{
+					backfill_commit();
+					backfill_follow(job);
+				}
 			}
 			break;
 		}

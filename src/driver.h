@@ -17,6 +17,8 @@ extern int	backfill_barrier_interval_ms;
 extern void backfill_driver_init(void);
 extern bool backfill_prepare_run(BackfillJob *job, bool background);
 extern void backfill_drive(BackfillJob *job, int actor, int max_barriers);
+extern bool backfill_following;
+extern void backfill_follow(BackfillJob *job);
 
 /* shmem.c: the registry of background workers */
 extern bool backfill_preloaded;

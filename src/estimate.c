@@ -314,7 +314,7 @@ backfill_estimate_job(PG_FUNCTION_ARGS)
 		static const AclMode needed[] = {ACL_SELECT};
 
 		upstream = backfill_open_upstream(PG_GETARG_OID(0), AccessShareLock,
-										  needed, lengthof(needed));
+										  needed, lengthof(needed), false);
 	}
 	npk = backfill_upstream_key(upstream, &pk, &collations);
 	pk_types = palloc(sizeof(Oid) * npk);

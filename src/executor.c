@@ -251,6 +251,13 @@ actor_round(BarrierExecutor *exec, int actor, int rate_limit, TimestampTz deadli
 	return rows;
 }
 
+/* whether the kind wants an actor's barrier committed now */
+static bool
+barrier_full(BarrierExecutor *exec, int actor)
+{
+	return exec->kind->barrier_full != NULL && exec->kind->barrier_full(exec, actor);
+}
+
 /*
  * Record an actor's pace in its row of backfill.actor: what held it back in
  * this barrier, its rows per second over the last minute (0 once its vnodes
@@ -333,7 +340,7 @@ backfill_run_barrier(BarrierExecutor *exec, int actor, int interval_ms, int rate
 		{
 			int64		rows;
 
-			if (backfill_vnodes_finished(job, a))
+			if (backfill_vnodes_finished(job, a) || barrier_full(exec, a))
 				continue;
 			rows = actor_round(exec, a, rate_limit, interval_ms > 0 ? deadline : start);
 			if (rows >= 0)
@@ -341,7 +348,7 @@ backfill_run_barrier(BarrierExecutor *exec, int actor, int interval_ms, int rate
 				total += rows;
 				any_read = true;
 			}
-			all_done &= backfill_vnodes_finished(job, a);
+			all_done &= backfill_vnodes_finished(job, a) || barrier_full(exec, a);
 		}
 		if (interval_ms <= 0 || all_done ||
 			TimestampDifferenceExceeds(start, GetCurrentTimestamp(), interval_ms))

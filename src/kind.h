@@ -53,8 +53,27 @@ typedef struct KindRoutine
 
 	/* the catalog column it needs that an older catalog lacks, if any */
 	const char *needs_job_column;
+	/* the version that brought that column, when it is not 1.1 */
+	const char *needs_version;
+
+	/*
+	 * Whether it cuts the key range into splits of its own, so that
+	 * create_job cuts no range vnodes for it (ranges.c).
+	 */
+	bool		cuts_splits;
 
 	/* ---- create_job ---- */
+
+	/*
+	 * The upstream's key when it is not the local table's primary key (a
+	 * foreign table's, read from its source): attribute numbers in key
+	 * order and collations.  Set for a kind whose upstream is a foreign
+	 * table (optional).
+	 */
+	int			(*upstream_key) (Relation upstream, AttrNumber **attnums, Oid **collations);
+
+	/* refuse columns, a row filter or a downstream it cannot serve (optional) */
+	void		(*check_shape) (Relation upstream, const JobShape *shape, bool into_existing);
 
 	/* refuse what the kind cannot serve (optional) */
 	void		(*check_create) (Relation upstream, int parallelism);
@@ -89,6 +108,9 @@ typedef struct KindRoutine
 	/* read one chunk of a group of vnodes; returns the rows read */
 	int64		(*read_chunk) (BarrierExecutor *exec, VnodeGroup *group, int64 limit);
 
+	/* whether an actor's barrier should commit now, read or not (optional) */
+	bool		(*barrier_full) (BarrierExecutor *exec, int actor);
+
 	/* persist the dirty state, at the end of a barrier */
 	void		(*persist) (BarrierExecutor *exec);
 
@@ -107,6 +129,16 @@ typedef struct KindRoutine
 	/* after the final barrier's commit, and at any later start (optional) */
 	void		(*after_finish) (int64 job_id);
 
+	/* drop what the job owns outside this database, for cancel_job and drop_job (optional) */
+	void		(*drop_objects) (int64 job_id);
+
+	/*
+	 * For verify_job: the keys of the changes its upstream committed from
+	 * the offset "since" on (as text) that the job has not fetched, as text[]
+	 * Datums (optional).
+	 */
+	List	   *(*unfetched_keys) (int64 job_id, const char *since);
+
 	/* set the row counts of a job's new actors after a reschedule */
 	void		(*recount_actors) (int64 job_id, const char *state_sql);
 
@@ -121,11 +153,13 @@ typedef struct KindRoutine
 
 /* kind.c */
 extern const KindRoutine *backfill_kind_routine(BackfillKind kind);
+extern BackfillKind backfill_kind_for_upstream(BackfillKind kind, Oid upstream);
 
 /* the kinds' routines */
 extern const KindRoutine backfill_no_shuffle_routine;
 extern const KindRoutine backfill_arrangement_routine;
 extern const KindRoutine backfill_snapshot_routine;
 extern const KindRoutine backfill_cdc_routine;
+extern const KindRoutine backfill_remote_cdc_routine;
 
 #endif							/* BACKFILL_KIND_H */

@@ -265,11 +265,12 @@ check_owner_login(BackfillJob *job)
 
 /*
  * backfill_launch_job
- *		Start one background worker per actor of the job.  The job's actors
- *		must be loaded.  Errors: INVALID_AUTHORIZATION_SPECIFICATION when the
- *		job's owner may not log in, OBJECT_IN_USE when the job already runs
- *		in the background, INSUFFICIENT_RESOURCES when worker slots run out
- *		(no worker is left running then).
+ *		Start one background worker per actor of the job, or only the first
+ *		actor's for a finished job (which follows its upstream).  The job's
+ *		actors must be loaded.  Errors: INVALID_AUTHORIZATION_SPECIFICATION
+ *		when the job's owner may not log in, OBJECT_IN_USE when the job
+ *		already runs in the background, INSUFFICIENT_RESOURCES when worker
+ *		slots run out (no worker is left running then).
  */
 void
 backfill_launch_job(BackfillJob *job)
@@ -279,6 +280,7 @@ backfill_launch_job(BackfillJob *job)
 	BackgroundWorkerHandle *handles[BACKFILL_MAX_PARALLELISM];
 	int			nreserved = 0;
 	int			nregistered = 0;
+	int			nworkers = strcmp(job->status, "finished") == 0 ? 1 : job->nactors;
 
 	require_preloaded("backfill.start_job()");
 	check_owner_login(job);
@@ -297,25 +299,25 @@ backfill_launch_job(BackfillJob *job)
 	for (int i = 0; i < shared->nslots && run == NULL; i++)
 		if (shared->runs[i].job_id == 0)
 			run = &shared->runs[i];
-	for (int i = 0; i < shared->nslots && nreserved < job->nactors; i++)
+	for (int i = 0; i < shared->nslots && nreserved < nworkers; i++)
 		if (shared->workers[i].job_id == 0)
 			reserved[nreserved++] = i;
-	if (run == NULL || nreserved < job->nactors)
+	if (run == NULL || nreserved < nworkers)
 	{
 		LWLockRelease(shared->lock);
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
 				 errmsg("could not start the %d background workers of backfill job %lld",
-						job->nactors, (long long) job->job_id),
+						nworkers, (long long) job->job_id),
 				 errdetail("Every one of the max_worker_processes slots for backfill workers is taken."),
 				 errhint("Raise max_worker_processes, or reduce the job's parallelism with backfill.reschedule().")));
 	}
 	run->job_id = job->job_id;
-	run->nworkers = job->nactors;
+	run->nworkers = nworkers;
 	run->prepare = PREPARE_NONE;
 	run->stop = false;
 	run->wal_clock = 0;
-	for (int a = 0; a < job->nactors; a++)
+	for (int a = 0; a < nworkers; a++)
 	{
 		shared->workers[reserved[a]].job_id = job->job_id;
 		shared->workers[reserved[a]].actor_id = job->actors[a].actor_id;
@@ -324,7 +326,7 @@ backfill_launch_job(BackfillJob *job)
 	}
 
 	/* under the lock: no one sees a slot without its handle once registered */
-	for (int a = 0; a < job->nactors; a++)
+	for (int a = 0; a < nworkers; a++)
 	{
 		BackgroundWorker worker;
 		ActorArgs	args;
@@ -353,7 +355,7 @@ backfill_launch_job(BackfillJob *job)
 	}
 	LWLockRelease(shared->lock);
 
-	if (nregistered < job->nactors)
+	if (nregistered < nworkers)
 	{
 		/*
 		 * Take back what was started and reserved.  A worker stopped before
@@ -369,7 +371,7 @@ backfill_launch_job(BackfillJob *job)
 			(void) WaitForBackgroundWorkerShutdown(handles[a]);
 		}
 		LWLockAcquire(shared->lock, LW_EXCLUSIVE);
-		for (int a = 0; a < job->nactors; a++)
+		for (int a = 0; a < nworkers; a++)
 			if (shared->workers[reserved[a]].job_id == job->job_id &&
 				shared->workers[reserved[a]].actor_id == job->actors[a].actor_id)
 				release_slot(&shared->workers[reserved[a]]);
@@ -377,7 +379,7 @@ backfill_launch_job(BackfillJob *job)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
 				 errmsg("could not start the %d background workers of backfill job %lld",
-						job->nactors, (long long) job->job_id),
+						nworkers, (long long) job->job_id),
 				 errdetail("Only %d of them could be registered.", nregistered),
 				 errhint("Raise max_worker_processes, or reduce the job's parallelism with backfill.reschedule().")));
 	}
@@ -654,8 +656,10 @@ backfill_job_workers(PG_FUNCTION_ARGS)
 /*
  * backfill.start_job(job_id bigint) RETURNS void
  *
- * Holds the job lock until the caller commits, so the workers, which wait
- * for it, start from what the caller's transaction committed.
+ * A finished job has nothing to start, unless it follows its upstream in a
+ * worker (job->follows): then one worker does, until stop_job.  Holds the
+ * job lock until the caller commits, so the workers, which wait for it,
+ * start from what the caller's transaction committed.
  */
 Datum
 backfill_start_job(PG_FUNCTION_ARGS)
@@ -675,7 +679,8 @@ backfill_start_job(PG_FUNCTION_ARGS)
 	job = backfill_load_job_to_run(job_id, CurrentMemoryContext);
 	/* the slots of cdc jobs a crash kept from dropping theirs, any job's */
 	backfill_drop_leftover_slots();
-	if (strcmp(job->status, "finished") == 0)
+	/* a job that follows its upstream without a trigger needs a worker */
+	if (strcmp(job->status, "finished") == 0 && !job->follows)
 	{
 		ereport(NOTICE,
 				(errmsg("backfill job %lld has already finished", (long long) job_id),

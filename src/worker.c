@@ -16,7 +16,12 @@
  *	3. when its vnodes have finished and every other actor's have too, as
  *	   committed in the state table, runs the job's final barrier; when
  *	   several actors finish at once, the first to get the upstream's lock
- *	   does it and the others find the job finished.
+ *	   does it and the others find the job finished;
+ *	4. for a job that follows its upstream without a trigger (job->follows),
+ *	   the worker that ran the final barrier, or the one worker started for
+ *	   a finished job, follows the upstream until stop_job (driver.c), and
+ *	   goes on following when it retries after an error; the workers of the
+ *	   other actors end.
  *
  * A SIGHUP makes the worker read postgresql.conf again before its next
  * barrier, so that a change of the pacing settings reaches it there.
@@ -25,12 +30,16 @@
  * transaction of its own) and ends the worker after writing the error to the
  * server log; the other actors see the status at their next barrier and
  * stop.  A serialization failure or deadlock is retried instead, from the
- * committed state.
+ * committed state; so is a lost connection to another server (SQLSTATE
+ * class 08, remote.c), for as long as it takes, waiting twice as long
+ * after each failure up to BACKFILL_MAX_WAIT_MS, with the reason in
+ * pg_stat_activity.
  *
  * The launcher (backfill_launcher_main) starts with the server when the
  * library is preloaded, and again after a crash.  It connects to
  * backfill.database and launches every job whose run_mode is 'background'
- * and that is still pending or backfilling; their actors then run the
+ * and that is still pending or backfilling, or finished and following its
+ * upstream in a worker; their actors then run the
  * recovery check exactly as at any restart.  A job whose owner may no longer
  * log in is failed instead, with the reason: its workers, which connect as
  * the owner, would end before they could record it.  Then it drops the slots
@@ -71,17 +80,26 @@ static char *backfill_database = NULL;
 /* how often a worker retries a barrier that lost a serialization race */
 #define BACKFILL_MAX_RETRIES 10
 
+/* the longest wait between two tries to reach a source that is down */
+#define BACKFILL_MAX_WAIT_MS 10000
+
 /*
- * The actor's work after the prepare step: barriers until done (driver.c).
- * Runs in a transaction with SPI connected non-atomically.
+ * The actor's work after the prepare step: barriers until done (driver.c),
+ * or, once the job has finished, following its upstream if this worker is
+ * to (may_follow).  Runs in a transaction with SPI connected non-atomically.
  */
 static void
-actor_barriers(ActorArgs *args, MemoryContext cxt)
+actor_barriers(ActorArgs *args, MemoryContext cxt, bool may_follow)
 {
 	BackfillJob *job;
 	int			actor = -1;
 
 	job = backfill_load_job(args->job_id, cxt);
+	if (strcmp(job->status, "finished") == 0 && job->follows && may_follow)
+	{
+		backfill_follow(job);
+		return;
+	}
 	if (strcmp(job->status, "backfilling") != 0)
 		return;
 	backfill_kind_routine(job->kind)->load_state(job);
@@ -114,6 +132,7 @@ backfill_actor_main(Datum main_arg pg_attribute_unused())
 	volatile bool preparer = false;
 	volatile int retries = 0;
 	volatile bool done = false;
+	volatile long wait_ms = 100;
 	char		name[NAMEDATALEN];
 
 	memcpy(&args, MyBgworkerEntry->bgw_extra, sizeof(args));
@@ -151,11 +170,13 @@ backfill_actor_main(Datum main_arg pg_attribute_unused())
 				backfill_commit();
 				PushActiveSnapshot(GetTransactionSnapshot());
 				backfill_finish_prepare(args.job_id, runnable);
-				if (runnable)
-					actor_barriers(&args, cxt);
+				/* a finished job that follows its upstream: this worker does */
+				if (runnable || job->follows)
+					actor_barriers(&args, cxt, !runnable || backfill_following);
 			}
 			else if (preparer || backfill_wait_prepared(args.job_id))
-				actor_barriers(&args, cxt);
+				/* a follower retrying after a lost connection goes on */
+				actor_barriers(&args, cxt, backfill_following);
 
 			backfill_xact_end();
 			done = true;
@@ -164,12 +185,16 @@ backfill_actor_main(Datum main_arg pg_attribute_unused())
 		{
 			ErrorData  *edata;
 			bool		retry;
+			bool		transient;
 
 			MemoryContextSwitchTo(cxt);
 			edata = CopyErrorData();
-			retry = (edata->sqlerrcode == ERRCODE_T_R_SERIALIZATION_FAILURE ||
-					 edata->sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED) &&
-				retries < BACKFILL_MAX_RETRIES;
+			/* a lost connection to another server: until it is back */
+			transient = ERRCODE_TO_CATEGORY(edata->sqlerrcode) == ERRCODE_CONNECTION_EXCEPTION;
+			retry = transient ||
+				((edata->sqlerrcode == ERRCODE_T_R_SERIALIZATION_FAILURE ||
+				  edata->sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED) &&
+				 retries < BACKFILL_MAX_RETRIES);
 			if (retry)
 				edata->elevel = LOG;
 			EmitErrorReport();
@@ -189,12 +214,21 @@ backfill_actor_main(Datum main_arg pg_attribute_unused())
 				record_failure(args.job_id, edata);
 				proc_exit(1);
 			}
-			retries++;
+			if (!transient)
+				retries++;
+			else
+			{
+				/* backfill.workers and backfill.jobs show why it waits */
+				pgstat_report_activity(STATE_IDLE,
+									   psprintf("waiting for the source: %s",
+												edata->detail ? edata->detail : edata->message));
+				wait_ms = Min(wait_ms * 2, BACKFILL_MAX_WAIT_MS);
+			}
 			MemoryContextReset(cxt);
 		}
 		PG_END_TRY();
 		if (!done)
-			backfill_sleep_ms(100);
+			backfill_sleep_ms(wait_ms);
 	}
 	proc_exit(0);
 }
@@ -215,7 +249,7 @@ launch_jobs(void)
 		if (SPI_execute("SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'backfill'",
 						true, 0) == SPI_OK_SELECT && SPI_processed == 1 &&
 			SPI_execute("SELECT job_id FROM backfill.job WHERE run_mode = 'background' "
-						"AND status IN ('pending', 'backfilling') ORDER BY job_id",
+						"AND status IN ('pending', 'backfilling', 'finished') ORDER BY job_id",
 						true, 0) == SPI_OK_SELECT)
 		{
 			njobs = (int) SPI_processed;
@@ -247,10 +281,17 @@ launch_jobs(void)
 
 		PG_TRY();
 		{
+			BackfillJob *job;
+
 			backfill_xact_begin(false);
-			backfill_launch_job(backfill_load_job(job_ids[i], CurrentMemoryContext));
-			ereport(LOG,
-					(errmsg("backfill launcher restarted backfill job %lld", (long long) job_ids[i])));
+			job = backfill_load_job(job_ids[i], CurrentMemoryContext);
+			/* a finished job needs a worker only to follow its upstream */
+			if (strcmp(job->status, "finished") != 0 || job->follows)
+			{
+				backfill_launch_job(job);
+				ereport(LOG,
+						(errmsg("backfill launcher restarted backfill job %lld", (long long) job_ids[i])));
+			}
 			backfill_xact_end();
 		}
 		PG_CATCH();

@@ -1,0 +1,62 @@
+-- Kind "cdc" on a foreign table of postgres_fdw: what create_job refuses
+-- before it needs a source that answers (tests with a second server are
+-- t/017_remote.pl).
+\set SHOW_CONTEXT never
+SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS postgres_fdw;
+RESET client_min_messages;
+SELECT count(*) AS jobs_before FROM backfill.job \gset
+
+-- a server nobody listens on, and a password that must never show
+CREATE SERVER remote_nowhere FOREIGN DATA WRAPPER postgres_fdw
+    OPTIONS (host '127.0.0.1', port '1', dbname 'postgres', connect_timeout '5');
+CREATE USER MAPPING FOR CURRENT_USER SERVER remote_nowhere
+    OPTIONS (user 'someone', password 'pw-never-shown-7f3a');
+CREATE FOREIGN TABLE remote_ft (id int, v text) SERVER remote_nowhere
+    OPTIONS (schema_name 'public', table_name 'src');
+
+-- only kind cdc reads a foreign table
+SELECT backfill.create_job('remote_arr', 'remote_ft', kind => 'arrangement');
+SELECT backfill.create_job('remote_snap', 'remote_ft', kind => 'snapshot');
+SELECT backfill.create_job('remote_ns', 'remote_ft', kind => 'no_shuffle');
+
+-- an unreachable source: the connection failure (SQLSTATE 08006), without
+-- the password
+SELECT backfill.create_job('remote_cdc', 'remote_ft', kind => 'cdc');
+DO $$
+BEGIN
+    PERFORM backfill.create_job('remote_cdc', 'remote_ft', kind => 'cdc');
+EXCEPTION WHEN OTHERS THEN
+    DECLARE
+        m text; d text; h text;
+    BEGIN
+        GET STACKED DIAGNOSTICS m = MESSAGE_TEXT, d = PG_EXCEPTION_DETAIL, h = PG_EXCEPTION_HINT;
+        RAISE NOTICE 'SQLSTATE %, password shown: %', SQLSTATE,
+            strpos(m || d || h, 'pw-never-shown-7f3a') > 0;
+    END;
+END
+$$;
+
+-- a server without a user mapping for the caller
+CREATE SERVER remote_nomap FOREIGN DATA WRAPPER postgres_fdw
+    OPTIONS (host '127.0.0.1', port '1', dbname 'postgres');
+CREATE FOREIGN TABLE remote_ft2 (id int) SERVER remote_nomap;
+DO $$
+BEGIN
+    PERFORM backfill.create_job('remote_cdc2', 'remote_ft2', kind => 'cdc');
+EXCEPTION WHEN OTHERS THEN
+    RAISE NOTICE '%: %', SQLSTATE, replace(SQLERRM, current_user, '<user>');
+END
+$$;
+
+-- a server that does not exist cannot be named by a foreign table
+CREATE FOREIGN TABLE remote_ft3 (id int) SERVER remote_unknown;
+
+-- nothing was left behind
+SELECT count(*) - :jobs_before AS new_jobs FROM backfill.job;
+SELECT count(*) AS downstream_tables FROM pg_class
+ WHERE relname IN ('remote_arr', 'remote_snap', 'remote_ns', 'remote_cdc', 'remote_cdc2');
+
+DROP FOREIGN TABLE remote_ft, remote_ft2;
+DROP USER MAPPING FOR CURRENT_USER SERVER remote_nowhere;
+DROP SERVER remote_nowhere, remote_nomap;
