@@ -20,7 +20,8 @@
  *					(no_shuffle, arrangement), kind_snapshot.c, kind_cdc.c,
  *					kind_remote.c (cdc from another server)
  *	services		chunk.c (reading the upstream in key order), sink.c,
- *					state.c, capture.c (triggers, change tables), slot.c
+ *					state.c, capture.c (triggers, change tables), apply.c
+ *					(a finished job's keys applied without SQL), slot.c
  *					(replication slots and origins), decode.c (the output
  *					plugin), pacing.c (replica lag, retained WAL, WAL rate),
  *					shape.c (columns, computed columns, filters),
@@ -355,6 +356,16 @@ extern void backfill_drop_triggers(int64 job_id);
 extern void backfill_lock_writers(Oid upstream);
 extern int64 backfill_trigger_job(const char *tgname);
 extern void backfill_capture_partition(BackfillJob *job, Oid partition, bool attached);
+
+/* apply.c: a statement's keys applied to a finished job's downstream directly */
+typedef struct DirectApply DirectApply;
+
+extern DirectApply *backfill_apply_direct_prepare(BackfillJob *job, MemoryContext cxt);
+extern void backfill_apply_direct_free(DirectApply *da);
+extern bool backfill_apply_direct_permitted(DirectApply *da);
+extern bool backfill_apply_direct_evaluates(DirectApply *da);
+extern void backfill_apply_direct(DirectApply *da, int nkeys, Datum **keys,
+								  ItemPointerData *written_tids);
 
 /* shape.c: what a job copies: its columns, computed columns and row filter */
 typedef struct ShapeColumn

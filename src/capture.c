@@ -982,6 +982,8 @@ typedef struct ApplyEntry
 	SPIPlanPtr	delete_plan;
 	SPIPlanPtr	upsert_many_plan;	/* the same for a set of keys; NULL when a */
 	SPIPlanPtr	delete_many_plan;	/* key type has no array type */
+	DirectApply *direct;		/* applies a set of keys without SQL, in
+								 * CacheMemoryContext; NULL when SQL must */
 } ApplyEntry;
 
 static HTAB *apply_cache = NULL;
@@ -1044,6 +1046,9 @@ apply_entry_build(ApplyEntry *entry, int64 job_id)
 		SPI_freeplan(entry->delete_many_plan);
 	entry->upsert_plan = entry->delete_plan = NULL;
 	entry->upsert_many_plan = entry->delete_many_plan = NULL;
+	if (entry->direct)
+		backfill_apply_direct_free(entry->direct);
+	entry->direct = NULL;
 
 	job = backfill_load_job(job_id, CurrentMemoryContext);
 	if (!OidIsValid(job->downstream) || strcmp(job->status, "cancelled") == 0)
@@ -1064,6 +1069,8 @@ apply_entry_build(ApplyEntry *entry, int64 job_id)
 		elog(ERROR, "SPI_prepare failed for: %s", sql);
 	SPI_keepplan(entry->delete_plan);
 	prepare_many_plans(entry, job);
+	if (entry->upsert_many_plan != NULL)
+		entry->direct = backfill_apply_direct_prepare(job, CacheMemoryContext);
 
 	entry->upstream = job->upstream;
 	entry->downstream = job->downstream;
@@ -1114,14 +1121,17 @@ apply_key(SPIPlanPtr plan, int npk, Datum *values, bool *nulls)
  * to the upstream's.  Each key goes to apply(), which applies it now or
  * notes it for the end of the statement.
  */
-typedef void (*ApplyKeyFn) (ApplyEntry *entry, bool upsert, Datum *values, bool *nulls);
+typedef void (*ApplyKeyFn) (ApplyEntry *entry, bool upsert, Datum *values, bool *nulls,
+							ItemPointer written_tid);
 
+/* written_tid: where the row written is, in the table the trigger fired on */
 static void
 apply_row(ApplyEntry *entry, TriggerEvent event, RelationKey *key, Datum *oldkey,
-		  bool *oldnull, Datum *newkey, bool *newnull, ApplyKeyFn apply)
+		  bool *oldnull, Datum *newkey, bool *newnull, ItemPointer written_tid,
+		  ApplyKeyFn apply)
 {
 	if (TRIGGER_FIRED_BY_DELETE(event))
-		apply(entry, false, oldkey, oldnull);
+		apply(entry, false, oldkey, oldnull, NULL);
 	else
 	{
 		Datum	   *written = TRIGGER_FIRED_BY_INSERT(event) ? oldkey : newkey;
@@ -1129,16 +1139,17 @@ apply_row(ApplyEntry *entry, TriggerEvent event, RelationKey *key, Datum *oldkey
 
 		if (TRIGGER_FIRED_BY_UPDATE(event) &&
 			!same_key(key, oldkey, oldnull, newkey, newnull))
-			apply(entry, false, oldkey, oldnull);
-		apply(entry, true, written, written_null);
+			apply(entry, false, oldkey, oldnull, NULL);
+		apply(entry, true, written, written_null, written_tid);
 		if (entry->filtered)
-			apply(entry, false, written, written_null);
+			apply(entry, false, written, written_null, NULL);
 	}
 }
 
 /* apply one key now, in the SPI connection of the trigger */
 static void
-apply_key_now(ApplyEntry *entry, bool upsert, Datum *values, bool *nulls)
+apply_key_now(ApplyEntry *entry, bool upsert, Datum *values, bool *nulls,
+			  ItemPointer written_tid pg_attribute_unused())
 {
 	apply_key(upsert ? entry->upsert_plan : entry->delete_plan, entry->npk, values, nulls);
 }
@@ -1197,6 +1208,9 @@ typedef struct ApplyBatchJob
 	int64		job_id;
 	int			nkeys[2];		/* [true]: to upsert, [false]: to delete */
 	ArrayBuildState *keys[2][INDEX_MAX_KEYS];
+	ItemPointerData *written_tids;	/* per key to upsert, where its row was
+									 * written (for apply.c) */
+	int			tids_size;
 } ApplyBatchJob;
 
 typedef struct ApplyBatch
@@ -1212,7 +1226,8 @@ static ExecutorFinish_hook_type prev_executor_finish = NULL;
 
 /* note one key for the end of the statement */
 static void
-apply_key_later(ApplyEntry *entry, bool upsert, Datum *values, bool *nulls)
+apply_key_later(ApplyEntry *entry, bool upsert, Datum *values, bool *nulls,
+				ItemPointer written_tid)
 {
 	ApplyBatchJob *bj = NULL;
 	ListCell   *lc;
@@ -1234,6 +1249,24 @@ apply_key_later(ApplyEntry *entry, bool upsert, Datum *values, bool *nulls)
 	for (int k = 0; k < entry->npk; k++)
 		bj->keys[upsert][k] = accumArrayResult(bj->keys[upsert][k], values[k], nulls[k],
 											   entry->pk_types[k], apply_batch->cxt);
+	if (upsert)
+	{
+		if (bj->tids_size == 0)
+		{
+			bj->tids_size = 8;
+			bj->written_tids = palloc(sizeof(ItemPointerData) * bj->tids_size);
+		}
+		else if (bj->nkeys[true] == bj->tids_size)
+		{
+			bj->tids_size *= 2;
+			bj->written_tids = repalloc(bj->written_tids,
+										sizeof(ItemPointerData) * bj->tids_size);
+		}
+		if (written_tid != NULL)
+			bj->written_tids[bj->nkeys[true]] = *written_tid;
+		else
+			ItemPointerSetInvalid(&bj->written_tids[bj->nkeys[true]]);
+	}
 	bj->nkeys[upsert]++;
 	MemoryContextSwitchTo(old);
 }
@@ -1254,7 +1287,7 @@ apply_batch_keys(ApplyEntry *entry, ApplyBatchJob *bj, bool upsert)
 			values[k] = bj->keys[upsert][k]->dvalues[0];
 			nulls[k] = bj->keys[upsert][k]->dnulls[0];
 		}
-		apply_key_now(entry, upsert, values, nulls);
+		apply_key_now(entry, upsert, values, nulls, NULL);
 		return;
 	}
 	for (int k = 0; k < entry->npk; k++)
@@ -1263,13 +1296,36 @@ apply_batch_keys(ApplyEntry *entry, ApplyBatchJob *bj, bool upsert)
 			  values, nulls);
 }
 
-/* apply a job's batch, as the job's owner, as the trigger would */
+/* apply one side of a job's batch directly: the keys' arrays as they were built */
+static void
+apply_batch_direct(ApplyEntry *entry, ApplyBatchJob *bj, bool upsert)
+{
+	Datum	   *keys[INDEX_MAX_KEYS];
+
+	if (bj->nkeys[upsert] == 0)
+		return;
+	for (int k = 0; k < entry->npk; k++)
+		keys[k] = bj->keys[upsert][k]->dvalues;
+	backfill_apply_direct(entry->direct, bj->nkeys[upsert], keys,
+						  upsert ? bj->written_tids : NULL);
+}
+
+/*
+ * Apply a job's batch, as the job's owner, as the trigger would: without
+ * SQL when the job allows it (apply.c), else with its plans.  Plans are made
+ * and run under the job's search_path; so is a direct apply that evaluates
+ * expressions of the downstream's (their functions resolve names when they
+ * run).  Without either, nothing looks a name up, and the search_path is
+ * left alone.
+ */
 static void
 apply_batch_job(ApplyBatchJob *bj)
 {
 	ApplyEntry *entry = hash_search(apply_cache, &bj->job_id, HASH_FIND, NULL);
 	Oid			owner;
 	RoleContext oc;
+	bool		direct;
+	int			guc_level = -1;
 
 	Assert(entry != NULL);
 	owner = entry->valid ? entry->owner : backfill_job_owner(bj->job_id);
@@ -1277,23 +1333,43 @@ apply_batch_job(ApplyBatchJob *bj)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("backfill job %lld does not exist", (long long) bj->job_id)));
-	backfill_owner_enter(owner, true, &oc);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
+	backfill_owner_enter(owner, false, &oc);
 	if (!entry->valid)
 	{
-		int			build_level = NewGUCNestLevel();
-
+		guc_level = NewGUCNestLevel();
+		(void) set_config_option("search_path", "pg_catalog, pg_temp",
+								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
 		apply_entry_build(entry, bj->job_id);
-		AtEOXact_GUC(true, build_level);
+		SPI_finish();
+		AtEOXact_GUC(true, guc_level);
+		guc_level = -1;
 	}
-	(void) set_config_option("search_path", entry->search_path,
-							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	if (entry->upsert_many_plan == NULL)
 		elog(ERROR, "backfill job %lld cannot apply a set of keys", (long long) bj->job_id);
-	apply_batch_keys(entry, bj, true);
-	apply_batch_keys(entry, bj, false);
-	SPI_finish();
+	direct = entry->direct != NULL && backfill_apply_direct_permitted(entry->direct);
+	if (!direct || backfill_apply_direct_evaluates(entry->direct))
+	{
+		guc_level = NewGUCNestLevel();
+		(void) set_config_option("search_path", entry->search_path,
+								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	}
+	if (direct)
+	{
+		apply_batch_direct(entry, bj, true);
+		apply_batch_direct(entry, bj, false);
+	}
+	else
+	{
+		if (SPI_connect() != SPI_OK_CONNECT)
+			elog(ERROR, "SPI_connect failed");
+		apply_batch_keys(entry, bj, true);
+		apply_batch_keys(entry, bj, false);
+		SPI_finish();
+	}
+	if (guc_level >= 0)
+		AtEOXact_GUC(true, guc_level);
 	backfill_role_leave(&oc);
 }
 
@@ -1357,6 +1433,7 @@ backfill_apply_change(PG_FUNCTION_ARGS)
 	bool		oldnull[INDEX_MAX_KEYS];
 	Datum		newkey[INDEX_MAX_KEYS];
 	bool		newnull[INDEX_MAX_KEYS];
+	ItemPointer written_tid = NULL;
 	RoleContext oc;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
@@ -1383,6 +1460,7 @@ backfill_apply_change(PG_FUNCTION_ARGS)
 		entry->valid = false;
 		entry->upsert_plan = entry->delete_plan = NULL;
 		entry->upsert_many_plan = entry->delete_many_plan = NULL;
+		entry->direct = NULL;
 		entry->search_path = NULL;
 	}
 
@@ -1391,6 +1469,10 @@ backfill_apply_change(PG_FUNCTION_ARGS)
 	tuple_key(trigdata->tg_trigtuple, desc, &key, oldkey, oldnull);
 	if (TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
 		tuple_key(trigdata->tg_newtuple, desc, &key, newkey, newnull);
+	/* the row written, when it was written on the upstream itself */
+	if (RelationGetRelid(trigdata->tg_relation) == entry->upstream)
+		written_tid = TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ?
+			&trigdata->tg_newslot->tts_tid : &trigdata->tg_trigslot->tts_tid;
 
 	/* within an executor's finish: at the end of the statement, with its other rows */
 	if (apply_batch != NULL && entry->valid && entry->upsert_many_plan != NULL)
@@ -1399,7 +1481,7 @@ backfill_apply_change(PG_FUNCTION_ARGS)
 			check_trigger_relation(trigdata, job_id, entry->downstream);
 		check_apply_key(trigdata, entry, &key, job_id);
 		apply_row(entry, trigdata->tg_event, &key, oldkey, oldnull, newkey, newnull,
-				  apply_key_later);
+				  written_tid, apply_key_later);
 		return PointerGetDatum(NULL);
 	}
 
@@ -1423,7 +1505,7 @@ backfill_apply_change(PG_FUNCTION_ARGS)
 		check_trigger_relation(trigdata, job_id, entry->downstream);
 	check_apply_key(trigdata, entry, &key, job_id);
 	apply_row(entry, trigdata->tg_event, &key, oldkey, oldnull, newkey, newnull,
-			  apply_key_now);
+			  written_tid, apply_key_now);
 
 	SPI_finish();
 	backfill_role_leave(&oc);
