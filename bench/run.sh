@@ -43,7 +43,7 @@ INTERVALS="1000 100"
 KINDS="no_shuffle arrangement snapshot cdc"
 
 PGVER=${PGVER:-15}
-BIN=/usr/lib/postgresql/$PGVER/bin
+BIN=${BIN:-/usr/lib/postgresql/$PGVER/bin}   # BIN=... for another installation
 HERE=$(cd "$(dirname "$0")/.." && pwd)
 COMMIT=$(git -C "$HERE" log --oneline -1 2>/dev/null || echo unknown)
 T_START=$(date +%s)
