@@ -87,6 +87,38 @@ like($local->safe_psql('postgres', "SELECT progress FROM backfill.ddl_progress W
 $local->safe_psql('postgres', "CALL backfill.run_job($job1, 4)");
 ok($local->safe_psql('postgres', "SELECT count(*) FROM backfill.job_state($job1) WHERE backfill_finished") >= 1,
 	'some splits finished');
+
+# the state rows are decoded as RisingWave's state_v2.rs decodes them, field
+# by field in its order: a broken field fails the job with its name, the
+# first one when two are broken; the row put back, the job runs on
+my $split = $local->safe_psql('postgres',
+	"SELECT min(split_id) FROM backfill.state_$job1 WHERE backfill_finished");
+my $saved = $local->safe_psql('postgres',
+	"SELECT row_to_json(s) FROM backfill.state_$job1 s WHERE split_id = $split");
+for my $case (
+	[ 'backfill_finished = NULL', 'backfill_finished' ],
+	[ 'row_count = NULL', 'row_count' ],
+	[ 'row_count = -1', 'row_count' ],
+	[ q{cdc_offset_low = '"x"'}, 'cdc_offset_low' ],
+	[ q{cdc_offset_high = '{"lsn": 7}'}, 'cdc_offset_high' ],
+	[ q{row_count = NULL, cdc_offset_low = '[]'}, 'row_count' ])
+{
+	$local->safe_psql('postgres', "UPDATE backfill.state_$job1 SET $case->[0] WHERE split_id = $split");
+	my ($ret, $out, $err) = $local->psql('postgres', "CALL backfill.run_job($job1, 1)");
+	like($err, qr/ERROR:  invalid backfill state: $case->[1]\n.*invalid row for split $split\./,
+		"a state row with $case->[0] fails the job: invalid backfill state: $case->[1]");
+	$local->safe_psql('postgres', qq{
+UPDATE backfill.state_$job1 s
+   SET (backfill_finished, row_count, cdc_offset_low, cdc_offset_high)
+     = (r.backfill_finished, r.row_count, r.cdc_offset_low, r.cdc_offset_high)
+  FROM json_populate_record(NULL::backfill.state_$job1, '$saved') r
+ WHERE s.split_id = $split});
+}
+is($local->safe_psql('postgres', "SELECT status FROM backfill.jobs WHERE job_id = $job1"),
+	'failed', 'the job failed with its state');
+$local->safe_psql('postgres', "CALL backfill.run_job($job1, 1)");
+is($local->safe_psql('postgres', "SELECT status FROM backfill.jobs WHERE job_id = $job1"),
+	'backfilling', 'and runs on once its state is whole again');
 my $w = start_writers($source, $script, 6, rate => 300);
 my $bad = 0;
 for my $i (1 .. 5)
