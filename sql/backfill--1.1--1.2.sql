@@ -496,112 +496,8 @@ LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION backfill.job_vnode(bigint, "any") IS
 'The vnode (0 to 255) of a primary key in a job, given its columns in key order: its range, or its hash for a job with hashed vnodes.';
 
--- verify_job: the upstream's side of the comparison is the filtered
--- projection, computed columns as the job computes them, and
--- a key's vnode is the job's
-CREATE OR REPLACE FUNCTION backfill.verify_job(job_id bigint)
-RETURNS TABLE (pk text, problem text)
-LANGUAGE plpgsql STABLE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    j backfill.job := backfill._get_job(job_id);
-    key_u text;
-    key_d text;
-    key_s text;
-    key_c text;
-    cols_u text;
-    cols_d text;
-    scan_u text;
-    covered text := 'true';
-    pending text := 'false';
-    decoded text := 'SELECT NULL::record AS k WHERE false';
-    vnode_u text;
-BEGIN
-    IF j.status = 'cancelled' THEN
-        RAISE EXCEPTION 'backfill job % has been cancelled', job_id
-            USING ERRCODE = 'object_not_in_prerequisite_state';
-    END IF;
-    SELECT string_agg('u.' || quote_ident(c), ', ' ORDER BY o),
-           string_agg('d.' || quote_ident(c), ', ' ORDER BY o),
-           string_agg('s.' || quote_ident(c), ', ' ORDER BY o),
-           string_agg('c.' || quote_ident(c), ', ' ORDER BY o)
-      INTO key_u, key_d, key_s, key_c
-      FROM unnest(j.pk_columns) WITH ORDINALITY AS t(c, o);
-    -- a key's vnode in the job: its range, or the hash of older jobs
-    vnode_u := CASE WHEN j.vnode_mapping = 'range'
-                    THEN format('backfill.job_vnode(%s::int8, %s)', j.job_id, key_u)
-                    ELSE format('backfill.vnode(%s)', key_u) END;
-    -- each value as the downstream's column stores it
-    SELECT string_agg(format('CAST(%s AS %s)', coalesce('(' || t.e || ')', 'u.' || quote_ident(t.c)),
-                             format_type(a.atttypid, a.atttypmod)), ', ' ORDER BY t.o),
-           string_agg('d.' || quote_ident(t.c), ', ' ORDER BY t.o)
-      INTO cols_u, cols_d
-      FROM unnest(j.columns, j.expressions) WITH ORDINALITY AS t(c, e, o)
-      JOIN pg_attribute a ON a.attrelid = j.downstream AND a.attname = t.c AND NOT a.attisdropped;
-    -- a partitioned upstream is read through its partitions
-    scan_u := format('%s%s u', CASE WHEN (SELECT relkind FROM pg_class WHERE oid = j.upstream) = 'p'
-                                    THEN '' ELSE 'ONLY ' END, j.upstream);
-
-    -- a backfilling job covers, per vnode, the keys up to its position
-    -- (below it for the snapshot kind, whose position is the next row to
-    -- read), and the keys captured since its last barrier are pending, not
-    -- differences; a finished job covers every key and has nothing pending
-    IF j.status <> 'finished' THEN
-        IF j.kind = 'snapshot' THEN
-            covered := format('EXISTS (SELECT FROM %s s WHERE s.vnode = %s '
-                              'AND (s.is_epoch_finished OR (%s) < (%s)))',
-                              j.state_table, vnode_u, key_u, key_s);
-        ELSIF j.kind = 'cdc' THEN
-            covered := format('EXISTS (SELECT FROM %s s WHERE s.backfill_finished OR (%s) <= (%s))',
-                              j.state_table, key_u, key_s);
-            -- and the changes the slot has decoded but not delivered yet
-            -- (flushed first: the slot decodes only flushed WAL, and an
-            -- asynchronous commit may not have reached it)
-            IF EXISTS (SELECT FROM pg_replication_slots
-                        WHERE slot_name = format('backfill_%s_%s',
-                                  (SELECT oid FROM pg_database WHERE datname = current_database()),
-                                  j.job_id)) THEN
-                PERFORM backfill._flush_wal();
-                -- one user of the slot at a time: the job's fetch waits
-                PERFORM backfill._lock_slot(j.job_id);
-                decoded := format(
-                    'SELECT ROW((substr(p.data, strpos(p.data, E''\t'') + 1)::%s).*) AS k '
-                    '  FROM pg_logical_slot_peek_changes(%L, NULL, NULL, ''relid'', %L) p',
-                    j.change_table,
-                    format('backfill_%s_%s',
-                           (SELECT oid FROM pg_database WHERE datname = current_database()),
-                           j.job_id),
-                    j.upstream::oid::text);
-            END IF;
-        ELSE
-            covered := format('EXISTS (SELECT FROM %s s WHERE s.vnode = %s '
-                              'AND (s.backfill_finished OR (%s) <= (%s)))',
-                              j.state_table, vnode_u, key_u, key_s);
-        END IF;
-        pending := format('(EXISTS (SELECT FROM %s c WHERE ROW(%s) = coalesce(u.k, d.k)) '
-                          'OR coalesce(u.k, d.k) IN (SELECT w.k FROM w))',
-                          j.change_table, key_c);
-    END IF;
-    IF j.filter IS NOT NULL THEN
-        covered := format('%s AND (%s)', covered, j.filter);
-    END IF;
-
-    -- one snapshot for all of it (the function is STABLE)
-    RETURN QUERY EXECUTE format(
-        'WITH w AS MATERIALIZED (%9$s) '
-        'SELECT coalesce(u.k, d.k)::text, '
-        '       CASE WHEN d.k IS NULL THEN ''missing'' '
-        '            WHEN u.k IS NULL THEN ''extra'' ELSE ''different'' END '
-        '  FROM (SELECT ROW(%1$s) AS k, ROW(%2$s) AS r FROM %3$s WHERE %4$s) u '
-        '  FULL JOIN (SELECT ROW(%5$s) AS k, ROW(%6$s) AS r FROM %7$s d) d ON u.k = d.k '
-        ' WHERE (u.k IS NULL OR d.k IS NULL OR NOT (u.r OPERATOR(pg_catalog.*=) d.r)) '
-        '   AND NOT %8$s '
-        ' ORDER BY coalesce(u.k, d.k)',
-        key_u, cols_u, scan_u, covered,
-        key_d, cols_d, j.downstream, pending, decoded);
-END
-$$;
+-- (verify_job, which now reads a key's vnode with job_vnode, is defined once
+-- for all of 1.2, with the remote jobs' rules: see the end of this script)
 
 -- ---- RisingWave fidelity ----
 
@@ -1011,6 +907,9 @@ COMMENT ON FUNCTION backfill.job_state(bigint) IS
 'The state rows of a job, decoded: one per vnode with its actor; for a cdc job its one split; for a remote job one per split (vnode is its id, current_pos its range of the first key column, cdc_offset its low and high offsets).';
 
 
+-- verify_job: the upstream's side of the comparison is the filtered
+-- projection, computed columns as the job computes them, and a key's vnode
+-- is the job's (range vnodes).
 -- A remote job is compared with its source through the foreign table (one
 -- snapshot of the source for all of it: postgres_fdw's remote transaction).
 -- The keys of splits not finished yet are not compared, on either side (a
