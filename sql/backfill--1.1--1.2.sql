@@ -240,41 +240,8 @@ COMMENT ON COLUMN backfill.actor.throttled_by IS
 COMMENT ON COLUMN backfill.actor.rows_per_second IS
 'The actor''s snapshot rows per second over the minute before its last barrier, in the run that wrote it; 0 once its vnodes have finished.';
 
--- the same columns, and the pace of the jobs that run now: what holds them
--- back (the first actor's that is held back), their rows per second (over
--- their actors), and when they will have read their rows at that rate
-CREATE OR REPLACE VIEW backfill.jobs WITH (security_invoker = true) AS
-SELECT j.job_id, j.job_name, j.kind, j.status, j.upstream,
-       j.upstream::pg_catalog.oid AS upstream_table_id,
-       j.downstream, j.fragment_id, j.parallelism, j.chunk_size,
-       coalesce(p.epoch, 0) AS epoch, coalesce(p.row_count, 0)::bigint AS row_count,
-       j.created_at, j.finished_at, j.last_error, j.state_table, j.rate_limit, j.run_mode,
-       (SELECT pg_catalog.array_agg(w.pid ORDER BY w.actor_id)
-          FROM backfill.job_workers() w
-         WHERE w.job_id OPERATOR(pg_catalog.=) j.job_id) AS worker_pids,
-       j.snapshot_epoch,
-       CASE WHEN j.kind OPERATOR(pg_catalog.=) 'cdc'
-                 AND j.status OPERATOR(pg_catalog.<>) ALL (ARRAY['finished', 'cancelled'])
-            THEN pg_catalog.format('backfill_%s_%s', d.oid, j.job_id) END AS slot_name,
-       j.owner,
-       CASE WHEN r.running THEN p.throttled_by END AS throttled_by,
-       CASE WHEN r.running THEN pg_catalog.round(p.rows_per_second) END AS rows_per_second,
-       CASE WHEN r.running AND p.rows_per_second OPERATOR(pg_catalog.>) 0
-            THEN pg_catalog.make_interval(secs => pg_catalog.round(
-                     GREATEST(j.total_rows OPERATOR(pg_catalog.-) coalesce(p.row_count, 0), 0)::double precision
-                     OPERATOR(pg_catalog./) p.rows_per_second)) END AS eta
-  FROM backfill.job j
-  CROSS JOIN (SELECT oid FROM pg_catalog.pg_database
-               WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) d
-  LEFT JOIN LATERAL (SELECT pg_catalog.max(a.epoch) AS epoch, pg_catalog.sum(a.row_count) AS row_count,
-                            pg_catalog.sum(a.rows_per_second) AS rows_per_second,
-                            (pg_catalog.array_agg(a.throttled_by ORDER BY a.actor_id)
-                               FILTER (WHERE a.throttled_by IS NOT NULL))[1] AS throttled_by
-                       FROM backfill.actor a
-                      WHERE a.job_id OPERATOR(pg_catalog.=) j.job_id) p ON true
-  CROSS JOIN LATERAL (SELECT CASE WHEN j.status OPERATOR(pg_catalog.=) 'backfilling'
-                                  THEN backfill._job_is_running(j.job_id)
-                                  ELSE false END AS running) r;
+-- backfill.jobs shows the pace of the jobs that run now (throttled_by,
+-- rows_per_second, eta): the view is defined once for 1.2, at the end
 
 -- what a job would copy, write and take, before creating it (src/estimate.c)
 CREATE FUNCTION backfill.estimate_job(upstream regclass, kind text DEFAULT 'arrangement',
@@ -591,88 +558,9 @@ END;
 COMMENT ON FUNCTION backfill._rw_duration(bigint) IS
 'Internal: a number of milliseconds as Rust''s Debug of a Duration prints it, "1.2s".';
 
--- backfill.jobs gets each job's progress, after the pace columns above:
--- RisingWave's text while it is being created, "100%" once finished.  A
--- snapshot job shows its phase as
--- RisingWave's creating jobs do (creating_job/mod.rs): "Snapshot [...]"
--- while it reads its snapshot, "Snapshot finished" once every vnode has
--- read it until every actor has entered the log store, "LogStore [actor:
--- caught up/actors, avg lag ...]" with the lag averaged over the actors not
--- caught up yet, then "Finishing [epoch lag: 0ns]" until its final barrier:
--- its barriers are the upstream's own, so it never lags in epochs.
+-- ddl_progress becomes RisingWave's rw_ddl_progress, over backfill.jobs,
+-- which gets each job's progress: both are defined at the end
 DROP VIEW backfill.ddl_progress;
-CREATE OR REPLACE VIEW backfill.jobs WITH (security_invoker = true) AS
-SELECT j.job_id, j.job_name, j.kind, j.status, j.upstream,
-       j.upstream::pg_catalog.oid AS upstream_table_id,
-       j.downstream, j.fragment_id, j.parallelism, j.chunk_size,
-       coalesce(p.epoch, 0) AS epoch, coalesce(p.row_count, 0)::bigint AS row_count,
-       j.created_at, j.finished_at, j.last_error, j.state_table, j.rate_limit, j.run_mode,
-       (SELECT pg_catalog.array_agg(w.pid ORDER BY w.actor_id)
-          FROM backfill.job_workers() w
-         WHERE w.job_id OPERATOR(pg_catalog.=) j.job_id) AS worker_pids,
-       j.snapshot_epoch,
-       CASE WHEN j.kind OPERATOR(pg_catalog.=) 'cdc'
-                 AND j.status OPERATOR(pg_catalog.<>) ALL (ARRAY['finished', 'cancelled'])
-            THEN pg_catalog.format('backfill_%s_%s', d.oid, j.job_id) END AS slot_name,
-       j.owner,
-       CASE WHEN r.running THEN p.throttled_by END AS throttled_by,
-       CASE WHEN r.running THEN pg_catalog.round(p.rows_per_second) END AS rows_per_second,
-       CASE WHEN r.running AND p.rows_per_second OPERATOR(pg_catalog.>) 0
-            THEN pg_catalog.make_interval(secs => pg_catalog.round(
-                     GREATEST(j.total_rows OPERATOR(pg_catalog.-) coalesce(p.row_count, 0), 0)::double precision
-                     OPERATOR(pg_catalog./) p.rows_per_second)) END AS eta,
-       CASE
-           WHEN j.status OPERATOR(pg_catalog.=) 'finished' THEN '100%'
-           WHEN j.status OPERATOR(pg_catalog.=) 'cancelled' THEN NULL
-           WHEN j.kind OPERATOR(pg_catalog.<>) 'snapshot'
-           THEN backfill._rw_progress(coalesce(p.row_count, 0)::bigint, j.total_rows)
-           WHEN p.caught_up OPERATOR(pg_catalog.=) p.actors AND p.actors OPERATOR(pg_catalog.>) 0
-           THEN 'Finishing [epoch lag: 0ns]'
-           WHEN p.in_log_store OPERATOR(pg_catalog.=) p.actors AND p.actors OPERATOR(pg_catalog.>) 0
-           THEN pg_catalog.format('LogStore [actor: %s/%s, avg lag %s]', p.caught_up, p.actors,
-                    backfill._rw_duration(p.ongoing_lag_ms))
-           WHEN p.in_log_store OPERATOR(pg_catalog.>) 0
-                OR (SELECT pg_catalog.bool_and(s.backfill_finished)
-                      FROM backfill.job_state(j.job_id) s)
-           THEN 'Snapshot finished'
-           ELSE pg_catalog.format('Snapshot [%s]',
-                    backfill._rw_progress(coalesce(p.row_count, 0)::bigint, j.total_rows))
-       END AS progress
-  FROM backfill.job j
-  CROSS JOIN (SELECT oid FROM pg_catalog.pg_database
-               WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) d
-  LEFT JOIN LATERAL (SELECT pg_catalog.max(a.epoch) AS epoch, pg_catalog.sum(a.row_count) AS row_count,
-                            pg_catalog.sum(a.rows_per_second) AS rows_per_second,
-                            (pg_catalog.array_agg(a.throttled_by ORDER BY a.actor_id)
-                               FILTER (WHERE a.throttled_by IS NOT NULL))[1] AS throttled_by,
-                            pg_catalog.count(*) AS actors,
-                            pg_catalog.count(a.log_store_lag_ms) AS in_log_store,
-                            pg_catalog.count(*) FILTER (WHERE a.log_store_caught_up) AS caught_up,
-                            coalesce(pg_catalog.floor(pg_catalog.avg(a.log_store_lag_ms)
-                                         FILTER (WHERE NOT a.log_store_caught_up)), 0)::bigint
-                                AS ongoing_lag_ms
-                       FROM backfill.actor a
-                      WHERE a.job_id OPERATOR(pg_catalog.=) j.job_id) p ON true
-  CROSS JOIN LATERAL (SELECT CASE WHEN j.status OPERATOR(pg_catalog.=) 'backfilling'
-                                  THEN backfill._job_is_running(j.job_id)
-                                  ELSE false END AS running) r;
-
--- RisingWave's rw_catalog.rw_ddl_progress: the jobs being created, with
--- RisingWave's columns; finished, failed and cancelled jobs are in
--- backfill.jobs
-CREATE VIEW backfill.ddl_progress WITH (security_invoker = true) AS
-SELECT s.job_id AS ddl_id,
-       j.ddl_statement,
-       CASE s.run_mode WHEN 'background' THEN 'BACKGROUND' ELSE 'FOREGROUND' END AS create_type,
-       s.progress,
-       s.created_at AS initialized_at,
-       false AS is_serverless_backfill,
-       CASE s.kind WHEN 'snapshot' THEN 'SNAPSHOT_BACKFILL' ELSE 'NORMAL_BACKFILL' END AS backfill_type
-  FROM backfill.jobs s
-  JOIN backfill.job j ON j.job_id OPERATOR(pg_catalog.=) s.job_id
- WHERE s.status OPERATOR(pg_catalog.=) ANY (ARRAY['pending', 'backfilling']);
-COMMENT ON VIEW backfill.ddl_progress IS 'Progress of the jobs being created, as RisingWave''s rw_ddl_progress shows it.';
-GRANT SELECT ON backfill.ddl_progress TO PUBLIC;
 
 -- ---- copy from another server ----
 -- A cdc job whose upstream is a foreign table of postgres_fdw reads the table
@@ -736,86 +624,6 @@ BEGIN
 END
 $$;
 
--- how far behind its source a remote job is: the source's WAL it has not
--- fetched yet, and since when it has not caught up; and why it waits
-CREATE OR REPLACE VIEW backfill.jobs WITH (security_invoker = true) AS
-SELECT j.job_id, j.job_name, j.kind, j.status, j.upstream,
-       j.upstream::pg_catalog.oid AS upstream_table_id,
-       j.downstream, j.fragment_id, j.parallelism, j.chunk_size,
-       coalesce(p.epoch, 0) AS epoch, coalesce(p.row_count, 0)::bigint AS row_count,
-       j.created_at, j.finished_at, j.last_error, j.state_table, j.rate_limit, j.run_mode,
-       (SELECT pg_catalog.array_agg(w.pid ORDER BY w.actor_id)
-          FROM backfill.job_workers() w
-         WHERE w.job_id OPERATOR(pg_catalog.=) j.job_id) AS worker_pids,
-       j.snapshot_epoch,
-       -- a remote job keeps its slot on the source after its finish
-       CASE WHEN j.remote AND j.status OPERATOR(pg_catalog.<>) 'cancelled'
-            THEN pg_catalog.format('backfill_%s_%s_%s',
-                     (SELECT s.system_identifier FROM pg_catalog.pg_control_system() s),
-                     d.oid, j.job_id)
-            WHEN j.kind OPERATOR(pg_catalog.=) 'cdc'
-                 AND j.status OPERATOR(pg_catalog.<>) ALL (ARRAY['finished', 'cancelled'])
-            THEN pg_catalog.format('backfill_%s_%s', d.oid, j.job_id) END AS slot_name,
-       j.owner,
-       CASE WHEN r.running THEN p.throttled_by END AS throttled_by,
-       CASE WHEN r.running THEN pg_catalog.round(p.rows_per_second) END AS rows_per_second,
-       CASE WHEN r.running AND p.rows_per_second OPERATOR(pg_catalog.>) 0
-            THEN pg_catalog.make_interval(secs => pg_catalog.round(
-                     GREATEST(j.total_rows OPERATOR(pg_catalog.-) coalesce(p.row_count, 0), 0)::double precision
-                     OPERATOR(pg_catalog./) p.rows_per_second)) END AS eta,
-       CASE
-           WHEN j.status OPERATOR(pg_catalog.=) 'finished' THEN '100%'
-           WHEN j.status OPERATOR(pg_catalog.=) 'cancelled' THEN NULL
-           WHEN j.remote
-           THEN pg_catalog.format('%s [splits: %s/%s]',
-                    backfill._rw_progress(coalesce(p.row_count, 0)::bigint, j.total_rows),
-                    (SELECT pg_catalog.count(*) FILTER (WHERE s.backfill_finished)
-                       FROM backfill.job_state(j.job_id) s),
-                    coalesce(pg_catalog.cardinality(j.remote_splits), 0) OPERATOR(pg_catalog.+) 1)
-           WHEN j.kind OPERATOR(pg_catalog.<>) 'snapshot'
-           THEN backfill._rw_progress(coalesce(p.row_count, 0)::bigint, j.total_rows)
-           WHEN p.caught_up OPERATOR(pg_catalog.=) p.actors AND p.actors OPERATOR(pg_catalog.>) 0
-           THEN 'Finishing [epoch lag: 0ns]'
-           WHEN p.in_log_store OPERATOR(pg_catalog.=) p.actors AND p.actors OPERATOR(pg_catalog.>) 0
-           THEN pg_catalog.format('LogStore [actor: %s/%s, avg lag %s]', p.caught_up, p.actors,
-                    backfill._rw_duration(p.ongoing_lag_ms))
-           WHEN p.in_log_store OPERATOR(pg_catalog.>) 0
-                OR (SELECT pg_catalog.bool_and(s.backfill_finished)
-                      FROM backfill.job_state(j.job_id) s)
-           THEN 'Snapshot finished'
-           ELSE pg_catalog.format('Snapshot [%s]',
-                    backfill._rw_progress(coalesce(p.row_count, 0)::bigint, j.total_rows))
-       END AS progress,
-       j.remote,
-       CASE WHEN j.remote THEN j.remote_source_lsn OPERATOR(pg_catalog.-) j.remote_lsn END AS lag_bytes,
-       CASE WHEN j.remote AND j.remote_lsn OPERATOR(pg_catalog.>=) j.remote_source_lsn
-            THEN '0'::pg_catalog.interval
-            WHEN j.remote
-            THEN pg_catalog.now() OPERATOR(pg_catalog.-) coalesce(j.remote_caught_up_at, j.created_at)
-       END AS lag_time,
-       (SELECT pg_catalog.min(a.query)
-          FROM backfill.job_workers() w
-          JOIN pg_catalog.pg_stat_activity a ON a.pid OPERATOR(pg_catalog.=) w.pid
-         WHERE w.job_id OPERATOR(pg_catalog.=) j.job_id
-           AND pg_catalog.starts_with(a.query, 'waiting for the source')) AS waiting_for
-  FROM backfill.job j
-  CROSS JOIN (SELECT oid FROM pg_catalog.pg_database
-               WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) d
-  LEFT JOIN LATERAL (SELECT pg_catalog.max(a.epoch) AS epoch, pg_catalog.sum(a.row_count) AS row_count,
-                            pg_catalog.sum(a.rows_per_second) AS rows_per_second,
-                            (pg_catalog.array_agg(a.throttled_by ORDER BY a.actor_id)
-                               FILTER (WHERE a.throttled_by IS NOT NULL))[1] AS throttled_by,
-                            pg_catalog.count(*) AS actors,
-                            pg_catalog.count(a.log_store_lag_ms) AS in_log_store,
-                            pg_catalog.count(*) FILTER (WHERE a.log_store_caught_up) AS caught_up,
-                            coalesce(pg_catalog.floor(pg_catalog.avg(a.log_store_lag_ms)
-                                         FILTER (WHERE NOT a.log_store_caught_up)), 0)::bigint
-                                AS ongoing_lag_ms
-                       FROM backfill.actor a
-                      WHERE a.job_id OPERATOR(pg_catalog.=) j.job_id) p ON true
-  CROSS JOIN LATERAL (SELECT CASE WHEN j.status OPERATOR(pg_catalog.=) 'backfilling'
-                                  THEN backfill._job_is_running(j.job_id)
-                                  ELSE false END AS running) r;
 
 -- RisingWave's rw_catalog.rw_ddl_progress: the jobs being created, with
 
@@ -1051,3 +859,115 @@ BEGIN
         key_d, cols_d, scan_d, pending, decoded);
 END
 $$;
+
+-- ---- backfill.jobs and ddl_progress, as of 1.2 ----
+
+-- backfill.jobs of 1.2: the columns of 1.1, then the pace of the jobs that
+-- run now: what holds them back (the first actor's that is held back), their
+-- rows per second (over their actors), and when they will have read their
+-- rows at that rate; then each job's progress: RisingWave's text while it is
+-- being created, "100%" once finished.  A snapshot job shows its phase as
+-- RisingWave's creating jobs do (creating_job/mod.rs): "Snapshot [...]"
+-- while it reads its snapshot, "Snapshot finished" once every vnode has read
+-- it until every actor has entered the log store, "LogStore [actor: caught
+-- up/actors, avg lag ...]" with the lag averaged over the actors not caught
+-- up yet, then "Finishing [epoch lag: 0ns]" until its final barrier: its
+-- barriers are the upstream's own, so it never lags in epochs.  Then, for a
+-- job whose upstream is on another server, how far behind its source it is
+-- (the source's WAL it has not fetched yet, and since when it has not caught
+-- up) and why it waits; its progress adds its finished splits.
+CREATE OR REPLACE VIEW backfill.jobs WITH (security_invoker = true) AS
+SELECT j.job_id, j.job_name, j.kind, j.status, j.upstream,
+       j.upstream::pg_catalog.oid AS upstream_table_id,
+       j.downstream, j.fragment_id, j.parallelism, j.chunk_size,
+       coalesce(p.epoch, 0) AS epoch, coalesce(p.row_count, 0)::bigint AS row_count,
+       j.created_at, j.finished_at, j.last_error, j.state_table, j.rate_limit, j.run_mode,
+       (SELECT pg_catalog.array_agg(w.pid ORDER BY w.actor_id)
+          FROM backfill.job_workers() w
+         WHERE w.job_id OPERATOR(pg_catalog.=) j.job_id) AS worker_pids,
+       j.snapshot_epoch,
+       -- a remote job keeps its slot on the source after its finish
+       CASE WHEN j.remote AND j.status OPERATOR(pg_catalog.<>) 'cancelled'
+            THEN pg_catalog.format('backfill_%s_%s_%s',
+                     (SELECT s.system_identifier FROM pg_catalog.pg_control_system() s),
+                     d.oid, j.job_id)
+            WHEN j.kind OPERATOR(pg_catalog.=) 'cdc'
+                 AND j.status OPERATOR(pg_catalog.<>) ALL (ARRAY['finished', 'cancelled'])
+            THEN pg_catalog.format('backfill_%s_%s', d.oid, j.job_id) END AS slot_name,
+       j.owner,
+       CASE WHEN r.running THEN p.throttled_by END AS throttled_by,
+       CASE WHEN r.running THEN pg_catalog.round(p.rows_per_second) END AS rows_per_second,
+       CASE WHEN r.running AND p.rows_per_second OPERATOR(pg_catalog.>) 0
+            THEN pg_catalog.make_interval(secs => pg_catalog.round(
+                     GREATEST(j.total_rows OPERATOR(pg_catalog.-) coalesce(p.row_count, 0), 0)::double precision
+                     OPERATOR(pg_catalog./) p.rows_per_second)) END AS eta,
+       CASE
+           WHEN j.status OPERATOR(pg_catalog.=) 'finished' THEN '100%'
+           WHEN j.status OPERATOR(pg_catalog.=) 'cancelled' THEN NULL
+           WHEN j.remote
+           THEN pg_catalog.format('%s [splits: %s/%s]',
+                    backfill._rw_progress(coalesce(p.row_count, 0)::bigint, j.total_rows),
+                    (SELECT pg_catalog.count(*) FILTER (WHERE s.backfill_finished)
+                       FROM backfill.job_state(j.job_id) s),
+                    coalesce(pg_catalog.cardinality(j.remote_splits), 0) OPERATOR(pg_catalog.+) 1)
+           WHEN j.kind OPERATOR(pg_catalog.<>) 'snapshot'
+           THEN backfill._rw_progress(coalesce(p.row_count, 0)::bigint, j.total_rows)
+           WHEN p.caught_up OPERATOR(pg_catalog.=) p.actors AND p.actors OPERATOR(pg_catalog.>) 0
+           THEN 'Finishing [epoch lag: 0ns]'
+           WHEN p.in_log_store OPERATOR(pg_catalog.=) p.actors AND p.actors OPERATOR(pg_catalog.>) 0
+           THEN pg_catalog.format('LogStore [actor: %s/%s, avg lag %s]', p.caught_up, p.actors,
+                    backfill._rw_duration(p.ongoing_lag_ms))
+           WHEN p.in_log_store OPERATOR(pg_catalog.>) 0
+                OR (SELECT pg_catalog.bool_and(s.backfill_finished)
+                      FROM backfill.job_state(j.job_id) s)
+           THEN 'Snapshot finished'
+           ELSE pg_catalog.format('Snapshot [%s]',
+                    backfill._rw_progress(coalesce(p.row_count, 0)::bigint, j.total_rows))
+       END AS progress,
+       j.remote,
+       CASE WHEN j.remote THEN j.remote_source_lsn OPERATOR(pg_catalog.-) j.remote_lsn END AS lag_bytes,
+       CASE WHEN j.remote AND j.remote_lsn OPERATOR(pg_catalog.>=) j.remote_source_lsn
+            THEN '0'::pg_catalog.interval
+            WHEN j.remote
+            THEN pg_catalog.now() OPERATOR(pg_catalog.-) coalesce(j.remote_caught_up_at, j.created_at)
+       END AS lag_time,
+       (SELECT pg_catalog.min(a.query)
+          FROM backfill.job_workers() w
+          JOIN pg_catalog.pg_stat_activity a ON a.pid OPERATOR(pg_catalog.=) w.pid
+         WHERE w.job_id OPERATOR(pg_catalog.=) j.job_id
+           AND pg_catalog.starts_with(a.query, 'waiting for the source')) AS waiting_for
+  FROM backfill.job j
+  CROSS JOIN (SELECT oid FROM pg_catalog.pg_database
+               WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) d
+  LEFT JOIN LATERAL (SELECT pg_catalog.max(a.epoch) AS epoch, pg_catalog.sum(a.row_count) AS row_count,
+                            pg_catalog.sum(a.rows_per_second) AS rows_per_second,
+                            (pg_catalog.array_agg(a.throttled_by ORDER BY a.actor_id)
+                               FILTER (WHERE a.throttled_by IS NOT NULL))[1] AS throttled_by,
+                            pg_catalog.count(*) AS actors,
+                            pg_catalog.count(a.log_store_lag_ms) AS in_log_store,
+                            pg_catalog.count(*) FILTER (WHERE a.log_store_caught_up) AS caught_up,
+                            coalesce(pg_catalog.floor(pg_catalog.avg(a.log_store_lag_ms)
+                                         FILTER (WHERE NOT a.log_store_caught_up)), 0)::bigint
+                                AS ongoing_lag_ms
+                       FROM backfill.actor a
+                      WHERE a.job_id OPERATOR(pg_catalog.=) j.job_id) p ON true
+  CROSS JOIN LATERAL (SELECT CASE WHEN j.status OPERATOR(pg_catalog.=) 'backfilling'
+                                  THEN backfill._job_is_running(j.job_id)
+                                  ELSE false END AS running) r;
+
+-- RisingWave's rw_catalog.rw_ddl_progress: the jobs being created, with
+-- RisingWave's columns; finished, failed and cancelled jobs are in
+-- backfill.jobs
+CREATE VIEW backfill.ddl_progress WITH (security_invoker = true) AS
+SELECT s.job_id AS ddl_id,
+       j.ddl_statement,
+       CASE s.run_mode WHEN 'background' THEN 'BACKGROUND' ELSE 'FOREGROUND' END AS create_type,
+       s.progress,
+       s.created_at AS initialized_at,
+       false AS is_serverless_backfill,
+       CASE s.kind WHEN 'snapshot' THEN 'SNAPSHOT_BACKFILL' ELSE 'NORMAL_BACKFILL' END AS backfill_type
+  FROM backfill.jobs s
+  JOIN backfill.job j ON j.job_id OPERATOR(pg_catalog.=) s.job_id
+ WHERE s.status OPERATOR(pg_catalog.=) ANY (ARRAY['pending', 'backfilling']);
+COMMENT ON VIEW backfill.ddl_progress IS 'Progress of the jobs being created, as RisingWave''s rw_ddl_progress shows it.';
+GRANT SELECT ON backfill.ddl_progress TO PUBLIC;
