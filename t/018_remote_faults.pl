@@ -22,37 +22,14 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 
-my $source = PostgreSQL::Test::Cluster->new('source');
-$source->init(allows_streaming => 'logical');
-$source->append_conf('postgresql.conf', q{
-max_replication_slots = 10
-log_statement = none
+my $source = remote_source('source', 120000, q{
 restart_after_crash = on
-});
-$source->start;
-$source->safe_psql('postgres', q{
-CREATE TABLE t (id int PRIMARY KEY, a int, b text);
-INSERT INTO t SELECT g * 2, g % 1000, md5(g::text) FROM generate_series(1, 120000) g;
-ANALYZE t;
 });
 
 my $local = worker_node('local');
-$local->safe_psql('postgres', sprintf(q{
-CREATE EXTENSION postgres_fdw;
-CREATE SERVER src FOREIGN DATA WRAPPER postgres_fdw
-    OPTIONS (host '%s', port '%s', dbname 'postgres');
-CREATE USER MAPPING FOR CURRENT_USER SERVER src;
-CREATE SCHEMA remote;
-IMPORT FOREIGN SCHEMA public LIMIT TO (t) FROM SERVER src INTO remote;
-}, $source->host, $source->port));
+import_remote($local, $source);
 
-sub differences
-{
-	my ($table) = @_;
-	return $local->safe_psql('postgres', qq{
-SELECT (SELECT count(*) FROM (SELECT * FROM remote.t EXCEPT SELECT * FROM $table) x)
-    || ' ' || (SELECT count(*) FROM (SELECT * FROM $table EXCEPT SELECT * FROM remote.t) y)});
-}
+sub differences { return remote_differences($local, $_[0]); }
 
 # the splits started and not finished, as committed: those a restart reads again
 sub splits_to_reread

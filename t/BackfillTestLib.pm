@@ -55,6 +55,9 @@ our @EXPORT = qw(
   legacy_message
   rw_debug_pos
   leftovers
+  remote_source
+  import_remote
+  remote_differences
 );
 
 # Every background process gets killed by IPC::Run after this long, so that
@@ -782,5 +785,51 @@ SELECT 'process ' || pid FROM pg_stat_activity WHERE application_name LIKE 'back
 	return grep { $_ ne '' } split /\n/, $out;
 }
 
+# A source server for the copy from another server: wal_level logical, room
+# for slots, statements not logged (pgbench would flood the log), conf
+# appended; table t of $rows rows (even keys 2 to 2 * $rows), analyzed.
+sub remote_source
+{
+	my ($name, $rows, $conf) = @_;
+	my $source = PostgreSQL::Test::Cluster->new($name);
+	$source->init(allows_streaming => 'logical');
+	$source->append_conf('postgresql.conf', q{
+max_replication_slots = 10
+log_statement = none
+} . ($conf // ''));
+	$source->start;
+	$source->safe_psql('postgres', qq{
+CREATE TABLE t (id int PRIMARY KEY, a int, b text);
+INSERT INTO t SELECT g * 2, g % 1000, md5(g::text) FROM generate_series(1, $rows) g;
+ANALYZE t;
+});
+	return $source;
+}
+
+# On $local, foreign server src for $source (a user mapping for the current
+# user) and its table t imported as remote.t.
+sub import_remote
+{
+	my ($local, $source) = @_;
+	$local->safe_psql('postgres', sprintf(q{
+CREATE EXTENSION postgres_fdw;
+CREATE SERVER src FOREIGN DATA WRAPPER postgres_fdw
+    OPTIONS (host '%s', port '%s', dbname 'postgres');
+CREATE USER MAPPING FOR CURRENT_USER SERVER src;
+CREATE SCHEMA remote;
+IMPORT FOREIGN SCHEMA public LIMIT TO (t) FROM SERVER src INTO remote;
+}, $source->host, $source->port));
+	return;
+}
+
+# "<rows of the source missing from $table> <rows of $table not on the
+# source>", through remote.t: "0 0" when they are equal
+sub remote_differences
+{
+	my ($local, $table) = @_;
+	return $local->safe_psql('postgres', qq{
+SELECT (SELECT count(*) FROM (SELECT * FROM remote.t EXCEPT SELECT * FROM $table) x)
+    || ' ' || (SELECT count(*) FROM (SELECT * FROM $table EXCEPT SELECT * FROM remote.t) y)});
+}
 
 1;
