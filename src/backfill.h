@@ -324,6 +324,8 @@ extern void backfill_state_error(BackfillJob *job, const char *field,
 								 const char *detail) pg_attribute_noreturn();
 extern void backfill_vnode_state_error(BackfillJob *job, const char *field,
 									   int vnode) pg_attribute_noreturn();
+extern void backfill_split_state_error(BackfillJob *job, const char *field,
+									   const char *split) pg_attribute_noreturn();
 extern char *backfill_column_list(Oid relid, int *natts, Oid **types);
 extern char *backfill_pos_text(BackfillJob *job, VnodeState *vs);
 extern void backfill_append_record_field(StringInfo buf, const char *value);

@@ -180,15 +180,14 @@ cdc_create_state_table(const JobDefinition *def)
 							  def->state_sql, def->owner);
 }
 
+/* a cdc split is the upstream's OID as text, shown quoted */
 static void fail_with_split_error(BackfillJob *job, const char *field,
 								  const char *split) pg_attribute_noreturn();
 
 static void
 fail_with_split_error(BackfillJob *job, const char *field, const char *split)
 {
-	backfill_state_error(job, field,
-						 psprintf("State table %s of backfill job %lld has an invalid row for split \"%s\".",
-								  job->state_sql, (long long) job->job_id, split));
+	backfill_split_state_error(job, field, psprintf("\"%s\"", split));
 }
 
 /* the cdc kind's one row: (split_id, pk, backfill_finished, row_count, cdc_offset) */

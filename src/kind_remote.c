@@ -564,17 +564,6 @@ remote_after_create(const JobDefinition *def)
 
 /* ---- the state ---- */
 
-static void split_state_error(BackfillJob *job, const char *field,
-							  const char *split) pg_attribute_noreturn();
-
-static void
-split_state_error(BackfillJob *job, const char *field, const char *split)
-{
-	backfill_state_error(job, field,
-						 psprintf("State table %s of backfill job %lld has an invalid row for split %s.",
-								  job->state_sql, (long long) job->job_id, split));
-}
-
 /* an offset column: NULL, or {"lsn": "X/X"} */
 static void
 check_offset(BackfillJob *job, HeapTuple tup, TupleDesc desc, int col, const char *field,
@@ -587,7 +576,7 @@ check_offset(BackfillJob *job, HeapTuple tup, TupleDesc desc, int col, const cha
 	if (type == NULL)
 	{
 		if (required)
-			split_state_error(job, field, SPI_getvalue(tup, desc, 1));
+			backfill_split_state_error(job, field, SPI_getvalue(tup, desc, 1));
 		return;
 	}
 	if (strcmp(type, "object") != 0 || lsn == NULL)
@@ -595,7 +584,7 @@ check_offset(BackfillJob *job, HeapTuple tup, TupleDesc desc, int col, const cha
 	else
 		(void) pg_lsn_in_internal(lsn, &have_error);
 	if (have_error)
-		split_state_error(job, field, SPI_getvalue(tup, desc, 1));
+		backfill_split_state_error(job, field, SPI_getvalue(tup, desc, 1));
 }
 
 /*
@@ -632,17 +621,17 @@ remote_load_state(BackfillJob *job)
 		int			actor = -1;
 
 		if (isnull)
-			split_state_error(job, "backfill_finished", SPI_getvalue(tup, desc, 1));
+			backfill_split_state_error(job, "backfill_finished", SPI_getvalue(tup, desc, 1));
 		rows = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
 		if (isnull || rows < 0)
-			split_state_error(job, "row_count", SPI_getvalue(tup, desc, 1));
+			backfill_split_state_error(job, "row_count", SPI_getvalue(tup, desc, 1));
 		check_offset(job, tup, desc, 4, "cdc_offset_low", finished);
 		check_offset(job, tup, desc, 6, "cdc_offset_high", finished);
 		for (int a = 0; a < job->nactors; a++)
 			if (split >= rj->first_split[a] && split < rj->end_split[a])
 				actor = a;
 		if (actor < 0)
-			split_state_error(job, "split_id", SPI_getvalue(tup, desc, 1));
+			backfill_split_state_error(job, "split_id", SPI_getvalue(tup, desc, 1));
 		job->vnodes[split_vnode(rj, actor, (int) split)].present = true;
 		job->vnodes[split_vnode(rj, actor, (int) split)].finished = finished;
 		job->vnodes[split_vnode(rj, actor, (int) split)].row_count = rows;

@@ -95,6 +95,15 @@ backfill_state_error(BackfillJob *job, const char *field, const char *detail)
 					  psprintf("invalid backfill state: %s", field), detail, NULL);
 }
 
+/* the same, for a split's row: split as the message shows it */
+void
+backfill_split_state_error(BackfillJob *job, const char *field, const char *split)
+{
+	backfill_state_error(job, field,
+						 psprintf("State table %s of backfill job %lld has an invalid row for split %s.",
+								  job->state_sql, (long long) job->job_id, split));
+}
+
 /* the same, for a vnode's row */
 void
 backfill_vnode_state_error(BackfillJob *job, const char *field, int vnode)
