@@ -37,7 +37,7 @@ OBJS = \
 	src/vnode.o \
 	src/worker.o \
 	src/xact.o
-DATA = sql/backfill--1.0.sql sql/backfill--1.0--1.1.sql sql/backfill--1.1--1.2.sql
+DATA = sql/backfill--1.0.sql sql/backfill--1.0--1.1.sql sql/backfill--1.1--1.2.sql sql/backfill--1.2--1.3.sql
 PGFILEDESC = "backfill - resumable backfill of derived tables"
 
 REGRESS = setup create_job run_job recovery legacy_message observe cancel_drop workers safety snapshot cdc ddl downstream filter_columns into_existing partitioned privileges bad_input capture apply_statements apply_direct pacing range_vnodes upgrade remote

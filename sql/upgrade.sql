@@ -49,11 +49,19 @@ UPDATE up SET v = 'during 1.1' WHERE id IN (2, 298);
 CALL backfill.run_job(:job, 1);
 SELECT job_id, status, row_count FROM backfill.jobs;
 
+ALTER EXTENSION backfill UPDATE TO '1.2';
+SELECT extversion FROM pg_extension WHERE extname = 'backfill';
+
+-- one barrier under 1.2
+UPDATE up SET v = 'during 1.2' WHERE id IN (3, 297);
+CALL backfill.run_job(:job, 1);
+SELECT job_id, status, row_count FROM backfill.jobs;
+
 ALTER EXTENSION backfill UPDATE;
 SELECT extversion FROM pg_extension WHERE extname = 'backfill';
 
 -- and finishes under the newest
-UPDATE up SET v = 'during 1.2' WHERE id IN (3, 297);
+UPDATE up SET v = 'during 1.3' WHERE id IN (4, 296);
 CALL backfill.run_job(:job);
 SELECT s.job_id, s.kind, s.status, s.row_count, j.runs
   FROM backfill.jobs s JOIN backfill.job j USING (job_id);
