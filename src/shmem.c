@@ -53,8 +53,10 @@
  * them the other way round, and deadlock with them: a ProcessUtility hook
  * (installed with the registry, which is where workers can exist) stops the
  * workers of this database first for DROP EXTENSION backfill CASCADE, as
- * drop_job stops a job's, and refuses a DROP without CASCADE and an ALTER
- * EXTENSION UPDATE while they run, naming the jobs.
+ * drop_job stops a job's, and locks the jobs' upstreams against writers
+ * (whose triggers would deadlock with the drop as well); it refuses a DROP
+ * without CASCADE and an ALTER EXTENSION UPDATE while workers run, naming
+ * the jobs.
  *
  * May call: catalog.c, privilege.c and the foundations.
  *
@@ -73,12 +75,16 @@
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "catalog/pg_authid.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
+#include "storage/lmgr.h"
 #include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/syscache.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/lsyscache.h"
 #include "utils/wait_event.h"
 
 #include "driver.h"
@@ -967,6 +973,49 @@ running_jobs(int *njobs)
 }
 
 /*
+ * Lock the upstream of every job that is not cancelled, and its partitions,
+ * root to leaves, in the mode DROP TRIGGER takes, before DROP EXTENSION
+ * CASCADE drops the jobs' tables and triggers: it may reach a change table
+ * before its upstream's trigger, which a writer in flight, holding the
+ * upstream and wanting the change table, would deadlock with.  Writers wait
+ * for the drop instead, as drop_job makes them, which drops the triggers
+ * first.
+ */
+static void
+lock_upstreams_for_drop(void)
+{
+	RoleContext rc;
+	Oid		   *upstreams;
+	uint64		n;
+
+	SPI_connect();
+	backfill_catalog_enter(&rc);
+	if (SPI_execute("SELECT DISTINCT upstream::pg_catalog.oid FROM backfill.job "
+					"WHERE status OPERATOR(pg_catalog.<>) 'cancelled' ORDER BY 1",
+					true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read backfill.job");
+	n = SPI_processed;
+	upstreams = palloc(sizeof(Oid) * Max(n, 1));
+	for (uint64 i = 0; i < n; i++)
+	{
+		bool		isnull;
+
+		upstreams[i] = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+													  SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	backfill_role_leave(&rc);
+	SPI_finish();
+
+	for (uint64 i = 0; i < n; i++)
+	{
+		if (get_rel_relkind(upstreams[i]) == RELKIND_PARTITIONED_TABLE)
+			(void) find_all_inheritors(upstreams[i], AccessExclusiveLock, NULL);
+		else
+			LockRelationOid(upstreams[i], AccessExclusiveLock);
+	}
+}
+
+/*
  * Before DROP EXTENSION backfill: with CASCADE, stop the workers of this
  * database's jobs at once, as drop_job does (the barrier in flight rolls
  * back; the jobs go with the extension anyway); without it, refuse while
@@ -985,7 +1034,11 @@ before_drop_extension(DropBehavior behavior)
 		return;
 	list = running_jobs(&njobs);
 	if (list == NULL)
+	{
+		if (behavior == DROP_CASCADE)
+			lock_upstreams_for_drop();
 		return;
+	}
 	if (behavior != DROP_CASCADE)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_IN_USE),
@@ -1012,6 +1065,7 @@ before_drop_extension(DropBehavior behavior)
 			(void) backfill_stop_workers(job_ids[i], true);
 		pfree(job_ids);
 	}
+	lock_upstreams_for_drop();
 }
 
 /*
