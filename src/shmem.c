@@ -131,7 +131,6 @@ typedef struct BackfillWorkerSlot
 	int64		job_id;			/* 0: free */
 	int32		actor_id;
 	Oid			owner;			/* the job's owner, as the workers connect */
-	bool		capped;			/* counts for backfill.max_workers_per_role */
 	pid_t		pid;			/* 0 until the worker has started */
 	bool		registered;		/* handle is set */
 	BackgroundWorkerHandle handle;	/* of the worker's registration */
@@ -474,7 +473,6 @@ backfill_launch_job(BackfillJob *job)
 		shared->workers[reserved[a]].job_id = job->job_id;
 		shared->workers[reserved[a]].actor_id = job->actors[a].actor_id;
 		shared->workers[reserved[a]].owner = job->owner;
-		shared->workers[reserved[a]].capped = capped;
 		shared->workers[reserved[a]].pid = 0;
 		shared->workers[reserved[a]].registered = false;
 	}
