@@ -70,10 +70,40 @@ PG_FUNCTION_INFO_V1(backfill_create_job_1_2);
  */
 static int	backfill_rate_limit = -1;
 
+/*
+ * backfill.max_jobs_per_upstream and backfill.max_jobs_per_role: caps a
+ * superuser sets on the jobs that are not cancelled (those whose triggers
+ * work at every write to their upstream), per upstream table and per owner.
+ * -1 lifts either.  As a role's CONNECTION LIMIT, the one per role does not
+ * bind superusers.
+ */
+static int	backfill_max_jobs_per_upstream = 16;
+static int	backfill_max_jobs_per_role = 100;
+
 /* define the settings create_job reads; from _PG_init */
 void
 backfill_create_init(void)
 {
+	DefineCustomIntVariable("backfill.max_jobs_per_upstream",
+							"Most backfill jobs that are not cancelled one upstream table may have.",
+							"Each job's trigger works at every write to the table. -1 for no cap.",
+							&backfill_max_jobs_per_upstream,
+							16,
+							-1,
+							INT_MAX,
+							PGC_SUSET,
+							0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("backfill.max_jobs_per_role",
+							"Most backfill jobs that are not cancelled one role may own.",
+							"The jobs of superusers are not capped. -1 for no cap.",
+							&backfill_max_jobs_per_role,
+							100,
+							-1,
+							INT_MAX,
+							PGC_SUSET,
+							0,
+							NULL, NULL, NULL);
 	DefineCustomIntVariable("backfill.rate_limit",
 							"Rate limit of the jobs created without one, in snapshot rows per second per actor.",
 							"As RisingWave's backfill_rate_limit: 0 creates jobs paused, -1 without a limit.",
@@ -715,6 +745,61 @@ cut_vnodes(const CreatePlan *plan, const KindRoutine *kind, const char *upstream
 							   plan->shape.filter, plan->npk, names, types);
 }
 
+/*
+ * Refuse a job over the caps backfill.max_jobs_per_upstream and
+ * backfill.max_jobs_per_role, counting the jobs that are not cancelled.
+ * SQLSTATE 53000, as for the caps on workers: these are settings a
+ * superuser raises, not limits of the implementation (54000).  Reads every
+ * role's jobs, so as the extension's owner.  The upstream is locked, so two
+ * jobs created at once on one upstream count each other; two on different
+ * upstreams by one role may both pass, as connections may race a role's
+ * CONNECTION LIMIT.  SPI connected.
+ */
+static void
+check_job_caps(Oid upstream, Oid owner)
+{
+	RoleContext rc;
+	int64		on_upstream;
+	int64		of_role;
+	bool		isnull;
+
+	if (backfill_max_jobs_per_upstream < 0 &&
+		(backfill_max_jobs_per_role < 0 || superuser_arg(owner)))
+		return;
+	backfill_catalog_enter(&rc);
+	if (SPI_execute_with_args("SELECT pg_catalog.count(*) FILTER (WHERE upstream::pg_catalog.oid OPERATOR(pg_catalog.=) $1), "
+							  "       pg_catalog.count(*) FILTER (WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $2) "
+							  "  FROM backfill.job WHERE status OPERATOR(pg_catalog.<>) 'cancelled'",
+							  2, (Oid[]) {OIDOID, OIDOID},
+							  (Datum[]) {ObjectIdGetDatum(upstream), ObjectIdGetDatum(owner)},
+							  NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not read backfill.job");
+	on_upstream = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	of_role = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	backfill_role_leave(&rc);
+
+	if (backfill_max_jobs_per_upstream >= 0 && on_upstream >= backfill_max_jobs_per_upstream)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("cannot create another backfill job on table \"%s\"", get_rel_name(upstream)),
+				 errdetail_plural("The table has %lld backfill job that is not cancelled, and backfill.max_jobs_per_upstream allows %d. Each job's trigger works at every write to the table.",
+								  "The table has %lld backfill jobs that are not cancelled, and backfill.max_jobs_per_upstream allows %d. Each job's trigger works at every write to the table.",
+								  (unsigned long) on_upstream,
+								  (long long) on_upstream, backfill_max_jobs_per_upstream),
+				 errhint("Drop the jobs that are no longer needed with backfill.drop_job(), or have a superuser raise backfill.max_jobs_per_upstream.")));
+	if (backfill_max_jobs_per_role >= 0 && of_role >= backfill_max_jobs_per_role &&
+		!superuser_arg(owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("cannot create another backfill job owned by role \"%s\"",
+						GetUserNameFromId(owner, false)),
+				 errdetail_plural("The role owns %lld backfill job that is not cancelled, and backfill.max_jobs_per_role allows %d.",
+								  "The role owns %lld backfill jobs that are not cancelled, and backfill.max_jobs_per_role allows %d.",
+								  (unsigned long) of_role,
+								  (long long) of_role, backfill_max_jobs_per_role),
+				 errhint("Drop the jobs that are no longer needed with backfill.drop_job(), or have a superuser raise backfill.max_jobs_per_role.")));
+}
+
 /* create_job, with the arguments of either signature */
 static int64
 create_job(FunctionCallInfo fcinfo)
@@ -735,6 +820,7 @@ create_job(FunctionCallInfo fcinfo)
 	kind = backfill_kind_routine(args.kind);
 	plan_job(&args, kind, &plan);
 	SPI_connect();
+	check_job_caps(args.upstream, GetUserId());
 	if (args.into_existing)
 		plan.downstream_sql = backfill_existing_downstream(args.name, plan.rel, &plan.shape,
 														   plan.npk, plan.pk);

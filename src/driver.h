@@ -23,6 +23,7 @@ extern void backfill_follow(BackfillJob *job);
 /* shmem.c: the registry of background workers */
 extern bool backfill_preloaded;
 extern void backfill_shmem_init(void);
+extern void backfill_worker_caps_init(void);
 extern void backfill_launch_job(BackfillJob *job);
 extern bool backfill_stop_workers(int64 job_id, bool immediate);
 extern bool backfill_stop_requested(int64 job_id);

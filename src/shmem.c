@@ -8,11 +8,24 @@
  * "run" per job running in the background and one slot per worker, both
  * arrays sized by max_worker_processes, under one LWLock.
  *
+ * Job ids are those of one database's catalog: another database has its own
+ * job 1.  So runs and slots are keyed by (database, job), and every lookup
+ * is of the current database's (MyDatabaseId: backends and workers alike
+ * are connected to the job's database); only the caps below count across
+ * databases, as the worker processes are the whole server's.
+ *
  * Launching a job (start_job, the launcher, reschedule) reserves the run and
  * one slot per actor, then registers one dynamic background worker per actor
  * (worker.c).  A second launch of the same job finds its run and fails.  A
  * worker fills in its pid when it starts and empties its slot when it exits;
  * the last one frees the run.
+ *
+ * Two settings a superuser sets cap the slots, checked under the registry's
+ * lock as a launch reserves them: backfill.max_workers, the workers of every
+ * job of every database, and backfill.max_workers_per_role, those of the
+ * jobs one role owns (the role they connect as), so that one role cannot
+ * take every worker process of the server.  As a role's CONNECTION LIMIT,
+ * the latter does not bind the jobs of a superuser.  -1 lifts either.
  *
  * A worker that exits before it has attached to its slot (it failed while it
  * connected, or never started) leaves the slot to whoever next looks at the
@@ -35,24 +48,43 @@
  * SIGTERM, which ends the barrier in flight (rolled back).  The caller waits
  * until every worker has left.
  *
+ * DROP EXTENSION and ALTER EXTENSION UPDATE would take locks on the
+ * extension's catalogs and functions in an order the workers' barriers take
+ * them the other way round, and deadlock with them: a ProcessUtility hook
+ * (installed with the registry, which is where workers can exist) stops the
+ * workers of this database first for DROP EXTENSION backfill CASCADE, as
+ * drop_job stops a job's, and locks the jobs' upstreams against writers
+ * (whose triggers would deadlock with the drop as well); it refuses a DROP
+ * without CASCADE and an ALTER EXTENSION UPDATE while workers run, naming
+ * the jobs.
+ *
  * May call: catalog.c, privilege.c and the foundations.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "commands/extension.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "postmaster/bgworker.h"
+#include "postmaster/postmaster.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "storage/shmem.h"
 #include "catalog/pg_authid.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
+#include "storage/lmgr.h"
+#include "tcop/utility.h"
+#include "utils/acl.h"
 #include "utils/syscache.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/lsyscache.h"
 #include "utils/wait_event.h"
 
 #include "driver.h"
@@ -62,6 +94,7 @@ PG_FUNCTION_INFO_V1(backfill_start_job);
 PG_FUNCTION_INFO_V1(backfill_stop_job_workers);
 PG_FUNCTION_INFO_V1(backfill_stop_and_lock_job);
 PG_FUNCTION_INFO_V1(backfill_job_is_running);
+PG_FUNCTION_INFO_V1(backfill_check_workers_1_3);
 
 typedef enum PrepareState
 {
@@ -73,6 +106,7 @@ typedef enum PrepareState
 
 typedef struct BackfillRun
 {
+	Oid			dboid;			/* the database of the job */
 	int64		job_id;			/* 0: free */
 	int			nworkers;		/* slots still held */
 	PrepareState prepare;
@@ -93,8 +127,10 @@ struct BackgroundWorkerHandle
 
 typedef struct BackfillWorkerSlot
 {
+	Oid			dboid;			/* the database of the job */
 	int64		job_id;			/* 0: free */
 	int32		actor_id;
+	Oid			owner;			/* the job's owner, as the workers connect */
 	pid_t		pid;			/* 0 until the worker has started */
 	bool		registered;		/* handle is set */
 	BackgroundWorkerHandle handle;	/* of the worker's registration */
@@ -113,8 +149,13 @@ bool		backfill_preloaded = false;
 static BackfillShared *shared = NULL;
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+static ProcessUtility_hook_type prev_process_utility = NULL;
 
-/* this worker's slot, for its exit callback */
+/* backfill.max_workers and backfill.max_workers_per_role; -1: no cap */
+static int	backfill_max_workers = 8;
+static int	backfill_max_workers_per_role = 4;
+
+/* this worker's slot, for its exit callback (in MyDatabaseId) */
 static int64 my_job_id = 0;
 static int32 my_actor_id = 0;
 static bool my_job_locked = false;
@@ -158,6 +199,11 @@ shmem_startup(void)
 	LWLockRelease(AddinShmemInitLock);
 }
 
+static void registry_process_utility(PlannedStmt *pstmt, const char *queryString,
+									 bool readOnlyTree, ProcessUtilityContext context,
+									 ParamListInfo params, QueryEnvironment *queryEnv,
+									 DestReceiver *dest, QueryCompletion *qc);
+
 /*
  * backfill_shmem_init
  *		Called from _PG_init while shared_preload_libraries is processed.
@@ -170,6 +216,38 @@ backfill_shmem_init(void)
 	shmem_request_hook = shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = shmem_startup;
+	prev_process_utility = ProcessUtility_hook;
+	ProcessUtility_hook = registry_process_utility;
+}
+
+/*
+ * backfill_worker_caps_init
+ *		Define the caps on background workers, from _PG_init however the
+ *		library is loaded, so that a superuser may set them in any session.
+ */
+void
+backfill_worker_caps_init(void)
+{
+	DefineCustomIntVariable("backfill.max_workers",
+							"Most background workers the jobs of every database may run at once.",
+							"-1 for no cap but max_worker_processes; 0 lets no job run in the background.",
+							&backfill_max_workers,
+							8,
+							-1,
+							MAX_BACKENDS,
+							PGC_SUSET,
+							0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("backfill.max_workers_per_role",
+							"Most background workers the jobs one role owns may run at once.",
+							"The jobs of superusers are not capped. -1 for no cap; 0 lets no other role's job run in the background.",
+							&backfill_max_workers_per_role,
+							4,
+							-1,
+							MAX_BACKENDS,
+							PGC_SUSET,
+							0,
+							NULL, NULL, NULL);
 }
 
 static void
@@ -212,20 +290,35 @@ slot_holds(BackfillWorkerSlot *slot, BackgroundWorkerHandle *handle)
 		memcmp(&slot->handle, handle, sizeof(BackgroundWorkerHandle)) == 0;
 }
 
+/* the run of a job of a database, or NULL.  Lock held. */
+static BackfillRun *
+find_run_of(Oid dboid, int64 job_id)
+{
+	for (int i = 0; i < shared->nslots; i++)
+		if (shared->runs[i].job_id == job_id && shared->runs[i].dboid == dboid)
+			return &shared->runs[i];
+	return NULL;
+}
+
+/* the run of a job of this database, or NULL.  Lock held. */
 static BackfillRun *
 find_run(int64 job_id)
 {
-	for (int i = 0; i < shared->nslots; i++)
-		if (shared->runs[i].job_id == job_id)
-			return &shared->runs[i];
-	return NULL;
+	return find_run_of(MyDatabaseId, job_id);
+}
+
+/* whether a slot is one of the workers of a job of this database.  Lock held. */
+static bool
+slot_of_job(BackfillWorkerSlot *slot, int64 job_id)
+{
+	return slot->job_id != 0 && slot->job_id == job_id && slot->dboid == MyDatabaseId;
 }
 
 /* free a reserved slot; the last one of a run frees the run.  Lock held. */
 static void
 release_slot(BackfillWorkerSlot *slot)
 {
-	BackfillRun *run = find_run(slot->job_id);
+	BackfillRun *run = find_run_of(slot->dboid, slot->job_id);
 
 	if (run && --run->nworkers <= 0)
 		memset(run, 0, sizeof(BackfillRun));
@@ -264,6 +357,57 @@ check_owner_login(BackfillJob *job)
 }
 
 /*
+ * Refuse a launch of nworkers workers for the job that would take more than
+ * backfill.max_workers, or, for an owner who is not a superuser (capped),
+ * backfill.max_workers_per_role.  The job's own workers do not count when
+ * replacing (reschedule checks before it stops them).  Lock held
+ * exclusively; released before the error.
+ */
+static void
+check_worker_caps(BackfillJob *job, int nworkers, bool capped, bool replacing)
+{
+	int			total = 0;
+	int			of_role = 0;
+
+	for (int i = 0; i < shared->nslots; i++)
+	{
+		BackfillWorkerSlot *slot = &shared->workers[i];
+
+		if (slot->job_id == 0 || (replacing && slot_of_job(slot, job->job_id)))
+			continue;
+		total++;
+		if (slot->owner == job->owner)
+			of_role++;
+	}
+	if (backfill_max_workers >= 0 && total + nworkers > backfill_max_workers)
+	{
+		LWLockRelease(shared->lock);
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("could not start the %d background workers of backfill job %lld",
+						nworkers, (long long) job->job_id),
+				 errdetail("Backfill jobs run %d background workers already, and backfill.max_workers allows %d.",
+						   total, backfill_max_workers),
+				 errhint("Stop other jobs with backfill.stop_job(), reduce the job's parallelism with backfill.reschedule(), or have a superuser raise backfill.max_workers.")));
+	}
+	if (capped && backfill_max_workers_per_role >= 0 &&
+		of_role + nworkers > backfill_max_workers_per_role)
+	{
+		char	   *name;
+
+		LWLockRelease(shared->lock);
+		name = GetUserNameFromId(job->owner, false);
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_RESOURCES),
+				 errmsg("could not start the %d background workers of backfill job %lld",
+						nworkers, (long long) job->job_id),
+				 errdetail("The jobs of role \"%s\" have %d background workers already, and backfill.max_workers_per_role allows %d.",
+						   name, of_role, backfill_max_workers_per_role),
+				 errhint("Stop other jobs of the role with backfill.stop_job(), reduce the job's parallelism with backfill.reschedule(), or have a superuser raise backfill.max_workers_per_role.")));
+	}
+}
+
+/*
  * backfill_launch_job
  *		Start one background worker per actor of the job, or only the first
  *		actor's for a finished job (which follows its upstream).  The job's
@@ -282,8 +426,12 @@ backfill_launch_job(BackfillJob *job)
 	int			nregistered = 0;
 	int			nworkers = strcmp(job->status, "finished") == 0 ? 1 : job->nactors;
 
+	bool		capped;
+
 	require_preloaded("backfill.start_job()");
 	check_owner_login(job);
+	/* looked up before the lock: a catalog read may fail */
+	capped = !superuser_arg(job->owner);
 
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 	reap_dead_slots();
@@ -296,6 +444,7 @@ backfill_launch_job(BackfillJob *job)
 				 errdetail("Background workers run the job."),
 				 errhint("Stop them with backfill.stop_job(%lld).", (long long) job->job_id)));
 	}
+	check_worker_caps(job, nworkers, capped, false);
 	for (int i = 0; i < shared->nslots && run == NULL; i++)
 		if (shared->runs[i].job_id == 0)
 			run = &shared->runs[i];
@@ -312,6 +461,7 @@ backfill_launch_job(BackfillJob *job)
 				 errdetail("Every one of the max_worker_processes slots for backfill workers is taken."),
 				 errhint("Raise max_worker_processes, or reduce the job's parallelism with backfill.reschedule().")));
 	}
+	run->dboid = MyDatabaseId;
 	run->job_id = job->job_id;
 	run->nworkers = nworkers;
 	run->prepare = PREPARE_NONE;
@@ -319,8 +469,10 @@ backfill_launch_job(BackfillJob *job)
 	run->wal_clock = 0;
 	for (int a = 0; a < nworkers; a++)
 	{
+		shared->workers[reserved[a]].dboid = MyDatabaseId;
 		shared->workers[reserved[a]].job_id = job->job_id;
 		shared->workers[reserved[a]].actor_id = job->actors[a].actor_id;
+		shared->workers[reserved[a]].owner = job->owner;
 		shared->workers[reserved[a]].pid = 0;
 		shared->workers[reserved[a]].registered = false;
 	}
@@ -372,7 +524,7 @@ backfill_launch_job(BackfillJob *job)
 		}
 		LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 		for (int a = 0; a < nworkers; a++)
-			if (shared->workers[reserved[a]].job_id == job->job_id &&
+			if (slot_of_job(&shared->workers[reserved[a]], job->job_id) &&
 				shared->workers[reserved[a]].actor_id == job->actors[a].actor_id)
 				release_slot(&shared->workers[reserved[a]]);
 		LWLockRelease(shared->lock);
@@ -414,7 +566,7 @@ detach_worker(int code pg_attribute_unused(), Datum arg pg_attribute_unused())
 		backfill_unlock_job_shared(my_job_id);
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < shared->nslots; i++)
-		if (shared->workers[i].job_id == my_job_id &&
+		if (slot_of_job(&shared->workers[i], my_job_id) &&
 			shared->workers[i].actor_id == my_actor_id)
 		{
 			/* a preparer that dies leaves the others a failed prepare */
@@ -441,7 +593,7 @@ backfill_attach_worker(int64 job_id, int32 actor_id)
 
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < shared->nslots && !found; i++)
-		if (shared->workers[i].job_id == job_id && shared->workers[i].actor_id == actor_id)
+		if (slot_of_job(&shared->workers[i], job_id) && shared->workers[i].actor_id == actor_id)
 		{
 			shared->workers[i].pid = MyProcPid;
 			found = true;
@@ -599,7 +751,7 @@ backfill_stop_workers(int64 job_id, bool immediate)
 	}
 	run->stop = true;
 	for (int i = 0; i < shared->nslots && nhandles < BACKFILL_MAX_PARALLELISM; i++)
-		if (shared->workers[i].job_id == job_id && shared->workers[i].registered)
+		if (slot_of_job(&shared->workers[i], job_id) && shared->workers[i].registered)
 			handles[nhandles++] = shared->workers[i].handle;
 	LWLockRelease(shared->lock);
 
@@ -641,7 +793,8 @@ backfill_job_workers(PG_FUNCTION_ARGS)
 		Datum		values[3];
 		bool		nulls[3] = {false, false, false};
 
-		if (slot->job_id == 0)
+		/* another database's job 1 is not this one's */
+		if (slot->job_id == 0 || slot->dboid != MyDatabaseId)
 			continue;
 		values[0] = Int64GetDatum(slot->job_id);
 		values[1] = Int32GetDatum(slot->actor_id);
@@ -752,4 +905,221 @@ backfill_job_is_running(PG_FUNCTION_ARGS)
 		LWLockRelease(shared->lock);
 	}
 	PG_RETURN_BOOL(running || backfill_job_lock_held(job_id));
+}
+
+/*
+ * backfill._check_workers(job_id bigint, parallelism integer) RETURNS void
+ *		For reschedule, before it stops the job's workers: refuse, as a
+ *		launch would, a parallelism whose workers the caps do not allow, so
+ *		that a refused reschedule leaves the job running as it was.  Nothing
+ *		to check when the job does not run in the background.
+ */
+Datum
+backfill_check_workers_1_3(PG_FUNCTION_ARGS)
+{
+	int64		job_id;
+	int32		parallelism;
+	BackfillJob job;
+	bool		capped;
+	bool		isnull;
+	Datum		status;
+	int			nworkers;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		PG_RETURN_VOID();
+	job_id = PG_GETARG_INT64(0);
+	parallelism = PG_GETARG_INT32(1);
+	memset(&job, 0, sizeof(job));
+	job.job_id = job_id;
+	job.owner = backfill_require_job_owner(job_id);
+	if (!backfill_preloaded || shared == NULL)
+		PG_RETURN_VOID();
+	status = backfill_job_column(job_id, "status", &isnull);
+	/* a finished job runs one worker, which follows its upstream */
+	nworkers = (!isnull && strcmp(TextDatumGetCString(status), "finished") == 0) ? 1 : parallelism;
+	capped = !superuser_arg(job.owner);
+
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	reap_dead_slots();
+	if (find_run(job_id) != NULL)
+		check_worker_caps(&job, nworkers, capped, true);
+	LWLockRelease(shared->lock);
+	PG_RETURN_VOID();
+}
+
+/* ---- DROP EXTENSION and ALTER EXTENSION UPDATE ---- */
+
+/*
+ * The jobs of this database that run in background workers now, as "3, 5",
+ * and how many; NULL when none does.
+ */
+static char *
+running_jobs(int *njobs)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	*njobs = 0;
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	reap_dead_slots();
+	for (int i = 0; i < shared->nslots; i++)
+		if (shared->runs[i].job_id != 0 && shared->runs[i].dboid == MyDatabaseId)
+			appendStringInfo(&buf, "%s%lld", (*njobs)++ > 0 ? ", " : "",
+							 (long long) shared->runs[i].job_id);
+	LWLockRelease(shared->lock);
+	return *njobs > 0 ? buf.data : NULL;
+}
+
+/*
+ * Lock the upstream of every job that is not cancelled, and its partitions,
+ * root to leaves, in the mode DROP TRIGGER takes, before DROP EXTENSION
+ * CASCADE drops the jobs' tables and triggers: it may reach a change table
+ * before its upstream's trigger, which a writer in flight, holding the
+ * upstream and wanting the change table, would deadlock with.  Writers wait
+ * for the drop instead, as drop_job makes them, which drops the triggers
+ * first.
+ */
+static void
+lock_upstreams_for_drop(void)
+{
+	RoleContext rc;
+	Oid		   *upstreams;
+	uint64		n;
+
+	SPI_connect();
+	backfill_catalog_enter(&rc);
+	if (SPI_execute("SELECT DISTINCT upstream::pg_catalog.oid FROM backfill.job "
+					"WHERE status OPERATOR(pg_catalog.<>) 'cancelled' ORDER BY 1",
+					true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read backfill.job");
+	n = SPI_processed;
+	upstreams = palloc(sizeof(Oid) * Max(n, 1));
+	for (uint64 i = 0; i < n; i++)
+	{
+		bool		isnull;
+
+		upstreams[i] = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+													  SPI_tuptable->tupdesc, 1, &isnull));
+	}
+	backfill_role_leave(&rc);
+	SPI_finish();
+
+	for (uint64 i = 0; i < n; i++)
+	{
+		if (get_rel_relkind(upstreams[i]) == RELKIND_PARTITIONED_TABLE)
+			(void) find_all_inheritors(upstreams[i], AccessExclusiveLock, NULL);
+		else
+			LockRelationOid(upstreams[i], AccessExclusiveLock);
+	}
+}
+
+/*
+ * Before DROP EXTENSION backfill: with CASCADE, stop the workers of this
+ * database's jobs at once, as drop_job does (the barrier in flight rolls
+ * back; the jobs go with the extension anyway); without it, refuse while
+ * they run.  Only for the extension's owner: anyone else is refused by the
+ * command itself, and must not stop anything first.
+ */
+static void
+before_drop_extension(DropBehavior behavior)
+{
+	Oid			extoid = get_extension_oid(BACKFILL_SCHEMA, true);
+	int64	   *job_ids;
+	int			njobs = 0;
+	char	   *list;
+
+	if (!OidIsValid(extoid) || !pg_extension_ownercheck(extoid, GetUserId()))
+		return;
+	list = running_jobs(&njobs);
+	if (list == NULL)
+	{
+		if (behavior == DROP_CASCADE)
+			lock_upstreams_for_drop();
+		return;
+	}
+	if (behavior != DROP_CASCADE)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("cannot drop extension \"%s\" while background workers run its jobs",
+						BACKFILL_SCHEMA),
+				 errdetail_plural("Backfill job %s runs in background workers in this database.",
+								  "Backfill jobs %s run in background workers in this database.",
+								  njobs, list),
+				 errhint("Stop them with backfill.stop_job() first, or drop the extension with CASCADE, which stops them.")));
+
+	/* stop each; one started meanwhile is stopped by the next round */
+	for (;;)
+	{
+		job_ids = palloc(sizeof(int64) * shared->nslots);
+		njobs = 0;
+		LWLockAcquire(shared->lock, LW_SHARED);
+		for (int i = 0; i < shared->nslots; i++)
+			if (shared->runs[i].job_id != 0 && shared->runs[i].dboid == MyDatabaseId)
+				job_ids[njobs++] = shared->runs[i].job_id;
+		LWLockRelease(shared->lock);
+		if (njobs == 0)
+			break;
+		for (int i = 0; i < njobs; i++)
+			(void) backfill_stop_workers(job_ids[i], true);
+		pfree(job_ids);
+	}
+	lock_upstreams_for_drop();
+}
+
+/*
+ * Before ALTER EXTENSION backfill UPDATE: refuse while workers run this
+ * database's jobs, naming them.  The workers run the barriers of the old
+ * catalog with the new library, and a restart under the new one is for
+ * their user to choose: stop_job, then start_job after the update.
+ */
+static void
+before_update_extension(void)
+{
+	Oid			extoid = get_extension_oid(BACKFILL_SCHEMA, true);
+	int			njobs = 0;
+	char	   *list;
+
+	if (!OidIsValid(extoid) || !pg_extension_ownercheck(extoid, GetUserId()))
+		return;
+	list = running_jobs(&njobs);
+	if (list == NULL)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_IN_USE),
+			 errmsg("cannot update extension \"%s\" while background workers run its jobs",
+					BACKFILL_SCHEMA),
+			 errdetail_plural("Backfill job %s runs in background workers in this database.",
+							  "Backfill jobs %s run in background workers in this database.",
+							  njobs, list),
+			 errhint("Stop them with backfill.stop_job(), update the extension, then start them again with backfill.start_job().")));
+}
+
+static void
+registry_process_utility(PlannedStmt *pstmt, const char *queryString,
+						 bool readOnlyTree, ProcessUtilityContext context,
+						 ParamListInfo params, QueryEnvironment *queryEnv,
+						 DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *parsetree = pstmt->utilityStmt;
+
+	if (shared != NULL && IsA(parsetree, DropStmt) &&
+		((DropStmt *) parsetree)->removeType == OBJECT_EXTENSION)
+	{
+		DropStmt   *stmt = (DropStmt *) parsetree;
+		ListCell   *lc;
+
+		foreach(lc, stmt->objects)
+			if (strcmp(strVal(lfirst(lc)), BACKFILL_SCHEMA) == 0)
+				before_drop_extension(stmt->behavior);
+	}
+	else if (shared != NULL && IsA(parsetree, AlterExtensionStmt) &&
+			 strcmp(((AlterExtensionStmt *) parsetree)->extname, BACKFILL_SCHEMA) == 0)
+		before_update_extension();
+
+	if (prev_process_utility)
+		prev_process_utility(pstmt, queryString, readOnlyTree, context, params,
+							 queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
+								queryEnv, dest, qc);
 }
