@@ -24,6 +24,7 @@ OBJS = \
 	src/pacing.o \
 	src/pgoutput.o \
 	src/privilege.o \
+	src/progress.o \
 	src/ranges.o \
 	src/remote.o \
 	src/run.o \
