@@ -8,6 +8,10 @@
 -- src/shmem.c)
 -- ---------------------------------------------------------------------------
 
+-- the failures of each job, counted: a failed job may run again, and its
+-- last_error tells only the last one (src/catalog.c counts them)
+ALTER TABLE backfill.job ADD COLUMN failures integer NOT NULL DEFAULT 0;
+
 CREATE FUNCTION backfill._live_actors(
     OUT pid integer, OUT job_id bigint, OUT actor_id integer, OUT run_mode text,
     OUT phase text, OUT rows_done bigint, OUT "position" text, OUT barriers bigint,
