@@ -211,7 +211,7 @@ client_progress(BarrierExecutor *exec)
 	}
 	backfill_spi_enter();
 	backfill_spi_exec_args("SELECT p.progress, j.total_rows - "
-						   "(SELECT coalesce(sum(a.row_count), 0) FROM backfill.actor a "
+						   "(SELECT coalesce(pg_catalog.sum(a.row_count), 0) FROM backfill.actor a "
 						   "WHERE a.job_id = j.job_id)::float8 "
 						   "FROM backfill.ddl_progress p JOIN backfill.job j ON j.job_id = p.ddl_id "
 						   "WHERE p.ddl_id = $1",
@@ -279,11 +279,12 @@ bool		backfill_following = false;
  * backfill_follow
  *		A worker's rounds after the finish of a job that follows its upstream
  *		(see the file header), until the job's workers are asked to stop.
- *		Caller is connected to SPI in a non-atomic context, without a portal
+ *		actor_id is the worker's actor, shown in backfill.progress as
+ *		following.  Caller is connected to SPI in a non-atomic context, without a portal
  *		(a snapshot pushed or not), and commits what the last round left.
  */
 void
-backfill_follow(BackfillJob *job)
+backfill_follow(BackfillJob *job, int32 actor_id)
 {
 	const KindRoutine *kind = backfill_kind_routine(job->kind);
 	char		activity[64];
@@ -291,10 +292,13 @@ backfill_follow(BackfillJob *job)
 	snprintf(activity, sizeof(activity), "backfill job %lld: following the upstream",
 			 (long long) job->job_id);
 	backfill_following = true;
-	/* the actor whose worker ran the final barrier follows on */
 	for (int a = 0; a < job->nactors; a++)
-		backfill_live_report(job->job_id, job->actors[a].actor_id,
-							 &(BackfillLiveReport) {.phase = "following"});
+		if (job->actors[a].actor_id == actor_id)
+		{
+			backfill_live_begin(job, a, "following");
+			backfill_live_report(job->job_id, actor_id,
+								 &(BackfillLiveReport) {.phase = "following"});
+		}
 	while (!backfill_stop_requested(job->job_id))
 	{
 		CHECK_FOR_INTERRUPTS();
@@ -382,7 +386,7 @@ backfill_drive(BackfillJob *job, int actor, int max_barriers)
 				if (worker && job->follows)
 				{
 					backfill_commit();
-					backfill_follow(job);
+					backfill_follow(job, job->actors[actor].actor_id);
 				}
 			}
 			break;

@@ -20,7 +20,7 @@ extern void backfill_driver_init(void);
 extern bool backfill_prepare_run(BackfillJob *job, bool background);
 extern void backfill_drive(BackfillJob *job, int actor, int max_barriers);
 extern bool backfill_following;
-extern void backfill_follow(BackfillJob *job);
+extern void backfill_follow(BackfillJob *job, int32 actor_id);
 
 /* shmem.c: the registry of background workers */
 extern bool backfill_preloaded;

@@ -16,7 +16,11 @@
 #    with the worker's pid, phase snapshot, a position, its rows and barriers
 #    growing; wait_job sends its INFO lines with growing progress too; once
 #    the job has finished the view has no row of it.
-# 4. Without the library preloaded, a run in the foreground still shows in
+# 4. A finished job copying from another server (a foreign table of
+#    postgres_fdw on another database of the same cluster) whose worker
+#    follows its source shows in backfill.progress as following, with the
+#    worker's pid, until stop_job; so does the worker start_job starts for it.
+# 5. Without the library preloaded, a run in the foreground still shows in
 #    backfill.progress, from the catalog and the job lock: its pid and rows,
 #    no position or barriers.
 
@@ -33,7 +37,7 @@ use Time::HiRes qw(usleep);
 
 use BackfillTestLib;
 
-my $node = worker_node('watch');
+my $node = worker_node('watch', init => { allows_streaming => 'logical' });
 make_upstream($node, 'up', 1, 3000);
 
 # the messages in a psql's stderr, without the "psql:<stdin>:1: " prefix
@@ -161,7 +165,47 @@ like((messages($err))[0] // '', qr{^INFO:  backfill job $job: [0-9.]+% \(\d+/300
 ok(wait_until(10, sub { progress_rows($node, $job) eq '' }),
 	'a finished job leaves backfill.progress');
 
-# ---- 4. without the library preloaded ----
+# ---- 4. following a source on another server ----
+$node->safe_psql('postgres', 'CREATE DATABASE source');
+$node->safe_psql('source', q{
+CREATE TABLE t (id int PRIMARY KEY, a int);
+INSERT INTO t SELECT g, g FROM generate_series(1, 500) g;
+});
+$node->safe_psql('postgres', sprintf(q{
+CREATE EXTENSION postgres_fdw;
+CREATE SERVER src FOREIGN DATA WRAPPER postgres_fdw OPTIONS (host '%s', port '%s', dbname 'source');
+CREATE USER MAPPING FOR CURRENT_USER SERVER src;
+CREATE SCHEMA remote;
+IMPORT FOREIGN SCHEMA public LIMIT TO (t) FROM SERVER src INTO remote;
+}, $node->host, $node->port));
+$job = $node->safe_psql('postgres',
+	"SELECT backfill.create_job('copy', 'remote.t', kind => 'cdc', chunk_size => 100)");
+$node->safe_psql('postgres', "SELECT backfill.start_job($job); ");
+$node->safe_psql('postgres', "SELECT backfill.wait_job($job)");
+my $following = wait_until(10, sub {
+	my $r = $node->safe_psql('postgres',
+		"SELECT pid, run_mode, phase FROM backfill.progress WHERE job_id = $job");
+	return $r =~ /\|following$/ ? $r : undef;
+});
+my @wpid = map { $_->[1] } @{ job_workers($node, $job) };
+is($following // '', "$wpid[0]|background|following",
+	'the worker that follows the source shows as following');
+$node->safe_psql('postgres', "SELECT backfill.stop_job($job)");
+is(progress_rows($node, $job), '', 'stop_job takes it out of backfill.progress');
+# start_job of the finished job: a new worker follows
+$node->safe_psql('postgres', "SELECT backfill.start_job($job)");
+$following = wait_until(10, sub {
+	my $r = $node->safe_psql('postgres',
+		"SELECT pid, run_mode, phase FROM backfill.progress WHERE job_id = $job");
+	return $r =~ /\|following$/ ? $r : undef;
+});
+@wpid = map { $_->[1] } @{ job_workers($node, $job) };
+is($following // '', "$wpid[0]|background|following",
+	'so does a worker started for the finished job');
+$node->safe_psql('postgres', "SELECT backfill.stop_job($job)");
+$node->safe_psql('postgres', "SELECT backfill.drop_job($job)");
+
+# ---- 5. without the library preloaded ----
 my $plain = backfill_node('plain');
 make_upstream($plain, 'up', 1, 3000);
 $job = $plain->safe_psql('postgres',
