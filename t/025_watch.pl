@@ -14,7 +14,9 @@
 #    growing between two reads, a position, "rate limit" as throttled_by.
 # 3. A job in background workers: backfill.progress has one row per worker,
 #    with the worker's pid, phase snapshot, a position, its rows and barriers
-#    growing; wait_job sends its INFO lines with growing progress too; once
+#    growing; another role sees none of them (with pg_read_all_stats, the
+#    live entries but not the view's rows of a job it cannot see); wait_job
+#    sends its INFO lines with growing progress too; once
 #    the job has finished the view has no row of it.
 # 4. A finished job copying from another server (a foreign table of
 #    postgres_fdw on another database of the same cluster) whose worker
@@ -135,7 +137,7 @@ is(progress_rows($node, $job), '', 'a finished run leaves backfill.progress');
 
 # ---- 3. workers, and wait_job ----
 $job = $node->safe_psql('postgres',
-	"SELECT backfill.create_job('down4', 'up', parallelism => 2, chunk_size => 20, rate_limit => 500)");
+	"SELECT backfill.create_job('down4', 'up', parallelism => 2, chunk_size => 20, rate_limit => 300)");
 $node->safe_psql('postgres', "SELECT backfill.start_job($job)");
 my @actors = split /\n/, $node->safe_psql('postgres',
 	"SELECT actor_id FROM backfill.actor WHERE job_id = $job ORDER BY actor_id");
@@ -153,6 +155,18 @@ my @workers = map { $_->[1] } @{ job_workers($node, $job) };
 is_deeply([ map { "$_->[0] $_->[2] $_->[3]" } @first ],
 	[ map { "$_ background snapshot" } @workers ],
 	"each row is a worker's, with its pid, in the background, reading the snapshot");
+# another role sees none of them; pg_read_all_stats shows it the live
+# entries, but the view still joins only the jobs it may see
+$node->safe_psql('postgres', 'CREATE ROLE regress_watcher');
+is($node->safe_psql('postgres',
+		"SET ROLE regress_watcher; SELECT count(*) FROM backfill.progress WHERE job_id = $job; "
+	  . "SELECT count(*) FROM backfill._live_actors() WHERE job_id = $job"),
+	"0\n0", "another role sees nothing of the job's actors");
+$node->safe_psql('postgres', 'GRANT pg_read_all_stats TO regress_watcher');
+is($node->safe_psql('postgres',
+		"SET ROLE regress_watcher; SELECT count(*) FROM backfill.progress WHERE job_id = $job; "
+	  . "SELECT count(*) > 0 FROM backfill._live_actors() WHERE job_id = $job"),
+	"0\nt", "pg_read_all_stats reads the live entries, and the view still hides another's job");
 ($rc, $out, $err) = $node->psql('postgres',
 	"SET backfill.client_progress_interval = '300ms'; SELECT backfill.wait_job($job)");
 is($rc, 0, 'wait_job returns once the job has finished');
