@@ -48,6 +48,7 @@
 #include "postmaster/interrupt.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
 #include "driver.h"
@@ -248,10 +249,17 @@ actor_phase(BackfillJob *job, int actor)
 static void
 publish_actor(BarrierExecutor *exec, int actor, bool barrier)
 {
+	static MemoryContext publish_cxt = NULL;
 	BackfillJob *job = exec->job;
 	BackfillActor *ba = &job->actors[actor];
 	BackfillLiveReport report;
+	MemoryContext old;
 
+	/* the position's text, every barrier of a long run: freed at once */
+	if (publish_cxt == NULL)
+		publish_cxt = AllocSetContextCreate(TopMemoryContext, "backfill live actor",
+											ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(publish_cxt);
 	memset(&report, 0, sizeof(report));
 	report.phase = actor_phase(job, actor);
 	report.barrier = barrier;
@@ -270,6 +278,8 @@ publish_actor(BarrierExecutor *exec, int actor, bool barrier)
 		}
 	}
 	backfill_live_report(job->job_id, ba->actor_id, &report);
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(publish_cxt);
 }
 
 /* whether this process has started following a finished job's upstream */
@@ -280,8 +290,9 @@ bool		backfill_following = false;
  *		A worker's rounds after the finish of a job that follows its upstream
  *		(see the file header), until the job's workers are asked to stop.
  *		actor_id is the worker's actor, shown in backfill.progress as
- *		following.  Caller is connected to SPI in a non-atomic context, without a portal
- *		(a snapshot pushed or not), and commits what the last round left.
+ *		following.  Caller is connected to SPI in a non-atomic context,
+ *		without a portal (a snapshot pushed or not), and commits what the
+ *		last round left.
  */
 void
 backfill_follow(BackfillJob *job, int32 actor_id)
