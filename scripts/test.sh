@@ -13,7 +13,7 @@ HERE=$(cd "$(dirname "$0")/.." && pwd)
 cd "$HERE"
 
 . scripts/common.sh
-install_packages postgresql-$PGVER postgresql-server-dev-$PGVER libipc-run-perl make gcc
+install_packages postgresql-$PGVER postgresql-server-dev-$PGVER libipc-run-perl make gcc prometheus-postgres-exporter
 
 step "versions (backfill.control, sql/, META.json, debian/changelog)"
 bash scripts/check_versions.sh

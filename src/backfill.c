@@ -9,8 +9,8 @@
  * Loaded any other way, run_job works and start_job says what is missing.
  * The files and their layers are listed in backfill.h.
  *
- * May call: driver.c, worker.c, shmem.c, pacing.c, capture.c, ranges.c,
- * create.c.
+ * May call: driver.c, progress.c, worker.c, shmem.c, pacing.c, capture.c,
+ * ranges.c, create.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -30,6 +30,7 @@ void
 _PG_init(void)
 {
 	backfill_driver_init();
+	backfill_progress_init();
 	backfill_pacing_init();
 	backfill_capture_init();
 	backfill_ranges_init();

@@ -13,7 +13,8 @@
  * its own (scripts/check_layers.sh checks it):
  *
  *	entry points	backfill.c (_PG_init), create.c, estimate.c, run.c,
- *					control.c, worker.c, shmem.c (the worker registry), ddl.c
+ *					control.c, worker.c, shmem.c (the worker registry and
+ *					the live actors of backfill.progress), ddl.c
  *	driver			driver.c: the barrier loop of a run or of a worker
  *	executor		executor.c: one barrier, the final barrier (barrier.h)
  *	kinds			kind.c, one file per kind behind kind.h: kind_vnode.c
@@ -28,7 +29,8 @@
  *					downstream.c (a downstream the user made), ranges.c
  *					(range vnodes: the cut at create, backfill.job_vnode()),
  *					remote.c (connections to another server), pgoutput.c
- *					(its logical replication protocol)
+ *					(its logical replication protocol), progress.c (the
+ *					lines of progress sent to the client)
  *	catalog			catalog.c: job and actor rows, the job lock
  *	privileges		privilege.c: role contexts, the pinned search_path
  *	foundations		sql.c (SQL text, SPI, kept plans), xact.c (commits,

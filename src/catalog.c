@@ -628,7 +628,7 @@ backfill_names_changed(BackfillJob *job)
 /*
  * backfill_record_failure
  *		Record a failure on the job: status failed, the error's message,
- *		detail and SQLSTATE.  With only_if_backfilling, a job that is neither
+ *		detail and SQLSTATE, one more failure counted.  With only_if_backfilling, a job that is neither
  *		pending nor backfilling (a failure recorded already, a cancel) is
  *		left alone, except that a finished job gets the error without
  *		changing its status (the worker that follows its upstream failed).
@@ -648,11 +648,14 @@ backfill_record_failure(int64 job_id, int sqlerrcode, const char *message,
 	values[2] = detail ? CStringGetTextDatum(detail) : (Datum) 0;
 	values[3] = CStringGetTextDatum(unpack_sql_state(sqlerrcode));
 	backfill_catalog_enter(&rc);
+	/* failures counts them, for monitoring, once the catalog has it (1.3) */
 	backfill_spi_exec_args(psprintf("UPDATE backfill.job SET status = %s, last_error = $2, "
-									"last_error_detail = $3, last_sqlstate = $4 WHERE job_id = $1%s",
+									"last_error_detail = $3, last_sqlstate = $4%s WHERE job_id = $1%s",
 									only_if_backfilling ?
 									"CASE status WHEN 'finished' THEN status ELSE 'failed' END" :
 									"'failed'",
+									backfill_job_catalog_has("failures") ?
+									", failures = failures + 1" : "",
 									only_if_backfilling ?
 									" AND status IN ('pending', 'backfilling', 'finished')" : ""),
 						   4, argtypes, values, nulls, SPI_OK_UPDATE);

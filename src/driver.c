@@ -30,7 +30,10 @@
  * barrier, in workers and in run_job alike.  A worker logs its progress at
  * most every backfill.log_progress_interval: the job's progress as
  * ddl_progress shows it, its actor's rows per second, the job's ETA and what
- * holds the actor back.
+ * holds the actor back.  A run in the foreground sends the job's progress to
+ * its client at most every backfill.client_progress_interval (progress.c).
+ * After each barrier, each actor publishes what it did in its live entry
+ * (shmem.c), which backfill.progress shows.
  *
  * May call: the executor, the kinds (through their routines), the
  * services, catalog.c, privilege.c and the foundations.
@@ -45,6 +48,7 @@
 #include "postmaster/interrupt.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
 #include "driver.h"
@@ -182,6 +186,102 @@ log_progress(BarrierExecutor *exec, int actor)
 	backfill_spi_leave();
 }
 
+/*
+ * Send a foreground run's progress to its client: the job's progress as
+ * ddl_progress shows it, the rows per second of its actors that still read,
+ * the ETA at that rate, and what held the first held-back actor back in the
+ * last barrier.  In the barrier's transaction, after the barrier.
+ */
+static void
+client_progress(BarrierExecutor *exec)
+{
+	BackfillJob *job = exec->job;
+	double		rate = -1;
+	const char *throttled_by = NULL;
+	char	   *progress = NULL;
+	double		eta = -1;
+
+	for (int a = 0; a < job->nactors; a++)
+	{
+		double		r = backfill_pacing_rows_per_second(exec->pacing, a);
+
+		if (r >= 0 && !backfill_actor_finished(job, a))
+			rate = Max(rate, 0) + r;
+		if (throttled_by == NULL)
+			throttled_by = backfill_pacing_throttled_by(exec->pacing, a);
+	}
+	backfill_spi_enter();
+	backfill_spi_exec_args("SELECT p.progress, j.total_rows - "
+						   "(SELECT coalesce(pg_catalog.sum(a.row_count), 0) FROM backfill.actor a "
+						   "WHERE a.job_id = j.job_id)::float8 "
+						   "FROM backfill.ddl_progress p JOIN backfill.job j ON j.job_id = p.ddl_id "
+						   "WHERE p.ddl_id = $1",
+						   1, (Oid[]) {INT8OID}, (Datum[]) {Int64GetDatum(job->job_id)}, NULL,
+						   SPI_OK_SELECT);
+	if (SPI_processed == 1)
+	{
+		bool		isnull;
+		Datum		left = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+
+		progress = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		if (!isnull && rate > 0)
+			eta = Max(DatumGetFloat8(left), 0) / rate;
+	}
+	backfill_progress_send(job->job_id, progress, rate, eta, throttled_by);
+	backfill_spi_leave();
+}
+
+/* the phase an actor is in, as backfill.progress shows it */
+static const char *
+actor_phase(BackfillJob *job, int actor)
+{
+	if (job->actors[actor].in_log_store)
+		return "log store";
+	if (backfill_actor_finished(job, actor))
+		return "done";
+	return "snapshot";
+}
+
+/*
+ * Publish an actor's live entry: its phase, and after a barrier its rows,
+ * its epoch, its pace and the position of its first unfinished vnode.
+ */
+static void
+publish_actor(BarrierExecutor *exec, int actor, bool barrier)
+{
+	static MemoryContext publish_cxt = NULL;
+	BackfillJob *job = exec->job;
+	BackfillActor *ba = &job->actors[actor];
+	BackfillLiveReport report;
+	MemoryContext old;
+
+	/* the position's text, every barrier of a long run: freed at once */
+	if (publish_cxt == NULL)
+		publish_cxt = AllocSetContextCreate(TopMemoryContext, "backfill live actor",
+											ALLOCSET_SMALL_SIZES);
+	old = MemoryContextSwitchTo(publish_cxt);
+	memset(&report, 0, sizeof(report));
+	report.phase = actor_phase(job, actor);
+	report.barrier = barrier;
+	if (barrier)
+	{
+		report.epoch = job->epoch;
+		report.rows_per_second = backfill_pacing_rows_per_second(exec->pacing, actor);
+		report.throttled_by = backfill_pacing_throttled_by(exec->pacing, actor);
+		for (int v = ba->vnode_start; v <= ba->vnode_end; v++)
+		{
+			VnodeState *vs = &job->vnodes[v];
+
+			report.rows += vs->row_count;
+			if (report.position == NULL && !vs->finished && vs->present && vs->has_pos)
+				report.position = backfill_pos_text(job, vs);
+		}
+	}
+	backfill_live_report(job->job_id, ba->actor_id, &report);
+	MemoryContextSwitchTo(old);
+	MemoryContextReset(publish_cxt);
+}
+
 /* whether this process has started following a finished job's upstream */
 bool		backfill_following = false;
 
@@ -189,11 +289,13 @@ bool		backfill_following = false;
  * backfill_follow
  *		A worker's rounds after the finish of a job that follows its upstream
  *		(see the file header), until the job's workers are asked to stop.
- *		Caller is connected to SPI in a non-atomic context, without a portal
- *		(a snapshot pushed or not), and commits what the last round left.
+ *		actor_id is the worker's actor, shown in backfill.progress as
+ *		following.  Caller is connected to SPI in a non-atomic context,
+ *		without a portal (a snapshot pushed or not), and commits what the
+ *		last round left.
  */
 void
-backfill_follow(BackfillJob *job)
+backfill_follow(BackfillJob *job, int32 actor_id)
 {
 	const KindRoutine *kind = backfill_kind_routine(job->kind);
 	char		activity[64];
@@ -201,6 +303,13 @@ backfill_follow(BackfillJob *job)
 	snprintf(activity, sizeof(activity), "backfill job %lld: following the upstream",
 			 (long long) job->job_id);
 	backfill_following = true;
+	for (int a = 0; a < job->nactors; a++)
+		if (job->actors[a].actor_id == actor_id)
+		{
+			backfill_live_begin(job, a, "following");
+			backfill_live_report(job->job_id, actor_id,
+								 &(BackfillLiveReport) {.phase = "following"});
+		}
 	while (!backfill_stop_requested(job->job_id))
 	{
 		CHECK_FOR_INTERRUPTS();
@@ -235,6 +344,12 @@ backfill_drive(BackfillJob *job, int actor, int max_barriers)
 	int			barriers = 0;
 	char		activity[256];
 	TimestampTz logged_at = GetCurrentTimestamp();
+	TimestampTz told_at = logged_at;
+
+	backfill_live_begin(job, actor, "snapshot");
+	for (int a = 0; a < job->nactors; a++)
+		if (!worker || a == actor)
+			publish_actor(exec, a, false);
 
 	while (max_barriers <= 0 || barriers < max_barriers)
 	{
@@ -268,6 +383,9 @@ backfill_drive(BackfillJob *job, int actor, int max_barriers)
 				backfill_next_barrier(false);
 				pgstat_report_activity(STATE_RUNNING, "final barrier");
 			}
+			for (int a = 0; a < job->nactors; a++)
+				backfill_live_report(job->job_id, job->actors[a].actor_id,
+									 &(BackfillLiveReport) {.phase = "finishing"});
 			if (backfill_run_finish_barrier(exec))
 			{
 				backfill_commit();
@@ -279,7 +397,7 @@ backfill_drive(BackfillJob *job, int actor, int max_barriers)
 				if (worker && job->follows)
 				{
 					backfill_commit();
-					backfill_follow(job);
+					backfill_follow(job, job->actors[actor].actor_id);
 				}
 			}
 			break;
@@ -288,6 +406,14 @@ backfill_drive(BackfillJob *job, int actor, int max_barriers)
 		if (strcmp(job->status, "backfilling") != 0)
 			break;
 		rows = backfill_run_barrier(exec, actor, backfill_barrier_interval_ms, job->rate_limit);
+		for (int a = 0; a < job->nactors; a++)
+			if (!worker || a == actor)
+				publish_actor(exec, a, true);
+		if (!worker && backfill_progress_due(told_at))
+		{
+			client_progress(exec);
+			told_at = GetCurrentTimestamp();
+		}
 		if (worker)
 		{
 			const char *throttled_by = backfill_pacing_throttled_by(exec->pacing, actor);

@@ -1,8 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * driver.h
- *	  The barrier loop of a run (driver.c), the worker registry (shmem.c)
- *	  and the workers (worker.c); the settings create_job reads (create.c).
+ *	  The barrier loop of a run (driver.c), the worker registry and the live
+ *	  actors (shmem.c), the lines of progress sent to the client
+ *	  (progress.c) and the workers (worker.c); the settings create_job reads
+ *	  (create.c).
  *	  _PG_init calls each file's init.
  *
  *-------------------------------------------------------------------------
@@ -18,7 +20,7 @@ extern void backfill_driver_init(void);
 extern bool backfill_prepare_run(BackfillJob *job, bool background);
 extern void backfill_drive(BackfillJob *job, int actor, int max_barriers);
 extern bool backfill_following;
-extern void backfill_follow(BackfillJob *job);
+extern void backfill_follow(BackfillJob *job, int32 actor_id);
 
 /* shmem.c: the registry of background workers */
 extern bool backfill_preloaded;
@@ -34,6 +36,32 @@ extern void backfill_unclaim_prepare(int64 job_id);
 extern bool backfill_wait_prepared(int64 job_id);
 extern void backfill_attach_worker(int64 job_id, int32 actor_id);
 extern void backfill_worker_locked_job(void);
+
+/* shmem.c: the live actors that backfill.progress shows */
+#define BACKFILL_PHASE_LEN 24
+#define BACKFILL_THROTTLED_LEN 96
+#define BACKFILL_POSITION_LEN 128
+
+typedef struct BackfillLiveReport
+{
+	const char *phase;
+	bool		barrier;		/* after a barrier: the fields below are set */
+	int64		rows;			/* the actor's snapshot rows */
+	int64		epoch;
+	double		rows_per_second;	/* -1: unknown */
+	const char *throttled_by;	/* NULL: nothing */
+	const char *position;		/* NULL: none */
+} BackfillLiveReport;
+
+extern void backfill_live_begin(BackfillJob *job, int actor, const char *phase);
+extern void backfill_live_report(int64 job_id, int32 actor_id, const BackfillLiveReport *report);
+extern void backfill_live_end(void);
+
+/* progress.c: the lines of progress sent to the client */
+extern void backfill_progress_init(void);
+extern bool backfill_progress_due(TimestampTz since);
+extern void backfill_progress_send(int64 job_id, const char *progress, double rows_per_second,
+								   double eta_seconds, const char *throttled_by);
 
 /* worker.c */
 extern void backfill_worker_init(void);

@@ -10,7 +10,8 @@
  * each.  Every call after the first is a restart, as when RisingWave
  * recovers a streaming job.
  *
- * May call: driver.c, the services, catalog.c and the foundations.
+ * May call: driver.c, shmem.c (the live actors), the services, catalog.c
+ * and the foundations.
  *
  *-------------------------------------------------------------------------
  */
@@ -73,6 +74,8 @@ backfill_run_job(PG_FUNCTION_ARGS)
 	PG_TRY();
 	{
 		job = backfill_load_job_to_run(job_id, run_cxt);
+		/* backfill.progress shows the actors from the recovery check on */
+		backfill_live_begin(job, -1, "starting");
 		if (backfill_prepare_run(job, false))
 			backfill_drive(job, -1, max_barriers);
 	}
@@ -80,6 +83,7 @@ backfill_run_job(PG_FUNCTION_ARGS)
 	{
 		/* this session's later transactions are not the job's */
 		backfill_origin_leave();
+		backfill_live_end();
 		backfill_unlock_job(job_id);
 	}
 	PG_END_TRY();

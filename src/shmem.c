@@ -58,6 +58,17 @@
  * without CASCADE and an ALTER EXTENSION UPDATE while workers run, naming
  * the jobs.
  *
+ * The live actors: every actor that runs now, in a worker or in a session's
+ * CALL backfill.run_job, has an entry that its process writes after each
+ * barrier (phase, rows, barriers, position, pace) and that backfill.progress
+ * reads, as a backend's st_progress_param is read by pg_stat_progress_*.
+ * Only what changes between two commits or is known to the running process
+ * alone lives here; what the catalogs hold (the job's name, its total) is
+ * joined in by the view.  There are max_worker_processes entries for the
+ * workers plus BACKFILL_SESSION_ACTORS for runs in sessions; an actor that
+ * finds none free is not shown.  A process frees its entries when its run
+ * ends and, whatever happens, when it exits.
+ *
  * May call: catalog.c, privilege.c and the foundations.
  *
  *-------------------------------------------------------------------------
@@ -85,6 +96,7 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
 #include "driver.h"
@@ -95,6 +107,10 @@ PG_FUNCTION_INFO_V1(backfill_stop_job_workers);
 PG_FUNCTION_INFO_V1(backfill_stop_and_lock_job);
 PG_FUNCTION_INFO_V1(backfill_job_is_running);
 PG_FUNCTION_INFO_V1(backfill_check_workers_1_3);
+PG_FUNCTION_INFO_V1(backfill_live_actors);
+
+/* entries of the live actors for runs in sessions, beyond the workers' */
+#define BACKFILL_SESSION_ACTORS 128
 
 typedef enum PrepareState
 {
@@ -136,12 +152,34 @@ typedef struct BackfillWorkerSlot
 	BackgroundWorkerHandle handle;	/* of the worker's registration */
 } BackfillWorkerSlot;
 
+/* an actor that runs now, as its process last published it */
+typedef struct BackfillLiveActor
+{
+	Oid			dboid;			/* the database of the job */
+	int64		job_id;			/* 0: free */
+	int32		actor_id;
+	pid_t		pid;
+	Oid			owner;			/* the job's, whose members may read it */
+	bool		background;		/* a worker's, not a session's */
+	char		phase[BACKFILL_PHASE_LEN];
+	int64		rows;
+	int64		barriers;
+	int64		epoch;
+	double		rows_per_second;	/* -1: unknown */
+	TimestampTz started_at;
+	TimestampTz barrier_at;		/* 0: no barrier yet */
+	char		throttled_by[BACKFILL_THROTTLED_LEN];
+	char		position[BACKFILL_POSITION_LEN];
+} BackfillLiveActor;
+
 typedef struct BackfillShared
 {
 	LWLock	   *lock;
 	int			nslots;
+	int			nlive;
 	BackfillRun *runs;			/* nslots of each, after the struct */
 	BackfillWorkerSlot *workers;
+	BackfillLiveActor *live;	/* nlive, after the workers */
 } BackfillShared;
 
 bool		backfill_preloaded = false;
@@ -160,12 +198,22 @@ static int64 my_job_id = 0;
 static int32 my_actor_id = 0;
 static bool my_job_locked = false;
 
+/* whether this process has registered its live entries' exit callback */
+static bool live_callback = false;
+
+static int
+live_count(void)
+{
+	return max_worker_processes + BACKFILL_SESSION_ACTORS;
+}
+
 static Size
 shared_size(void)
 {
 	return add_size(MAXALIGN(sizeof(BackfillShared)),
-					add_size(mul_size(max_worker_processes, sizeof(BackfillRun)),
-							 mul_size(max_worker_processes, sizeof(BackfillWorkerSlot))));
+					add_size(add_size(mul_size(max_worker_processes, sizeof(BackfillRun)),
+									  mul_size(max_worker_processes, sizeof(BackfillWorkerSlot))),
+							 mul_size(live_count(), sizeof(BackfillLiveActor))));
 }
 
 static void
@@ -192,10 +240,12 @@ shmem_startup(void)
 		memset(shared, 0, shared_size());
 		shared->lock = &(GetNamedLWLockTranche("backfill"))->lock;
 		shared->nslots = max_worker_processes;
+		shared->nlive = live_count();
 	}
 	/* pointers are per process: recompute them */
 	shared->runs = (BackfillRun *) ((char *) shared + MAXALIGN(sizeof(BackfillShared)));
 	shared->workers = (BackfillWorkerSlot *) (shared->runs + shared->nslots);
+	shared->live = (BackfillLiveActor *) (shared->workers + shared->nslots);
 	LWLockRelease(AddinShmemInitLock);
 }
 
@@ -1122,4 +1172,177 @@ registry_process_utility(PlannedStmt *pstmt, const char *queryString,
 	else
 		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
 								queryEnv, dest, qc);
+}
+/* ---- the live actors (backfill.progress) ---- */
+
+/* free this process's live entries.  Lock not held. */
+static void
+live_release_mine(void)
+{
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < shared->nlive; i++)
+		if (shared->live[i].job_id != 0 && shared->live[i].pid == MyProcPid)
+			memset(&shared->live[i], 0, sizeof(BackfillLiveActor));
+	LWLockRelease(shared->lock);
+}
+
+static void
+live_at_exit(int code pg_attribute_unused(), Datum arg pg_attribute_unused())
+{
+	if (shared != NULL)
+		live_release_mine();
+}
+
+/* this process's entry of the actor, or NULL.  Lock held. */
+static BackfillLiveActor *
+live_find(int64 job_id, int32 actor_id)
+{
+	for (int i = 0; i < shared->nlive; i++)
+		if (shared->live[i].job_id == job_id && shared->live[i].actor_id == actor_id &&
+			shared->live[i].pid == MyProcPid)
+			return &shared->live[i];
+	return NULL;
+}
+
+/*
+ * backfill_live_begin
+ *		Take the live entries of the actors this process runs: one actor (its
+ *		index, in a worker) or every actor of the job (-1, in a session), in
+ *		phase "phase".  An actor that has its entry already keeps it as it
+ *		is.  Does nothing when the library is not preloaded.
+ */
+void
+backfill_live_begin(BackfillJob *job, int actor, const char *phase)
+{
+	if (!backfill_preloaded || shared == NULL)
+		return;
+	if (!live_callback)
+	{
+		before_shmem_exit(live_at_exit, (Datum) 0);
+		live_callback = true;
+	}
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	for (int a = 0; a < job->nactors; a++)
+	{
+		BackfillLiveActor *e;
+
+		if ((actor >= 0 && a != actor) || live_find(job->job_id, job->actors[a].actor_id))
+			continue;
+		e = NULL;
+		for (int i = 0; i < shared->nlive && e == NULL; i++)
+			if (shared->live[i].job_id == 0)
+				e = &shared->live[i];
+		if (e == NULL)
+			break;				/* not shown: see the file header */
+		memset(e, 0, sizeof(BackfillLiveActor));
+		e->dboid = MyDatabaseId;
+		e->job_id = job->job_id;
+		e->actor_id = job->actors[a].actor_id;
+		e->pid = MyProcPid;
+		e->owner = job->owner;
+		e->background = actor >= 0;
+		strlcpy(e->phase, phase, sizeof(e->phase));
+		e->rows_per_second = -1;
+		e->started_at = GetCurrentTimestamp();
+	}
+	LWLockRelease(shared->lock);
+}
+
+/*
+ * backfill_live_report
+ *		Publish what an actor of this process did: its phase, and, after a
+ *		barrier (report->barrier), its rows, epoch, pace and position.
+ */
+void
+backfill_live_report(int64 job_id, int32 actor_id, const BackfillLiveReport *report)
+{
+	BackfillLiveActor *e;
+
+	if (!backfill_preloaded || shared == NULL)
+		return;
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	e = live_find(job_id, actor_id);
+	if (e != NULL)
+	{
+		strlcpy(e->phase, report->phase, sizeof(e->phase));
+		if (report->barrier)
+		{
+			e->barriers++;
+			e->barrier_at = GetCurrentTimestamp();
+			e->rows = report->rows;
+			e->epoch = report->epoch;
+			e->rows_per_second = report->rows_per_second;
+			strlcpy(e->throttled_by, report->throttled_by ? report->throttled_by : "",
+					sizeof(e->throttled_by));
+			strlcpy(e->position, report->position ? report->position : "",
+					sizeof(e->position));
+		}
+	}
+	LWLockRelease(shared->lock);
+}
+
+/* free the live entries of this process: its run has ended */
+void
+backfill_live_end(void)
+{
+	if (backfill_preloaded && shared != NULL)
+		live_release_mine();
+}
+
+/*
+ * backfill._live_actors() RETURNS SETOF record: the live entries of the jobs
+ * whose owner the current user has the privileges of, or every one for a
+ * member of pg_read_all_stats, as pg_stat_activity shows its rows.  Empty
+ * when the library is not preloaded.
+ */
+Datum
+backfill_live_actors(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	bool		all_stats;
+	BackfillLiveActor *copy;
+	int			n = 0;
+
+	InitMaterializedSRF(fcinfo, 0);
+	if (!backfill_preloaded || shared == NULL)
+		PG_RETURN_VOID();
+	all_stats = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
+
+	/* copied under the lock, then formed outside it */
+	copy = palloc(sizeof(BackfillLiveActor) * shared->nlive);
+	LWLockAcquire(shared->lock, LW_SHARED);
+	for (int i = 0; i < shared->nlive; i++)
+		if (shared->live[i].job_id != 0 && shared->live[i].dboid == MyDatabaseId)
+			copy[n++] = shared->live[i];
+	LWLockRelease(shared->lock);
+
+	for (int i = 0; i < n; i++)
+	{
+		BackfillLiveActor *e = &copy[i];
+		Datum		values[13];
+		bool		nulls[13];
+
+		if (!all_stats && !has_privs_of_role(GetUserId(), e->owner))
+			continue;
+		memset(nulls, false, sizeof(nulls));
+		values[0] = Int32GetDatum((int32) e->pid);
+		values[1] = Int64GetDatum(e->job_id);
+		values[2] = Int32GetDatum(e->actor_id);
+		values[3] = CStringGetTextDatum(e->background ? "background" : "foreground");
+		values[4] = CStringGetTextDatum(e->phase);
+		values[5] = Int64GetDatum(e->rows);
+		values[6] = CStringGetTextDatum(e->position);
+		nulls[6] = (e->position[0] == '\0');
+		values[7] = Int64GetDatum(e->barriers);
+		values[8] = Int64GetDatum(e->epoch);
+		values[9] = Float8GetDatum(e->rows_per_second);
+		nulls[9] = (e->rows_per_second < 0);
+		values[10] = CStringGetTextDatum(e->throttled_by);
+		nulls[10] = (e->throttled_by[0] == '\0');
+		values[11] = TimestampTzGetDatum(e->started_at);
+		values[12] = TimestampTzGetDatum(e->barrier_at);
+		nulls[12] = (e->barrier_at == 0);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	PG_RETURN_VOID();
 }

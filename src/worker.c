@@ -97,7 +97,7 @@ actor_barriers(ActorArgs *args, MemoryContext cxt, bool may_follow)
 	job = backfill_load_job(args->job_id, cxt);
 	if (strcmp(job->status, "finished") == 0 && job->follows && may_follow)
 	{
-		backfill_follow(job);
+		backfill_follow(job, args->actor_id);
 		return;
 	}
 	if (strcmp(job->status, "backfilling") != 0)
