@@ -27,6 +27,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/typcache.h"
 
 #include "backfill.h"
 
@@ -244,17 +245,64 @@ sync_upsert_sql(BackfillJob *job, const char *key_cond)
 					setlist.data);
 }
 
-/* "IN (SELECT * FROM ROWS FROM (pg_catalog.unnest($1), ...) k)" */
+/*
+ * keys_in_arrays
+ *		"IN (SELECT ... FROM ROWS FROM (pg_catalog.unnest($1), ...) ...)":
+ *		the keys of one array per key column, one key column each.
+ *
+ * unnest() of an array of a composite type returns the composite's fields
+ * as columns, not the composite: a key column of such a type would become
+ * several columns (or, with one field left, a column of another type).  A
+ * one-column key reads the function's whole row, which is the element
+ * whatever its type; a key of several columns takes the fields of a
+ * composite column by position and builds the value again (the alias list
+ * of a function returning a composite names its live fields only).
+ */
 static char *
 keys_in_arrays(BackfillJob *job)
 {
 	StringInfoData buf;
+	StringInfoData aliases;
+	StringInfoData funcs;
 
 	initStringInfo(&buf);
-	appendStringInfoString(&buf, "IN (SELECT * FROM ROWS FROM (");
+	if (job->npk == 1)
+	{
+		appendStringInfoString(&buf, "IN (SELECT k FROM pg_catalog.unnest($1) AS k)");
+		return buf.data;
+	}
+	initStringInfo(&aliases);
+	initStringInfo(&funcs);
+	appendStringInfoString(&buf, "IN (SELECT ");
 	for (int k = 0; k < job->npk; k++)
-		appendStringInfo(&buf, "%spg_catalog.unnest($%d)", k > 0 ? ", " : "", k + 1);
-	appendStringInfoString(&buf, ") k)");
+	{
+		appendStringInfo(&funcs, "%spg_catalog.unnest($%d)", k > 0 ? ", " : "", k + 1);
+		if (k > 0)
+			appendStringInfoString(&buf, ", ");
+		if (type_is_rowtype(job->pk_types[k]))
+		{
+			TupleDesc	desc = lookup_rowtype_tupdesc(getBaseType(job->pk_types[k]), -1);
+			int			nlive = 0;
+
+			appendStringInfoString(&buf, "ROW(");
+			for (int i = 0; i < desc->natts; i++)
+			{
+				if (TupleDescAttr(desc, i)->attisdropped)
+					continue;
+				appendStringInfo(&buf, "%sk.k%d_%d", nlive > 0 ? ", " : "", k, nlive);
+				appendStringInfo(&aliases, "%sk%d_%d", aliases.len > 0 ? ", " : "", k, nlive);
+				nlive++;
+			}
+			ReleaseTupleDesc(desc);
+			appendStringInfo(&buf, ")::%s", format_type_be_qualified(job->pk_types[k]));
+		}
+		else
+		{
+			appendStringInfo(&buf, "k.k%d", k);
+			appendStringInfo(&aliases, "%sk%d", aliases.len > 0 ? ", " : "", k);
+		}
+	}
+	appendStringInfo(&buf, " FROM ROWS FROM (%s) AS k(%s))", funcs.data, aliases.data);
 	return buf.data;
 }
 
