@@ -43,6 +43,7 @@
 
 #include "access/attnum.h"
 #include "access/htup.h"
+#include "access/stratnum.h"
 #include "access/tupdesc.h"
 #include "access/xlogdefs.h"
 #include "executor/spi.h"
@@ -203,6 +204,14 @@ extern char *backfill_count_sql(const char *upstream_sql, bool partitioned, cons
 extern char *backfill_pk_list(BackfillJob *job, const char *alias);
 extern char *backfill_pk_list_desc(BackfillJob *job);
 extern char *backfill_pk_params(BackfillJob *job, int first);
+extern char *backfill_key_compare_types(int npk, const Oid *types, char **left, int strategy,
+										char **right);
+extern char *backfill_key_in_types(int npk, const Oid *types, char **left, const char *subquery);
+extern char **backfill_pk_exprs(BackfillJob *job, const char *alias);
+extern char **backfill_pk_param_exprs(BackfillJob *job, int first);
+extern char *backfill_key_compare(BackfillJob *job, char **left, int strategy, char **right);
+extern char *backfill_key_compare_params(BackfillJob *job, const char *alias, int strategy, int first);
+extern char *backfill_key_in(BackfillJob *job, const char *alias, const char *subquery);
 extern char *backfill_vnode_sql(BackfillJob *job, const char *keys);
 extern void backfill_append_excluded_key(StringInfo sql, BackfillJob *job);
 extern char *backfill_text_array_sql(Datum array, char ***elems, int *nelems);

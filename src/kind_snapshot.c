@@ -341,8 +341,8 @@ snapshot_chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter, boo
 	if (*cached)
 		return *cached;
 
-	cond_u = backfill_chunk_conditions(job, "u", ">=", has_pos, filter, argtypes, &nargs);
-	cond_l = backfill_chunk_conditions(job, "l", ">=", has_pos, filter, argtypes, &nargs);
+	cond_u = backfill_chunk_conditions(job, "u", BTGreaterEqualStrategyNumber, has_pos, filter, argtypes, &nargs);
+	cond_l = backfill_chunk_conditions(job, "l", BTGreaterEqualStrategyNumber, has_pos, filter, argtypes, &nargs);
 	argtypes[nargs++] = INT8OID;
 
 	/*
@@ -360,7 +360,7 @@ snapshot_chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter, boo
 	appendStringInfo(&select,
 					 "SELECT x.* FROM (("
 					 "SELECT %s FROM %s WHERE true%s%s "
-					 "AND NOT EXISTS (SELECT FROM %s l WHERE (%s) = (%s)%s) "
+					 "AND NOT EXISTS (SELECT FROM %s l WHERE %s%s) "
 					 "ORDER BY %s LIMIT $%d + 1) "
 					 "UNION ALL ("
 					 "SELECT %s FROM (SELECT %s%s FROM (SELECT DISTINCT ON (%s) %s, l.backfill_old_row AS o "
@@ -368,7 +368,10 @@ snapshot_chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter, boo
 					 "WHERE (f.o).%s IS NOT NULL) u WHERE true%s ORDER BY %s LIMIT $%d + 1"
 					 ")) x ORDER BY %s LIMIT $%d + 1",
 					 job->select_sql, backfill_job_scan(job), backfill_filter_and(job), cond_u,
-					 job->changes_sql, lpk, upk, cond_l, upk, nargs,
+					 job->changes_sql,
+					 backfill_key_compare(job, backfill_pk_exprs(job, "l"), BTEqualStrategyNumber,
+										  backfill_pk_exprs(job, "u")),
+					 cond_l, upk, nargs,
 					 job->select_sql, backfill_pk_list(job, "f"), image_columns(job),
 					 lpk, lpk, job->changes_sql, cond_l, lpk,
 					 quote_identifier(job->pk_names[0]), backfill_filter_and(job), upk, nargs,
