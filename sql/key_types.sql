@@ -137,3 +137,25 @@ SELECT * FROM jobs_of('hk2');
 SELECT backfill._key_compare_sql('hk', '{id}', 'a', '<=', 'b') AS one_column,
        backfill._key_compare_sql('hk2', '{n,h}', 'a', '>', 'b') AS two_columns,
        backfill._key_compare_sql('ck2', '{p,n}', 'a', '<', 'b') AS same_operators;
+
+-- a run in the foreground that fails records its error on the job, as a
+-- worker's does, in a transaction of its own (it was lost with the failed
+-- one, the job left backfilling with no last_error)
+CREATE TABLE fr (id int PRIMARY KEY, v int);
+INSERT INTO fr SELECT g, g FROM generate_series(1, 200) g;
+SELECT backfill.create_job('fr_mv', 'fr', filter => '100 / v <> 7', chunk_size => 30) AS fj \gset
+UPDATE fr SET v = 0 WHERE id = 150;    -- the filter fails on this row
+CALL backfill.run_job(:fj, 1);
+SELECT status, last_error, (SELECT last_sqlstate FROM backfill.job j WHERE j.job_id = :fj) AS sqlstate FROM backfill.jobs WHERE job_id = :fj;
+CALL backfill.run_job(:fj);
+SELECT status, last_error, (SELECT last_sqlstate FROM backfill.job j WHERE j.job_id = :fj) AS sqlstate, (SELECT count(*) FROM fr_mv) AS copied
+  FROM backfill.jobs WHERE job_id = :fj;
+-- run again (from a procedure's loop): it fails again, recorded again
+CALL run_jobs('fr');
+SELECT status, last_error, (SELECT last_sqlstate FROM backfill.job j WHERE j.job_id = :fj) AS sqlstate FROM backfill.jobs WHERE job_id = :fj;
+-- the session can go on: no lock, no snapshot, no role left behind
+SELECT current_user, count(*) AS locks FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid();
+UPDATE fr SET v = 150 WHERE id = 150;
+CALL backfill.run_job(:fj);
+SELECT status, last_error, (SELECT count(*) FROM backfill.verify_job(:fj)) AS diffs
+  FROM backfill.jobs WHERE job_id = :fj;

@@ -243,6 +243,7 @@ extern void backfill_next_barrier(bool with_snapshot);
 extern void backfill_xact_begin(bool nonatomic);
 extern void backfill_xact_end(void);
 extern void backfill_xact_abort(void);
+extern bool backfill_rollback_after_error(void);
 extern ResourceOwner backfill_subxact_begin(void);
 extern void backfill_subxact_rollback(ResourceOwner owner);
 extern void backfill_sleep_ms(long ms);

@@ -31,6 +31,55 @@
 PG_FUNCTION_INFO_V1(backfill_run_job);
 
 /*
+ * record_failure
+ *		Record the error a run failed with on its job, as a background
+ *		worker does (status failed, the message, detail and SQLSTATE, unless
+ *		the job has ended or recorded its failure already), in a transaction
+ *		of its own: the failed one is rolled back first, so that what an
+ *		operator who was not watching reads in backfill.jobs is why.
+ *		Returns the error, flushed, for the caller to raise again; when it
+ *		cannot be recorded (a failure within a subtransaction), it is only
+ *		returned.
+ */
+static ErrorData *
+record_failure(int64 job_id, MemoryContext cxt)
+{
+	ErrorData  *edata;
+
+	MemoryContextSwitchTo(cxt);
+	edata = CopyErrorData();
+	FlushErrorState();
+	if (backfill_rollback_after_error())
+	{
+		MemoryContextSwitchTo(cxt);
+		backfill_record_failure(job_id, edata->sqlerrcode, edata->message, edata->detail, true);
+		backfill_commit();
+	}
+	MemoryContextSwitchTo(cxt);
+	return edata;
+}
+
+/* record_failure, then let go of the job whatever happens */
+static ErrorData *
+record_failure_and_unlock(int64 job_id, MemoryContext cxt)
+{
+	ErrorData  *volatile edata = NULL;
+
+	PG_TRY();
+	{
+		edata = record_failure(job_id, cxt);
+	}
+	PG_CATCH();
+	{
+		backfill_unlock_job(job_id);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	backfill_unlock_job(job_id);
+	return edata;
+}
+
+/*
  * backfill.run_job(job_id bigint, max_barriers int DEFAULT NULL) procedure
  */
 Datum
@@ -76,13 +125,15 @@ backfill_run_job(PG_FUNCTION_ARGS)
 		if (backfill_prepare_run(job, false))
 			backfill_drive(job, -1, max_barriers);
 	}
-	PG_FINALLY();
+	PG_CATCH();
 	{
 		/* this session's later transactions are not the job's */
 		backfill_origin_leave();
-		backfill_unlock_job(job_id);
+		ReThrowError(record_failure_and_unlock(job_id, run_cxt));
 	}
 	PG_END_TRY();
+	backfill_origin_leave();
+	backfill_unlock_job(job_id);
 
 	SPI_finish();
 	MemoryContextDelete(run_cxt);
