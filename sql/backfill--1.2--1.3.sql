@@ -154,3 +154,12 @@ BEGIN
         key_d, cols_d, scan_d, pending, decoded);
 END
 $$;
+
+-- ---- keys: enum values renamed under a job's range vnodes ----
+
+-- ALTER TYPE ... RENAME VALUE of an enum that the key of an unfinished job
+-- with range vnodes contains is refused (src/ddl.c): the bounds are keys
+-- stored as text, which the renamed label would make unreadable.
+CREATE EVENT TRIGGER backfill_ddl_type ON ddl_command_start
+    WHEN TAG IN ('ALTER TYPE')
+    EXECUTE FUNCTION backfill._on_ddl();
