@@ -32,49 +32,55 @@ PG_FUNCTION_INFO_V1(backfill_run_job);
 
 /*
  * record_failure
- *		Record the error a run failed with on its job, as a background
- *		worker does (status failed, the message, detail and SQLSTATE, unless
- *		the job has ended or recorded its failure already), in a transaction
- *		of its own: the failed one is rolled back first, so that what an
- *		operator who was not watching reads in backfill.jobs is why.
- *		Returns the error, flushed, for the caller to raise again; when it
- *		cannot be recorded (a failure within a subtransaction), it is only
- *		returned.
+ *		Record the error a run failed with (edata, flushed) on its job, as a
+ *		background worker does (status failed, the message, detail and
+ *		SQLSTATE, unless the job has ended or recorded its failure already),
+ *		in a transaction of its own: the failed one is rolled back first, so
+ *		that what an operator who was not watching reads in backfill.jobs is
+ *		why.  Nothing is recorded when the failed transaction cannot be
+ *		rolled back here (a failure within a subtransaction).
+ */
+static void
+record_failure(int64 job_id, ErrorData *edata, MemoryContext cxt)
+{
+	if (!backfill_rollback_after_error())
+		return;
+	MemoryContextSwitchTo(cxt);
+	backfill_record_failure(job_id, edata->sqlerrcode, edata->message, edata->detail, true);
+	backfill_commit();
+	MemoryContextSwitchTo(cxt);
+}
+
+/*
+ * The error being handled, flushed, recorded on the job if it can be; the
+ * job let go of whatever happens.  The run's own error is the one to raise
+ * again: an error while recording it is only a warning.
  */
 static ErrorData *
-record_failure(int64 job_id, MemoryContext cxt)
+record_failure_and_unlock(int64 job_id, MemoryContext cxt)
 {
 	ErrorData  *edata;
 
 	MemoryContextSwitchTo(cxt);
 	edata = CopyErrorData();
 	FlushErrorState();
-	if (backfill_rollback_after_error())
-	{
-		MemoryContextSwitchTo(cxt);
-		backfill_record_failure(job_id, edata->sqlerrcode, edata->message, edata->detail, true);
-		backfill_commit();
-	}
-	MemoryContextSwitchTo(cxt);
-	return edata;
-}
-
-/* record_failure, then let go of the job whatever happens */
-static ErrorData *
-record_failure_and_unlock(int64 job_id, MemoryContext cxt)
-{
-	ErrorData  *volatile edata = NULL;
-
 	PG_TRY();
 	{
-		edata = record_failure(job_id, cxt);
+		record_failure(job_id, edata, cxt);
 	}
 	PG_CATCH();
 	{
-		backfill_unlock_job(job_id);
-		PG_RE_THROW();
+		ErrorData  *failed;
+
+		MemoryContextSwitchTo(cxt);
+		failed = CopyErrorData();
+		FlushErrorState();
+		ereport(WARNING,
+				(errmsg("could not record the failure of backfill job %lld: %s",
+						(long long) job_id, failed->message)));
 	}
 	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
 	backfill_unlock_job(job_id);
 	return edata;
 }
