@@ -109,6 +109,7 @@ INSERT INTO mk SELECT g::numeric::money, g FROM generate_series(1, 200) g;
 SET backfill.vnode_mapping = 'hash';
 SELECT backfill.create_job('mk_hashed', 'mk');
 RESET backfill.vnode_mapping;
+SELECT rows FROM backfill.estimate_job('mk', 'arrangement', NULL, 1);   -- it hashes
 SELECT count(*) AS jobs FROM make_jobs('mk');
 CALL run_jobs('mk');
 SELECT * FROM jobs_of('mk');

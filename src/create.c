@@ -198,10 +198,12 @@ check_key_not_deferrable(Relation rel)
  * backfill_check_key_hashable
  *		A job that maps keys to vnodes by their hash, rather than by ranges
  *		of keys, needs each key column's type to have an extended hash
- *		function; why says when a job does (a sentence).
+ *		function; why says when a job does (a sentence), hint what to do
+ *		instead (or NULL).
  */
 void
-backfill_check_key_hashable(Relation rel, int npk, const AttrNumber *pk, const char *why)
+backfill_check_key_hashable(Relation rel, int npk, const AttrNumber *pk, const char *why,
+							const char *hint)
 {
 	for (int k = 0; k < npk; k++)
 	{
@@ -214,7 +216,7 @@ backfill_check_key_hashable(Relation rel, int npk, const AttrNumber *pk, const c
 							get_attname(RelationGetRelid(rel), pk[k], false),
 							RelationGetRelationName(rel)),
 					 errdetail("%s Type %s cannot be hashed.", why, format_type_be(atttype)),
-					 errhint("Keys of such types are mapped to vnodes by ranges, which a job cuts from the rows of its upstream: create the job once the table has rows, with backfill.vnode_mapping set to \"range\".")));
+					 hint ? errhint("%s", hint) : 0));
 	}
 }
 
@@ -823,7 +825,8 @@ create_job(FunctionCallInfo fcinfo)
 	plan.vnode_bounds = cut_vnodes(&plan, kind, def.upstream_sql);
 	if (plan.vnode_bounds == NULL && !kind->cuts_splits)
 		backfill_check_key_hashable(plan.rel, plan.npk, plan.pk,
-									"The job would map keys to vnodes by a hash of the key, since backfill.vnode_mapping is \"hash\" or the upstream has no row to cut ranges of keys from.");
+									"The job would map keys to vnodes by a hash of the key, since backfill.vnode_mapping is \"hash\" or the upstream has no row to cut ranges of keys from.",
+									"Keys of such types are mapped to vnodes by ranges, which a job cuts from the rows of its upstream: create the job once the table has rows, with backfill.vnode_mapping set to \"range\".");
 
 	/*
 	 * The state and change tables live in the extension's schema, where only
