@@ -354,7 +354,9 @@ snapshot_chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter, boo
 	 * so that it starts at the position rather than at the log's first key.
 	 * An image is read as a row u of the upstream, its key from the log's
 	 * (which orders it), so that the columns and the filter are computed
-	 * from it as from a live row.
+	 * from it as from a live row.  An image of no row has no key: counted
+	 * with num_nonnulls(), since IS NOT NULL of a composite key with a NULL
+	 * field is false too.
 	 */
 	initStringInfo(&select);
 	appendStringInfo(&select,
@@ -365,7 +367,8 @@ snapshot_chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter, boo
 					 "UNION ALL ("
 					 "SELECT %s FROM (SELECT %s%s FROM (SELECT DISTINCT ON (%s) %s, l.backfill_old_row AS o "
 					 "FROM %s l WHERE true%s ORDER BY %s, l.backfill_seq) f "
-					 "WHERE (f.o).%s IS NOT NULL) u WHERE true%s ORDER BY %s LIMIT $%d + 1"
+					 "WHERE pg_catalog.num_nonnulls((f.o).%s) OPERATOR(pg_catalog.=) 1) u "
+					 "WHERE true%s ORDER BY %s LIMIT $%d + 1"
 					 ")) x ORDER BY %s LIMIT $%d + 1",
 					 job->select_sql, backfill_job_scan(job), backfill_filter_and(job), cond_u,
 					 job->changes_sql,
