@@ -6,7 +6,9 @@
  * Names go into SQL text through quote_identifier() only, values only as
  * parameters.  The statements that make downstream rows equal to the
  * upstream's are built here, once, for every caller: a barrier forwarding
- * the keys a set of changes names, and the apply trigger for one key.
+ * the keys a set of changes names, and the apply trigger for one key.  So
+ * are the comparisons of keys, with their types' btree operators named
+ * with their schemas, which every statement over a key uses.
  *
  * Plans kept across transactions belong to whoever made them, in a
  * KeptPlans of its own that it frees.  A run that fails cannot free them:
