@@ -190,6 +190,15 @@ SELECT backfill.create_job('fr_mv', 'fr', filter => '100 / v <> 7', chunk_size =
 UPDATE fr SET v = 0 WHERE id = 150;    -- the filter fails on this row
 CALL backfill.run_job(:fj, 1);
 SELECT status, last_error, (SELECT last_sqlstate FROM backfill.job j WHERE j.job_id = :fj) AS sqlstate FROM backfill.jobs WHERE job_id = :fj;
+-- another role's call is not the job's failure: nothing recorded
+CREATE ROLE regress_kt_other;
+GRANT USAGE ON SCHEMA backfill TO regress_kt_other;
+SET ROLE regress_kt_other;
+CALL backfill.run_job(:fj);
+RESET ROLE;
+SELECT status, last_error FROM backfill.job WHERE job_id = :fj;
+REVOKE USAGE ON SCHEMA backfill FROM regress_kt_other;
+DROP ROLE regress_kt_other;
 CALL backfill.run_job(:fj);
 SELECT status, last_error, (SELECT last_sqlstate FROM backfill.job j WHERE j.job_id = :fj) AS sqlstate, (SELECT count(*) FROM fr_mv) AS copied
   FROM backfill.jobs WHERE job_id = :fj;

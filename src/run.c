@@ -94,6 +94,7 @@ backfill_run_job(PG_FUNCTION_ARGS)
 	CallContext *callcxt = (CallContext *) fcinfo->context;
 	int64		job_id;
 	volatile int max_barriers = 0;
+	volatile bool started = false;
 	MemoryContext run_cxt;
 	BackfillJob *job;
 
@@ -128,6 +129,8 @@ backfill_run_job(PG_FUNCTION_ARGS)
 	PG_TRY();
 	{
 		job = backfill_load_job_to_run(job_id, run_cxt);
+		/* from here on, the caller may run the job: its errors are the job's */
+		started = true;
 		if (backfill_prepare_run(job, false))
 			backfill_drive(job, -1, max_barriers);
 	}
@@ -135,6 +138,11 @@ backfill_run_job(PG_FUNCTION_ARGS)
 	{
 		/* this session's later transactions are not the job's */
 		backfill_origin_leave();
+		if (!started)
+		{
+			backfill_unlock_job(job_id);
+			PG_RE_THROW();
+		}
 		ReThrowError(record_failure_and_unlock(job_id, run_cxt));
 	}
 	PG_END_TRY();
