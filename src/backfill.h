@@ -45,6 +45,7 @@
 
 #include "access/attnum.h"
 #include "access/htup.h"
+#include "access/stratnum.h"
 #include "access/tupdesc.h"
 #include "access/xlogdefs.h"
 #include "executor/spi.h"
@@ -205,6 +206,14 @@ extern char *backfill_count_sql(const char *upstream_sql, bool partitioned, cons
 extern char *backfill_pk_list(BackfillJob *job, const char *alias);
 extern char *backfill_pk_list_desc(BackfillJob *job);
 extern char *backfill_pk_params(BackfillJob *job, int first);
+extern char *backfill_key_compare_types(int npk, const Oid *types, char **left, int strategy,
+										char **right);
+extern char *backfill_key_in_types(int npk, const Oid *types, char **left, const char *subquery);
+extern char **backfill_pk_exprs(BackfillJob *job, const char *alias);
+extern char **backfill_pk_param_exprs(BackfillJob *job, int first);
+extern char *backfill_key_compare(BackfillJob *job, char **left, int strategy, char **right);
+extern char *backfill_key_compare_params(BackfillJob *job, const char *alias, int strategy, int first);
+extern char *backfill_key_in(BackfillJob *job, const char *alias, const char *subquery);
 extern char *backfill_vnode_sql(BackfillJob *job, const char *keys);
 extern void backfill_append_excluded_key(StringInfo sql, BackfillJob *job);
 extern char *backfill_text_array_sql(Datum array, char ***elems, int *nelems);
@@ -236,6 +245,7 @@ extern void backfill_next_barrier(bool with_snapshot);
 extern void backfill_xact_begin(bool nonatomic);
 extern void backfill_xact_end(void);
 extern void backfill_xact_abort(void);
+extern bool backfill_rollback_after_error(void);
 extern ResourceOwner backfill_subxact_begin(void);
 extern void backfill_subxact_rollback(ResourceOwner owner);
 extern void backfill_sleep_ms(long ms);

@@ -81,7 +81,7 @@ extern bool backfill_same_position(BarrierExecutor *exec, VnodeState *a, VnodeSt
 extern int	backfill_actor_groups(BarrierExecutor *exec, int actor, VnodeGroup *groups);
 extern void backfill_set_position(BarrierExecutor *exec, VnodeState *vs, Datum *pos);
 extern VnodeFilter backfill_group_filter(BarrierExecutor *exec, VnodeGroup *group);
-extern char *backfill_chunk_conditions(BackfillJob *job, const char *alias, const char *cmp,
+extern char *backfill_chunk_conditions(BackfillJob *job, const char *alias, int cmp,
 									   bool has_pos, VnodeFilter filter, Oid *argtypes,
 									   int *nargs);
 extern int	backfill_group_params(BarrierExecutor *exec, VnodeGroup *group,

@@ -142,7 +142,7 @@ backfill_group_filter(BarrierExecutor *exec, VnodeGroup *group)
  *		those parameters and their number; the same for every alias.
  */
 char *
-backfill_chunk_conditions(BackfillJob *job, const char *alias, const char *cmp,
+backfill_chunk_conditions(BackfillJob *job, const char *alias, int cmp,
 						  bool has_pos, VnodeFilter filter, Oid *argtypes, int *nargs)
 {
 	StringInfoData cond;
@@ -152,7 +152,7 @@ backfill_chunk_conditions(BackfillJob *job, const char *alias, const char *cmp,
 	*nargs = 0;
 	if (has_pos && filter != VNODE_FILTER_KEYS_FROM && filter != VNODE_FILTER_KEYS_BETWEEN)
 	{
-		appendStringInfo(&cond, " AND (%s) %s (%s)", key, cmp, backfill_pk_params(job, 1));
+		appendStringInfo(&cond, " AND %s", backfill_key_compare_params(job, alias, cmp, 1));
 		memcpy(argtypes, job->pk_types, sizeof(Oid) * job->npk);
 		*nargs = job->npk;
 	}
@@ -170,13 +170,15 @@ backfill_chunk_conditions(BackfillJob *job, const char *alias, const char *cmp,
 	}
 	if (filter == VNODE_FILTER_KEYS_FROM || filter == VNODE_FILTER_KEYS_BETWEEN)
 	{
-		appendStringInfo(&cond, " AND (%s) >= (%s)", key, backfill_pk_params(job, *nargs + 1));
+		appendStringInfo(&cond, " AND %s",
+						 backfill_key_compare_params(job, alias, BTGreaterEqualStrategyNumber, *nargs + 1));
 		memcpy(&argtypes[*nargs], job->pk_types, sizeof(Oid) * job->npk);
 		*nargs += job->npk;
 	}
 	if (filter == VNODE_FILTER_KEYS_BELOW || filter == VNODE_FILTER_KEYS_BETWEEN)
 	{
-		appendStringInfo(&cond, " AND (%s) < (%s)", key, backfill_pk_params(job, *nargs + 1));
+		appendStringInfo(&cond, " AND %s",
+						 backfill_key_compare_params(job, alias, BTLessStrategyNumber, *nargs + 1));
 		memcpy(&argtypes[*nargs], job->pk_types, sizeof(Oid) * job->npk);
 		*nargs += job->npk;
 	}
@@ -272,7 +274,7 @@ chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter, bool insert,
 	appendStringInfo(&select, "SELECT %s FROM %s WHERE true%s",
 					 job->select_sql, backfill_job_scan(job), backfill_filter_and(job));
 	appendStringInfoString(&select,
-						   backfill_chunk_conditions(job, "u", ">", has_pos, filter,
+						   backfill_chunk_conditions(job, "u", BTGreaterStrategyNumber, has_pos, filter,
 													 argtypes, &nargs));
 	appendStringInfo(&select, " ORDER BY %s LIMIT $%d", upk, nargs + 1);
 	argtypes[nargs++] = INT8OID;

@@ -189,6 +189,68 @@ require_arg(FunctionCallInfo fcinfo, int argno, const char *argname)
 }
 
 /*
+ * A DEFERRABLE primary key is no key to a job, and the relation cache does
+ * not report it as the primary key (rd_pkindex): refuse it as such rather
+ * than as a missing one.  It is unique only at commit, and a job reads the
+ * upstream by key in the writers' own transactions (the capture and apply
+ * triggers, which would find two rows of one key there and fail the
+ * writer), merges rows by key with ON CONFLICT, which cannot take a
+ * deferrable index as its arbiter, and the cdc kind identifies a row in the
+ * write-ahead log by its replica identity, which cannot be a deferrable
+ * index either.
+ */
+static void
+check_key_not_deferrable(Relation rel)
+{
+	ListCell   *lc;
+
+	foreach(lc, RelationGetIndexList(rel))
+	{
+		HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
+		bool		deferrable;
+
+		if (!HeapTupleIsValid(tup))
+			continue;
+		deferrable = ((Form_pg_index) GETSTRUCT(tup))->indisprimary &&
+			!((Form_pg_index) GETSTRUCT(tup))->indimmediate;
+		ReleaseSysCache(tup);
+		if (deferrable)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("primary key of table \"%s\" is deferrable",
+							RelationGetRelationName(rel)),
+					 errdetail("A deferrable key may hold duplicates until its transaction commits, while a backfill job reads and merges the upstream's rows by key in the writers' transactions, and a deferrable key cannot be a replica identity or the arbiter of ON CONFLICT."),
+					 errhint("Recreate the primary key as NOT DEFERRABLE.")));
+	}
+}
+
+/*
+ * backfill_check_key_hashable
+ *		A job that maps keys to vnodes by their hash, rather than by ranges
+ *		of keys, needs each key column's type to have an extended hash
+ *		function; why says when a job does (a sentence), hint what to do
+ *		instead (or NULL).
+ */
+void
+backfill_check_key_hashable(Relation rel, int npk, const AttrNumber *pk, const char *why,
+							const char *hint)
+{
+	for (int k = 0; k < npk; k++)
+	{
+		Oid			atttype = get_atttype(RelationGetRelid(rel), pk[k]);
+
+		if (!OidIsValid(lookup_type_cache(atttype, TYPECACHE_HASH_EXTENDED_PROC)->hash_extended_proc))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("primary key column \"%s\" of table \"%s\" has a type without an extended hash function",
+							get_attname(RelationGetRelid(rel), pk[k], false),
+							RelationGetRelationName(rel)),
+					 errdetail("%s Type %s cannot be hashed.", why, format_type_be(atttype)),
+					 hint ? errhint("%s", hint) : 0));
+	}
+}
+
+/*
  * The key of the upstream, from its primary key index: attribute numbers in
  * key order, and the index's collations.  The key must use default btree
  * operator classes, since positions are compared with the types' default
@@ -204,14 +266,16 @@ backfill_upstream_key(Relation rel, AttrNumber **attnums, Oid **collations)
 	Datum		datum;
 	bool		isnull;
 
-	(void) RelationGetIndexList(rel);	/* sets rd_pkindex */
-	if (!OidIsValid(rel->rd_pkindex))
+	if (!OidIsValid(RelationGetPrimaryKeyIndex(rel)))
+	{
+		check_key_not_deferrable(rel);
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("table \"%s\" has no primary key",
 						RelationGetRelationName(rel)),
 				 errdetail("A backfill reads the upstream in primary key order and records its progress as a primary key."),
 				 errhint("Add a primary key to the table.")));
+	}
 
 	index = index_open(rel->rd_pkindex, AccessShareLock);
 	indexform = index->rd_index;
@@ -228,14 +292,6 @@ backfill_upstream_key(Relation rel, AttrNumber **attnums, Oid **collations)
 		AttrNumber	attnum = indexform->indkey.values[i];
 		Oid			atttype = get_atttype(RelationGetRelid(rel), attnum);
 
-		if (!OidIsValid(lookup_type_cache(atttype, TYPECACHE_HASH_EXTENDED_PROC)->hash_extended_proc))
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("primary key column \"%s\" of table \"%s\" has a type without an extended hash function",
-							get_attname(RelationGetRelid(rel), attnum, false),
-							RelationGetRelationName(rel)),
-					 errdetail("A key's vnode is a hash of its columns; type %s cannot be hashed.",
-							   format_type_be(atttype))));
 		if (OidIsValid(index->rd_indcollation[i]) &&
 			!get_collation_isdeterministic(index->rd_indcollation[i]))
 			ereport(ERROR,
@@ -853,6 +909,10 @@ create_job(FunctionCallInfo fcinfo)
 									 plan.shape.filter);
 
 	plan.vnode_bounds = cut_vnodes(&plan, kind, def.upstream_sql);
+	if (plan.vnode_bounds == NULL && !kind->cuts_splits)
+		backfill_check_key_hashable(plan.rel, plan.npk, plan.pk,
+									"The job would map keys to vnodes by a hash of the key, since backfill.vnode_mapping is \"hash\" or the upstream has no row to cut ranges of keys from.",
+									"Keys of such types are mapped to vnodes by ranges, which a job cuts from the rows of its upstream: create the job once the table has rows, with backfill.vnode_mapping set to \"range\".");
 
 	/*
 	 * The state and change tables live in the extension's schema, where only

@@ -16,6 +16,8 @@
 extern Relation backfill_open_upstream(Oid upstream_oid, LOCKMODE lockmode,
 									   const AclMode *needed, int nneeded, bool foreign);
 extern int	backfill_upstream_key(Relation rel, AttrNumber **attnums, Oid **collations);
+extern void backfill_check_key_hashable(Relation rel, int npk, const AttrNumber *pk, const char *why,
+										const char *hint);
 extern char *backfill_downstream_ddl(const JobShape *shape, const char *table_sql,
 									 const char *key_list);
 

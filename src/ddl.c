@@ -19,7 +19,10 @@
  *	  primary key (ddl_command_end of ALTER TABLE).  The computed columns and
  *	  the filter are analyzed again against the altered table (shape.c), so
  *	  a change that leaves them meaningless is refused with the parser's
- *	  error.
+ *	  error;
+ *	- renaming a value of an enum its key contains, until it has finished,
+ *	  when its range vnodes' bounds hold keys as text (ddl_command_start of
+ *	  ALTER TYPE; see check_enum_rename).
  *
  * The error rolls the command back, so nothing is left half-done: no
  * orphaned trigger, slot or state table.
@@ -67,11 +70,15 @@
 #include "commands/extension.h"
 #include "utils/array.h"
 #include "executor/spi.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
 #include "nodes/nodeFuncs.h"
 #include "parser/parse_coerce.h"
+#include "parser/parse_type.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
+#include "utils/typcache.h"
 
 #include "backfill.h"
 
@@ -544,6 +551,103 @@ check_detach_concurrently(EventTriggerData *trigdata)
 	}
 }
 
+/* whether values of type typid contain values of type target */
+static bool
+type_contains(Oid typid, Oid target, int depth)
+{
+	Oid			elem;
+
+	check_stack_depth();
+	if (typid == target)
+		return true;
+	if (depth > 32)
+		return false;
+	typid = getBaseType(typid);
+	if (typid == target)
+		return true;
+	if (OidIsValid(elem = get_element_type(typid)))
+		return type_contains(elem, target, depth + 1);
+	if (type_is_range(typid))
+		return type_contains(get_range_subtype(typid), target, depth + 1);
+	if (type_is_multirange(typid))
+		return type_contains(get_multirange_range(typid), target, depth + 1);
+	if (type_is_rowtype(typid) && typid != RECORDOID)
+	{
+		TupleDesc	desc = lookup_rowtype_tupdesc(typid, -1);
+		bool		found = false;
+
+		for (int i = 0; i < desc->natts && !found; i++)
+			found = !TupleDescAttr(desc, i)->attisdropped &&
+				type_contains(TupleDescAttr(desc, i)->atttypid, target, depth + 1);
+		ReleaseTupleDesc(desc);
+		return found;
+	}
+	return false;
+}
+
+/*
+ * ddl_command_start of ALTER TYPE ... RENAME VALUE, of an enum that a key
+ * of a job with range vnodes contains, before the job has finished:
+ * refused.  The bounds of its vnodes are keys stored as text (vnode.c),
+ * in which a renamed label could not be read back: every run and
+ * verify_job would fail.  Not stored otherwise: an enum's binary form is
+ * its label too, and the OID of a label does not survive a dump and
+ * restore; nor cut again, since the positions the job has stored are in
+ * the vnodes the first bounds made; nor rewritten by the rename, which
+ * would have to find the label in keys of any type that contains the enum
+ * (composites, arrays, ranges).  A job needs its bounds only until it has
+ * finished, so the rename waits for that, or for the job's cancel.
+ */
+static void
+check_enum_rename(EventTriggerData *trigdata)
+{
+	AlterEnumStmt *stmt;
+	Oid			enumtype;
+	SPITupleTable *jobs;
+	uint64		njobs;
+
+	if (!IsA(trigdata->parsetree, AlterEnumStmt))
+		return;
+	stmt = (AlterEnumStmt *) trigdata->parsetree;
+	if (stmt->oldVal == NULL)
+		return;					/* ADD VALUE moves no label */
+	enumtype = LookupTypeNameOid(NULL, makeTypeNameFromNameList(stmt->typeName), true);
+	if (!OidIsValid(enumtype))
+		return;					/* the command's own error */
+	backfill_spi_exec("SELECT job_id, upstream, pk_columns FROM backfill.job "
+					  "WHERE vnode_bounds IS NOT NULL "
+					  "AND status OPERATOR(pg_catalog.<>) ALL (ARRAY['finished', 'cancelled']) "
+					  "ORDER BY job_id", SPI_OK_SELECT);
+	jobs = SPI_tuptable;
+	njobs = SPI_processed;
+	for (uint64 i = 0; i < njobs; i++)
+	{
+		bool		isnull;
+		int64		job_id = DatumGetInt64(SPI_getbinval(jobs->vals[i], jobs->tupdesc, 1, &isnull));
+		Oid			upstream = DatumGetObjectId(SPI_getbinval(jobs->vals[i], jobs->tupdesc, 2, &isnull));
+		char	  **names;
+		int			npk;
+
+		(void) backfill_text_array_sql(SPI_getbinval(jobs->vals[i], jobs->tupdesc, 3, &isnull),
+									   &names, &npk);
+		for (int k = 0; k < npk; k++)
+		{
+			AttrNumber	attnum = get_attnum(upstream, names[k]);
+
+			if (attnum == InvalidAttrNumber ||
+				!type_contains(get_atttype(upstream, attnum), enumtype, 0))
+				continue;
+			ereport(ERROR,
+					(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+					 errmsg("cannot rename a value of type %s because backfill job %lld depends on it",
+							format_type_be(enumtype), (long long) job_id),
+					 errdetail("The bounds of the job's vnodes are keys of column \"%s\" of table %s, stored as text, which a renamed value would make unreadable.",
+							   names[k], backfill_relation_sql(upstream)),
+					 errhint("Rename the value once the job has finished, or cancel the job first.")));
+		}
+	}
+}
+
 /*
  * sql_drop: a partition of a job's upstream dropped.  It carries clones of
  * the job's row triggers, dropped with it; a job's trigger dropped with its
@@ -588,7 +692,7 @@ check_partition_drops(void)
 /*
  * backfill._on_ddl() event trigger, ON sql_drop, ON ddl_command_end WHEN
  * TAG IN ('ALTER TABLE', 'CREATE TABLE') and ON ddl_command_start WHEN TAG
- * IN ('ALTER TABLE')
+ * IN ('ALTER TABLE'), and ON ddl_command_start WHEN TAG IN ('ALTER TYPE')
  */
 Datum
 backfill_on_ddl(PG_FUNCTION_ARGS)
@@ -617,7 +721,10 @@ backfill_on_ddl(PG_FUNCTION_ARGS)
 			check_partition_drops();
 	}
 	else if (strcmp(trigdata->event, "ddl_command_start") == 0)
+	{
 		check_detach_concurrently(trigdata);
+		check_enum_rename(trigdata);
+	}
 	else
 	{
 		partition_changes(trigdata);

@@ -317,6 +317,8 @@ backfill_estimate_job(PG_FUNCTION_ARGS)
 										  needed, lengthof(needed), false);
 	}
 	npk = backfill_upstream_key(upstream, &pk, &collations);
+	backfill_check_key_hashable(upstream, npk, pk,
+								"An estimate counts the rows of each vnode by a hash of the key.", NULL);
 	pk_types = palloc(sizeof(Oid) * npk);
 	for (int k = 0; k < npk; k++)
 		pk_types[k] = get_atttype(RelationGetRelid(upstream), pk[k]);

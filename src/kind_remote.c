@@ -290,31 +290,62 @@ cond_value(KeyCond *kc, const char *value, const char *type)
 	}
 }
 
+/*
+ * AND (alias.k1, ...) op (key), or for its first column only (one_column).
+ * Here, with the operators of the key types' btree classes, as every
+ * comparison of keys in this server's SQL is written (sql.c); for the
+ * source, with the operators' names, which its own catalogs resolve.
+ */
+static void
+cond_compare(KeyCond *kc, RemoteJob *rj, const char *alias, int strategy, char **key,
+			 bool one_column)
+{
+	static const char *const names[] = {"", "<", "<=", "=", ">=", ">"};
+	BackfillJob *job = rj->job;
+	int			n = one_column ? 1 : job->npk;
+	char	  **left = backfill_pk_exprs(job, alias);
+	char	  **right = palloc(sizeof(char *) * n);
+	StringInfoData saved = kc->sql;
+
+	for (int k = 0; k < n; k++)
+	{
+		initStringInfo(&kc->sql);
+		cond_value(kc, key[k], rj->key_types[k]);
+		right[k] = kc->sql.data;
+	}
+	kc->sql = saved;
+	if (kc->conn == NULL)
+		appendStringInfo(&kc->sql, " AND %s",
+						 backfill_key_compare_types(n, job->pk_types, left, strategy, right));
+	else
+	{
+		appendStringInfoString(&kc->sql, " AND (");
+		for (int k = 0; k < n; k++)
+			appendStringInfo(&kc->sql, "%s%s", k > 0 ? ", " : "", left[k]);
+		appendStringInfo(&kc->sql, ") %s (", names[strategy]);
+		for (int k = 0; k < n; k++)
+			appendStringInfo(&kc->sql, "%s%s", k > 0 ? ", " : "", right[k]);
+		appendStringInfoChar(&kc->sql, ')');
+	}
+}
+
 /* AND (alias.k1, ...) op (key) */
 static void
-cond_key(KeyCond *kc, RemoteJob *rj, const char *alias, const char *op, char **key)
+cond_key(KeyCond *kc, RemoteJob *rj, const char *alias, int strategy, char **key)
 {
-	BackfillJob *job = rj->job;
-
-	appendStringInfo(&kc->sql, " AND (%s) %s (", backfill_pk_list(job, alias), op);
-	for (int k = 0; k < job->npk; k++)
-	{
-		if (k > 0)
-			appendStringInfoString(&kc->sql, ", ");
-		cond_value(kc, key[k], rj->key_types[k]);
-	}
-	appendStringInfoChar(&kc->sql, ')');
+	cond_compare(kc, rj, alias, strategy, key, false);
 }
 
 /* AND alias.k1 op bound, when there is a bound */
 static void
-cond_bound(KeyCond *kc, RemoteJob *rj, const char *alias, const char *op, const char *bound)
+cond_bound(KeyCond *kc, RemoteJob *rj, const char *alias, int strategy, const char *bound)
 {
+	char	   *key[1];
+
 	if (bound == NULL)
 		return;
-	appendStringInfo(&kc->sql, " AND %s.%s %s ", alias,
-					 quote_identifier(rj->job->pk_names[0]), op);
-	cond_value(kc, bound, rj->key_types[0]);
+	key[0] = (char *) bound;
+	cond_compare(kc, rj, alias, strategy, key, true);
 }
 
 /* "true" and the conditions of a key range of split j */
@@ -323,12 +354,12 @@ cond_range(KeyCond *kc, RemoteJob *rj, const char *alias, int j, char **after, c
 {
 	initStringInfo(&kc->sql);
 	appendStringInfoString(&kc->sql, "true");
-	cond_bound(kc, rj, alias, ">=", split_lo(rj, j));
-	cond_bound(kc, rj, alias, "<", split_hi(rj, j));
+	cond_bound(kc, rj, alias, BTGreaterEqualStrategyNumber, split_lo(rj, j));
+	cond_bound(kc, rj, alias, BTLessStrategyNumber, split_hi(rj, j));
 	if (after != NULL)
-		cond_key(kc, rj, alias, ">", after);
+		cond_key(kc, rj, alias, BTGreaterStrategyNumber, after);
 	if (upto != NULL)
-		cond_key(kc, rj, alias, "<=", upto);
+		cond_key(kc, rj, alias, BTLessEqualStrategyNumber, upto);
 }
 
 static void
@@ -650,17 +681,24 @@ static char *
 covered_sql(RemoteJob *rj)
 {
 	BackfillJob *job = rj->job;
-	const char *k1 = quote_identifier(job->pk_names[0]);
+	char	  **c = backfill_pk_exprs(job, "c");
+	char	  **pos = palloc(sizeof(char *) * job->npk);
+	char	   *bound[1];
 	StringInfoData sql;
 
 	initStringInfo(&sql);
-	appendStringInfo(&sql, "($1 IS NULL OR c.%s >= $1::%s) AND ($2 IS NULL OR c.%s < $2::%s) "
-					 "AND CASE $3 WHEN 2 THEN true WHEN 0 THEN c.%s < $4::%s ELSE (%s) <= (",
-					 k1, rj->key_types[0], k1, rj->key_types[0], k1, rj->key_types[0],
-					 backfill_pk_list(job, "c"));
+	bound[0] = psprintf("$1::%s", rj->key_types[0]);
+	appendStringInfo(&sql, "($1 IS NULL OR %s) ",
+					 backfill_key_compare_types(1, job->pk_types, c, BTGreaterEqualStrategyNumber, bound));
+	bound[0] = psprintf("$2::%s", rj->key_types[0]);
+	appendStringInfo(&sql, "AND ($2 IS NULL OR %s) ",
+					 backfill_key_compare_types(1, job->pk_types, c, BTLessStrategyNumber, bound));
+	bound[0] = psprintf("$4::%s", rj->key_types[0]);
 	for (int k = 0; k < job->npk; k++)
-		appendStringInfo(&sql, "%s$%d::%s", k > 0 ? ", " : "", 5 + k, rj->key_types[k]);
-	appendStringInfoString(&sql, ") END");
+		pos[k] = psprintf("$%d::%s", 5 + k, rj->key_types[k]);
+	appendStringInfo(&sql, "AND CASE $3 WHEN 2 THEN true WHEN 0 THEN %s ELSE %s END",
+					 backfill_key_compare_types(1, job->pk_types, c, BTLessStrategyNumber, bound),
+					 backfill_key_compare(job, c, BTLessEqualStrategyNumber, pos));
 	return sql.data;
 }
 
@@ -710,13 +748,15 @@ prepare_apply(RemoteJob *rj)
 	appendStringInfo(&sql,
 					 "WITH c AS (DELETE FROM %s c WHERE %s RETURNING c.*), "
 					 "l AS (SELECT DISTINCT ON (%s) * FROM c ORDER BY %s, backfill_lsn DESC, backfill_order DESC), "
-					 "d AS (DELETE FROM %s t USING l WHERE (%s) = (%s) AND l.backfill_op <> 'u'), "
+					 "d AS (DELETE FROM %s t USING l WHERE %s AND l.backfill_op <> 'u'), "
 					 "i AS (INSERT INTO %s SELECT (l.backfill_row).* FROM l WHERE l.backfill_op = 'u' "
 					 "ON CONFLICT (%s) DO %s%s) "
 					 "SELECT %s FROM l WHERE l.backfill_op = 'r'",
 					 job->changes_sql, covered_sql(rj),
 					 backfill_pk_list(job, NULL), backfill_pk_list(job, NULL),
-					 job->downstream_sql, backfill_pk_list(job, "t"), backfill_pk_list(job, "l"),
+					 job->downstream_sql,
+					 backfill_key_compare(job, backfill_pk_exprs(job, "t"), BTEqualStrategyNumber,
+										  backfill_pk_exprs(job, "l")),
 					 job->downstream_sql, backfill_pk_list(job, NULL),
 					 set.len > 0 ? "UPDATE SET " : "NOTHING", set.data, keys.data);
 	types[0] = TEXTOID;

@@ -341,8 +341,8 @@ snapshot_chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter, boo
 	if (*cached)
 		return *cached;
 
-	cond_u = backfill_chunk_conditions(job, "u", ">=", has_pos, filter, argtypes, &nargs);
-	cond_l = backfill_chunk_conditions(job, "l", ">=", has_pos, filter, argtypes, &nargs);
+	cond_u = backfill_chunk_conditions(job, "u", BTGreaterEqualStrategyNumber, has_pos, filter, argtypes, &nargs);
+	cond_l = backfill_chunk_conditions(job, "l", BTGreaterEqualStrategyNumber, has_pos, filter, argtypes, &nargs);
 	argtypes[nargs++] = INT8OID;
 
 	/*
@@ -354,21 +354,27 @@ snapshot_chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter, boo
 	 * so that it starts at the position rather than at the log's first key.
 	 * An image is read as a row u of the upstream, its key from the log's
 	 * (which orders it), so that the columns and the filter are computed
-	 * from it as from a live row.
+	 * from it as from a live row.  An image of no row has no key: counted
+	 * with num_nonnulls(), since IS NOT NULL of a composite key with a NULL
+	 * field is false too.
 	 */
 	initStringInfo(&select);
 	appendStringInfo(&select,
 					 "SELECT x.* FROM (("
 					 "SELECT %s FROM %s WHERE true%s%s "
-					 "AND NOT EXISTS (SELECT FROM %s l WHERE (%s) = (%s)%s) "
+					 "AND NOT EXISTS (SELECT FROM %s l WHERE %s%s) "
 					 "ORDER BY %s LIMIT $%d + 1) "
 					 "UNION ALL ("
 					 "SELECT %s FROM (SELECT %s%s FROM (SELECT DISTINCT ON (%s) %s, l.backfill_old_row AS o "
 					 "FROM %s l WHERE true%s ORDER BY %s, l.backfill_seq) f "
-					 "WHERE (f.o).%s IS NOT NULL) u WHERE true%s ORDER BY %s LIMIT $%d + 1"
+					 "WHERE pg_catalog.num_nonnulls((f.o).%s) OPERATOR(pg_catalog.=) 1) u "
+					 "WHERE true%s ORDER BY %s LIMIT $%d + 1"
 					 ")) x ORDER BY %s LIMIT $%d + 1",
 					 job->select_sql, backfill_job_scan(job), backfill_filter_and(job), cond_u,
-					 job->changes_sql, lpk, upk, cond_l, upk, nargs,
+					 job->changes_sql,
+					 backfill_key_compare(job, backfill_pk_exprs(job, "l"), BTEqualStrategyNumber,
+										  backfill_pk_exprs(job, "u")),
+					 cond_l, upk, nargs,
 					 job->select_sql, backfill_pk_list(job, "f"), image_columns(job),
 					 lpk, lpk, job->changes_sql, cond_l, lpk,
 					 quote_identifier(job->pk_names[0]), backfill_filter_and(job), upk, nargs,

@@ -220,10 +220,11 @@ vnode_prepare(BarrierExecutor *exec)
 	initStringInfo(&sql);
 	appendStringInfo(&sql,
 					 "SELECT %s FROM %s c JOIN %s s ON s.vnode = %s "
-					 "WHERE s.vnode BETWEEN $1 AND $2 AND (s.backfill_finished OR (%s) <= (%s))",
+					 "WHERE s.vnode BETWEEN $1 AND $2 AND (s.backfill_finished OR %s)",
 					 backfill_pk_list(job, "c"), job->changes_sql, job->state_sql,
 					 backfill_vnode_sql(job, backfill_pk_list(job, "c")),
-					 backfill_pk_list(job, "c"), backfill_pk_list(job, "s"));
+					 backfill_key_compare(job, backfill_pk_exprs(job, "c"), BTLessEqualStrategyNumber,
+										  backfill_pk_exprs(job, "s")));
 	backfill_prepare_forward(exec, sql.data);
 
 	resetStringInfo(&sql);

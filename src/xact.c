@@ -94,6 +94,32 @@ backfill_xact_abort(void)
 }
 
 /*
+ * backfill_rollback_after_error
+ *		In CALL backfill.run_job, after an error was caught and its state
+ *		flushed: roll the failed transaction back and start the next, as
+ *		ROLLBACK in a procedure does, so that the caller can record the
+ *		failure and commit it before it raises the error again.  The SPI
+ *		connections the failed statements left open, above the run's own
+ *		(the only non-atomic one), are closed first, and the snapshots they
+ *		pushed, above the portal's, popped.  False, with nothing done, when
+ *		that cannot be: within a subtransaction, or outside a non-atomic
+ *		connection.
+ */
+bool
+backfill_rollback_after_error(void)
+{
+	if (IsSubTransaction() || ActivePortal == NULL)
+		return false;
+	while (!SPI_inside_nonatomic_context())
+		if (SPI_finish() != SPI_OK_FINISH)
+			return false;
+	while (ActiveSnapshotSet() && GetActiveSnapshot() != ActivePortal->portalSnapshot)
+		PopActiveSnapshot();
+	SPI_rollback();
+	return true;
+}
+
+/*
  * backfill_subxact_begin / backfill_subxact_rollback
  *		A subtransaction whose work is then thrown away, for estimate_job's
  *		sample.  The caller stays in its memory context; what it acquires in
