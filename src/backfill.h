@@ -357,6 +357,7 @@ extern void backfill_assert_triggers(BackfillJob *job);
 extern void backfill_drop_triggers(int64 job_id);
 extern void backfill_lock_writers(Oid upstream);
 extern int64 backfill_trigger_job(const char *tgname);
+extern int64 backfill_any_trigger_job(const char *tgname);
 extern void backfill_capture_partition(BackfillJob *job, Oid partition, bool attached);
 
 /* apply.c: a statement's keys applied to a finished job's downstream directly */

@@ -175,6 +175,28 @@ backfill_trigger_job(const char *tgname)
 }
 
 /*
+ * backfill_any_trigger_job
+ *		The job a trigger named tgname belongs to, if it is any of a job's
+ *		triggers (row or statement, on the upstream, cloned to a partition or
+ *		a partition's own), else 0.
+ */
+int64
+backfill_any_trigger_job(const char *tgname)
+{
+	for (int i = 0; i < NUM_JOB_TRIGGERS; i++)
+	{
+		const char *prefix = trigger_prefixes[i];
+		const char *digits = tgname + strlen(prefix);
+
+		if (strncmp(tgname, prefix, strlen(prefix)) != 0 || *digits == '\0' ||
+			strspn(digits, "0123456789") != strlen(digits))
+			continue;
+		return pg_strtoint64(digits);
+	}
+	return 0;
+}
+
+/*
  * The upstream and, when it is partitioned, its partitions at every level,
  * all locked in lockmode (NoLock: the caller holds what it needs).
  */

@@ -118,8 +118,28 @@ check_replica_identity(Relation rel)
 }
 
 /*
+ * A table whose changes reach the WAL: an unlogged table's never do, so
+ * the slot would never deliver them and the job would finish without them.
+ */
+static void
+check_logged(Relation rel, Relation upstream)
+{
+	if (rel->rd_rel->relpersistence != RELPERSISTENCE_UNLOGGED)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 rel == upstream ?
+			 errmsg("table \"%s\" is unlogged", RelationGetRelationName(rel)) :
+			 errmsg("partition \"%s\" of table \"%s\" is unlogged",
+					RelationGetRelationName(rel), RelationGetRelationName(upstream)),
+			 errdetail("A cdc job takes the upstream's changes from the write-ahead log, which holds none of an unlogged table's."),
+			 errhint("Use ALTER TABLE ... SET LOGGED, or a kind that captures the changes by trigger: \"arrangement\", \"snapshot\" or \"no_shuffle\".")));
+}
+
+/*
  * What create_job requires of a cdc job: logical decoding, the right to
- *		use it, an upstream whose deletes carry their key, one actor.
+ *		use it, an upstream whose changes are logged and whose deletes carry
+ *		their key, one actor.
  */
 static void
 cdc_check_create(Relation upstream, int parallelism)
@@ -161,6 +181,7 @@ cdc_check_create(Relation upstream, int parallelism)
 	 */
 	if (upstream->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
 	{
+		check_logged(upstream, upstream);
 		check_replica_identity(upstream);
 		return;
 	}
@@ -169,7 +190,10 @@ cdc_check_create(Relation upstream, int parallelism)
 		Relation	rel = table_open(lfirst_oid(lc), NoLock);
 
 		if (rel->rd_rel->relkind == RELKIND_RELATION)
+		{
+			check_logged(rel, upstream);
 			check_replica_identity(rel);
+		}
 		table_close(rel, NoLock);
 	}
 }
