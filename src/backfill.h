@@ -236,6 +236,7 @@ extern void backfill_xact_end(void);
 extern void backfill_xact_abort(void);
 extern ResourceOwner backfill_subxact_begin(void);
 extern void backfill_subxact_rollback(ResourceOwner owner);
+extern void backfill_subxact_release(ResourceOwner owner);
 extern void backfill_sleep_ms(long ms);
 extern void backfill_sleep_until(TimestampTz t);
 extern int64 backfill_next_epoch(int64 previous);

@@ -44,8 +44,6 @@
 #include "pgstat.h"
 #include "postmaster/interrupt.h"
 #include "replication/slot.h"
-#include "access/xact.h"
-#include "utils/resowner.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/snapmgr.h"
@@ -239,9 +237,7 @@ open_stream(BackfillJob *job, const KindRoutine *kind, bool worker)
 	ResourceOwner owner;
 
 	backfill_next_barrier(true);
-	owner = CurrentResourceOwner;
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(cxt);
+	owner = backfill_subxact_begin();
 	PG_TRY();
 	{
 		RoleContext rc;
@@ -254,9 +250,7 @@ open_stream(BackfillJob *job, const KindRoutine *kind, bool worker)
 		backfill_spi_leave();
 		backfill_unpin_search_path(guc_level);
 		backfill_role_leave(&rc);
-		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
+		backfill_subxact_release(owner);
 	}
 	PG_CATCH();
 	{
@@ -268,9 +262,7 @@ open_stream(BackfillJob *job, const KindRoutine *kind, bool worker)
 		/* what a failed slot creation leaves acquired, as the main loop does */
 		if (MyReplicationSlot != NULL)
 			ReplicationSlotRelease();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
+		backfill_subxact_rollback(owner);
 		if (!worker)
 		{
 			backfill_record_failure(job->job_id, edata->sqlerrcode, edata->message,

@@ -94,9 +94,9 @@ backfill_xact_abort(void)
 }
 
 /*
- * backfill_subxact_begin / backfill_subxact_rollback
+ * backfill_subxact_begin / backfill_subxact_rollback / backfill_subxact_release
  *		A subtransaction whose work is then thrown away, for estimate_job's
- *		sample.  The caller stays in its memory context; what it acquires in
+ *		sample, or kept unless it fails (a cdc job's slot, driver.c).  The caller stays in its memory context; what it acquires in
  *		the subtransaction belongs to the subtransaction's resource owner,
  *		and the rollback gives back the one begin returned.
  */
@@ -109,6 +109,17 @@ backfill_subxact_begin(void)
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(cxt);
 	return owner;
+}
+
+/* keep the work of a subtransaction begun with backfill_subxact_begin */
+void
+backfill_subxact_release(ResourceOwner owner)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+
+	ReleaseCurrentSubTransaction();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
 }
 
 void
