@@ -1,7 +1,7 @@
 -- What a job's upstream must keep for the job to stay right, guarded at
 -- create_job and against DDL: logged changes for a cdc job (an unlogged
 -- table's never reach the write-ahead log), the job's triggers, no cycle of
--- jobs copying tables into each other.
+-- jobs copying tables into each other, an owner that exists.
 \set SHOW_CONTEXT never
 SET backfill.barrier_interval_ms = 0;
 DO $$BEGIN PERFORM backfill.drop_job(job_id) FROM backfill.job; END$$;   -- earlier files' jobs
@@ -121,3 +121,64 @@ DELETE FROM g_c1;
 SELECT backfill.create_job('g_c1', 'g_c3', into_existing => true) AS c4_job \gset
 SELECT backfill.drop_job(:c4_job);
 SELECT backfill.drop_job(:c1_job);
+
+-- ---- a job's owner: DROP ROLE, REASSIGN OWNED, DROP OWNED ----
+CREATE ROLE regress_guard_alice;
+CREATE ROLE regress_guard_bob;
+CREATE ROLE regress_guard_carol;
+GRANT CREATE ON SCHEMA public TO regress_guard_alice, regress_guard_bob, regress_guard_carol;
+SET ROLE regress_guard_alice;
+CREATE TABLE g_own (id int PRIMARY KEY, v text);
+INSERT INTO g_own SELECT g, 'v' || g FROM generate_series(1, 10) g;
+CREATE TABLE g_own2 (id int PRIMARY KEY, v text);
+SELECT backfill.create_job('g_own_mv', 'g_own') AS own_job \gset
+SELECT backfill.create_job('g_own2_mv', 'g_own2') AS own2_job \gset
+CALL backfill.run_job(:own_job);
+RESET ROLE;
+SELECT polname, polrelid::regclass, polroles::regrole[] FROM pg_policy
+ WHERE polname LIKE 'backfill\_job\_%' ORDER BY 1;
+-- refused while the role owns the jobs' tables
+\set VERBOSITY terse
+DROP ROLE regress_guard_alice;
+\set VERBOSITY default
+-- and the policy that records the owner goes only with the job
+DROP POLICY backfill_job_8_owner ON backfill.state_8;
+-- REASSIGN OWNED in a session that has not loaded the library moves the
+-- tables, not the jobs: DROP ROLE is still refused, naming the jobs
+\c
+REASSIGN OWNED BY regress_guard_alice TO regress_guard_bob;
+REVOKE CREATE ON SCHEMA public FROM regress_guard_alice;
+SELECT job_id, owner FROM backfill.job ORDER BY job_id;
+DROP ROLE regress_guard_alice;
+-- DROP OWNED gives them to the role that has their tables
+DROP OWNED BY regress_guard_alice;
+DROP ROLE regress_guard_alice;
+SELECT job_id, owner FROM backfill.job ORDER BY job_id;
+SELECT polname, polrelid::regclass, polroles::regrole[] FROM pg_policy
+ WHERE polname LIKE 'backfill\_job\_%' ORDER BY 1;
+-- the new owner's job works: writes follow, and bob runs his other job
+SET backfill.barrier_interval_ms = 0;
+UPDATE g_own SET v = 'by bob' WHERE id = 1;
+SET ROLE regress_guard_bob;
+SELECT * FROM backfill.verify_job(:own_job);
+CALL backfill.run_job(:own2_job);
+SELECT job_id, status, last_error FROM backfill.jobs ORDER BY job_id;
+RESET ROLE;
+-- with the library loaded, REASSIGN OWNED moves the jobs at once
+REASSIGN OWNED BY regress_guard_bob TO regress_guard_carol;
+SELECT job_id, owner FROM backfill.job ORDER BY job_id;
+DROP OWNED BY regress_guard_bob;
+DROP ROLE regress_guard_bob;
+-- DROP OWNED drops a role's jobs, cancelled ones too, with their tables
+SET ROLE regress_guard_carol;
+CREATE TABLE g_own3 (id int PRIMARY KEY, v text);
+SELECT backfill.create_job('g_own3_mv', 'g_own3') AS own3_job \gset
+SELECT backfill.cancel_job(:own3_job);
+RESET ROLE;
+SELECT job_id, owner, status FROM backfill.job ORDER BY job_id;
+DROP OWNED BY regress_guard_carol;
+SELECT count(*) AS jobs FROM backfill.job;
+SELECT count(*) AS policies FROM pg_policy WHERE polname LIKE 'backfill\_job\_%';
+SELECT count(*) AS triggers FROM pg_trigger WHERE tgname LIKE 'backfill%';
+SELECT relname FROM pg_class WHERE relname LIKE 'g\_own%';
+DROP ROLE regress_guard_carol;

@@ -34,6 +34,7 @@ _PG_init(void)
 	backfill_capture_init();
 	backfill_ranges_init();
 	backfill_create_init();
+	backfill_ddl_init();
 
 	/*
 	 * Workers and their registry need the library preloaded; so does a

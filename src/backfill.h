@@ -302,6 +302,8 @@ extern Datum backfill_job_column(int64 job_id, const char *column, bool *isnull)
 extern Oid	backfill_require_job_owner(int64 job_id);
 extern void backfill_reload_settings(BackfillJob *job);
 extern bool backfill_names_changed(BackfillJob *job);
+extern void backfill_record_owner(int64 job_id, const char *state_sql, Oid owner);
+extern void backfill_move_owner(int64 job_id, Oid state_table, Oid owner);
 extern void backfill_record_failure(int64 job_id, int sqlerrcode, const char *message,
 									const char *detail, bool only_if_backfilling);
 extern void backfill_record_start(BackfillJob *job, bool background, int64 total_rows);
@@ -423,5 +425,10 @@ extern void backfill_origin_leave(void);
 extern void backfill_drop_slot_now(int64 job_id);
 extern void backfill_drop_leftover_slots(void);
 extern XLogRecPtr backfill_flush_wal_upto(void);
+
+/* ddl.c */
+struct ReassignOwnedStmt;
+extern void backfill_ddl_init(void);
+extern void backfill_reassign_owned(struct ReassignOwnedStmt *stmt);
 
 #endif							/* BACKFILL_H */

@@ -33,8 +33,22 @@
  *	  partition attached or created): its changes would never reach the
  *	  write-ahead log the job reads.
  *
+ *	- dropping the policy that records a job's owner (sql_drop of DROP
+ *	  POLICY; catalog.c).
+ *
  * The error rolls the command back, so nothing is left half-done: no
  * orphaned trigger, slot or state table.
+ *
+ * A job's owner is a role's object, as its tables are.  DROP ROLE sees it
+ * through the policy on its state table (catalog.c), which REASSIGN OWNED
+ * leaves alone, so the role cannot be dropped while it owns a job.  The two
+ * commands that empty a role handle jobs as they handle tables:
+ * REASSIGN OWNED gives the job to the role that got its state table
+ * (backfill_reassign_owned, from the utility hook, since REASSIGN OWNED
+ * fires no event trigger: in a backend that has not loaded the library,
+ * the next DROP OWNED does it), and DROP OWNED, at ddl_command_start, does
+ * the same for a job REASSIGN OWNED left behind, then drops the role's
+ * other jobs with drop_job, as the caller, before it drops their tables.
  *
  * The partitions of a partitioned upstream come and go (capture.c does the
  * work, in the DDL's own transaction, so that their rows join or leave the
@@ -86,6 +100,8 @@
 #include "parser/parse_coerce.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "tcop/utility.h"
+#include "utils/acl.h"
 #include "utils/lsyscache.h"
 
 #include "backfill.h"
@@ -805,6 +821,172 @@ check_trigger_drops(void)
 }
 
 /*
+ * The roles of DROP OWNED or REASSIGN OWNED, as an oid[] Datum
+ */
+static Datum
+owned_roles(List *rolespecs)
+{
+	Datum	   *oids = palloc(sizeof(Datum) * Max(list_length(rolespecs), 1));
+	ListCell   *lc;
+	int			n = 0;
+
+	foreach(lc, rolespecs)
+		oids[n++] = ObjectIdGetDatum(get_rolespec_oid(lfirst(lc), false));
+	return PointerGetDatum(construct_array(oids, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT));
+}
+
+/*
+ * The jobs of roles whose state table another role owns now (REASSIGN OWNED
+ * gave it away): theirs.  Acts as the extension's owner.
+ */
+static void
+follow_reassigned(Datum roles)
+{
+	Oid			argtypes[1] = {OIDARRAYOID};
+	SPITupleTable *jobs;
+	uint64		njobs;
+	RoleContext rc;
+
+	backfill_catalog_enter(&rc);
+	backfill_spi_exec_args("SELECT j.job_id, c.oid, c.relowner FROM backfill.job j "
+						   "JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) j.state_table::pg_catalog.oid "
+						   "WHERE j.owner::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1) "
+						   "AND c.relowner OPERATOR(pg_catalog.<>) j.owner::pg_catalog.oid "
+						   "ORDER BY j.job_id",
+						   1, argtypes, &roles, NULL, SPI_OK_SELECT);
+	jobs = SPI_tuptable;
+	njobs = SPI_processed;
+	for (uint64 i = 0; i < njobs; i++)
+	{
+		bool		isnull;
+
+		backfill_move_owner(DatumGetInt64(SPI_getbinval(jobs->vals[i], jobs->tupdesc, 1, &isnull)),
+							DatumGetObjectId(SPI_getbinval(jobs->vals[i], jobs->tupdesc, 2, &isnull)),
+							DatumGetObjectId(SPI_getbinval(jobs->vals[i], jobs->tupdesc, 3, &isnull)));
+	}
+	backfill_role_leave(&rc);
+}
+
+/*
+ * ddl_command_start of DROP OWNED: a job is dropped with its owner's
+ * objects, as a table is.  One whose state table REASSIGN OWNED gave to
+ * another role first goes with its tables to that role, as it would have
+ * at the REASSIGN OWNED itself with the library loaded (see
+ * backfill_reassign_owned); the others, cancelled ones too, are dropped by
+ * drop_job, as the caller, who has the privileges of the roles (DROP OWNED
+ * requires them), before DROP OWNED drops their tables.
+ */
+static void
+drop_owned(DropOwnedStmt *stmt)
+{
+	Datum		roles = owned_roles(stmt->roles);
+	Oid			argtypes[1] = {OIDARRAYOID};
+	int64	   *ids;
+	uint64		n;
+
+	follow_reassigned(roles);
+	backfill_spi_exec_args("SELECT job_id FROM backfill.job "
+						   "WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1) ORDER BY job_id",
+						   1, argtypes, &roles, NULL, SPI_OK_SELECT);
+	n = SPI_processed;
+	ids = palloc(sizeof(int64) * Max(n, 1));
+	for (uint64 i = 0; i < n; i++)
+	{
+		bool		isnull;
+
+		ids[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1,
+											 &isnull));
+	}
+	for (uint64 i = 0; i < n; i++)
+	{
+		Oid			types[1] = {INT8OID};
+		Datum		values[1] = {Int64GetDatum(ids[i])};
+
+		backfill_spi_exec_args("SELECT backfill.drop_job($1)", 1, types, values, NULL,
+							   SPI_OK_SELECT);
+	}
+}
+
+/*
+ * backfill_reassign_owned
+ *		After REASSIGN OWNED, in this database: the jobs whose state table
+ *		it gave to another role are that role's.  REASSIGN OWNED fires no
+ *		event trigger, so this runs from the utility hook (backfill.c) of a
+ *		backend that has loaded the library (every backend, when it is
+ *		preloaded); otherwise the next DROP OWNED does it, and until then
+ *		DROP ROLE is refused (the owner's policy, catalog.c).
+ */
+void
+backfill_reassign_owned(ReassignOwnedStmt *stmt)
+{
+	if (!OidIsValid(get_extension_oid(BACKFILL_SCHEMA, true)))
+		return;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	follow_reassigned(owned_roles(stmt->roles));
+	SPI_finish();
+}
+
+static ProcessUtility_hook_type prev_process_utility = NULL;
+
+/* REASSIGN OWNED, then its jobs (backfill_reassign_owned) */
+static void
+reassign_owned_hook(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
+					ProcessUtilityContext context, ParamListInfo params,
+					QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
+{
+	if (prev_process_utility)
+		prev_process_utility(pstmt, queryString, readOnlyTree, context, params, queryEnv,
+							 dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv,
+								dest, qc);
+	if (IsA(pstmt->utilityStmt, ReassignOwnedStmt))
+		backfill_reassign_owned((ReassignOwnedStmt *) pstmt->utilityStmt);
+}
+
+/* install the utility hook; from _PG_init */
+void
+backfill_ddl_init(void)
+{
+	prev_process_utility = ProcessUtility_hook;
+	ProcessUtility_hook = reassign_owned_hook;
+}
+
+/*
+ * sql_drop of DROP POLICY: the policy that records a job's owner
+ * (catalog.c) goes only with the job.
+ */
+static void
+check_policy_drops(void)
+{
+	if (SPI_execute("SELECT address_names[3], address_names[1], address_names[2] "
+					"FROM pg_catalog.pg_event_trigger_dropped_objects() "
+					"WHERE object_type = 'policy'", true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the dropped objects");
+	for (uint64 d = 0; d < SPI_processed; d++)
+	{
+		char	   *name = SPI_getvalue(SPI_tuptable->vals[d], SPI_tuptable->tupdesc, 1);
+		long long	job_id;
+		int			len;
+
+		if (name == NULL || sscanf(name, "backfill_job_%lld_owner%n", &job_id, &len) != 1 ||
+			len != (int) strlen(name) ||
+			strcmp(SPI_getvalue(SPI_tuptable->vals[d], SPI_tuptable->tupdesc, 2), BACKFILL_SCHEMA) != 0)
+			continue;
+		ereport(ERROR,
+				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+				 errmsg("cannot drop policy \"%s\" on table %s.%s because backfill job %lld uses it",
+						name, BACKFILL_SCHEMA,
+						SPI_getvalue(SPI_tuptable->vals[d], SPI_tuptable->tupdesc, 3), job_id),
+				 errdetail("It records the owner of backfill job %lld, so that the role cannot be dropped while it owns the job.",
+						   job_id),
+				 errhint("Drop the job with backfill.drop_job(%lld), or give it to another role with REASSIGN OWNED.",
+						 job_id)));
+	}
+}
+
+/*
  * backfill._on_ddl() event trigger, ON sql_drop, ON ddl_command_end WHEN
  * TAG IN ('ALTER TABLE', 'CREATE TABLE') and ON ddl_command_start WHEN TAG
  * IN ('ALTER TABLE')
@@ -827,6 +1009,15 @@ backfill_on_ddl(PG_FUNCTION_ARGS)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
+	/* drop_job runs as the caller */
+	if (trigdata->tag == CMDTAG_DROP_OWNED)
+	{
+		if (strcmp(trigdata->event, "ddl_command_start") == 0 &&
+			IsA(trigdata->parsetree, DropOwnedStmt))
+			drop_owned((DropOwnedStmt *) trigdata->parsetree);
+		SPI_finish();
+		PG_RETURN_NULL();
+	}
 	backfill_catalog_enter(&rc);
 	if (strcmp(trigdata->event, "sql_drop") == 0)
 	{
@@ -836,6 +1027,8 @@ backfill_on_ddl(PG_FUNCTION_ARGS)
 			check_partition_drops();
 		if (!restoring && trigdata->tag == CMDTAG_DROP_TRIGGER)
 			check_trigger_drops();
+		if (!restoring && trigdata->tag == CMDTAG_DROP_POLICY)
+			check_policy_drops();
 	}
 	else if (strcmp(trigdata->event, "ddl_command_start") == 0)
 	{
