@@ -702,20 +702,21 @@ backfill_record_owner(int64 job_id, const char *state_sql, Oid owner)
 void
 backfill_move_owner(int64 job_id, Oid state_table, Oid owner)
 {
-	Oid			types[3] = {INT8OID, OIDOID, TEXTOID};
-	Datum		values[3] = {Int64GetDatum(job_id), ObjectIdGetDatum(owner),
+	Oid			types[2] = {INT8OID, OIDOID};
+	Datum		values[2] = {Int64GetDatum(job_id), ObjectIdGetDatum(owner)};
+	Oid			policy_types[2] = {OIDOID, TEXTOID};
+	Datum		policy_values[2] = {ObjectIdGetDatum(state_table),
 	CStringGetTextDatum(owner_policy_name(job_id))};
 	char	   *state_sql = backfill_relation_sql(state_table);
 	const char *role = quote_identifier(GetUserNameFromId(owner, false));
 
 	backfill_spi_exec_args("UPDATE backfill.job SET owner = $2::pg_catalog.regrole "
 						   "WHERE job_id OPERATOR(pg_catalog.=) $1",
-						   3, types, values, NULL, SPI_OK_UPDATE);
-	values[1] = ObjectIdGetDatum(state_table);
+						   2, types, values, NULL, SPI_OK_UPDATE);
 	backfill_spi_exec_args("SELECT FROM pg_catalog.pg_policy "
-						   "WHERE polrelid OPERATOR(pg_catalog.=) $2 "
-						   "AND polname OPERATOR(pg_catalog.=) $3::pg_catalog.name AND $1 IS NOT NULL",
-						   3, types, values, NULL, SPI_OK_SELECT);
+						   "WHERE polrelid OPERATOR(pg_catalog.=) $1 "
+						   "AND polname OPERATOR(pg_catalog.=) $2::pg_catalog.name",
+						   2, policy_types, policy_values, NULL, SPI_OK_SELECT);
 	if (SPI_processed > 0)
 		backfill_spi_exec(psprintf("ALTER POLICY %s ON %s TO %s",
 								   quote_identifier(owner_policy_name(job_id)), state_sql, role),
