@@ -36,6 +36,7 @@ _PG_init(void)
 	backfill_ranges_init();
 	backfill_create_init();
 	backfill_worker_caps_init();
+	backfill_ddl_init();
 
 	/*
 	 * Workers and their registry need the library preloaded; so does a

@@ -248,6 +248,7 @@ extern void backfill_xact_abort(void);
 extern bool backfill_rollback_after_error(void);
 extern ResourceOwner backfill_subxact_begin(void);
 extern void backfill_subxact_rollback(ResourceOwner owner);
+extern void backfill_subxact_release(ResourceOwner owner);
 extern void backfill_sleep_ms(long ms);
 extern void backfill_sleep_until(TimestampTz t);
 extern int64 backfill_next_epoch(int64 previous);
@@ -313,6 +314,8 @@ extern Datum backfill_job_column(int64 job_id, const char *column, bool *isnull)
 extern Oid	backfill_require_job_owner(int64 job_id);
 extern void backfill_reload_settings(BackfillJob *job);
 extern bool backfill_names_changed(BackfillJob *job);
+extern void backfill_record_owner(int64 job_id, const char *state_sql, Oid owner);
+extern void backfill_move_owner(int64 job_id, Oid state_table, Oid owner);
 extern void backfill_record_failure(int64 job_id, int sqlerrcode, const char *message,
 									const char *detail, bool only_if_backfilling);
 extern void backfill_record_start(BackfillJob *job, bool background, int64 total_rows);
@@ -369,6 +372,7 @@ extern void backfill_assert_triggers(BackfillJob *job);
 extern void backfill_drop_triggers(int64 job_id);
 extern void backfill_lock_writers(Oid upstream);
 extern int64 backfill_trigger_job(const char *tgname);
+extern int64 backfill_any_trigger_job(const char *tgname);
 extern void backfill_capture_partition(BackfillJob *job, Oid partition, bool attached);
 
 /* apply.c: a statement's keys applied to a finished job's downstream directly */
@@ -433,5 +437,10 @@ extern void backfill_origin_leave(void);
 extern void backfill_drop_slot_now(int64 job_id);
 extern void backfill_drop_leftover_slots(void);
 extern XLogRecPtr backfill_flush_wal_upto(void);
+
+/* ddl.c */
+struct ReassignOwnedStmt;
+extern void backfill_ddl_init(void);
+extern void backfill_reassign_owned(struct ReassignOwnedStmt *stmt);
 
 #endif							/* BACKFILL_H */

@@ -175,6 +175,28 @@ backfill_trigger_job(const char *tgname)
 }
 
 /*
+ * backfill_any_trigger_job
+ *		The job a trigger named tgname belongs to, if it is any of a job's
+ *		triggers (row or statement, on the upstream, cloned to a partition or
+ *		a partition's own), else 0.
+ */
+int64
+backfill_any_trigger_job(const char *tgname)
+{
+	for (int i = 0; i < NUM_JOB_TRIGGERS; i++)
+	{
+		const char *prefix = trigger_prefixes[i];
+		const char *digits = tgname + strlen(prefix);
+
+		if (strncmp(tgname, prefix, strlen(prefix)) != 0 || *digits == '\0' ||
+			strspn(digits, "0123456789") != strlen(digits))
+			continue;
+		return pg_strtoint64(digits);
+	}
+	return 0;
+}
+
+/*
  * The upstream and, when it is partitioned, its partitions at every level,
  * all locked in lockmode (NoLock: the caller holds what it needs).
  */
@@ -1731,9 +1753,60 @@ backfill_capture_switch_to_apply(BackfillJob *job)
 }
 
 /*
+ * Lock the upstream and its partitions at every level in lockmode, all of
+ * them or, while one is busy, none.  DROP TRIGGER locks each table whose
+ * trigger it drops ACCESS EXCLUSIVE, the clones of a partitioned table's
+ * trigger first, leaves before their parents; a query on an intermediate
+ * partition locks it, then its parent (for its partition constraint), then
+ * its leaves; one through the root, the root first.  No one order of taking
+ * them all is safe against both, so they are taken root to leaves, in the
+ * order of find_all_inheritors, each without waiting; when one is busy,
+ * those taken are let go, the busy one waited for while nothing else is
+ * held, and the round begins again.  This never waits while it holds any
+ * of them, so it cannot deadlock with a reader or a writer of the tree.
+ */
+static void
+lock_all_or_none(Oid upstream, LOCKMODE lockmode)
+{
+	for (;;)
+	{
+		List	   *rels = get_rel_relkind(upstream) == RELKIND_PARTITIONED_TABLE ?
+			find_all_inheritors(upstream, NoLock, NULL) : list_make1_oid(upstream);
+		List	   *taken = NIL;
+		Oid			busy = InvalidOid;
+		ListCell   *lc;
+
+		foreach(lc, rels)
+		{
+			if (!ConditionalLockRelationOid(lfirst_oid(lc), lockmode))
+			{
+				busy = lfirst_oid(lc);
+				break;
+			}
+			taken = lappend_oid(taken, lfirst_oid(lc));
+		}
+		/* all taken, and no partition attached while they were being taken */
+		if (!OidIsValid(busy) &&
+			(get_rel_relkind(upstream) != RELKIND_PARTITIONED_TABLE ||
+			 list_length(find_all_inheritors(upstream, NoLock, NULL)) == list_length(rels)))
+			return;
+		foreach(lc, taken)
+			UnlockRelationOid(lfirst_oid(lc), lockmode);
+		if (OidIsValid(busy))
+		{
+			LockRelationOid(busy, lockmode);
+			UnlockRelationOid(busy, lockmode);
+		}
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
  * backfill_drop_triggers
  *		Drop the job's triggers on its upstream, whose owner the job's may not
- *		be: caller acts as the extension's owner, connected to SPI.
+ *		be: caller acts as the extension's owner, connected to SPI.  Locks
+ *		the upstream and its partitions ACCESS EXCLUSIVE first, all at once
+ *		(lock_all_or_none).
  */
 void
 backfill_drop_triggers(int64 job_id)
@@ -1751,6 +1824,8 @@ backfill_drop_triggers(int64 job_id)
 		return;
 	upstream = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
 											  &isnull));
+
+	lock_all_or_none(upstream, AccessExclusiveLock);
 	/* the row triggers' clones on the partitions go with them */
 	for (int i = 0; i < NUM_UPSTREAM_TRIGGERS; i++)
 	{

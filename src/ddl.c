@@ -24,8 +24,34 @@
  *	  when its range vnodes' bounds hold keys as text (ddl_command_start of
  *	  ALTER TYPE; see check_enum_rename).
  *
+ *	- disabling or dropping the job's triggers on its upstream or a
+ *	  partition of it (ddl_command_start of ALTER TABLE ... DISABLE TRIGGER
+ *	  ALL or USER, or ENABLE/DISABLE [REPLICA | ALWAYS] TRIGGER naming one;
+ *	  sql_drop of DROP TRIGGER), whoever owns the upstream: the writes they
+ *	  would miss would never reach the downstream.  ENABLE TRIGGER ALL is
+ *	  let through, as a data-only restore ends with it; every run puts the
+ *	  job's triggers back as its status says (capture.c);
+ *	- an unlogged table under the upstream of a cdc job that has not
+ *	  finished (ddl_command_end of ALTER TABLE ... SET UNLOGGED, and of a
+ *	  partition attached or created): its changes would never reach the
+ *	  write-ahead log the job reads.
+ *
+ *	- dropping the policy that records a job's owner (sql_drop of DROP
+ *	  POLICY; catalog.c).
+ *
  * The error rolls the command back, so nothing is left half-done: no
  * orphaned trigger, slot or state table.
+ *
+ * A job's owner is a role's object, as its tables are.  DROP ROLE sees it
+ * through the policy on its state table (catalog.c), which REASSIGN OWNED
+ * leaves alone, so the role cannot be dropped while it owns a job.  The two
+ * commands that empty a role handle jobs as they handle tables:
+ * REASSIGN OWNED gives the job to the role that got its state table
+ * (backfill_reassign_owned, from the utility hook, since REASSIGN OWNED
+ * fires no event trigger: in a backend that has not loaded the library,
+ * the next DROP OWNED does it), and DROP OWNED, at ddl_command_start, does
+ * the same for a job REASSIGN OWNED left behind, then drops the role's
+ * other jobs with drop_job, as the caller, before it drops their tables.
  *
  * The partitions of a partitioned upstream come and go (capture.c does the
  * work, in the DDL's own transaction, so that their rows join or leave the
@@ -43,7 +69,8 @@
  * extension's owner; they only ever raise errors.  cancel_job and drop_job
  * take the job out of the catalog before they drop its tables.
  *
- * A restore runs only the checks of columns.  pg_dump's scripts and
+ * A restore runs only the checks of columns (and lets the triggers be
+ * disabled, enabled and dropped: pg_restore --disable-triggers, --clean).  pg_dump's scripts and
  * pg_restore set check_function_bodies = off, as they restore objects before
  * what they depend on; here, the jobs' rows are loaded with the data, and
  * only then are the tables' constraints added, the upstream's primary key
@@ -65,6 +92,8 @@
 #include "access/relation.h"
 #include "catalog/namespace.h"
 #include "catalog/partition.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
 #include "commands/event_trigger.h"
 #include "commands/extension.h"
@@ -77,6 +106,8 @@
 #include "parser/parse_type.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
+#include "tcop/utility.h"
+#include "utils/acl.h"
 #include "utils/lsyscache.h"
 #include "utils/typcache.h"
 
@@ -422,10 +453,10 @@ check_alters(bool restoring)
 /*
  * The jobs, not cancelled, whose upstream is relid or, when relid is a
  * partition, one of its ancestors: their ids into *ids, their number
- * returned.
+ * returned.  condition, if not "", restricts them further ("AND ...").
  */
 static int
-jobs_over(Oid relid, int64 **ids)
+jobs_over_where(Oid relid, const char *condition, int64 **ids)
 {
 	List	   *tables = list_make1_oid(relid);
 	Datum	   *oids;
@@ -440,9 +471,10 @@ jobs_over(Oid relid, int64 **ids)
 	foreach(lc, tables)
 		oids[n++] = ObjectIdGetDatum(lfirst_oid(lc));
 	values[0] = PointerGetDatum(construct_array(oids, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT));
-	backfill_spi_exec_args("SELECT job_id FROM backfill.job "
-						   "WHERE status OPERATOR(pg_catalog.<>) 'cancelled' "
-						   "AND upstream::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1) ORDER BY job_id",
+	backfill_spi_exec_args(psprintf("SELECT job_id FROM backfill.job "
+									"WHERE status OPERATOR(pg_catalog.<>) 'cancelled' "
+									"AND upstream::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1)%s "
+									"ORDER BY job_id", condition),
 						   1, argtypes, values, NULL, SPI_OK_SELECT);
 	*ids = palloc(sizeof(int64) * Max(SPI_processed, 1));
 	for (uint64 i = 0; i < SPI_processed; i++)
@@ -455,12 +487,92 @@ jobs_over(Oid relid, int64 **ids)
 	return (int) SPI_processed;
 }
 
+static int
+jobs_over(Oid relid, int64 **ids)
+{
+	return jobs_over_where(relid, "", ids);
+}
+
+/*
+ * A table under the upstream of a cdc job that has not finished (relid
+ * itself, or a partition of it at any level) that is unlogged: refused.  The
+ * job takes the upstream's changes from the write-ahead log, which holds
+ * none of an unlogged table's, and would finish without them.  A finished
+ * job follows its upstream through the apply trigger, which sees every
+ * write.  set_unlogged says what was done: ALTER TABLE ... SET UNLOGGED, or
+ * a partition attached or created.
+ */
+static void
+check_unlogged_under_cdc(Oid relid, bool set_unlogged)
+{
+	List	   *rels = list_make1_oid(relid);
+	ListCell   *lc;
+	int64	   *ids;
+
+	if (get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE)
+		rels = find_all_inheritors(relid, NoLock, NULL);
+	foreach(lc, rels)
+	{
+		Oid			rel = lfirst_oid(lc);
+
+		if (get_rel_relkind(rel) != RELKIND_RELATION ||
+			get_rel_persistence(rel) != RELPERSISTENCE_UNLOGGED)
+			continue;
+		if (jobs_over_where(relid, " AND kind OPERATOR(pg_catalog.=) 'cdc' "
+							"AND status OPERATOR(pg_catalog.<>) 'finished'", &ids) == 0)
+			return;
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 set_unlogged ?
+				 errmsg("cannot change table \"%s\" to unlogged because backfill job %lld takes its changes from the write-ahead log",
+						get_rel_name(rel), (long long) ids[0]) :
+				 errmsg("unlogged table \"%s\" cannot join the upstream of backfill job %lld",
+						get_rel_name(rel), (long long) ids[0]),
+				 errdetail("Backfill job %lld, of kind \"cdc\", takes the upstream's changes from the write-ahead log, which holds none of an unlogged table's.",
+						   (long long) ids[0]),
+				 set_unlogged ?
+				 errhint("Drop the job first with backfill.drop_job(%lld), or wait until it has finished.",
+						 (long long) ids[0]) :
+				 errhint("Use ALTER TABLE ... SET LOGGED first, or wait until the job has finished.")));
+	}
+}
+
+/*
+ * ddl_command_end of ALTER TABLE ... SET UNLOGGED under the upstream of a
+ * cdc job (check_unlogged_under_cdc)
+ */
+static void
+check_set_unlogged(EventTriggerData *trigdata)
+{
+	AlterTableStmt *stmt;
+	ListCell   *lc;
+
+	if (!IsA(trigdata->parsetree, AlterTableStmt))
+		return;
+	stmt = (AlterTableStmt *) trigdata->parsetree;
+	foreach(lc, stmt->cmds)
+	{
+		AlterTableCmd *cmd = lfirst_node(AlterTableCmd, lc);
+		Oid			relid;
+
+		if (cmd->subtype != AT_SetUnLogged)
+			continue;
+		relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+		if (OidIsValid(relid))
+			check_unlogged_under_cdc(relid, true);
+	}
+}
+
 /* a partition joined (attached, created) or left (detached) relid */
 static void
 partition_moved(Oid relid, Oid partition, bool joined)
 {
 	int64	   *ids;
-	int			n = jobs_over(relid, &ids);
+	int			n;
+
+	if (joined)
+		check_unlogged_under_cdc(partition, false);
+	n = jobs_over(relid, &ids);
 
 	for (int i = 0; i < n; i++)
 		backfill_capture_partition(backfill_load_job(ids[i], CurrentMemoryContext),
@@ -690,6 +802,295 @@ check_partition_drops(void)
 }
 
 /*
+ * Whether job_id is a job, not cancelled, over relid (its upstream, or an
+ * ancestor of it)
+ */
+static bool
+job_over(Oid relid, int64 job_id)
+{
+	int64	   *ids;
+	int			n = jobs_over(relid, &ids);
+
+	for (int i = 0; i < n; i++)
+		if (ids[i] == job_id)
+			return true;
+	return false;
+}
+
+static void
+refuse_trigger_change(int64 job_id, const char *table, const char *what, bool one)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+			 one ?
+			 errmsg("cannot %s on table \"%s\" because backfill job %lld uses it",
+					what, table, (long long) job_id) :
+			 errmsg("cannot %s on table \"%s\" because backfill job %lld uses them",
+					what, table, (long long) job_id),
+			 errdetail("Backfill job %lld keeps its downstream equal to table \"%s\" through its triggers; the writes they would miss would never reach the downstream.",
+					   (long long) job_id, table),
+			 errhint("Drop the job first with backfill.drop_job(%lld), or cancel it with backfill.cancel_job(%lld).",
+					 (long long) job_id, (long long) job_id)));
+}
+
+/*
+ * ddl_command_start of ALTER TABLE ... ENABLE or DISABLE TRIGGER under the
+ * upstream of a job: a job's own trigger named, which only the job switches
+ * (capture.c), or DISABLE TRIGGER ALL or USER, which would switch them off
+ * too, is refused.  ENABLE TRIGGER ALL or USER is let through: it is how a
+ * data-only restore ends, and every run puts the job's triggers back as its
+ * status says (backfill_assert_triggers).
+ */
+static void
+check_trigger_switches(EventTriggerData *trigdata)
+{
+	AlterTableStmt *stmt;
+	ListCell   *lc;
+
+	if (!IsA(trigdata->parsetree, AlterTableStmt))
+		return;
+	stmt = (AlterTableStmt *) trigdata->parsetree;
+	foreach(lc, stmt->cmds)
+	{
+		AlterTableCmd *cmd = lfirst_node(AlterTableCmd, lc);
+		Oid			relid;
+		int64		job_id;
+		int64	   *ids;
+
+		switch (cmd->subtype)
+		{
+			case AT_EnableTrig:
+			case AT_EnableAlwaysTrig:
+			case AT_EnableReplicaTrig:
+			case AT_DisableTrig:
+				job_id = backfill_any_trigger_job(cmd->name);
+				if (job_id == 0)
+					continue;
+				relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+				if (!OidIsValid(relid) || !job_over(relid, job_id))
+					continue;
+				refuse_trigger_change(job_id, get_rel_name(relid),
+									  psprintf("%s trigger \"%s\"",
+											   cmd->subtype == AT_DisableTrig ? "disable" : "enable",
+											   cmd->name), true);
+				break;
+			case AT_DisableTrigAll:
+			case AT_DisableTrigUser:
+				relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+				if (!OidIsValid(relid) || jobs_over(relid, &ids) == 0)
+					continue;
+				refuse_trigger_change(ids[0], get_rel_name(relid), "disable the triggers", false);
+				break;
+			default:
+				break;
+		}
+	}
+}
+
+/*
+ * sql_drop of DROP TRIGGER: a trigger of a job, not cancelled, on its
+ * upstream or a partition of it, is refused.  drop_job and cancel_job take
+ * the job out of the catalog before they drop its triggers; a partition
+ * detached has left the upstream before its own trigger is dropped.
+ */
+static void
+check_trigger_drops(void)
+{
+	SPITupleTable *dropped;
+	uint64		ndropped;
+
+	if (SPI_execute("SELECT address_names[1], address_names[2], address_names[3] "
+					"FROM pg_catalog.pg_event_trigger_dropped_objects() "
+					"WHERE object_type = 'trigger'", true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the dropped objects");
+	dropped = SPI_tuptable;
+	ndropped = SPI_processed;
+	for (uint64 d = 0; d < ndropped; d++)
+	{
+		char	   *schema = SPI_getvalue(dropped->vals[d], dropped->tupdesc, 1);
+		char	   *table = SPI_getvalue(dropped->vals[d], dropped->tupdesc, 2);
+		char	   *name = SPI_getvalue(dropped->vals[d], dropped->tupdesc, 3);
+		int64		job_id = name ? backfill_any_trigger_job(name) : 0;
+		Oid			nsp;
+		Oid			relid;
+
+		if (job_id == 0 || schema == NULL || table == NULL)
+			continue;
+		nsp = get_namespace_oid(schema, true);
+		relid = OidIsValid(nsp) ? get_relname_relid(table, nsp) : InvalidOid;
+		if (!OidIsValid(relid) || !job_over(relid, job_id))
+			continue;
+		refuse_trigger_change(job_id, table, psprintf("drop trigger \"%s\"", name), true);
+	}
+}
+
+/*
+ * The roles of DROP OWNED or REASSIGN OWNED, as an oid[] Datum
+ */
+static Datum
+owned_roles(List *rolespecs)
+{
+	Datum	   *oids = palloc(sizeof(Datum) * Max(list_length(rolespecs), 1));
+	ListCell   *lc;
+	int			n = 0;
+
+	foreach(lc, rolespecs)
+		oids[n++] = ObjectIdGetDatum(get_rolespec_oid(lfirst(lc), false));
+	return PointerGetDatum(construct_array(oids, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT));
+}
+
+/*
+ * The jobs of roles whose state table another role owns now (REASSIGN OWNED
+ * gave it away): theirs.  Acts as the extension's owner.
+ */
+static void
+follow_reassigned(Datum roles)
+{
+	Oid			argtypes[1] = {OIDARRAYOID};
+	SPITupleTable *jobs;
+	uint64		njobs;
+	RoleContext rc;
+
+	backfill_catalog_enter(&rc);
+	backfill_spi_exec_args("SELECT j.job_id, c.oid, c.relowner FROM backfill.job j "
+						   "JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) j.state_table::pg_catalog.oid "
+						   "WHERE j.owner::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1) "
+						   "AND c.relowner OPERATOR(pg_catalog.<>) j.owner::pg_catalog.oid "
+						   "ORDER BY j.job_id",
+						   1, argtypes, &roles, NULL, SPI_OK_SELECT);
+	jobs = SPI_tuptable;
+	njobs = SPI_processed;
+	for (uint64 i = 0; i < njobs; i++)
+	{
+		bool		isnull;
+
+		backfill_move_owner(DatumGetInt64(SPI_getbinval(jobs->vals[i], jobs->tupdesc, 1, &isnull)),
+							DatumGetObjectId(SPI_getbinval(jobs->vals[i], jobs->tupdesc, 2, &isnull)),
+							DatumGetObjectId(SPI_getbinval(jobs->vals[i], jobs->tupdesc, 3, &isnull)));
+	}
+	backfill_role_leave(&rc);
+}
+
+/*
+ * ddl_command_start of DROP OWNED: a job is dropped with its owner's
+ * objects, as a table is.  One whose state table REASSIGN OWNED gave to
+ * another role first goes with its tables to that role, as it would have
+ * at the REASSIGN OWNED itself with the library loaded (see
+ * backfill_reassign_owned); the others, cancelled ones too, are dropped by
+ * drop_job, as the caller, who has the privileges of the roles (DROP OWNED
+ * requires them), before DROP OWNED drops their tables.
+ */
+static void
+drop_owned(DropOwnedStmt *stmt)
+{
+	Datum		roles = owned_roles(stmt->roles);
+	Oid			argtypes[1] = {OIDARRAYOID};
+	int64	   *ids;
+	uint64		n;
+
+	follow_reassigned(roles);
+	backfill_spi_exec_args("SELECT job_id FROM backfill.job "
+						   "WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1) ORDER BY job_id",
+						   1, argtypes, &roles, NULL, SPI_OK_SELECT);
+	n = SPI_processed;
+	ids = palloc(sizeof(int64) * Max(n, 1));
+	for (uint64 i = 0; i < n; i++)
+	{
+		bool		isnull;
+
+		ids[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1,
+											 &isnull));
+	}
+	for (uint64 i = 0; i < n; i++)
+	{
+		Oid			types[1] = {INT8OID};
+		Datum		values[1] = {Int64GetDatum(ids[i])};
+
+		backfill_spi_exec_args("SELECT backfill.drop_job($1)", 1, types, values, NULL,
+							   SPI_OK_SELECT);
+	}
+}
+
+/*
+ * backfill_reassign_owned
+ *		After REASSIGN OWNED, in this database: the jobs whose state table
+ *		it gave to another role are that role's.  REASSIGN OWNED fires no
+ *		event trigger, so this runs from the utility hook (backfill.c) of a
+ *		backend that has loaded the library (every backend, when it is
+ *		preloaded); otherwise the next DROP OWNED does it, and until then
+ *		DROP ROLE is refused (the owner's policy, catalog.c).
+ */
+void
+backfill_reassign_owned(ReassignOwnedStmt *stmt)
+{
+	if (!OidIsValid(get_extension_oid(BACKFILL_SCHEMA, true)))
+		return;
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	follow_reassigned(owned_roles(stmt->roles));
+	SPI_finish();
+}
+
+static ProcessUtility_hook_type prev_process_utility = NULL;
+
+/* REASSIGN OWNED, then its jobs (backfill_reassign_owned) */
+static void
+reassign_owned_hook(PlannedStmt *pstmt, const char *queryString, bool readOnlyTree,
+					ProcessUtilityContext context, ParamListInfo params,
+					QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
+{
+	if (prev_process_utility)
+		prev_process_utility(pstmt, queryString, readOnlyTree, context, params, queryEnv,
+							 dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params, queryEnv,
+								dest, qc);
+	if (IsA(pstmt->utilityStmt, ReassignOwnedStmt))
+		backfill_reassign_owned((ReassignOwnedStmt *) pstmt->utilityStmt);
+}
+
+/* install the utility hook; from _PG_init */
+void
+backfill_ddl_init(void)
+{
+	prev_process_utility = ProcessUtility_hook;
+	ProcessUtility_hook = reassign_owned_hook;
+}
+
+/*
+ * sql_drop of DROP POLICY: the policy that records a job's owner
+ * (catalog.c) goes only with the job.
+ */
+static void
+check_policy_drops(void)
+{
+	if (SPI_execute("SELECT address_names[3], address_names[1], address_names[2] "
+					"FROM pg_catalog.pg_event_trigger_dropped_objects() "
+					"WHERE object_type = 'policy'", true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the dropped objects");
+	for (uint64 d = 0; d < SPI_processed; d++)
+	{
+		char	   *name = SPI_getvalue(SPI_tuptable->vals[d], SPI_tuptable->tupdesc, 1);
+		long long	job_id;
+		int			len;
+
+		if (name == NULL || sscanf(name, "backfill_job_%lld_owner%n", &job_id, &len) != 1 ||
+			len != (int) strlen(name) ||
+			strcmp(SPI_getvalue(SPI_tuptable->vals[d], SPI_tuptable->tupdesc, 2), BACKFILL_SCHEMA) != 0)
+			continue;
+		ereport(ERROR,
+				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+				 errmsg("cannot drop policy \"%s\" on table %s.%s because backfill job %lld uses it",
+						name, BACKFILL_SCHEMA,
+						SPI_getvalue(SPI_tuptable->vals[d], SPI_tuptable->tupdesc, 3), job_id),
+				 errdetail("It records the owner of backfill job %lld, so that the role cannot be dropped while it owns the job.",
+						   job_id),
+				 errhint("Drop the job with backfill.drop_job(%lld), or give it to another role with REASSIGN OWNED.",
+						 job_id)));
+	}
+}
+
+/*
  * backfill._on_ddl() event trigger, ON sql_drop, ON ddl_command_end WHEN
  * TAG IN ('ALTER TABLE', 'CREATE TABLE') and ON ddl_command_start WHEN TAG
  * IN ('ALTER TABLE'), and ON ddl_command_start WHEN TAG IN ('ALTER TYPE')
@@ -712,24 +1113,43 @@ backfill_on_ddl(PG_FUNCTION_ARGS)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
+	/* drop_job runs as the caller */
+	if (trigdata->tag == CMDTAG_DROP_OWNED)
+	{
+		if (strcmp(trigdata->event, "ddl_command_start") == 0 &&
+			IsA(trigdata->parsetree, DropOwnedStmt))
+			drop_owned((DropOwnedStmt *) trigdata->parsetree);
+		SPI_finish();
+		PG_RETURN_NULL();
+	}
 	backfill_catalog_enter(&rc);
 	if (strcmp(trigdata->event, "sql_drop") == 0)
 	{
 		check_drops(restoring);
-		/* a restore drops tables, partitions too */
+		/* a restore drops tables, partitions too, and pg_restore --clean triggers */
 		if (!restoring)
 			check_partition_drops();
+		if (!restoring && trigdata->tag == CMDTAG_DROP_TRIGGER)
+			check_trigger_drops();
+		if (!restoring && trigdata->tag == CMDTAG_DROP_POLICY)
+			check_policy_drops();
 	}
 	else if (strcmp(trigdata->event, "ddl_command_start") == 0)
 	{
 		check_detach_concurrently(trigdata);
 		check_enum_rename(trigdata);
+		/* pg_restore --disable-triggers disables them all, then enables them */
+		if (!restoring)
+			check_trigger_switches(trigdata);
 	}
 	else
 	{
 		partition_changes(trigdata);
 		if (trigdata->tag == CMDTAG_ALTER_TABLE)
+		{
+			check_set_unlogged(trigdata);
 			check_alters(restoring);
+		}
 	}
 	backfill_role_leave(&rc);
 	SPI_finish();

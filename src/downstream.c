@@ -11,7 +11,10 @@
  *
  *	- a permanent table, partitioned or not, outside the extension's schema,
  *	  not the job's upstream nor another job's downstream (it may be another
- *	  job's upstream: jobs chain);
+ *	  job's upstream: jobs chain, but never round: a table whose rows would
+ *	  come back to the upstream through the jobs that copy them, as with
+ *	  c1 -> c2 and c2 -> c1, would make every write fire the jobs' triggers
+ *	  again without end; see job_cycle());
  *	- empty: a job fills it from the start, and rows it holds already would
  *	  be neither copied nor removed;
  *	- made of the job's columns, by name, in any order, each of a type the
@@ -43,12 +46,15 @@
 #include "access/table.h"
 #include "catalog/catalog.h"
 #include "catalog/namespace.h"
+#include "catalog/partition.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "parser/parse_coerce.h"
 #include "utils/acl.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -81,12 +87,91 @@ existing_table(const char *name)
 	return relid;
 }
 
+/*
+ * The tables whose writes fire the triggers of a job over relid, or that a
+ * write into relid reaches: relid, its ancestors (a job's row triggers are
+ * cloned to every partition of its upstream) and its partitions at every
+ * level (a row written into relid lands in one of them).  Read from the
+ * catalogs only, without locks: create_job holds the two ends of the walk.
+ */
+static List *
+partition_region(Oid relid)
+{
+	List	   *region = list_make1_oid(relid);
+
+	if (get_rel_relispartition(relid))
+		region = list_concat(region, get_partition_ancestors(relid));
+	if (get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE)
+		region = list_concat_unique_oid(region, find_all_inheritors(relid, NoLock, NULL));
+	return region;
+}
+
+/*
+ * Whether the rows a job would write into downstream can come back to its
+ * upstream through the live jobs that copy tables into tables, each firing
+ * the next one's triggers: a walk of the graph upstream -> downstream of the
+ * jobs that are not cancelled, from downstream.  Returns the jobs on the
+ * way back, in order, as text ("1, 3"), "" when downstream and upstream
+ * share a partition tree, or NULL when there is no cycle.
+ */
+static char *
+job_cycle(Oid upstream, Oid downstream)
+{
+	List	   *frontier = list_make1_oid(downstream);
+	List	   *paths = list_make1(pstrdup(""));
+	List	   *seen = list_make1_oid(downstream);
+
+	while (frontier != NIL)
+	{
+		Oid			rel = linitial_oid(frontier);
+		char	   *path = linitial(paths);
+		List	   *region = partition_region(rel);
+		Datum	   *oids;
+		Oid			argtypes[1] = {OIDARRAYOID};
+		Datum		values[1];
+		ListCell   *lc;
+		int			n = 0;
+
+		frontier = list_delete_first(frontier);
+		paths = list_delete_first(paths);
+		if (list_member_oid(region, upstream))
+			return path;
+		oids = palloc(sizeof(Datum) * list_length(region));
+		foreach(lc, region)
+			oids[n++] = ObjectIdGetDatum(lfirst_oid(lc));
+		values[0] = PointerGetDatum(construct_array(oids, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT));
+		backfill_spi_exec_args("SELECT j.job_id, j.downstream::pg_catalog.oid FROM backfill.job j "
+							   "WHERE j.status OPERATOR(pg_catalog.<>) 'cancelled' "
+							   "AND j.downstream IS NOT NULL "
+							   "AND j.upstream::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1) "
+							   "ORDER BY j.job_id",
+							   1, argtypes, values, NULL, SPI_OK_SELECT);
+		for (uint64 i = 0; i < SPI_processed; i++)
+		{
+			bool		isnull;
+			int64		job_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
+															 SPI_tuptable->tupdesc, 1, &isnull));
+			Oid			next = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
+															  SPI_tuptable->tupdesc, 2, &isnull));
+
+			if (list_member_oid(seen, next))
+				continue;
+			seen = lappend_oid(seen, next);
+			frontier = lappend_oid(frontier, next);
+			paths = lappend(paths, *path == '\0' ? psprintf("%lld", (long long) job_id) :
+							psprintf("%s, %lld", path, (long long) job_id));
+		}
+	}
+	return NULL;
+}
+
 /* what the table is: a permanent table of its own, and empty */
 static void
 check_table(Relation rel, Oid upstream)
 {
 	char	   *sql;
 	bool		isnull;
+	char	   *cycle;
 
 	if (rel->rd_rel->relkind != RELKIND_RELATION &&
 		rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
@@ -109,6 +194,23 @@ check_table(Relation rel, Oid upstream)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("cannot backfill table \"%s\" into itself", RelationGetRelationName(rel))));
+	cycle = job_cycle(upstream, RelationGetRelid(rel));
+	if (cycle != NULL && *cycle == '\0')
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cannot backfill table \"%s\" into table \"%s\"",
+						get_rel_name(upstream), RelationGetRelationName(rel)),
+				 errdetail("The two tables are in one partition tree: the job's writes into the one would fire its triggers on the other.")));
+	if (cycle != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("cannot backfill table \"%s\" into table \"%s\"",
+						get_rel_name(upstream), RelationGetRelationName(rel)),
+				 errdetail(strchr(cycle, ',') ?
+						   "Backfill jobs %s copy the rows of table \"%s\" back into table \"%s\": every write would go round without end." :
+						   "Backfill job %s copies the rows of table \"%s\" back into table \"%s\": every write would go round without end.",
+						   cycle, RelationGetRelationName(rel), get_rel_name(upstream)),
+				 errhint("Drop one of those jobs first, or backfill into another table.")));
 
 	sql = psprintf("SELECT j.job_id FROM backfill.job j WHERE j.status OPERATOR(pg_catalog.<>) 'cancelled' "
 				   "AND j.downstream OPERATOR(pg_catalog.=) %u::pg_catalog.oid "

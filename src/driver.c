@@ -46,6 +46,7 @@
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "postmaster/interrupt.h"
+#include "replication/slot.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
@@ -329,6 +330,60 @@ backfill_follow(BackfillJob *job, int32 actor_id)
 }
 
 /*
+ * The kind's open_stream (kind.h), before the run's first fetch, in a
+ * transaction of its own that holds no lock on the upstream: it may wait
+ * for every transaction that has written, one of which may want such a
+ * lock.  As the job's owner, as a fetch.  In run_job, a failure is
+ * recorded on the job and committed before it is raised, as a worker
+ * records its own (worker.c, which retries a deadlock first): an operator
+ * who was not watching reads why in last_error.  It runs in a
+ * subtransaction, so that the failure can be recorded in this transaction.
+ */
+static void
+open_stream(BackfillJob *job, const KindRoutine *kind, bool worker)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner;
+
+	backfill_next_barrier(true);
+	owner = backfill_subxact_begin();
+	PG_TRY();
+	{
+		RoleContext rc;
+		int			guc_level;
+
+		backfill_owner_enter(job->owner, false, &rc);
+		guc_level = backfill_pin_search_path(job);
+		backfill_spi_enter();
+		kind->open_stream(job);
+		backfill_spi_leave();
+		backfill_unpin_search_path(guc_level);
+		backfill_role_leave(&rc);
+		backfill_subxact_release(owner);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		/* what a failed slot creation leaves acquired, as the main loop does */
+		if (MyReplicationSlot != NULL)
+			ReplicationSlotRelease();
+		backfill_subxact_rollback(owner);
+		if (!worker)
+		{
+			backfill_record_failure(job->job_id, edata->sqlerrcode, edata->message,
+									edata->detail, true);
+			backfill_commit();
+		}
+		ReThrowError(edata);
+	}
+	PG_END_TRY();
+}
+
+/*
  * backfill_drive
  *		Run barriers of one actor (its index, in a worker) or of every actor
  *		(-1, in CALL backfill.run_job), at most max_barriers of them unless
@@ -351,6 +406,8 @@ backfill_drive(BackfillJob *job, int actor, int max_barriers)
 		if (!worker || a == actor)
 			publish_actor(exec, a, false);
 
+	if (kind->open_stream)
+		open_stream(job, kind, worker);
 	while (max_barriers <= 0 || barriers < max_barriers)
 	{
 		int64		rows;

@@ -95,6 +95,15 @@ typedef struct KindRoutine
 	/* prepare the kind's statements for the executor */
 	void		(*prepare) (BarrierExecutor *exec);
 
+	/*
+	 * Before a run's first fetch, in a transaction of its own that holds no
+	 * lock on the upstream and has written nothing: make what the fetches
+	 * read, if it is not there yet (optional).  Something that waits for the
+	 * transactions in flight, as a slot's creation does, must not wait
+	 * under a lock one of them may want.
+	 */
+	void		(*open_stream) (BackfillJob *job);
+
 	/* fetch changes before a barrier, in a transaction of its own (optional) */
 	void		(*fetch) (BarrierExecutor *exec);
 

@@ -34,9 +34,13 @@
  * loses nothing: the changes since the committed offset are decoded again,
  * and a key fetched twice is forwarded twice, which is harmless.
  *
- * The slot is created by the first fetch, in a transaction that has written
- * nothing yet (PostgreSQL's rule): the snapshot that barrier reads is taken
- * after the slot is consistent, so every later change is decoded.  Before
+ * The slot is created before the first fetch of a job's first run, in a
+ * transaction of its own that has written nothing yet (PostgreSQL's rule)
+ * and holds no lock on the upstream (cdc_open_stream): its creation waits
+ * for every transaction that has written, and one of them may want to lock
+ * the upstream (ALTER TABLE ... ADD COLUMN) before it commits.  The
+ * snapshot the first barrier reads is taken after the slot is consistent,
+ * so every later change is decoded.  Before
  * the first chunk every key is above the position, so what was written
  * between create_job and the slot needs no forwarding.  The final barrier
  * fetches under its lock, so it sees every write; the slot is dropped right
@@ -114,8 +118,28 @@ check_replica_identity(Relation rel)
 }
 
 /*
+ * A table whose changes reach the WAL: an unlogged table's never do, so
+ * the slot would never deliver them and the job would finish without them.
+ */
+static void
+check_logged(Relation rel, Relation upstream)
+{
+	if (rel->rd_rel->relpersistence != RELPERSISTENCE_UNLOGGED)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 rel == upstream ?
+			 errmsg("table \"%s\" is unlogged", RelationGetRelationName(rel)) :
+			 errmsg("partition \"%s\" of table \"%s\" is unlogged",
+					RelationGetRelationName(rel), RelationGetRelationName(upstream)),
+			 errdetail("A cdc job takes the upstream's changes from the write-ahead log, which holds none of an unlogged table's."),
+			 errhint("Use ALTER TABLE ... SET LOGGED, or a kind that captures the changes by trigger: \"arrangement\", \"snapshot\" or \"no_shuffle\".")));
+}
+
+/*
  * What create_job requires of a cdc job: logical decoding, the right to
- *		use it, an upstream whose deletes carry their key, one actor.
+ *		use it, an upstream whose changes are logged and whose deletes carry
+ *		their key, one actor.
  */
 static void
 cdc_check_create(Relation upstream, int parallelism)
@@ -157,6 +181,7 @@ cdc_check_create(Relation upstream, int parallelism)
 	 */
 	if (upstream->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
 	{
+		check_logged(upstream, upstream);
 		check_replica_identity(upstream);
 		return;
 	}
@@ -165,7 +190,10 @@ cdc_check_create(Relation upstream, int parallelism)
 		Relation	rel = table_open(lfirst_oid(lc), NoLock);
 
 		if (rel->rd_rel->relkind == RELKIND_RELATION)
+		{
+			check_logged(rel, upstream);
 			check_replica_identity(rel);
+		}
 		table_close(rel, NoLock);
 	}
 }
@@ -447,6 +475,33 @@ slot_position(CdcState *cdc, bool *exists)
 }
 
 /*
+ * Create the job's slot if it has none yet and has consumed nothing (see
+ *		the file header).  Caller is connected to SPI, in a transaction that
+ *		has written nothing and holds no lock on the upstream.  A job that
+ *		has an offset and no slot is left to the fetch, which says so.
+ */
+static void
+cdc_open_stream(BackfillJob *job)
+{
+	Datum		name = DirectFunctionCall1(namein,
+										   CStringGetDatum(backfill_slot_name(job->job_id)));
+	Oid			argtypes[1] = {NAMEOID};
+
+	if (job->has_cdc_offset)
+		return;
+	backfill_lock_slot_of(job->job_id);
+	if (SPI_execute_with_args("SELECT FROM pg_catalog.pg_replication_slots "
+							  "WHERE slot_name OPERATOR(pg_catalog.=) $1",
+							  1, argtypes, &name, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read pg_replication_slots");
+	if (SPI_processed > 0)
+		return;
+	if (SPI_execute_with_args("SELECT pg_catalog.pg_create_logical_replication_slot($1, 'backfill')",
+							  1, argtypes, &name, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not create replication slot \"%s\"", NameStr(*DatumGetName(name)));
+}
+
+/*
  * Fetch the changes decoded since the offset into the change table (see
  *		the file header).  Caller is connected to SPI, in a transaction whose
  *		snapshot the barrier does not use, or in the final barrier after its
@@ -621,6 +676,7 @@ const KindRoutine backfill_cdc_routine = {
 	.create_state_table = cdc_create_state_table,
 	.load_state = cdc_load_state,
 	.prepare = cdc_prepare,
+	.open_stream = cdc_open_stream,
 	.fetch = cdc_fetch,
 	.barrier_changes = backfill_forward_actors_changes,	/* the one actor's, all vnodes */
 	.read_chunk = backfill_read_chunk_per_actor,

@@ -120,11 +120,12 @@ backfill_rollback_after_error(void)
 }
 
 /*
- * backfill_subxact_begin / backfill_subxact_rollback
+ * backfill_subxact_begin / backfill_subxact_rollback / backfill_subxact_release
  *		A subtransaction whose work is then thrown away, for estimate_job's
- *		sample.  The caller stays in its memory context; what it acquires in
- *		the subtransaction belongs to the subtransaction's resource owner,
- *		and the rollback gives back the one begin returned.
+ *		sample, or kept unless it fails (a cdc job's slot, driver.c).  The
+ *		caller stays in its memory context; what it acquires in the
+ *		subtransaction belongs to the subtransaction's resource owner, and
+ *		the rollback gives back the one begin returned.
  */
 ResourceOwner
 backfill_subxact_begin(void)
@@ -135,6 +136,17 @@ backfill_subxact_begin(void)
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(cxt);
 	return owner;
+}
+
+/* keep the work of a subtransaction begun with backfill_subxact_begin */
+void
+backfill_subxact_release(ResourceOwner owner)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+
+	ReleaseCurrentSubTransaction();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
 }
 
 void
