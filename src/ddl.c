@@ -461,6 +461,27 @@ partition_moved(Oid relid, Oid partition, bool joined)
 }
 
 /*
+ * The caller's search_path when the event trigger fired: the catalog context
+ * pins the extension's own, but the names of the command's parse tree are
+ * the caller's, resolved as the command resolved them.
+ */
+static char *caller_search_path = NULL;
+
+/* a relation the command names, looked up under the caller's search_path */
+static Oid
+command_relid(const RangeVar *rv, bool missing_ok)
+{
+	int			level = NewGUCNestLevel();
+	Oid			relid;
+
+	(void) set_config_option("search_path", caller_search_path, PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	relid = RangeVarGetRelid(rv, NoLock, missing_ok);
+	AtEOXact_GUC(true, level);
+	return relid;
+}
+
+/*
  * ddl_command_end of ALTER TABLE ... ATTACH or DETACH PARTITION, and of
  * CREATE TABLE ... PARTITION OF, under the upstream of a job: the rows that
  * join or leave it do so in the downstream too, exactly once (capture.c).
@@ -484,8 +505,8 @@ partition_changes(EventTriggerData *trigdata)
 
 			if (cmd->subtype != AT_AttachPartition && cmd->subtype != AT_DetachPartition)
 				continue;
-			partition_moved(RangeVarGetRelid(stmt->relation, NoLock, false),
-							RangeVarGetRelid(((PartitionCmd *) cmd->def)->name, NoLock, false),
+			partition_moved(command_relid(stmt->relation, false),
+							command_relid(((PartitionCmd *) cmd->def)->name, false),
 							cmd->subtype == AT_AttachPartition);
 		}
 		return;
@@ -532,7 +553,7 @@ check_detach_concurrently(EventTriggerData *trigdata)
 		if (!(cmd->subtype == AT_DetachPartition && ((PartitionCmd *) cmd->def)->concurrent) &&
 			cmd->subtype != AT_DetachPartitionFinalize)
 			continue;
-		parent = RangeVarGetRelid(stmt->relation, NoLock, true);
+		parent = command_relid(stmt->relation, true);
 		if (!OidIsValid(parent) || jobs_over(parent, &ids) == 0)
 			continue;
 		ereport(ERROR,
@@ -606,6 +627,7 @@ backfill_on_ddl(PG_FUNCTION_ARGS)
 	/* a restore, by a role that may write the catalogs: see the file header */
 	restoring = !check_function_bodies && backfill_may_write_catalogs();
 
+	caller_search_path = pstrdup(namespace_search_path);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	backfill_catalog_enter(&rc);
