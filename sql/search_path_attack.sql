@@ -118,6 +118,8 @@ SELECT backfill.create_job('public.sp_su_down', 'public.sp_su', chunk_size => 10
 SELECT backfill.create_job('public.sp_su_cdc', 'public.sp_su', kind => 'cdc', chunk_size => 10) AS s2 \gset
 CALL backfill.run_job(:s1, 1);
 CALL backfill.run_job(:s2, 1);
+-- the session's own search_path is its own again
+SHOW search_path;
 UPDATE public.sp_su SET v = 'su' WHERE id OPERATOR(pg_catalog.=) 4;
 SELECT * FROM backfill.verify_job(:s1);
 SELECT * FROM backfill.verify_job(:s2);
