@@ -128,6 +128,7 @@ SELECT p.proname, has_function_privilege('regress_oc_bob', p.oid, 'EXECUTE') AS 
 SELECT backfill.create_job('regress_oc.' || repeat('n', 64), 'regress_oc.up');
 SELECT backfill.create_job('"' || repeat('Q', 30) || '""' || repeat('Q', 33) || '"', 'regress_oc.up');
 SELECT backfill.create_job(repeat('x', 64) || '.down7', 'regress_oc.up');
+SELECT backfill.create_job('regress_oc.' || repeat('e', 64), 'regress_oc.up', into_existing => true);
 SELECT backfill.create_job('regress_oc.' || repeat('n', 63), 'regress_oc.up') > 0 AS created;
 SELECT relname FROM pg_class WHERE relname LIKE 'nnn%';
 -- a vnode of no key is none

@@ -378,7 +378,6 @@ check_key_names(const KindRoutine *kind, Relation rel, int npk, AttrNumber *pk)
 	}
 }
 
-/* the downstream's name: a new table, outside the extension's schema */
 /*
  * Each part of a qualified name must fit in NAMEDATALEN - 1 bytes: the
  * parser of qualified names cuts a longer one short without a word, and the
@@ -434,13 +433,13 @@ check_name_length(const char *name)
 	}
 }
 
+/* the downstream's name: a new table, outside the extension's schema */
 static char *
 downstream_name(const char *name)
 {
 	RangeVar   *downstream_rv;
 	Oid			downstream_nsp;
 
-	check_name_length(name);
 	downstream_rv = makeRangeVarFromNameList(stringToQualifiedNameList(name));
 	if (downstream_rv->relname[0] == '\0')
 		ereport(ERROR,
@@ -793,6 +792,7 @@ create_job(FunctionCallInfo fcinfo)
 	int			guc_level;
 
 	read_arguments(fcinfo, &args);
+	check_name_length(args.name);
 	kind = backfill_kind_routine(args.kind);
 	plan_job(&args, kind, &plan);
 	SPI_connect();
