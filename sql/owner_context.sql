@@ -3,8 +3,9 @@
 -- superuser's barrier, a superuser's writes (capture and apply triggers),
 -- verify_job, recreate_job.  An IMMUTABLE PL/pgSQL wrapper passes the
 -- volatility check while it does what it likes; here it notes who runs it
--- and tries to make its owner a superuser, which succeeds only when it runs
--- as a superuser.
+-- tries to make its owner a superuser, which succeeds only when it runs as a
+-- superuser, and sets a setting of the session, which must not outlive the
+-- call that ran it.
 \set SHOW_CONTEXT never
 SET backfill.barrier_interval_ms = 0;
 DO $$BEGIN PERFORM backfill.drop_job(job_id) FROM backfill.job; END$$;   -- earlier files' jobs
@@ -18,6 +19,8 @@ GRANT INSERT ON regress_oc.seen TO PUBLIC;
 CREATE FUNCTION regress_oc.escalate() RETURNS void LANGUAGE plpgsql VOLATILE AS $$
 BEGIN
     INSERT INTO regress_oc.seen VALUES (current_user);
+    -- a plain SET outlives the function: it must not outlive the job's run
+    PERFORM pg_catalog.set_config('regress_oc.leaked', current_user, false);
     BEGIN
         ALTER ROLE regress_oc_alice SUPERUSER;
     EXCEPTION WHEN insufficient_privilege THEN NULL;
@@ -47,9 +50,12 @@ RESET ROLE;
 
 CREATE VIEW regress_oc_check AS
 SELECT (SELECT pg_catalog.string_agg(DISTINCT who, ', ') FROM regress_oc.seen) AS ran_as,
-       (SELECT rolsuper FROM pg_roles WHERE rolname = 'regress_oc_alice') AS alice_superuser;
+       (SELECT rolsuper FROM pg_roles WHERE rolname = 'regress_oc_alice') AS alice_superuser,
+       current_setting('regress_oc.leaked', true) AS leaked;
 SELECT * FROM regress_oc_check;
 TRUNCATE regress_oc.seen;
+-- alice's own calls ran her function in her own session, as her: reset
+SET regress_oc.leaked = '';
 
 -- a superuser's barriers
 CALL backfill.run_job(:job, 1);

@@ -190,6 +190,7 @@ typedef struct RoleContext
 	Oid			save_userid;
 	int			save_sec_context;
 	int			guc_level;		/* -1 when the search_path was not pinned */
+	bool		discard_settings;	/* leaving undoes what the code run set */
 } RoleContext;
 
 /* plans kept across transactions, owned by one user of them (sql.c) */

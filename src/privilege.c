@@ -119,13 +119,17 @@ backfill_catalog_enter(RoleContext *rc)
 	SetUserIdAndSecContext(extension_owner(),
 						   rc->save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
 	rc->guc_level = backfill_pin_catalog_path();
+	rc->discard_settings = false;
 }
 
 /*
  * backfill_owner_enter
  *		Act as the job's owner in a security-restricted context.  With
  *		pin_search_path, also under a search_path of pg_catalog only, until
- *		the caller sets its own.
+ *		the caller sets its own.  Whatever setting the owner's code changes
+ *		(a plain SET persists past a function's end) is undone on leaving,
+ *		as REFRESH MATERIALIZED VIEW and index builds undo it: the session
+ *		that ran it, a superuser's maybe, keeps its own settings.
  */
 void
 backfill_owner_enter(Oid owner, bool pin_search_path, RoleContext *rc)
@@ -133,13 +137,11 @@ backfill_owner_enter(Oid owner, bool pin_search_path, RoleContext *rc)
 	GetUserIdAndSecContext(&rc->save_userid, &rc->save_sec_context);
 	SetUserIdAndSecContext(owner, rc->save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
 						   SECURITY_RESTRICTED_OPERATION);
-	rc->guc_level = -1;
+	rc->guc_level = NewGUCNestLevel();
+	rc->discard_settings = true;
 	if (pin_search_path)
-	{
-		rc->guc_level = NewGUCNestLevel();
 		(void) set_config_option("search_path", BACKFILL_CATALOG_PATH,
 								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-	}
 }
 
 /* leave a context entered with backfill_catalog_enter or backfill_owner_enter */
@@ -147,7 +149,7 @@ void
 backfill_role_leave(RoleContext *rc)
 {
 	if (rc->guc_level >= 0)
-		AtEOXact_GUC(true, rc->guc_level);
+		AtEOXact_GUC(!rc->discard_settings, rc->guc_level);
 	SetUserIdAndSecContext(rc->save_userid, rc->save_sec_context);
 }
 
