@@ -12,7 +12,8 @@
 CREATE FUNCTION backfill._check_workers(job_id bigint, parallelism integer)
 RETURNS void
 AS 'MODULE_PATHNAME', 'backfill_check_workers_1_3'
-LANGUAGE C VOLATILE PARALLEL UNSAFE;
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._check_workers(bigint, integer) IS
 'Internal: refuses a parallelism whose background workers the caps backfill.max_workers and backfill.max_workers_per_role do not allow, for a job the caller owns that runs in the background.';
 
@@ -76,14 +77,16 @@ CREATE FUNCTION backfill._live_actors(
     OUT started_at timestamptz, OUT last_barrier_at timestamptz)
 RETURNS SETOF record
 AS 'MODULE_PATHNAME', 'backfill_live_actors'
-LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._live_actors() IS
 'Internal: the actors running now, as their processes published them in shared memory after their last barrier; only the jobs of roles whose privileges the caller has, or all of them for pg_read_all_stats.';
 
 CREATE FUNCTION backfill._report_progress(job_id bigint, since timestamptz)
 RETURNS timestamptz
 AS 'MODULE_PATHNAME', 'backfill_report_progress'
-LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED;
+LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._report_progress(bigint, timestamptz) IS
 'Internal: for wait_job, sends the job''s line of progress to the client as an INFO message when backfill.client_progress_interval has passed since "since"; returns when it sent it, or "since".';
 
@@ -188,7 +191,8 @@ CREATE FUNCTION backfill._key_compare_sql(upstream regclass, pk_columns text[], 
                                           op text, "right" text)
 RETURNS text
 AS 'MODULE_PATHNAME', 'backfill_key_compare_sql'
-LANGUAGE C STABLE STRICT PARALLEL SAFE;
+LANGUAGE C STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._key_compare_sql(regclass, text[], text, text, text) IS
 'Internal: the SQL comparing the key columns pk_columns of upstream under alias left with those under alias right (op: <, <=, =, >=, >), through the key types'' btree operator classes.';
 
@@ -312,8 +316,10 @@ BEGIN
         covered := format('%s AND (%s)', covered, j.filter);
     END IF;
 
-    -- one statement, one snapshot for all of it
-    RETURN QUERY EXECUTE format(
+    -- one statement, one snapshot for all of it, run as the job's owner in
+    -- a security-restricted operation: the filter and the computed columns
+    -- are the owner's SQL
+    RETURN QUERY SELECT v.pk, v.problem FROM backfill._verify_rows(j.job_id, format(
         'WITH w AS MATERIALIZED (%9$s) '
         'SELECT coalesce(u.k, d.k)::text, '
         '       CASE WHEN d.k IS NULL THEN ''missing'' '
@@ -324,7 +330,7 @@ BEGIN
         '   AND NOT %8$s '
         ' ORDER BY coalesce(u.k, d.k)',
         key_u, cols_u, scan_u, covered,
-        key_d, cols_d, scan_d, pending, decoded);
+        key_d, cols_d, scan_d, pending, decoded)) v;
 END
 $$;
 
@@ -370,3 +376,104 @@ BEGIN
     END LOOP;
 END
 $$;
+
+-- ---- search_path, owners' SQL, internal functions (1.3) ----
+
+-- Every statement the extension runs is planned under a search_path of
+-- pg_catalog then pg_temp, never the caller's, a role's default or a
+-- database's: an operator or function of the same name in a schema put
+-- first would otherwise run with the rights of whoever runs the statement.
+-- The SQL and PL/pgSQL functions set it already; so do now the C functions
+-- that run SQL of their own.  create_job and estimate_job read the caller's
+-- names (the downstream's, the filter's and the expressions' functions)
+-- under the caller's search_path and pin it themselves afterwards, as
+-- run_job does (a procedure with a SET clause could not commit), and as
+-- _on_ddl does (it looks up the names of the command that fired it under
+-- the caller's search_path); the trigger functions pin it where they run
+-- SQL; vnode runs none.
+ALTER FUNCTION backfill.job_workers() SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION backfill._stop_and_lock_job(bigint) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION backfill._stop_workers(bigint, boolean) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION backfill._job_is_running(bigint) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION backfill.start_job(bigint) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION backfill._drop_slot(bigint) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION backfill._lock_slot(bigint) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION backfill._on_drop_extension() SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION backfill._flush_wal() SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION backfill._mark_cancelled(bigint) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION backfill._delete_job(bigint) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION backfill._set_foreground(bigint) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION backfill._set_rate_limit(bigint, integer) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION backfill._rebuild_actors(bigint, integer) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION backfill._copy_names(bigint, bigint) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION backfill._drop_triggers(bigint) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION backfill.job_vnode(bigint, VARIADIC "any") SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION backfill._check_reschedule(bigint) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION backfill._drop_kind_objects(bigint) SET search_path = pg_catalog, pg_temp;
+ALTER FUNCTION backfill._unfetched_keys(bigint, pg_catalog.pg_lsn) SET search_path = pg_catalog, pg_temp;
+
+-- a vnode of no key is no vnode
+ALTER FUNCTION backfill.vnode(VARIADIC "any") STRICT;
+
+-- verify_job's comparison evaluates the job's filter and computed columns:
+-- run as the job's owner, in a security-restricted operation
+CREATE FUNCTION backfill._verify_rows(job_id bigint, query text)
+RETURNS TABLE (pk text, problem text)
+AS 'MODULE_PATHNAME', 'backfill_verify_rows'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._verify_rows(bigint, text) IS
+'Internal: for verify_job, runs its comparison of a job the caller owns as the job''s owner, in a security-restricted operation.';
+
+
+-- recreate_job makes the new job its owner's, not the caller's
+CREATE FUNCTION backfill._create_job_as(from_job_id bigint, name text, upstream regclass,
+                                        kind text, columns text[], parallelism integer,
+                                        chunk_size integer, rate_limit integer,
+                                        filter text, into_existing boolean)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'backfill_create_job_as'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._create_job_as(bigint, text, regclass, text, text[], integer, integer, integer, text, boolean) IS
+'Internal: for recreate_job, create_job on behalf of the owner of a job the caller owns, in a security-restricted operation; the new job is that owner''s.';
+
+CREATE OR REPLACE FUNCTION backfill.recreate_job(job_id bigint, kind text DEFAULT NULL)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j backfill.job := backfill._get_job(job_id);
+    new_id bigint;
+BEGIN
+    IF j.status = 'finished' THEN
+        RAISE EXCEPTION 'cannot recreate backfill job % because it has finished', job_id
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = format('Use backfill.drop_job(%s), then backfill.create_job().', job_id);
+    END IF;
+    IF j.status <> 'cancelled' THEN
+        PERFORM backfill.cancel_job(job_id);
+    END IF;
+    -- on behalf of the job's owner, who owns the new job and whose filter
+    -- and expressions it runs, whoever recreates it; the columns again:
+    -- "expression AS name" for a computed one
+    new_id := backfill._create_job_as(j.job_id, j.downstream_name, j.upstream,
+                                  coalesce(kind, j.kind),
+                                  CASE WHEN j.expressions IS NULL THEN j.columns
+                                       ELSE ARRAY(SELECT coalesce(t.e || ' AS ' || quote_ident(t.c), t.c)
+                                                    FROM unnest(j.columns, j.expressions)
+                                                         WITH ORDINALITY AS t(c, e, o)
+                                                   ORDER BY t.o) END,
+                                  j.parallelism, j.chunk_size, j.rate_limit,
+                                  j.filter, j.into_existing);
+    PERFORM backfill._copy_names(new_id, job_id);
+    RETURN new_id;
+END
+$$;
+
+-- the event trigger functions are called by no one: revoke EXECUTE (the
+-- other internal functions are called by the SQL functions with the
+-- caller's rights, and each checks that the caller owns the job)
+REVOKE ALL ON FUNCTION backfill._on_ddl() FROM PUBLIC;
+REVOKE ALL ON FUNCTION backfill._on_drop_extension() FROM PUBLIC;

@@ -222,7 +222,7 @@ SELECT s AS statement, bi_try(s) AS result FROM (VALUES
     ($$SELECT backfill.create_job('"nö schema; x"."it''s"', 'bi_up')$$),
     ($$SELECT backfill.create_job(format('%I.public.bi_in_this_db', current_database()), 'bi_up')$$),
     ($$SELECT backfill.create_job('  public . bi_spaced  ', 'bi_up')$$),
-    ($$SELECT backfill.create_job(repeat('l', 70), 'bi_up')$$)
+    ($$SELECT backfill.create_job(repeat('l', 63), 'bi_up')$$)
 ) v(s);
 SELECT job_id, replace(replace(job_name, format('%I.public.', current_database()), '<db>.public.'), E'\n', '\n') AS job_name,
        replace(n.nspname, E'\n', '\n') AS schema, replace(c.relname, E'\n', '\n') AS relname

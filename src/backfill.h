@@ -69,6 +69,12 @@
 /* the schema the extension lives in (backfill.control: relocatable = false) */
 #define BACKFILL_SCHEMA "backfill"
 
+/*
+ * The search_path of the extension's own statements (privilege.c), as the
+ * SQL functions of the extension set it
+ */
+#define BACKFILL_CATALOG_PATH "pg_catalog, pg_temp"
+
 /* field4 of the advisory lock tag that marks a job as being run or changed */
 #define BACKFILL_LOCK_FIELD4 0x6266
 
@@ -187,6 +193,7 @@ typedef struct RoleContext
 	Oid			save_userid;
 	int			save_sec_context;
 	int			guc_level;		/* -1 when the search_path was not pinned */
+	bool		discard_settings;	/* leaving undoes what the code run set */
 } RoleContext;
 
 /* plans kept across transactions, owned by one user of them (sql.c) */
@@ -240,6 +247,7 @@ extern SPIPlanPtr backfill_keep_plan(KeptPlans *kept, const char *sql, int nargs
 extern void backfill_kept_plans_free(KeptPlans *kept);
 
 /* xact.c */
+extern void backfill_xact_pin_path(void);
 extern void backfill_commit(void);
 extern void backfill_next_barrier(bool with_snapshot);
 extern void backfill_xact_begin(bool nonatomic);
@@ -284,6 +292,7 @@ extern char *backfill_rw_debug_row(bool some, int n, const Datum *values,
 								   const bool *isnull, const Oid *types);
 
 /* ---- privileges (privilege.c) ---- */
+extern int	backfill_pin_catalog_path(void);
 extern void backfill_catalog_enter(RoleContext *rc);
 extern void backfill_owner_enter(Oid owner, bool pin_search_path, RoleContext *rc);
 extern void backfill_role_leave(RoleContext *rc);

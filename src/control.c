@@ -17,6 +17,11 @@
  * job's kind lets it be rescheduled now: RisingWave refuses to reschedule a
  * creating job whose backfill is not reschedulable.
  *
+ * verify_job's comparison evaluates the job's filter and computed columns,
+ * which are its owner's SQL: it runs through backfill._verify_rows(), as the
+ * job's owner in a security-restricted operation, as a barrier runs them
+ * and as REFRESH MATERIALIZED VIEW runs a view's query, whoever calls it.
+ *
  * Two internal functions reach what a job's kind has outside this database:
  * _drop_kind_objects (for cancel_job and drop_job) and _unfetched_keys (for
  * verify_job).
@@ -50,6 +55,7 @@ PG_FUNCTION_INFO_V1(backfill_drop_triggers_1_2);
 PG_FUNCTION_INFO_V1(backfill_job_catalog);
 PG_FUNCTION_INFO_V1(backfill_drop_kind_objects);
 PG_FUNCTION_INFO_V1(backfill_unfetched_keys);
+PG_FUNCTION_INFO_V1(backfill_verify_rows);
 
 /* the job of argument argno, which the caller must own */
 static int64
@@ -346,6 +352,51 @@ backfill_unfetched_keys(PG_FUNCTION_ARGS)
 
 			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 		}
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * backfill._verify_rows(job_id bigint, query text)
+ *		RETURNS TABLE(pk text, problem text)
+ *		For verify_job: its comparison, a query of two text columns, run as
+ *		the owner of the job in a security-restricted operation under a
+ *		search_path of pg_catalog only.  The caller must have the privileges
+ *		of the job's owner, so it gains nothing it could not do as that role.
+ */
+Datum
+backfill_verify_rows(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int64		job_id = owned_job(fcinfo, 0, "job_id");
+	Oid			owner = backfill_job_owner(job_id);
+	char	   *query;
+	RoleContext oc;
+
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"%s\" must not be null", "query")));
+	query = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	backfill_owner_enter(owner, true, &oc);
+	backfill_spi_exec(query, SPI_OK_SELECT);
+	if (SPI_tuptable->tupdesc->natts != 2)
+		elog(ERROR, "the comparison of verify_job returns %d columns",
+			 SPI_tuptable->tupdesc->natts);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		Datum		values[2];
+		bool		nulls[2];
+
+		for (int c = 0; c < 2; c++)
+			values[c] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, c + 1,
+									  &nulls[c]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	backfill_role_leave(&oc);
 	SPI_finish();
 	PG_RETURN_VOID();
 }

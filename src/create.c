@@ -47,6 +47,9 @@
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
 #include "miscadmin.h"
+#include "nodes/value.h"
+#include "parser/parse_func.h"
+#include "parser/scansup.h"
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -62,6 +65,7 @@
 
 PG_FUNCTION_INFO_V1(backfill_create_job);
 PG_FUNCTION_INFO_V1(backfill_create_job_1_2);
+PG_FUNCTION_INFO_V1(backfill_create_job_as);
 
 /*
  * backfill.rate_limit: the rate limit of a job created without one, as
@@ -457,6 +461,61 @@ check_key_names(const KindRoutine *kind, Relation rel, int npk, AttrNumber *pk)
 								keyname, RelationGetRelationName(rel)),
 						 errdetail("The state and change tables of a job of kind \"%s\" have a column \"%s\" besides the key columns.",
 								   backfill_kind_name(kind->kind), keyname)));
+	}
+}
+
+/*
+ * Each part of a qualified name must fit in NAMEDATALEN - 1 bytes: the
+ * parser of qualified names cuts a longer one short without a word, and the
+ * job would fill a table named otherwise than asked.  Parts are read as
+ * SplitIdentifierString reads them (a doubled quote in a quoted part is one
+ * byte; lower-casing keeps an unquoted part's length).
+ */
+static void
+check_name_length(const char *name)
+{
+	const char *p = name;
+
+	while (*p)
+	{
+		const char *start;
+		int			len = 0;
+
+		while (scanner_isspace(*p) || *p == '.')
+			p++;
+		start = p;
+		if (*p == '"')
+		{
+			for (p++; *p; p++)
+			{
+				if (*p == '"')
+				{
+					if (p[1] != '"')
+					{
+						p++;
+						break;
+					}
+					p++;
+				}
+				len++;
+			}
+		}
+		else
+		{
+			while (*p && *p != '.' && !scanner_isspace(*p))
+			{
+				p++;
+				len++;
+			}
+		}
+		if (len >= NAMEDATALEN)
+			ereport(ERROR,
+					(errcode(ERRCODE_NAME_TOO_LONG),
+					 errmsg("name \"%.*s\" is too long", (int) (p - start), start),
+					 errdetail("The name of the downstream table would be cut to %d bytes.",
+							   NAMEDATALEN - 1),
+					 errhint("Choose a job name of at most %d bytes for each of its parts.",
+							 NAMEDATALEN - 1)));
 	}
 }
 
@@ -871,8 +930,10 @@ create_job(FunctionCallInfo fcinfo)
 	RoleContext rc;
 	char	   *image_sql;
 	char	   *image_ddl;
+	int			guc_level;
 
 	read_arguments(fcinfo, &args);
+	check_name_length(args.name);
 	kind = backfill_kind_routine(args.kind);
 	plan_job(&args, kind, &plan);
 	SPI_connect();
@@ -880,6 +941,13 @@ create_job(FunctionCallInfo fcinfo)
 	if (args.into_existing)
 		plan.downstream_sql = backfill_existing_downstream(args.name, plan.rel, &plan.shape,
 														   plan.npk, plan.pk);
+
+	/*
+	 * The caller's names (the tables, the filter's and the expressions'
+	 * functions) are resolved; from here on the statements are the
+	 * extension's own, under its search_path.
+	 */
+	guc_level = backfill_pin_catalog_path();
 	initStringInfo(&key_ddl);
 	initStringInfo(&key_list);
 	describe_columns(&plan, &key_ddl, &key_list);
@@ -930,6 +998,7 @@ create_job(FunctionCallInfo fcinfo)
 		kind->after_create(&def);
 	backfill_capture_install(plan.rel, def.upstream_sql, def.job_id, kind->capture);
 	backfill_role_leave(&rc);
+	backfill_unpin_search_path(guc_level);
 
 	SPI_finish();
 	relation_close(plan.rel, NoLock);
@@ -960,4 +1029,57 @@ Datum
 backfill_create_job_1_2(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_INT64(create_job(fcinfo));
+}
+
+/*
+ * backfill._create_job_as(from_job_id bigint, name text, upstream regclass,
+ *						   kind text, columns text[], parallelism int,
+ *						   chunk_size int, rate_limit int, filter text,
+ *						   into_existing boolean)
+ *		RETURNS bigint
+ *
+ * For recreate_job: create_job with the other arguments, on behalf of the
+ * owner of job from_job_id, who owns the new job.  The old job's filter and
+ * expressions are its owner's SQL: the new job must not run them as whoever
+ * recreates it (a superuser, say).  The caller must have the privileges of
+ * that owner, and the owner must be allowed to call create_job.  It runs as
+ * the owner in a security-restricted operation, as the owner's jobs run.
+ */
+Datum
+backfill_create_job_as(PG_FUNCTION_ARGS)
+{
+	LOCAL_FCINFO(create_fcinfo, 9);
+	Oid			argtypes[9] = {TEXTOID, REGCLASSOID, TEXTOID, TEXTARRAYOID, INT4OID,
+	INT4OID, INT4OID, TEXTOID, BOOLOID};
+	Oid			create_oid;
+	int64		from_job_id;
+	Oid			owner;
+	RoleContext oc;
+	int64		job_id;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"%s\" must not be null", "from_job_id")));
+	from_job_id = PG_GETARG_INT64(0);
+	owner = backfill_require_job_owner(from_job_id);
+	create_oid = LookupFuncName(list_make2(makeString(BACKFILL_SCHEMA), makeString("create_job")),
+								lengthof(argtypes), argtypes, false);
+	if (pg_proc_aclcheck(create_oid, owner, ACL_EXECUTE) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("role \"%s\" may not create backfill jobs",
+						GetUserNameFromId(owner, false)),
+				 errdetail("A recreated job belongs to the owner of backfill job %lld, who has no EXECUTE privilege on function backfill.create_job.",
+						   (long long) from_job_id),
+				 errhint("Grant EXECUTE on backfill.create_job to the job's owner, or create a new job with backfill.create_job().")));
+
+	InitFunctionCallInfoData(*create_fcinfo, NULL, lengthof(argtypes), InvalidOid, NULL, NULL);
+	for (int i = 0; i < lengthof(argtypes); i++)
+		create_fcinfo->args[i] = fcinfo->args[i + 1];
+
+	backfill_owner_enter(owner, false, &oc);
+	job_id = create_job(create_fcinfo);
+	backfill_role_leave(&oc);
+	PG_RETURN_INT64(job_id);
 }

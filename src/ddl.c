@@ -538,6 +538,41 @@ check_unlogged_under_cdc(Oid relid, bool set_unlogged)
 }
 
 /*
+ * The caller's search_path when the event trigger fired: the catalog context
+ * pins the extension's own, but the names of the command's parse tree are
+ * the caller's, resolved as the command resolved them.
+ */
+static char *caller_search_path = NULL;
+
+/* a relation the command names, looked up under the caller's search_path */
+static Oid
+command_relid(const RangeVar *rv, bool missing_ok)
+{
+	int			level = NewGUCNestLevel();
+	Oid			relid;
+
+	(void) set_config_option("search_path", caller_search_path, PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	relid = RangeVarGetRelid(rv, NoLock, missing_ok);
+	AtEOXact_GUC(true, level);
+	return relid;
+}
+
+/* a type the command names, looked up under the caller's search_path */
+static Oid
+command_typid(List *names)
+{
+	int			level = NewGUCNestLevel();
+	Oid			typid;
+
+	(void) set_config_option("search_path", caller_search_path, PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	typid = LookupTypeNameOid(NULL, makeTypeNameFromNameList(names), true);
+	AtEOXact_GUC(true, level);
+	return typid;
+}
+
+/*
  * ddl_command_end of ALTER TABLE ... SET UNLOGGED under the upstream of a
  * cdc job (check_unlogged_under_cdc)
  */
@@ -557,7 +592,7 @@ check_set_unlogged(EventTriggerData *trigdata)
 
 		if (cmd->subtype != AT_SetUnLogged)
 			continue;
-		relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+		relid = command_relid(stmt->relation, true);
 		if (OidIsValid(relid))
 			check_unlogged_under_cdc(relid, true);
 	}
@@ -578,6 +613,7 @@ partition_moved(Oid relid, Oid partition, bool joined)
 		backfill_capture_partition(backfill_load_job(ids[i], CurrentMemoryContext),
 								   partition, joined);
 }
+
 
 /*
  * ddl_command_end of ALTER TABLE ... ATTACH or DETACH PARTITION, and of
@@ -603,8 +639,8 @@ partition_changes(EventTriggerData *trigdata)
 
 			if (cmd->subtype != AT_AttachPartition && cmd->subtype != AT_DetachPartition)
 				continue;
-			partition_moved(RangeVarGetRelid(stmt->relation, NoLock, false),
-							RangeVarGetRelid(((PartitionCmd *) cmd->def)->name, NoLock, false),
+			partition_moved(command_relid(stmt->relation, false),
+							command_relid(((PartitionCmd *) cmd->def)->name, false),
 							cmd->subtype == AT_AttachPartition);
 		}
 		return;
@@ -651,7 +687,7 @@ check_detach_concurrently(EventTriggerData *trigdata)
 		if (!(cmd->subtype == AT_DetachPartition && ((PartitionCmd *) cmd->def)->concurrent) &&
 			cmd->subtype != AT_DetachPartitionFinalize)
 			continue;
-		parent = RangeVarGetRelid(stmt->relation, NoLock, true);
+		parent = command_relid(stmt->relation, true);
 		if (!OidIsValid(parent) || jobs_over(parent, &ids) == 0)
 			continue;
 		ereport(ERROR,
@@ -723,7 +759,7 @@ check_enum_rename(EventTriggerData *trigdata)
 	stmt = (AlterEnumStmt *) trigdata->parsetree;
 	if (stmt->oldVal == NULL)
 		return;					/* ADD VALUE moves no label */
-	enumtype = LookupTypeNameOid(NULL, makeTypeNameFromNameList(stmt->typeName), true);
+	enumtype = command_typid(stmt->typeName);
 	if (!OidIsValid(enumtype))
 		return;					/* the command's own error */
 	backfill_spi_exec("SELECT job_id, upstream, pk_columns FROM backfill.job "
@@ -866,7 +902,7 @@ check_trigger_switches(EventTriggerData *trigdata)
 				job_id = backfill_any_trigger_job(cmd->name);
 				if (job_id == 0)
 					continue;
-				relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+				relid = command_relid(stmt->relation, true);
 				if (!OidIsValid(relid) || !job_over(relid, job_id))
 					continue;
 				refuse_trigger_change(job_id, get_rel_name(relid),
@@ -876,7 +912,7 @@ check_trigger_switches(EventTriggerData *trigdata)
 				break;
 			case AT_DisableTrigAll:
 			case AT_DisableTrigUser:
-				relid = RangeVarGetRelid(stmt->relation, NoLock, true);
+				relid = command_relid(stmt->relation, true);
 				if (!OidIsValid(relid) || jobs_over(relid, &ids) == 0)
 					continue;
 				refuse_trigger_change(ids[0], get_rel_name(relid), "disable the triggers", false);
@@ -1111,6 +1147,7 @@ backfill_on_ddl(PG_FUNCTION_ARGS)
 	/* a restore, by a role that may write the catalogs: see the file header */
 	restoring = !check_function_bodies && backfill_may_write_catalogs();
 
+	caller_search_path = pstrdup(namespace_search_path);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	/* drop_job runs as the caller */

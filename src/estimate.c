@@ -89,7 +89,8 @@ typedef struct SampleCopy
  * upstream's, and its columns, copied or computed as the shape says.
  */
 static BackfillJob *
-sample_job(Relation upstream, int npk, const AttrNumber *pk, const JobShape *shape)
+sample_job(Relation upstream, int npk, const AttrNumber *pk, const JobShape *shape,
+		   char *search_path)
 {
 	BackfillJob *job = palloc0(sizeof(BackfillJob));
 	Oid			relid = RelationGetRelid(upstream);
@@ -98,6 +99,7 @@ sample_job(Relation upstream, int npk, const AttrNumber *pk, const JobShape *sha
 	initStringInfo(&columns);
 	job->upstream = relid;
 	job->upstream_sql = backfill_relation_sql(relid);
+	job->search_path = search_path;
 	job->partitioned = upstream->rd_rel->relkind == RELKIND_PARTITIONED_TABLE;
 	job->npk = npk;
 	job->pk_names = palloc(sizeof(char *) * npk);
@@ -136,6 +138,8 @@ sample_copy(BackfillJob *job, const JobShape *shape, int64 limit, SampleCopy *sa
 	SPIPlanPtr	plan;
 	ChunkSink  *sink;
 	RoleContext rc;
+	RoleContext oc;
+	int			guc_level;
 	Datum		limit_value = Int64GetDatum(limit);
 	Datum		last_key[INDEX_MAX_KEYS];
 	bool		has_last;
@@ -151,6 +155,13 @@ sample_copy(BackfillJob *job, const JobShape *shape, int64 limit, SampleCopy *sa
 	job->downstream = RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(table_sql)),
 									   NoLock, false);
 	job->downstream_sql = table_sql;
+
+	/*
+	 * The copy runs as the job would: as its owner, the caller, in a
+	 * security-restricted operation, under the job's search_path.
+	 */
+	backfill_owner_enter(caller, false, &oc);
+	guc_level = backfill_pin_search_path(job);
 
 	/* the executor's part the sink reads: the job, its key's types, the vnodes */
 	memset(&exec, 0, sizeof(exec));
@@ -202,6 +213,8 @@ sample_copy(BackfillJob *job, const JobShape *shape, int64 limit, SampleCopy *sa
 	if (!XLogIsNeeded())
 		sample->wal_bytes = sample->table_bytes + sample->rows * SizeOfXLogRecord;
 	SPI_freeplan(plan);
+	backfill_unpin_search_path(guc_level);
+	backfill_role_leave(&oc);
 }
 
 /*
@@ -294,6 +307,8 @@ backfill_estimate_job(PG_FUNCTION_ARGS)
 	Interval   *duration;
 	Datum		values[4];
 	bool		nulls[4] = {false, false, false, false};
+	int			guc_level;
+	char	   *search_path;
 
 	for (int i = 0; i < 4; i++)
 		if (PG_ARGISNULL(i) && i != 2)
@@ -323,16 +338,20 @@ backfill_estimate_job(PG_FUNCTION_ARGS)
 	for (int k = 0; k < npk; k++)
 		pk_types[k] = get_atttype(RelationGetRelid(upstream), pk[k]);
 	/* the columns as create_job reads them: copied or computed, no filter */
+	search_path = backfill_safe_search_path(npk, pk_types);
 	backfill_shape_read(upstream, PG_ARGISNULL(2) ? NULL : PG_GETARG_ARRAYTYPE_P(2), NULL,
-						npk, pk, backfill_safe_search_path(npk, pk_types), &shape);
+						npk, pk, search_path, &shape);
 	if (kind->check_create)
 		kind->check_create(upstream, parallelism);
-	job = sample_job(upstream, npk, pk, &shape);
+	job = sample_job(upstream, npk, pk, &shape, search_path);
 
 	limit = sample_limit(upstream, &rows);
+	/* the caller's names are resolved: the statements are the extension's */
+	guc_level = backfill_pin_catalog_path();
 	SPI_connect();
 	copy_sample(job, &shape, limit, &sample);
 	SPI_finish();
+	backfill_unpin_search_path(guc_level);
 	relation_close(upstream, NoLock);
 
 	/* the whole table fit in the sample: its count is known */

@@ -22,8 +22,18 @@
  * of the transaction's start (AbortTransaction), so a leave is not needed
  * on the error path.
  *
- * The job's SQL is planned and run under a search_path that nothing the
- * caller set can change (backfill_pin_search_path).
+ * No statement the extension runs is planned under a search_path that a
+ * caller, a role's default or a database's default chose: an operator or a
+ * function of the same name in a schema put first would run in its stead,
+ * with the rights of whoever runs the statement (the extension's owner, a
+ * superuser calling an API function, a worker).  The catalog context pins
+ * a search_path of pg_catalog then pg_temp (backfill_pin_catalog_path), as
+ * the SQL functions of the extension do with SET search_path and as
+ * PostgreSQL advises for security-definer functions; the entry points that
+ * run SQL of their own as the caller pin it too, after they have read the
+ * caller's names; workers pin it for their whole session.  The job's SQL
+ * is planned and run under the job's own search_path
+ * (backfill_pin_search_path).
  *
  * May call: nothing of the extension.
  *
@@ -82,23 +92,44 @@ extension_owner(void)
 }
 
 /*
+ * backfill_pin_catalog_path
+ *		Set the search_path of the extension's own statements,
+ *		BACKFILL_CATALOG_PATH, until backfill_unpin_search_path(level).
+ */
+int
+backfill_pin_catalog_path(void)
+{
+	int			level = NewGUCNestLevel();
+
+	(void) set_config_option("search_path", BACKFILL_CATALOG_PATH,
+							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	return level;
+}
+
+/*
  * backfill_catalog_enter
- *		Act as the extension's owner, to write the catalogs.
+ *		Act as the extension's owner, to write the catalogs, under the
+ *		search_path of the extension's own statements: nothing the caller
+ *		put on its path runs as the extension's owner.
  */
 void
 backfill_catalog_enter(RoleContext *rc)
 {
 	GetUserIdAndSecContext(&rc->save_userid, &rc->save_sec_context);
-	rc->guc_level = -1;
 	SetUserIdAndSecContext(extension_owner(),
 						   rc->save_sec_context | SECURITY_LOCAL_USERID_CHANGE);
+	rc->guc_level = backfill_pin_catalog_path();
+	rc->discard_settings = false;
 }
 
 /*
  * backfill_owner_enter
  *		Act as the job's owner in a security-restricted context.  With
  *		pin_search_path, also under a search_path of pg_catalog only, until
- *		the caller sets its own.
+ *		the caller sets its own.  Whatever setting the owner's code changes
+ *		(a plain SET persists past a function's end) is undone on leaving,
+ *		as REFRESH MATERIALIZED VIEW and index builds undo it: the session
+ *		that ran it, a superuser's maybe, keeps its own settings.
  */
 void
 backfill_owner_enter(Oid owner, bool pin_search_path, RoleContext *rc)
@@ -106,13 +137,11 @@ backfill_owner_enter(Oid owner, bool pin_search_path, RoleContext *rc)
 	GetUserIdAndSecContext(&rc->save_userid, &rc->save_sec_context);
 	SetUserIdAndSecContext(owner, rc->save_sec_context | SECURITY_LOCAL_USERID_CHANGE |
 						   SECURITY_RESTRICTED_OPERATION);
-	rc->guc_level = -1;
+	rc->guc_level = NewGUCNestLevel();
+	rc->discard_settings = true;
 	if (pin_search_path)
-	{
-		rc->guc_level = NewGUCNestLevel();
-		(void) set_config_option("search_path", "pg_catalog, pg_temp",
+		(void) set_config_option("search_path", BACKFILL_CATALOG_PATH,
 								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-	}
 }
 
 /* leave a context entered with backfill_catalog_enter or backfill_owner_enter */
@@ -120,7 +149,7 @@ void
 backfill_role_leave(RoleContext *rc)
 {
 	if (rc->guc_level >= 0)
-		AtEOXact_GUC(true, rc->guc_level);
+		AtEOXact_GUC(!rc->discard_settings, rc->guc_level);
 	SetUserIdAndSecContext(rc->save_userid, rc->save_sec_context);
 }
 

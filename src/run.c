@@ -126,6 +126,8 @@ backfill_run_job(PG_FUNCTION_ARGS)
 	if (SPI_connect_ext(SPI_OPT_NONATOMIC) != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 
+	/* nothing the caller put on its search_path plans the run's SQL */
+	backfill_xact_pin_path();
 	backfill_lock_job(job_id, true);
 	PG_TRY();
 	{

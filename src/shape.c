@@ -148,6 +148,27 @@ find_mutable_function(Node *node, Oid *found)
 	return expression_tree_walker(node, find_mutable_function, found);
 }
 
+/* a subquery, refused in what for what the user wrote */
+static void
+report_subquery(const char *what)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("%s of a backfill job cannot use a subquery", what),
+			 errdetail("Only the upstream row itself may decide what is copied.")));
+}
+
+/* whether a raw expression holds a subquery */
+static bool
+raw_has_sublink(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, SubLink))
+		return true;
+	return raw_expression_tree_walker(node, raw_has_sublink, context);
+}
+
 /*
  * What an analyzed expression may not hold: a subquery, a system column, a
  * whole-row reference, anything not immutable.
@@ -161,10 +182,7 @@ check_expression(Relation rel, Node *expr, const char *column)
 	int			a = -1;
 
 	if (checkExprHasSubLink(expr))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("%s of a backfill job cannot use a subquery", what),
-				 errdetail("Only the upstream row itself may decide what is copied.")));
+		report_subquery(what);
 	pull_varattnos(expr, 1, &attrs);
 	while ((a = bms_next_member(attrs, a)) >= 0)
 	{
@@ -208,6 +226,13 @@ analyze_expression(Relation rel, Node *raw, const char *column)
 	ParseNamespaceItem *nsitem;
 	Node	   *expr;
 
+	/*
+	 * A computed column is analyzed as a generated column's expression,
+	 * whose own refusal of a subquery would speak of column generation:
+	 * refuse it first, naming what the user wrote.
+	 */
+	if (column != NULL && raw_has_sublink(raw, NULL))
+		report_subquery(psprintf("computed column \"%s\"", column));
 	nsitem = addRangeTableEntryForRelation(pstate, rel, AccessShareLock, NULL, false, false);
 	addNSItemToQuery(pstate, nsitem, false, true, true);
 	expr = transformExpr(pstate, raw, column ? EXPR_KIND_GENERATED_COLUMN : EXPR_KIND_WHERE);

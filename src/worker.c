@@ -124,6 +124,18 @@ record_failure(int64 job_id, ErrorData *edata)
 	backfill_xact_end();
 }
 
+/*
+ * A worker's search_path, for its whole session: the role's and the
+ * database's defaults (which the job's owner, or the database's, may set)
+ * must not decide what the worker's statements mean.  The job's own SQL
+ * runs under the job's search_path regardless (privilege.c).
+ */
+static void
+pin_session_path(void)
+{
+	SetConfigOption("search_path", BACKFILL_CATALOG_PATH, PGC_USERSET, PGC_S_SESSION);
+}
+
 void
 backfill_actor_main(Datum main_arg pg_attribute_unused())
 {
@@ -141,6 +153,7 @@ backfill_actor_main(Datum main_arg pg_attribute_unused())
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnectionByOid(args.dboid, args.owner, 0);
+	pin_session_path();
 	backfill_attach_worker(args.job_id, args.actor_id);
 
 	snprintf(name, sizeof(name), "backfill job %lld actor %d",
@@ -341,6 +354,7 @@ backfill_launcher_main(Datum main_arg pg_attribute_unused())
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnection(backfill_database, NULL, 0);
+	pin_session_path();
 	pgstat_report_appname("backfill launcher");
 
 	launch_jobs();

@@ -23,6 +23,7 @@
 #include "miscadmin.h"
 #include "storage/latch.h"
 #include "tcop/pquery.h"
+#include "utils/guc.h"
 #include "utils/resowner.h"
 #include "utils/snapmgr.h"
 #include "utils/wait_event.h"
@@ -30,11 +31,26 @@
 #include "backfill.h"
 
 /*
+ * backfill_xact_pin_path
+ *		Pin the search_path of the extension's own statements until the
+ *		transaction ends, as SET LOCAL does: a run's statements outside any
+ *		role context (reading its job's row, its state) must not be planned
+ *		under the caller's search_path.
+ */
+void
+backfill_xact_pin_path(void)
+{
+	(void) set_config_option("search_path", BACKFILL_CATALOG_PATH,
+							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
+}
+
+/*
  * backfill_commit
  *		Commit in a non-atomic SPI connection; SPI starts the next
- *		transaction.  Within CALL the portal owns the active snapshot and
- *		SPI_commit lets go of it; a background worker has no portal and
- *		pushed its own, which it must pop first.
+ *		transaction, under the pinned search_path again (the commit ended
+ *		the previous one's).  Within CALL the portal owns the active
+ *		snapshot and SPI_commit lets go of it; a background worker has no
+ *		portal and pushed its own, which it must pop first.
  */
 void
 backfill_commit(void)
@@ -43,6 +59,7 @@ backfill_commit(void)
 		while (ActiveSnapshotSet())
 			PopActiveSnapshot();
 	SPI_commit();
+	backfill_xact_pin_path();
 }
 
 /*
