@@ -730,10 +730,18 @@ create_job(FunctionCallInfo fcinfo)
 	RoleContext rc;
 	char	   *image_sql;
 	char	   *image_ddl;
+	int			guc_level;
 
 	read_arguments(fcinfo, &args);
 	kind = backfill_kind_routine(args.kind);
 	plan_job(&args, kind, &plan);
+
+	/*
+	 * The caller's text is read; from here on the job's SQL carries the
+	 * stored text, read under the settings it was written under (shape.c).
+	 */
+	guc_level = NewGUCNestLevel();
+	backfill_pin_parse_settings();
 	SPI_connect();
 	if (args.into_existing)
 		plan.downstream_sql = backfill_existing_downstream(args.name, plan.rel, &plan.shape,
@@ -784,6 +792,7 @@ create_job(FunctionCallInfo fcinfo)
 	backfill_role_leave(&rc);
 
 	SPI_finish();
+	AtEOXact_GUC(true, guc_level);
 	relation_close(plan.rel, NoLock);
 	return def.job_id;
 }

@@ -62,6 +62,7 @@
 #include "optimizer/plancat.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
 #include "utils/syscache.h"
@@ -292,6 +293,7 @@ backfill_estimate_job(PG_FUNCTION_ARGS)
 	double		seconds;
 	int64		wal_rate;
 	Interval   *duration;
+	int			guc_level;
 	Datum		values[4];
 	bool		nulls[4] = {false, false, false, false};
 
@@ -329,7 +331,11 @@ backfill_estimate_job(PG_FUNCTION_ARGS)
 
 	limit = sample_limit(upstream, &rows);
 	SPI_connect();
+	/* the columns' stored text, read as the job would read it (shape.c) */
+	guc_level = NewGUCNestLevel();
+	backfill_pin_parse_settings();
 	copy_sample(job, &shape, limit, &sample);
+	AtEOXact_GUC(true, guc_level);
 	SPI_finish();
 	relation_close(upstream, NoLock);
 
