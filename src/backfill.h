@@ -238,6 +238,8 @@ extern ResourceOwner backfill_subxact_begin(void);
 extern void backfill_subxact_rollback(ResourceOwner owner);
 extern void backfill_sleep_ms(long ms);
 extern void backfill_sleep_until(TimestampTz t);
+extern void backfill_set_stop_check(bool (*check) (void));
+extern bool backfill_stop_pending(void);
 extern int64 backfill_next_epoch(int64 previous);
 
 /*
