@@ -201,6 +201,9 @@ CREATE OR REPLACE FUNCTION backfill.verify_job(job_id bigint)
 RETURNS TABLE (pk text, problem text)
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
+SET standard_conforming_strings = on
+SET "DateStyle" = 'ISO, MDY'
+SET "IntervalStyle" = postgres
 AS $$
 DECLARE
     j backfill.job := backfill._get_job(job_id);
@@ -442,6 +445,9 @@ CREATE OR REPLACE FUNCTION backfill.recreate_job(job_id bigint, kind text DEFAUL
 RETURNS bigint
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
+SET standard_conforming_strings = on
+SET "DateStyle" = 'ISO, MDY'
+SET "IntervalStyle" = postgres
 AS $$
 DECLARE
     j backfill.job := backfill._get_job(job_id);
@@ -477,3 +483,14 @@ $$;
 -- caller's rights, and each checks that the caller owns the job)
 REVOKE ALL ON FUNCTION backfill._on_ddl() FROM PUBLIC;
 REVOKE ALL ON FUNCTION backfill._on_drop_extension() FROM PUBLIC;
+
+-- ---- expressions read under pinned settings ----
+
+-- A job's filter and computed columns are stored as text written under
+-- standard_conforming_strings = on, DateStyle = 'ISO, MDY' and IntervalStyle
+-- = postgres (shape.c), and the C code reads them under the same settings
+-- wherever it builds the job's SQL.  The two SQL functions that build SQL
+-- from that text, verify_job (the comparison) and recreate_job (which hands
+-- it back to create_job), read it under those settings too, whatever the
+-- session's: their definitions above carry them.  Jobs made before 1.3 keep
+-- their text as it is (shape.c says why).

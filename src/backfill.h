@@ -259,6 +259,8 @@ extern void backfill_subxact_rollback(ResourceOwner owner);
 extern void backfill_subxact_release(ResourceOwner owner);
 extern void backfill_sleep_ms(long ms);
 extern void backfill_sleep_until(TimestampTz t);
+extern void backfill_set_stop_check(bool (*check) (void));
+extern bool backfill_stop_pending(void);
 extern int64 backfill_next_epoch(int64 previous);
 
 /*
@@ -299,6 +301,8 @@ extern void backfill_role_leave(RoleContext *rc);
 extern void backfill_check_job_owner(int64 job_id, Oid owner);
 extern bool backfill_may_write_catalogs(void);
 extern char *backfill_safe_search_path(int npk, Oid *pk_types);
+extern void backfill_pin_parse_settings(void);
+extern void backfill_pin_deparse_settings(void);
 extern int	backfill_pin_search_path(BackfillJob *job);
 extern void backfill_unpin_search_path(int level);
 

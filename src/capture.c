@@ -1361,6 +1361,7 @@ apply_batch_job(ApplyBatchJob *bj)
 		guc_level = NewGUCNestLevel();
 		(void) set_config_option("search_path", "pg_catalog, pg_temp",
 								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+		backfill_pin_parse_settings();
 		if (SPI_connect() != SPI_OK_CONNECT)
 			elog(ERROR, "SPI_connect failed");
 		apply_entry_build(entry, bj->job_id);
@@ -1376,6 +1377,7 @@ apply_batch_job(ApplyBatchJob *bj)
 		guc_level = NewGUCNestLevel();
 		(void) set_config_option("search_path", entry->search_path,
 								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+		backfill_pin_parse_settings();
 	}
 	if (direct)
 	{
@@ -1522,6 +1524,7 @@ backfill_apply_change(PG_FUNCTION_ARGS)
 	}
 	(void) set_config_option("search_path", entry->search_path,
 							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	backfill_pin_parse_settings();
 
 	if (entry->upstream != RelationGetRelid(trigdata->tg_relation))
 		check_trigger_relation(trigdata, job_id, entry->downstream);

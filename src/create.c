@@ -936,6 +936,13 @@ create_job(FunctionCallInfo fcinfo)
 	check_name_length(args.name);
 	kind = backfill_kind_routine(args.kind);
 	plan_job(&args, kind, &plan);
+
+	/*
+	 * The caller's text is read; from here on the job's SQL carries the
+	 * stored text, read under the settings it was written under (shape.c).
+	 */
+	guc_level = NewGUCNestLevel();
+	backfill_pin_parse_settings();
 	SPI_connect();
 	check_job_caps(args.upstream, GetUserId());
 	if (args.into_existing)
@@ -1001,6 +1008,7 @@ create_job(FunctionCallInfo fcinfo)
 	backfill_unpin_search_path(guc_level);
 
 	SPI_finish();
+	AtEOXact_GUC(true, guc_level);
 	relation_close(plan.rel, NoLock);
 	return def.job_id;
 }

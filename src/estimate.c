@@ -62,6 +62,7 @@
 #include "optimizer/plancat.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
 #include "utils/syscache.h"
@@ -305,9 +306,10 @@ backfill_estimate_job(PG_FUNCTION_ARGS)
 	double		seconds;
 	int64		wal_rate;
 	Interval   *duration;
+	int			guc_level;
+	int			parse_level;
 	Datum		values[4];
 	bool		nulls[4] = {false, false, false, false};
-	int			guc_level;
 	char	   *search_path;
 
 	for (int i = 0; i < 4; i++)
@@ -349,7 +351,11 @@ backfill_estimate_job(PG_FUNCTION_ARGS)
 	/* the caller's names are resolved: the statements are the extension's */
 	guc_level = backfill_pin_catalog_path();
 	SPI_connect();
+	/* the columns' stored text, read as the job would read it (shape.c) */
+	parse_level = NewGUCNestLevel();
+	backfill_pin_parse_settings();
 	copy_sample(job, &shape, limit, &sample);
+	AtEOXact_GUC(true, parse_level);
 	SPI_finish();
 	backfill_unpin_search_path(guc_level);
 	relation_close(upstream, NoLock);

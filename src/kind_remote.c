@@ -580,7 +580,15 @@ remote_after_create(const JobDefinition *def)
 	char	   *comma = strchr(key, ',');
 
 	backfill_remote_table(RelationGetRelid(def->upstream), &table);
-	conn = backfill_remote_connect(table.serverid, GetUserId(), "backfill create_job");
+
+	/*
+	 * As the job's owner, through its user mapping, as every later
+	 * connection of the job: the caller runs this in the catalog context,
+	 * where the current user is the extension's owner, whose mapping could
+	 * show the statistics and rows of the source that the job's own role
+	 * may not see.
+	 */
+	conn = backfill_remote_connect(table.serverid, def->owner, "backfill create_job");
 	if (comma != NULL)
 		*comma = '\0';
 	/* key_list is quoted; the statistics know the column by its name */

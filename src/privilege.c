@@ -33,7 +33,9 @@
  * run SQL of their own as the caller pin it too, after they have read the
  * caller's names; workers pin it for their whole session.  The job's SQL
  * is planned and run under the job's own search_path
- * (backfill_pin_search_path).
+ * (backfill_pin_search_path), and under the settings that decide how the
+ * text of its filter and computed columns is read
+ * (backfill_pin_parse_settings; shape.c says why these).
  *
  * May call: nothing of the extension.
  *
@@ -54,6 +56,7 @@
 #include "utils/lsyscache.h"
 #include "commands/extension.h"
 #include "miscadmin.h"
+#include "parser/parser.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
@@ -140,8 +143,54 @@ backfill_owner_enter(Oid owner, bool pin_search_path, RoleContext *rc)
 	rc->guc_level = NewGUCNestLevel();
 	rc->discard_settings = true;
 	if (pin_search_path)
+	{
 		(void) set_config_option("search_path", BACKFILL_CATALOG_PATH,
 								 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+		backfill_pin_parse_settings();
+	}
+}
+
+/* set a setting until the current GUC nest level ends */
+static void
+pin_setting(const char *name, const char *value)
+{
+	(void) set_config_option(name, value, PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+}
+
+/*
+ * backfill_pin_parse_settings
+ *		Until the caller's GUC nest level ends, the settings under which the
+ *		text of a job's filter and computed columns was written (shape.c)
+ *		and must be read: standard_conforming_strings on (a backslash in a
+ *		literal is itself), DateStyle ISO, MDY and IntervalStyle postgres
+ *		(how dates, timestamps and intervals are written and read), as
+ *		pg_dump pins them.  A setting that already has its value is left
+ *		alone, so that a session with the defaults pays nothing.
+ */
+void
+backfill_pin_parse_settings(void)
+{
+	if (!standard_conforming_strings)
+		pin_setting("standard_conforming_strings", "on");
+	if (DateStyle != USE_ISO_DATES || DateOrder != DATEORDER_MDY)
+		pin_setting("DateStyle", "ISO, MDY");
+	if (IntervalStyle != INTSTYLE_POSTGRES)
+		pin_setting("IntervalStyle", "postgres");
+}
+
+/*
+ * backfill_pin_deparse_settings
+ *		backfill_pin_parse_settings(), and what decides only how a value is
+ *		written: the time zone (UTC) and the digits of floats (as pg_dump's
+ *		extra_float_digits = 3, the shortest text that reads back exactly).
+ */
+void
+backfill_pin_deparse_settings(void)
+{
+	backfill_pin_parse_settings();
+	pin_setting("TimeZone", "UTC");
+	pin_setting("extra_float_digits", "3");
 }
 
 /* leave a context entered with backfill_catalog_enter or backfill_owner_enter */
@@ -202,7 +251,8 @@ backfill_safe_search_path(int npk, Oid *pk_types)
 
 /*
  * backfill_pin_search_path
- *		Set the job's safe search_path until backfill_unpin_search_path(level).
+ *		Set the job's safe search_path, and the settings its expressions are
+ *		read under, until backfill_unpin_search_path(level).
  */
 int
 backfill_pin_search_path(BackfillJob *job)
@@ -211,6 +261,7 @@ backfill_pin_search_path(BackfillJob *job)
 
 	(void) set_config_option("search_path", job->search_path,
 							 PGC_USERSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	backfill_pin_parse_settings();
 	return level;
 }
 

@@ -14,10 +14,15 @@
  * and role, opened on first use; an error in the middle of a query closes
  * it, so the next use connects again.
  *
- * Every wait on the source goes through WaitLatchOrSocket (libpqsrv_*), so
- * a query can be cancelled: a statement timeout, a cancel, a worker's
- * SIGTERM interrupt the wait, the query is cancelled on the source and the
- * connection closed before the error goes on.
+ * Every wait on the source, the connection's start included, goes through
+ * WaitLatchOrSocket (wait_socket), so nothing waits on a source that does
+ * not answer for longer than the caller lets it: a statement timeout, a
+ * cancel, a worker's SIGTERM interrupt the wait, the query is cancelled on
+ * the source and the connection closed before the error goes on.  A
+ * worker's job being stopped (stop_job sets the worker's latch) interrupts
+ * it too, with an error of its own (backfill_stop_pending, xact.c): the
+ * connection is closed without a cancel, which would itself wait for the
+ * source, and the worker ends (worker.c).
  *
  * Errors: a failure to connect, or a connection lost, is reported with
  * SQLSTATE 08006 (connection_failure), which workers retry; an error the
@@ -51,6 +56,7 @@
 #include "utils/memutils.h"
 #include "utils/wait_event.h"
 
+#include "backfill.h"
 #include "remote.h"
 
 struct RemoteConn
@@ -61,6 +67,72 @@ struct RemoteConn
 	PGconn	   *conn;
 	List	   *secrets;		/* the passwords of its options, to strip */
 };
+
+/*
+ * Wait until sock is ready for events, or for the latch: a cancel, a
+ * statement timeout or SIGTERM then raise their error, and a stop of the
+ * worker's job raises ours.  Returns WaitLatchOrSocket's events.
+ */
+static int
+wait_socket(const char *server_name, pgsocket sock, int events)
+{
+	int			rc = WaitLatchOrSocket(MyLatch, WL_EXIT_ON_PM_DEATH | WL_LATCH_SET | events,
+									   sock, 0, PG_WAIT_EXTENSION);
+
+	if (rc & WL_LATCH_SET)
+	{
+		ResetLatch(MyLatch);
+		CHECK_FOR_INTERRUPTS();
+		if (backfill_stop_pending())
+			ereport(ERROR,
+					(errcode(ERRCODE_QUERY_CANCELED),
+					 errmsg("canceling the wait for server \"%s\" because the job was stopped",
+							server_name)));
+	}
+	return rc;
+}
+
+/*
+ * libpqsrv_connect_params(), with its waits through wait_socket(): a
+ * source that accepts the connection and never answers holds no one.  NULL
+ * when libpq is out of memory; else a connection to check with PQstatus().
+ */
+static PGconn *
+connect_interruptible(const char *server_name, const char *const *keywords,
+					  const char *const *values)
+{
+	PGconn	   *conn;
+
+	libpqsrv_connect_prepare();
+	conn = PQconnectStartParams(keywords, values, false);
+	if (conn == NULL)
+	{
+		ReleaseExternalFD();
+		return NULL;
+	}
+	if (PQstatus(conn) == CONNECTION_BAD)
+		return conn;
+	PG_TRY();
+	{
+		/* as PQconnectPoll() asks: first wait until the socket is writable */
+		PostgresPollingStatusType status = PGRES_POLLING_WRITING;
+
+		while (status != PGRES_POLLING_OK && status != PGRES_POLLING_FAILED)
+		{
+			(void) wait_socket(server_name, PQsocket(conn),
+							   status == PGRES_POLLING_READING ?
+							   WL_SOCKET_READABLE : WL_SOCKET_WRITEABLE);
+			status = PQconnectPoll(conn);
+		}
+	}
+	PG_CATCH();
+	{
+		libpqsrv_disconnect(conn);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	return conn;
+}
 
 /* this process's connections, in TopMemoryContext */
 static List *connections = NIL;
@@ -233,7 +305,7 @@ backfill_remote_connect(Oid serverid, Oid userid, const char *appname)
 	rc->conn = NULL;
 
 	(void) connection_options(rc, server, um, appname, &keywords, &values);
-	rc->conn = libpqsrv_connect_params(keywords, values, false, PG_WAIT_EXTENSION);
+	rc->conn = connect_interruptible(server->servername, keywords, values);
 	if (rc->conn == NULL || PQstatus(rc->conn) != CONNECTION_OK)
 	{
 		char	   *message = stripped(rc, rc->conn ? PQerrorMessage(rc->conn) : "out of memory");
@@ -260,11 +332,17 @@ backfill_remote_disconnect(RemoteConn *rc)
 	rc->conn = NULL;
 }
 
-/* after an error or an interrupt: cancel what runs on the source, close */
+/*
+ * After an error or an interrupt: cancel what runs on the source, close.
+ * Not when the job is being stopped: PQcancel() waits for the source,
+ * which may be what never answers; closing is enough for the source to end
+ * the query when it next writes.
+ */
 static void
 abandon(RemoteConn *rc)
 {
-	if (rc->conn != NULL && PQtransactionStatus(rc->conn) == PQTRANS_ACTIVE)
+	if (rc->conn != NULL && PQtransactionStatus(rc->conn) == PQTRANS_ACTIVE &&
+		!backfill_stop_pending())
 	{
 		PGcancel   *cancel = PQgetCancel(rc->conn);
 		char		errbuf[256];
@@ -306,7 +384,14 @@ next_result(RemoteConn *rc)
 
 	PG_TRY();
 	{
-		res = libpqsrv_get_result(rc->conn, PG_WAIT_EXTENSION);
+		/* libpqsrv_get_result(), its waits through wait_socket() */
+		while (PQisBusy(rc->conn))
+		{
+			if ((wait_socket(rc->server_name, PQsocket(rc->conn), WL_SOCKET_READABLE) &
+				 WL_SOCKET_READABLE) && !PQconsumeInput(rc->conn))
+				break;
+		}
+		res = PQgetResult(rc->conn);
 	}
 	PG_CATCH();
 	{
@@ -406,17 +491,8 @@ copy_source(void *outbuf, int minread, int maxread)
 				break;
 			while ((n = PQgetCopyData(copy_conn->conn, &copy_buf, true)) == 0)
 			{
-				int			rc = WaitLatchOrSocket(MyLatch,
-												   WL_EXIT_ON_PM_DEATH | WL_LATCH_SET |
-												   WL_SOCKET_READABLE,
-												   PQsocket(copy_conn->conn), 0,
-												   PG_WAIT_EXTENSION);
-
-				if (rc & WL_LATCH_SET)
-				{
-					ResetLatch(MyLatch);
-					CHECK_FOR_INTERRUPTS();
-				}
+				(void) wait_socket(copy_conn->server_name, PQsocket(copy_conn->conn),
+								   WL_SOCKET_READABLE);
 				if (PQconsumeInput(copy_conn->conn) == 0)
 					report_failure(copy_conn, NULL, "read rows");
 			}

@@ -23,6 +23,32 @@
  * are left unqualified: wherever the job's SQL puts an expression, the
  * upstream, alias u, is the only relation in scope at that level.
  *
+ * The text a user gives is read under the caller's settings, as any of its
+ * SQL: a literal's backslashes as standard_conforming_strings says, a date
+ * as DateStyle orders it.  The text stored is written under settings of its
+ * own, as pg_dump pins them (backfill_pin_deparse_settings):
+ * standard_conforming_strings on, DateStyle ISO, IntervalStyle postgres,
+ * TimeZone UTC, extra_float_digits 3; and every later reading of it (the
+ * barriers, the capture and apply triggers, verify_job, recreate_job,
+ * estimate_job, the checks of DDL on the upstream) is under the first three
+ * (backfill_pin_parse_settings), the ones that decide how a text is read:
+ * a time zone and float digits change only how a value is written, and a
+ * constant written in ISO style carries its offset.  So an expression means
+ * what its creator meant, whoever reads it later with whatever settings.
+ *
+ * Why text, and not the analyzed tree (nodeToString, as PostgreSQL keeps a
+ * column's default)?  A stored tree names functions, operators and types by
+ * OID: it would need pg_depend entries to keep them from being dropped or
+ * replaced under the job, and pg_dump would have to recreate it from a text
+ * anyway.  The text is what backfill.job shows, what a dump restores and
+ * what the job's SQL is built from; pinned settings and qualified names are
+ * enough to make it mean one thing.
+ *
+ * Jobs made before version 1.3 keep the text they were stored with, written
+ * under their creator's settings: the upgrade cannot know those settings, so
+ * the text is not rewritten, and is now read under the pinned ones, as a
+ * session with the default settings read it before.
+ *
  * May call: privilege.c and the foundations.
  *
  *-------------------------------------------------------------------------
@@ -247,7 +273,7 @@ analyze_expression(Relation rel, Node *raw, const char *column)
 	return expr;
 }
 
-/* parse and analyze an expression under a search_path */
+/* parse and analyze a stored expression under a search_path and the pinned settings */
 static Node *
 expression_under(Relation rel, const char *text, const char *column, const char *path)
 {
@@ -258,6 +284,7 @@ expression_under(Relation rel, const char *text, const char *column, const char 
 
 	(void) set_config_option("search_path", path, PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
+	backfill_pin_parse_settings();
 	raw = parse_expression(text, &alias);
 	if (raw == NULL)
 		elog(ERROR, "stored expression \"%s\" is not one expression", text);
@@ -268,7 +295,8 @@ expression_under(Relation rel, const char *text, const char *column, const char 
 
 /*
  * The text to store for an analyzed expression: deparsed under
- * SHAPE_DEPARSE_PATH, and meaning the same under the job's search_path.
+ * SHAPE_DEPARSE_PATH and the pinned settings, and meaning the same under
+ * the job's search_path and those settings.
  */
 static char *
 store_expression(Relation rel, Node *expr, const char *column, const char *search_path)
@@ -278,6 +306,7 @@ store_expression(Relation rel, Node *expr, const char *column, const char *searc
 
 	(void) set_config_option("search_path", SHAPE_DEPARSE_PATH, PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
+	backfill_pin_deparse_settings();
 	text = deparse_expression(expr, deparse_context_for(RelationGetRelationName(rel),
 														RelationGetRelid(rel)),
 							  false, false);

@@ -44,9 +44,10 @@
  * in its run.
  *
  * Stopping sets the run's stop flag, which each worker reads before each
- * barrier, so it stops at the next barrier; an immediate stop also sends
- * SIGTERM, which ends the barrier in flight (rolled back).  The caller waits
- * until every worker has left.
+ * barrier, so it stops at the next barrier, and sets the workers' latches,
+ * so that one waiting on another server notices it at once (remote.c); an
+ * immediate stop also sends SIGTERM, which ends the barrier in flight
+ * (rolled back).  The caller waits until every worker has left.
  *
  * DROP EXTENSION and ALTER EXTENSION UPDATE would take locks on the
  * extension's catalogs and functions in an order the workers' barriers take
@@ -84,6 +85,8 @@
 #include "storage/ipc.h"
 #include "storage/latch.h"
 #include "storage/lwlock.h"
+#include "storage/proc.h"
+#include "storage/procarray.h"
 #include "storage/shmem.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_class.h"
@@ -776,6 +779,7 @@ backfill_stop_workers(int64 job_id, bool immediate)
 {
 	BackfillRun *run;
 	BackgroundWorkerHandle handles[BACKFILL_MAX_PARALLELISM];
+	pid_t		pids[BACKFILL_MAX_PARALLELISM];
 	int			nhandles = 0;
 
 	if (!backfill_preloaded || shared == NULL)
@@ -802,8 +806,20 @@ backfill_stop_workers(int64 job_id, bool immediate)
 	run->stop = true;
 	for (int i = 0; i < shared->nslots && nhandles < BACKFILL_MAX_PARALLELISM; i++)
 		if (slot_of_job(&shared->workers[i], job_id) && shared->workers[i].registered)
+		{
+			pids[nhandles] = shared->workers[i].pid;
 			handles[nhandles++] = shared->workers[i].handle;
+		}
 	LWLockRelease(shared->lock);
+
+	/* wake those that wait on something else than a barrier (remote.c) */
+	for (int i = 0; i < nhandles; i++)
+	{
+		PGPROC	   *proc = pids[i] != 0 ? BackendPidGetProc(pids[i]) : NULL;
+
+		if (proc != NULL)
+			SetLatch(&proc->procLatch);
+	}
 
 	if (immediate)
 		for (int i = 0; i < nhandles; i++)

@@ -33,7 +33,9 @@
  * committed state; so is a lost connection to another server (SQLSTATE
  * class 08, remote.c), for as long as it takes, waiting twice as long
  * after each failure up to BACKFILL_MAX_WAIT_MS, with the reason in
- * pg_stat_activity.
+ * pg_stat_activity, until stop_job.  stop_job sets the workers' latches: a
+ * worker waiting for another server (remote.c), or between two tries to
+ * reach it, ends at once, its barrier rolled back, without failing the job.
  *
  * The launcher (backfill_launcher_main) starts with the server when the
  * library is preloaded, and again after a crash.  It connects to
@@ -111,6 +113,16 @@ actor_barriers(ActorArgs *args, MemoryContext cxt, bool may_follow)
 	backfill_drive(job, actor, 0);
 }
 
+/* the job of this actor worker, for job_stopped() */
+static int64 my_job = 0;
+
+/* backfill_stop_pending() of this worker: whether stop_job asked it to stop */
+static bool
+job_stopped(void)
+{
+	return backfill_stop_requested(my_job);
+}
+
 /*
  * record an error that stops the job, in a transaction of its own, unless
  * the job has ended already
@@ -155,6 +167,9 @@ backfill_actor_main(Datum main_arg pg_attribute_unused())
 	BackgroundWorkerInitializeConnectionByOid(args.dboid, args.owner, 0);
 	pin_session_path();
 	backfill_attach_worker(args.job_id, args.actor_id);
+	/* a wait on another server ends when the job is stopped (remote.c) */
+	my_job = args.job_id;
+	backfill_set_stop_check(job_stopped);
 
 	snprintf(name, sizeof(name), "backfill job %lld actor %d",
 			 (long long) args.job_id, args.actor_id);
@@ -199,6 +214,7 @@ backfill_actor_main(Datum main_arg pg_attribute_unused())
 			ErrorData  *edata;
 			bool		retry;
 			bool		transient;
+			bool		stopped;
 
 			MemoryContextSwitchTo(cxt);
 			edata = CopyErrorData();
@@ -208,7 +224,15 @@ backfill_actor_main(Datum main_arg pg_attribute_unused())
 				((edata->sqlerrcode == ERRCODE_T_R_SERIALIZATION_FAILURE ||
 				  edata->sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED) &&
 				 retries < BACKFILL_MAX_RETRIES);
-			if (retry)
+
+			/*
+			 * Stopped while it waited for another server, or while it could
+			 * not reach it: the barrier in flight is rolled back, as by an
+			 * immediate stop, and the job is not failed.
+			 */
+			stopped = (transient || edata->sqlerrcode == ERRCODE_QUERY_CANCELED) &&
+				job_stopped();
+			if (retry || stopped)
 				edata->elevel = LOG;
 			EmitErrorReport();
 			FlushErrorState();
@@ -216,12 +240,14 @@ backfill_actor_main(Datum main_arg pg_attribute_unused())
 			if (preparer)
 			{
 				/* failed during the prepare step: give it back, or fail it */
-				if (retry)
+				if (retry && !stopped)
 					backfill_unclaim_prepare(args.job_id);
 				else
 					backfill_finish_prepare(args.job_id, false);
 				preparer = false;
 			}
+			if (stopped)
+				proc_exit(0);
 			if (!retry)
 			{
 				record_failure(args.job_id, edata);
@@ -241,7 +267,11 @@ backfill_actor_main(Datum main_arg pg_attribute_unused())
 		}
 		PG_END_TRY();
 		if (!done)
+		{
 			backfill_sleep_ms(wait_ms);
+			/* stop_job wakes the sleep */
+			done = job_stopped();
+		}
 	}
 	proc_exit(0);
 }

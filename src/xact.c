@@ -190,6 +190,31 @@ backfill_sleep_ms(long ms)
 	CHECK_FOR_INTERRUPTS();
 }
 
+/* a background worker's test of whether its job was asked to stop */
+static bool (*stop_check) (void) = NULL;
+
+/*
+ * backfill_set_stop_check
+ *		For a background worker: how waits that may last (on another
+ *		server, remote.c) learn that the job was asked to stop, once the
+ *		latch wakes them.
+ */
+void
+backfill_set_stop_check(bool (*check) (void))
+{
+	stop_check = check;
+}
+
+/*
+ * backfill_stop_pending
+ *		Whether this process is a worker whose job was asked to stop.
+ */
+bool
+backfill_stop_pending(void)
+{
+	return stop_check != NULL && stop_check();
+}
+
 /* sleep until t, or until interrupted */
 void
 backfill_sleep_until(TimestampTz t)
