@@ -21,6 +21,11 @@ SELECT p.oid::regprocedure AS without_search_path
  ORDER BY p.oid::regprocedure::text COLLATE "C";
 
 CREATE ROLE regress_mal LOGIN;
+-- a server that asks for passwords (pg_virtualenv's) gets the one psql has
+\getenv regress_password PGPASSWORD
+\if :{?regress_password}
+ALTER ROLE regress_mal PASSWORD :'regress_password';
+\endif
 CREATE SCHEMA regress_mal AUTHORIZATION regress_mal;
 GRANT USAGE ON SCHEMA regress_mal TO PUBLIC;
 
