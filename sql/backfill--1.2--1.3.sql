@@ -256,10 +256,16 @@ BEGIN
           JOIN pg_attribute a ON a.attrelid = j.downstream AND a.attname = t.c AND NOT a.attisdropped;
         IF j.status <> 'finished' THEN
             -- the keys of finished splits: [bound split_id - 1, bound split_id)
+            -- (compared through the key type's btree operators, as the
+            -- splits were cut: an hstore key has no >= of that name)
             covered := format('EXISTS (SELECT FROM %1$s s WHERE s.backfill_finished '
-                              'AND ((%2$L::text[])[s.split_id] IS NULL OR u.%3$I >= ((%2$L::text[])[s.split_id])::%4$s) '
-                              'AND ((%2$L::text[])[s.split_id + 1] IS NULL OR u.%3$I < ((%2$L::text[])[s.split_id + 1])::%4$s))',
-                              j.state_table, coalesce(j.remote_splits, '{}'), j.pk_columns[1], first_type);
+                              'AND ((%2$L::text[])[s.split_id] IS NULL OR EXISTS (SELECT FROM '
+                              '(SELECT ((%2$L::text[])[s.split_id])::%4$s AS %3$I) b WHERE %5$s)) '
+                              'AND ((%2$L::text[])[s.split_id + 1] IS NULL OR EXISTS (SELECT FROM '
+                              '(SELECT ((%2$L::text[])[s.split_id + 1])::%4$s AS %3$I) b WHERE %6$s)))',
+                              j.state_table, coalesce(j.remote_splits, '{}'), j.pk_columns[1], first_type,
+                              backfill._key_compare_sql(j.upstream, j.pk_columns[1:1], 'u', '>=', 'b'),
+                              backfill._key_compare_sql(j.upstream, j.pk_columns[1:1], 'u', '<', 'b'));
             scan_d := format('(SELECT u.* FROM %s u WHERE %s)', j.downstream, covered);
         END IF;
         -- no fetch from here on; the source's snapshot, then what its slot

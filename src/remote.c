@@ -8,7 +8,9 @@
  * libpq options of the foreign server, then those of the user mapping of
  * the role the job runs as (its owner), the application name, and the
  * database's encoding as client_encoding.  A role that is not a superuser
- * must give a password in its user mapping, as postgres_fdw requires.  No
+ * must give a password in its user mapping, and the source must have asked
+ * for it, unless a superuser set password_required 'false' on the mapping:
+ * the checks of postgres_fdw (connection.c), at every connection.  No
  * option is ever stored by the extension: they are read from the catalogs
  * at each connection.  Each process keeps one connection per foreign server
  * and role, opened on first use; an error in the middle of a query closes
@@ -212,6 +214,26 @@ is_libpq_option(const char *keyword)
 }
 
 /*
+ * Whether a user mapping requires a password: true unless it has the option
+ * password_required 'false', which postgres_fdw lets only a superuser set
+ * (postgres_fdw's UserMappingPasswordRequired()).
+ */
+static bool
+user_mapping_password_required(UserMapping *um)
+{
+	ListCell   *lc;
+
+	foreach(lc, um->options)
+	{
+		DefElem    *def = lfirst(lc);
+
+		if (strcmp(def->defname, "password_required") == 0)
+			return defGetBoolean(def);
+	}
+	return true;
+}
+
+/*
  * The keywords and values of a connection: the server's options, the user
  * mapping's, then ours.  Notes the passwords in rc->secrets.
  */
@@ -240,7 +262,9 @@ connection_options(RemoteConn *rc, ForeignServer *server, UserMapping *um,
 
 			rc->secrets = lappend(rc->secrets, pstrdup(defGetString(def)));
 			MemoryContextSwitchTo(old);
-			has_password = true;
+			/* an empty password is none, as postgres_fdw has it */
+			if (defGetString(def)[0] != '\0')
+				has_password = true;
 		}
 	}
 	(*keywords)[n] = "fallback_application_name";
@@ -248,13 +272,18 @@ connection_options(RemoteConn *rc, ForeignServer *server, UserMapping *um,
 	(*keywords)[n] = "client_encoding";
 	(*values)[n++] = GetDatabaseEncodingName();
 
-	/* as postgres_fdw: a plain role may not connect as the server's OS user */
-	if (!superuser_arg(um->userid) && !has_password)
+	/*
+	 * As postgres_fdw's check_conn_params(): a plain role must give a
+	 * password, unless a superuser set password_required 'false' on its
+	 * mapping; else it could connect as the server's OS user, or as any role
+	 * a source trusting local connections lets it name.
+	 */
+	if (!superuser_arg(um->userid) && !has_password &&
+		user_mapping_password_required(um))
 		ereport(ERROR,
 				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
 				 errmsg("password is required"),
-				 errdetail("Non-superuser must provide a password in the user mapping of server \"%s\".",
-						   server->servername)));
+				 errdetail("Non-superusers must provide a password in the user mapping.")));
 	return n;
 }
 
@@ -319,6 +348,23 @@ backfill_remote_connect(Oid serverid, Oid userid, const char *appname)
 				 errdetail_internal("%s", message),
 				 errhint("Check the options of foreign server \"%s\" and of the user mapping, and that the server accepts connections.",
 						 server->servername)));
+	}
+
+	/*
+	 * As postgres_fdw's connect_pg_server(): a plain role's connection must
+	 * have been authenticated by the password it gave, not by the source
+	 * trusting this server's OS user or address (trust, peer, ident).
+	 */
+	if (!superuser_arg(um->userid) && user_mapping_password_required(um) &&
+		!PQconnectionUsedPassword(rc->conn))
+	{
+		libpqsrv_disconnect(rc->conn);
+		rc->conn = NULL;
+		ereport(ERROR,
+				(errcode(ERRCODE_S_R_E_PROHIBITED_SQL_STATEMENT_ATTEMPTED),
+				 errmsg("password is required"),
+				 errdetail("Non-superuser cannot connect if the server does not request a password."),
+				 errhint("Target server's authentication method must be changed or password_required=false set in the user mapping attributes.")));
 	}
 	return rc;
 }
