@@ -46,17 +46,17 @@ set -euo pipefail
 # Files named here that do not exist yet are the planned layout's.
 RULES=()
 rule() { RULES+=("$1"$'\t'"$2"$'\t'"$3"$'\t'"$4"$'\t'"$5"); }
-rule 3 str  'backfill_(capture|apply)_(truncate_|[^a-z]|$)'  capture.c  'trigger names (backfill_capture_<id>, backfill_apply_<id>, their truncate twins)'
-rule 3 code '\b(CREATE|DROP) TRIGGER\b|\bEnableDisableTrigger\b'  capture.c  'the triggers are installed, switched and dropped by capture alone'
-rule 4 str  '\bis_epoch_finished\b'  kind_snapshot.c  "the snapshot kind's state table"
-rule 4 str  '\b(backfill_seq|backfill_captured_at|backfill_old_row)\b'  'capture.c kind_snapshot.c'  "the snapshot kind's log, which capture writes and the kind reads"
-rule 4 str  '\b(split_id|cdc_offset)\b'  'kind_cdc.c kind_remote.c'  "the cdc kinds' state tables"
-rule 4 str  '\b(cdc_offset_low|cdc_offset_high|backfill_lsn|backfill_order|backfill_xid|backfill_op|backfill_row)\b'  kind_remote.c  "the remote cdc kind's state and change tables"
-rule 4 str  '\bbackfill_finished\b'  'kind_vnode.c kind_cdc.c kind_remote.c'  "the vnode kinds' and the cdc kinds' finished flag"
-rule 5 code '\b(StartTransactionCommand|CommitTransactionCommand|AbortCurrentTransaction|AbortOutOfAnyTransaction|SPI_commit\w*|SPI_rollback\w*|SPI_start_transaction)\b'  xact.c  'transactions begin and end in one place'
-rule 6 code '\b(ShmemInitStruct|ShmemAlloc\w*|RequestAddinShmemSpace|RequestNamedLWLockTranche|GetNamedLWLockTranche|LWLockNewTrancheId|LWLockRegisterTranche|AddinShmemInitLock|shmem_request_hook|shmem_startup_hook)\b'  shmem.c  'shared memory is requested and attached by the worker registry alone'
-rule 6 code '\b(BackfillShared|BackfillRun|BackfillWorkerSlot)\b|\bLWLock\s*\*|\b(dsm|dsa|shm_mq)_\w+\s*\('  shmem.c  "the registry's shared structs and lock, dynamic shared memory"
-rule 7 code '\bBACKFILL_KIND_(NO_SHUFFLE|ARRANGEMENT|SNAPSHOT|CDC|REMOTE_CDC)\b'  'backfill.h catalog.c kind.c kind_vnode.c kind_snapshot.c kind_cdc.c kind_remote.c'  'only the kinds name a kind (and the catalog, which reads their names): the executor never tests one'
+rule 3 str  'backfill_(capture|apply)_(truncate_|[^a-z]|$)'  capture/capture.c  'trigger names (backfill_capture_<id>, backfill_apply_<id>, their truncate twins)'
+rule 3 code '\b(CREATE|DROP) TRIGGER\b|\bEnableDisableTrigger\b'  capture/capture.c  'the triggers are installed, switched and dropped by capture alone'
+rule 4 str  '\bis_epoch_finished\b'  kinds/kind_snapshot.c  "the snapshot kind's state table"
+rule 4 str  '\b(backfill_seq|backfill_captured_at|backfill_old_row)\b'  'capture/capture.c kinds/kind_snapshot.c'  "the snapshot kind's log, which capture writes and the kind reads"
+rule 4 str  '\b(split_id|cdc_offset)\b'  'kinds/kind_cdc.c kinds/kind_remote.c'  "the cdc kinds' state tables"
+rule 4 str  '\b(cdc_offset_low|cdc_offset_high|backfill_lsn|backfill_order|backfill_xid|backfill_op|backfill_row)\b'  kinds/kind_remote.c  "the remote cdc kind's state and change tables"
+rule 4 str  '\bbackfill_finished\b'  'kinds/kind_vnode.c kinds/kind_cdc.c kinds/kind_remote.c'  "the vnode kinds' and the cdc kinds' finished flag"
+rule 5 code '\b(StartTransactionCommand|CommitTransactionCommand|AbortCurrentTransaction|AbortOutOfAnyTransaction|SPI_commit\w*|SPI_rollback\w*|SPI_start_transaction)\b'  lib/xact.c  'transactions begin and end in one place'
+rule 6 code '\b(ShmemInitStruct|ShmemAlloc\w*|RequestAddinShmemSpace|RequestNamedLWLockTranche|GetNamedLWLockTranche|LWLockNewTrancheId|LWLockRegisterTranche|AddinShmemInitLock|shmem_request_hook|shmem_startup_hook)\b'  runtime/shmem.c  'shared memory is requested and attached by the worker registry alone'
+rule 6 code '\b(BackfillShared|BackfillRun|BackfillWorkerSlot)\b|\bLWLock\s*\*|\b(dsm|dsa|shm_mq)_\w+\s*\('  runtime/shmem.c  "the registry's shared structs and lock, dynamic shared memory"
+rule 7 code '\bBACKFILL_KIND_(NO_SHUFFLE|ARRANGEMENT|SNAPSHOT|CDC|REMOTE_CDC)\b'  'backfill.h catalog/catalog.c kinds/kind.c kinds/kind_vnode.c kinds/kind_snapshot.c kinds/kind_cdc.c kinds/kind_remote.c'  'only the kinds name a kind (and the catalog, which reads their names): the executor never tests one'
 # ---- end of the rules on names ----
 
 MAX_FUNCTION_LINES=150
@@ -90,10 +90,11 @@ trap 'rm -rf "$tmp"' EXIT
 # build
 read -ra cppflags <<<"$("$PG_CONFIG" --cppflags)"
 cflags=(-O0 -w -fcallgraph-info -ffunction-sections -fdata-sections
-        -I. -I./ -I"$("$PG_CONFIG" --includedir-server)"
+        -I. -I./ $(for d in src src/*/; do printf -- '-I%s ' "${d%/}"; done)
+        -I"$("$PG_CONFIG" --includedir-server)"
         -I"$("$PG_CONFIG" --pkgincludedir)/internal" -I"$("$PG_CONFIG" --includedir)"
         "${cppflags[@]}")
-sources=(src/*.c)
+sources=(src/*/*.c)
 pids=()
 for src in "${sources[@]}"; do
     base=$(basename "$src" .c)
@@ -121,7 +122,7 @@ use warnings;
 my $mode = $ENV{MODE};
 my $max_lines = $ENV{MAX_LINES};
 my $ci_dir = $ENV{CI_DIR};
-my @units = map { s{^src/}{}r } sort glob('src/*.c');
+my @units = map { s{^src/}{}r } sort glob('src/*/*.c');
 my $violations = 0;
 
 # ---- the call graph, from gcc's .ci files ----
@@ -129,7 +130,7 @@ my $violations = 0;
 # "shape : ellipse" when only declared in this unit; edges: one per call site.
 my (%global, %local, %edges, %defs);
 for my $unit (@units) {
-	my $ci = "$ci_dir/" . ($unit =~ s/\.c$/.ci/r);
+	my $ci = "$ci_dir/" . ($unit =~ s{.*/}{}r =~ s/\.c$/.ci/r);
 	open(my $fh, '<', $ci) or die "check_layers: no call graph for src/$unit: $!\n";
 	while (my $l = <$fh>) {
 		if ($l =~ /^node: \{ title: "([^"]*)" label: "([^"]*)"(.*)/) {
@@ -171,13 +172,13 @@ for my $unit (@units) {
 # that point at a variable of another file
 my %var;
 for my $unit (@units) {
-	my $obj = "$ci_dir/" . ($unit =~ s/\.c$/.o/r);
+	my $obj = "$ci_dir/" . ($unit =~ s{.*/}{}r =~ s/\.c$/.o/r);
 	open(my $nm, '-|', 'nm', '-g', '--defined-only', $obj) or die "check_layers: nm: $!\n";
 	while (<$nm>) { $var{$2} = $unit if /^\S*\s+([BCDGRSV])\s+(\S+)$/; }
 	close($nm) or die "check_layers: nm $obj failed\n";
 }
 for my $unit (@units) {
-	my $obj = "$ci_dir/" . ($unit =~ s/\.c$/.o/r);
+	my $obj = "$ci_dir/" . ($unit =~ s{.*/}{}r =~ s/\.c$/.o/r);
 	open(my $od, '-|', 'objdump', '-r', $obj) or die "check_layers: objdump: $!\n";
 	my $section;
 	while (<$od>) {
@@ -349,7 +350,7 @@ my @long_lines = map { $_->[1] } sort { $b->[0] <=> $a->[0] } @long;
 report("2  no function over $max_lines lines", scalar(@long_lines), 'function', @long_lines);
 
 # ---- rules 3 to 6: names, from the table ----
-my @files = sort(glob('src/*.c'), glob('src/*.h'));
+my @files = sort(glob('src/*/*.c'), glob('src/*.h'), glob('src/*/*.h'));
 open(my $rf, '<', $ENV{RULES_FILE}) or die;
 while (my $r = <$rf>) {
 	chomp $r;
