@@ -21,6 +21,10 @@
 #include "utils/guc.h"
 
 #include "driver.h"
+#include "copy.h"
+#include "capture.h"
+#include "pacing.h"
+#include "ddl.h"
 
 PG_MODULE_MAGIC;
 

@@ -43,6 +43,9 @@
 #include "utils/builtins.h"
 
 #include "kind.h"
+#include "lib.h"
+#include "catalog_access.h"
+#include "capture.h"
 
 PG_FUNCTION_INFO_V1(backfill_mark_cancelled_1_2);
 PG_FUNCTION_INFO_V1(backfill_delete_job_1_2);

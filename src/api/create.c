@@ -62,6 +62,10 @@
 #include "create.h"
 #include "driver.h"
 #include "kind.h"
+#include "lib.h"
+#include "catalog_access.h"
+#include "copy.h"
+#include "capture.h"
 
 PG_FUNCTION_INFO_V1(backfill_create_job);
 PG_FUNCTION_INFO_V1(backfill_create_job_1_2);

@@ -12,6 +12,7 @@
 #include "storage/lockdefs.h"
 
 #include "backfill.h"
+#include "copy.h"
 
 extern Relation backfill_open_upstream(Oid upstream_oid, LOCKMODE lockmode,
 									   const AclMode *needed, int nneeded, bool foreign);

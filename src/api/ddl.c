@@ -112,6 +112,11 @@
 #include "utils/typcache.h"
 
 #include "backfill.h"
+#include "lib.h"
+#include "catalog_access.h"
+#include "copy.h"
+#include "capture.h"
+#include "ddl.h"
 
 PG_FUNCTION_INFO_V1(backfill_on_ddl);
 

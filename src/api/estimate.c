@@ -69,6 +69,10 @@
 
 #include "create.h"
 #include "kind.h"
+#include "lib.h"
+#include "catalog_access.h"
+#include "copy.h"
+#include "pacing.h"
 
 PG_FUNCTION_INFO_V1(backfill_estimate_job);
 

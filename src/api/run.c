@@ -28,6 +28,9 @@
 #include "utils/snapmgr.h"
 
 #include "driver.h"
+#include "lib.h"
+#include "catalog_access.h"
+#include "capture.h"
 
 PG_FUNCTION_INFO_V1(backfill_run_job);
 

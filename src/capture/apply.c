@@ -56,6 +56,7 @@
 #include "utils/snapmgr.h"
 
 #include "backfill.h"
+#include "capture.h"
 
 /* how to find a key in one of the two tables */
 typedef struct KeyIndex

@@ -104,6 +104,10 @@
 #include "utils/array.h"
 
 #include "backfill.h"
+#include "lib.h"
+#include "catalog_access.h"
+#include "copy.h"
+#include "capture.h"
 
 /*
  * The triggers of a job, named <prefix><job id>: four on the upstream (the

@@ -49,6 +49,8 @@
 #include "utils/relcache.h"
 
 #include "backfill.h"
+#include "catalog_access.h"
+#include "copy.h"
 
 /* what a decoding session keeps */
 typedef struct DecodeState

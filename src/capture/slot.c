@@ -57,6 +57,9 @@
 #include "utils/varlena.h"
 
 #include "backfill.h"
+#include "lib.h"
+#include "catalog_access.h"
+#include "capture.h"
 
 PG_FUNCTION_INFO_V1(backfill_drop_slot);
 PG_FUNCTION_INFO_V1(backfill_lock_slot);

@@ -48,6 +48,8 @@
 #include "utils/rel.h"
 
 #include "backfill.h"
+#include "lib.h"
+#include "catalog_access.h"
 
 static const char *const kind_names[] = {
 	[BACKFILL_KIND_NO_SHUFFLE] = "no_shuffle",

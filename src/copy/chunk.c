@@ -31,6 +31,7 @@
 #include "utils/memutils.h"
 
 #include "barrier.h"
+#include "lib.h"
 
 /* whether two vnodes have the same position */
 bool

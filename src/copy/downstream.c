@@ -61,6 +61,8 @@
 #include "utils/regproc.h"
 
 #include "backfill.h"
+#include "lib.h"
+#include "copy.h"
 
 /* the table a name stands for, with the privileges the job's owner needs */
 static Oid

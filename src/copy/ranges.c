@@ -46,6 +46,9 @@
 #include "utils/memutils.h"
 
 #include "backfill.h"
+#include "lib.h"
+#include "catalog_access.h"
+#include "copy.h"
 
 PG_FUNCTION_INFO_V1(backfill_job_vnode);
 

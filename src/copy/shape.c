@@ -75,6 +75,8 @@
 #include "utils/ruleutils.h"
 
 #include "backfill.h"
+#include "lib.h"
+#include "copy.h"
 
 /* the search_path stored expressions are deparsed under, and parsed again */
 #define SHAPE_DEPARSE_PATH "pg_catalog"

@@ -50,6 +50,7 @@
 #include "utils/rls.h"
 
 #include "barrier.h"
+#include "lib.h"
 
 /* as COPY FROM's buffer */
 #define SINK_MAX_BUFFERED_ROWS	1000

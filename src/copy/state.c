@@ -37,6 +37,9 @@
 #include "utils/rel.h"
 
 #include "barrier.h"
+#include "lib.h"
+#include "catalog_access.h"
+#include "copy.h"
 
 /*
  * backfill_init_vnodes

@@ -13,6 +13,7 @@
 #include "utils/lsyscache.h"
 
 #include "kind.h"
+#include "catalog_access.h"
 
 static const KindRoutine *const routines[BACKFILL_NUM_KINDS] = {
 	[BACKFILL_KIND_NO_SHUFFLE] = &backfill_no_shuffle_routine,

@@ -21,6 +21,8 @@
 #define BACKFILL_KIND_H
 
 #include "barrier.h"
+#include "copy.h"
+#include "capture.h"
 
 /* what create_job has decided before a kind makes its tables */
 typedef struct JobDefinition

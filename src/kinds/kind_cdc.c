@@ -81,6 +81,10 @@
 #include "utils/rel.h"
 
 #include "kind.h"
+#include "lib.h"
+#include "catalog_access.h"
+#include "copy.h"
+#include "capture.h"
 
 /* what the cdc kind keeps in its executor */
 typedef struct CdcState

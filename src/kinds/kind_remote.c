@@ -112,6 +112,10 @@
 
 #include "kind.h"
 #include "remote.h"
+#include "lib.h"
+#include "catalog_access.h"
+#include "copy.h"
+#include "capture.h"
 
 /* splits per actor create_job aims at */
 #define BACKFILL_REMOTE_SPLITS_PER_ACTOR 8

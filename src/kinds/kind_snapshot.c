@@ -73,6 +73,10 @@
 #include "utils/typcache.h"
 
 #include "kind.h"
+#include "lib.h"
+#include "catalog_access.h"
+#include "copy.h"
+#include "capture.h"
 
 /* what the snapshot kind keeps in its executor */
 typedef struct SnapshotPlans

@@ -58,6 +58,10 @@
 #include "utils/memutils.h"
 
 #include "kind.h"
+#include "lib.h"
+#include "catalog_access.h"
+#include "copy.h"
+#include "capture.h"
 
 static const char *const vnode_reserved_columns[] = {
 	"vnode", "backfill_finished", "row_count", NULL

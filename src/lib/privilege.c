@@ -65,6 +65,7 @@
 #include "utils/syscache.h"
 
 #include "backfill.h"
+#include "lib.h"
 
 /* the owner of extension "backfill" (it cannot change while installed) */
 static Oid

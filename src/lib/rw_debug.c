@@ -63,6 +63,7 @@
 #include "utils/typcache.h"
 
 #include "backfill.h"
+#include "lib.h"
 
 /* chrono's NaiveDate range (chrono 0.4.44, as RisingWave builds it) */
 #define CHRONO_MIN_YEAR (-262143)

@@ -39,6 +39,7 @@
 #include "utils/typcache.h"
 
 #include "backfill.h"
+#include "lib.h"
 
 /* "schema"."name" of a relation that must exist */
 char *

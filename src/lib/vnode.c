@@ -39,6 +39,7 @@
 #include "utils/typcache.h"
 
 #include "backfill.h"
+#include "lib.h"
 
 PG_FUNCTION_INFO_V1(backfill_vnode);
 

@@ -29,6 +29,7 @@
 #include "utils/wait_event.h"
 
 #include "backfill.h"
+#include "lib.h"
 
 /*
  * backfill_xact_pin_path

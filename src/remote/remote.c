@@ -57,6 +57,7 @@
 #include "utils/wait_event.h"
 
 #include "backfill.h"
+#include "lib.h"
 #include "remote.h"
 
 struct RemoteConn

@@ -54,6 +54,10 @@
 
 #include "driver.h"
 #include "kind.h"
+#include "lib.h"
+#include "catalog_access.h"
+#include "copy.h"
+#include "capture.h"
 
 /*
  * backfill.barrier_interval_ms: how long an executor reads snapshot chunks

@@ -70,6 +70,9 @@
 #include "utils/timestamp.h"
 
 #include "kind.h"
+#include "lib.h"
+#include "catalog_access.h"
+#include "capture.h"
 
 /* the most chunks, and rows, one statement reads in a barrier */
 #define BACKFILL_MAX_BATCH_CHUNKS	1024

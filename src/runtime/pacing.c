@@ -86,6 +86,8 @@
 
 #include "barrier.h"
 #include "driver.h"
+#include "capture.h"
+#include "pacing.h"
 
 /* the settings; 0 turns each off */
 static int	max_replica_lag_ms = 0;

@@ -39,6 +39,7 @@
 #include "utils/timestamp.h"
 
 #include "driver.h"
+#include "lib.h"
 
 PG_FUNCTION_INFO_V1(backfill_report_progress);
 

@@ -103,6 +103,9 @@
 #include "utils/wait_event.h"
 
 #include "driver.h"
+#include "lib.h"
+#include "catalog_access.h"
+#include "capture.h"
 
 PG_FUNCTION_INFO_V1(backfill_job_workers);
 PG_FUNCTION_INFO_V1(backfill_start_job);

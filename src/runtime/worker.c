@@ -72,6 +72,9 @@
 
 #include "driver.h"
 #include "kind.h"
+#include "lib.h"
+#include "catalog_access.h"
+#include "capture.h"
 
 PGDLLEXPORT void backfill_actor_main(Datum main_arg);
 PGDLLEXPORT void backfill_launcher_main(Datum main_arg);
