@@ -3,6 +3,7 @@
 #
 #   bash scripts/check_layers.sh            the rules, one line each, then the layers
 #   bash scripts/check_layers.sh --graph    the file graph (edges with call counts) and the layers
+#   bash scripts/check_layers.sh --markdown the layer map src/LAYERS as doc/layers.md
 #
 # The rules:
 #   1. no circle of calls between src/*.c files: the graph "a function of
@@ -14,7 +15,12 @@
 #   3 to 7. the names in the table below appear only in the files it names:
 #      only capture knows trigger names, only a kind's file knows its tables,
 #      only one file begins and ends transactions, only the worker registry
-#      touches shared memory, only the kinds' files name a kind.
+#      touches shared memory, only the kinds' files name a kind;
+#   8. the folders of src/ keep to the map src/LAYERS: a file calls, uses
+#      the variables of and includes the headers of its own folder and of
+#      the folders the map allows it (src/backfill.h, the shared types, is
+#      everyone's and includes only lib/); and doc/layers.md is the map's
+#      rendering (--markdown).
 #
 # The call graph comes from the compiler, not from reading C with regular
 # expressions: each src/*.c is compiled (at -O0, so that nothing is inlined
@@ -61,16 +67,43 @@ rule 7 code '\bBACKFILL_KIND_(NO_SHUFFLE|ARRANGEMENT|SNAPSHOT|CDC|REMOTE_CDC)\b'
 
 MAX_FUNCTION_LINES=150
 
-usage() { sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'; }
 mode=check
 case "${1:-}" in
     "") ;;
     --graph) mode=graph ;;
+    --markdown) mode=markdown ;;
     -h|--help) usage; exit 0 ;;
     *) usage >&2; exit 2 ;;
 esac
 
 cd "$(dirname "$0")/.."
+
+# the map: "folder deps... -- what it is for", lowest first; "-" for no deps
+layers_map() { sed -e 's/#.*//' -e '/^[[:space:]]*$/d' src/LAYERS; }
+layers_markdown() {
+    echo '# The layers of `src/`'
+    echo
+    echo 'Generated from `src/LAYERS` by `bash scripts/check_layers.sh --markdown`;'
+    echo '`scripts/check_layers.sh` fails when this file differs from it, or when a'
+    echo 'file of `src/` calls a function, uses a variable or includes a header of a'
+    echo 'folder that its own folder may not depend on.  Lowest layer first; a folder'
+    echo 'may always depend on itself and on `src/backfill.h` (the shared types).'
+    echo
+    echo '| folder | may depend on | files | what it is for |'
+    echo '|---|---|---|---|'
+    layers_map | while read -r folder rest; do
+        deps=${rest%%--*}; desc=${rest#*-- }
+        deps=$(echo $deps); [ "$deps" = - ] && deps=''
+        files=$(cd "src/$folder" && ls *.c *.h 2>/dev/null | sed 's/.*/`&`/' | paste -sd' ' | sed 's/ /, /g')
+        deps=$(for d in $deps; do printf '`%s/` ' "$d"; done | sed 's/ $//; s/ /, /g')
+        echo "| \`$folder/\` | ${deps:-nothing} | $files | $desc |"
+    done
+}
+if [ $mode = markdown ]; then
+    layers_markdown
+    exit 0
+fi
 PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/${PGVER:-15}/bin/pg_config}
 [ -x "$PG_CONFIG" ] || PG_CONFIG=$(command -v pg_config || true)
 if [ -z "$PG_CONFIG" ] || [ ! -d "$("$PG_CONFIG" --includedir-server)" ]; then
@@ -113,8 +146,10 @@ done
 
 printf '%s\n' "${RULES[@]}" >"$tmp/rules"
 
+layers_map >"$tmp/layers"
+
 status=0
-MODE=$mode MAX_LINES=$MAX_FUNCTION_LINES RULES_FILE="$tmp/rules" CI_DIR="$tmp" \
+LAYERS_FILE="$tmp/layers" MODE=$mode MAX_LINES=$MAX_FUNCTION_LINES RULES_FILE="$tmp/rules" CI_DIR="$tmp" \
 perl -e "$(cat <<'PERL'
 use strict;
 use warnings;
@@ -349,6 +384,45 @@ for my $d (sort { $a->[0] cmp $b->[0] || $a->[1] <=> $b->[1] } values %defs) {
 my @long_lines = map { $_->[1] } sort { $b->[0] <=> $a->[0] } @long;
 report("2  no function over $max_lines lines", scalar(@long_lines), 'function', @long_lines);
 
+# ---- rule 8: the folders keep to src/LAYERS ----
+my (%may, @order);
+open(my $lf, '<', $ENV{LAYERS_FILE}) or die;
+while (<$lf>) {
+	my ($folder, $deps) = /^(\S+)\s+(.*?)\s*--/ or next;
+	push @order, $folder;
+	$may{$folder}{$folder} = 1;
+	$may{$folder}{$_} = 1 for grep { $_ ne '-' } split ' ', $deps;
+}
+close($lf);
+$may{''}{lib} = 1;			# src/backfill.h: compat.h
+sub folder_of { my ($f) = @_; $f =~ s{^src/}{}; return $f =~ m{^([^/]+)/} ? $1 : ''; }
+my @crossings;
+for my $u (@units) {
+	my $fu = folder_of($u);
+	unless ($may{$fu}) { push @crossings, "src/$u: its folder $fu/ is not in src/LAYERS"; next; }
+	for my $w (sort keys %{$deps{$u} // {}}) {
+		my $fw = folder_of($w);
+		next if $may{$fu}{$fw};
+		push @crossings, "src/$u -> src/$w: $fu/ may not depend on $fw/ ("
+			. ($example{$u}{$w} // $use_example{$u}{$w}) . ')';
+	}
+}
+for my $file (sort(glob('src/*/*.[ch]'), glob('src/*.h'))) {
+	my $fu = folder_of($file);
+	next unless $may{$fu};
+	open(my $fh, '<', $file) or die;
+	while (my $l = <$fh>) {
+		my ($inc) = $l =~ /^\s*#\s*include\s+"([^"]+)"/ or next;
+		my @found = -e "src/$inc" ? ("src/$inc") : glob("src/*/$inc");
+		next unless @found;
+		my $fw = folder_of($found[0]);
+		next if $fw eq '' || $may{$fu}{$fw};
+		push @crossings, "$file:$.: includes $found[0]: $fu/ may not depend on $fw/";
+	}
+	close($fh);
+}
+report('8  the folders keep to src/LAYERS (calls, variables, includes)', scalar(@crossings), 'crossing', @crossings);
+
 # ---- rules 3 to 6: names, from the table ----
 my @files = sort(glob('src/*/*.c'), glob('src/*.h'), glob('src/*/*.h'));
 open(my $rf, '<', $ENV{RULES_FILE}) or die;
@@ -376,4 +450,13 @@ print_layers();
 exit($violations ? 1 : 0);
 PERL
 )" || status=$?
+
+# rule 8: doc/layers.md is the map's rendering
+if layers_markdown | diff -u doc/layers.md - >"$tmp/layers.diff" 2>&1; then
+    echo "OK   8  doc/layers.md is the rendering of src/LAYERS"
+else
+    echo "FAIL 8  doc/layers.md is the rendering of src/LAYERS: run bash scripts/check_layers.sh --markdown > doc/layers.md"
+    sed 's/^/       /' "$tmp/layers.diff"
+    status=1
+fi
 exit $status

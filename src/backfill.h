@@ -15,7 +15,7 @@
  *
  *	api/		entry points: _PG_init (backfill.c), create.c, estimate.c,
  *				run.c, control.c, ddl.c (ddl.h)
- *	runtime/	driver.c (driver.h), executor.c (barrier.h), worker.c,
+ *	runtime/	driver.c (driver.h), executor.c, worker.c,
  *				shmem.c (the worker registry), pacing.c (pacing.h),
  *				progress.c
  *	kinds/		kind.c and one file per kind behind kind.h
