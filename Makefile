@@ -11,7 +11,7 @@ OBJS = \
 	src/api/run.o \
 	src/capture/apply.o \
 	src/capture/capture.o \
-	src/capture/decode.o \
+	src/capture/output_plugin.o \
 	src/capture/slot.o \
 	src/catalog/catalog.o \
 	src/copy/chunk.o \
@@ -36,7 +36,7 @@ OBJS = \
 	src/runtime/executor.o \
 	src/runtime/pacing.o \
 	src/runtime/progress.o \
-	src/runtime/shmem.o \
+	src/runtime/registry.o \
 	src/runtime/worker.o
 DATA = sql/backfill--1.0.sql sql/backfill--1.0--1.1.sql sql/backfill--1.1--1.2.sql sql/backfill--1.2--1.3.sql
 PGFILEDESC = "backfill - resumable backfill of derived tables"

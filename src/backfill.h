@@ -16,10 +16,10 @@
  *	api/		entry points: _PG_init (backfill.c), create.c, estimate.c,
  *				run.c, control.c, ddl.c (ddl.h)
  *	runtime/	driver.c (driver.h), executor.c, worker.c,
- *				shmem.c (the worker registry), pacing.c (pacing.h),
+ *				registry.c (the worker registry), pacing.c (pacing.h),
  *				progress.c
  *	kinds/		kind.c and one file per kind behind kind.h
- *	capture/	capture.c, apply.c, slot.c, decode.c (capture.h)
+ *	capture/	capture.c, apply.c, slot.c, output_plugin.c (capture.h)
  *	remote/		remote.c, pgoutput.c (remote.h)
  *	copy/		chunk.c, sink.c, state.c, shape.c, downstream.c, ranges.c
  *				(copy.h)
@@ -167,7 +167,7 @@ typedef struct BackfillJob
 	VnodeState	vnodes[BACKFILL_VNODE_COUNT];
 } BackfillJob;
 
-/* what an actor worker gets in bgw_extra (shmem.c writes, worker.c reads) */
+/* what an actor worker gets in bgw_extra (registry.c writes, worker.c reads) */
 typedef struct ActorArgs
 {
 	int64		job_id;

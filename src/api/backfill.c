@@ -4,12 +4,12 @@
  *	  Module entry point of the backfill extension.
  *
  * _PG_init only delegates: each file defines the settings it reads.  When
- * the library is in shared_preload_libraries, the worker registry (shmem.c)
+ * the library is in shared_preload_libraries, the worker registry (registry.c)
  * requests its shared memory and the launcher (worker.c) is registered.
  * Loaded any other way, run_job works and start_job says what is missing.
  * The files and their layers are listed in backfill.h.
  *
- * May call: driver.c, progress.c, worker.c, shmem.c, pacing.c, capture.c,
+ * May call: driver.c, progress.c, worker.c, registry.c, pacing.c, capture.c,
  * ranges.c, create.c.
  *
  *-------------------------------------------------------------------------

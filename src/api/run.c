@@ -10,7 +10,7 @@
  * each.  Every call after the first is a restart, as when RisingWave
  * recovers a streaming job.
  *
- * May call: driver.c, shmem.c (the live actors), the services, catalog.c
+ * May call: driver.c, registry.c (the live actors), the services, catalog.c
  * and the foundations.
  *
  *-------------------------------------------------------------------------

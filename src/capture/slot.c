@@ -6,7 +6,7 @@
  *
  * A cdc job owns a logical replication slot named backfill_<database
  * oid>_<job id>, made by its first fetch (kind_cdc.c) with the extension's
- * output plugin (decode.c).
+ * output plugin (output_plugin.c).
  *
  * The job's own transactions write the downstream, the state and the change
  * table, and the slot would decode every row of them, only for the plugin

@@ -9,7 +9,7 @@
  * the reference).  Here the change stream is this server's write-ahead log,
  * decoded through a logical replication slot the job owns, named
  * backfill_<database oid>_<job id> (slot.c), with the extension's own output
- * plugin (decode.c), which emits the key of every row of the upstream a committed
+ * plugin (output_plugin.c), which emits the key of every row of the upstream a committed
  * transaction wrote, with the LSN of that transaction's commit record.
  * Writers pay nothing for it: no trigger fires while the job backfills.
  *

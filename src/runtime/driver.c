@@ -33,7 +33,7 @@
  * holds the actor back.  A run in the foreground sends the job's progress to
  * its client at most every backfill.client_progress_interval (progress.c).
  * After each barrier, each actor publishes what it did in its live entry
- * (shmem.c), which backfill.progress shows.
+ * (registry.c), which backfill.progress shows.
  *
  * May call: the executor, the kinds (through their routines), the
  * services, catalog.c, privilege.c and the foundations.

@@ -2,7 +2,7 @@
  *
  * driver.h
  *	  The barrier loop of a run (driver.c), the worker registry and the live
- *	  actors (shmem.c), the lines of progress sent to the client
+ *	  actors (registry.c), the lines of progress sent to the client
  *	  (progress.c) and the workers (worker.c); the settings create_job reads
  *	  (create.c).
  *	  _PG_init calls each file's init.
@@ -22,7 +22,7 @@ extern void backfill_drive(BackfillJob *job, int actor, int max_barriers);
 extern bool backfill_following;
 extern void backfill_follow(BackfillJob *job, int32 actor_id);
 
-/* shmem.c: the registry of background workers */
+/* registry.c: the registry of background workers */
 extern bool backfill_preloaded;
 extern void backfill_shmem_init(void);
 extern void backfill_worker_caps_init(void);
@@ -37,7 +37,7 @@ extern bool backfill_wait_prepared(int64 job_id);
 extern void backfill_attach_worker(int64 job_id, int32 actor_id);
 extern void backfill_worker_locked_job(void);
 
-/* shmem.c: the live actors that backfill.progress shows */
+/* registry.c: the live actors that backfill.progress shows */
 #define BACKFILL_PHASE_LEN 24
 #define BACKFILL_THROTTLED_LEN 96
 #define BACKFILL_POSITION_LEN 128

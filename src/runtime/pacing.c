@@ -52,7 +52,7 @@
  * commits alike): each byte costs 1/rate seconds on a clock that never lags
  * behind the time the bytes began; an actor reads when the clock is not
  * ahead of now.  The actors of a job in background workers share one clock
- * in the worker registry (shmem.c); a run in a session, which runs every
+ * in the worker registry (registry.c); a run in a session, which runs every
  * actor, keeps its own.  While the limit is set, a statement reads at most
  * about a tenth of a second's worth of WAL, so the rate holds over short
  * windows too.
@@ -61,7 +61,7 @@
  * runs every actor), one allocation in the job's memory that outlives the
  * executor's replacement (pfree frees it).
  *
- * May call: shmem.c (the shared clock), slot.c (the job's slot name) and
+ * May call: registry.c (the shared clock), slot.c (the job's slot name) and
  * the foundations.
  *
  *-------------------------------------------------------------------------

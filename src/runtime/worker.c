@@ -48,7 +48,7 @@
  * that cdc jobs which finished or were cancelled left behind (slot.c), and
  * sleeps until shutdown.
  *
- * May call: shmem.c (the registry), driver.c, the kinds (their routines),
+ * May call: registry.c (the registry), driver.c, the kinds (their routines),
  * catalog.c and the foundations.
  *
  *-------------------------------------------------------------------------

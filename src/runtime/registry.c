@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * shmem.c
+ * registry.c
  *	  Which jobs run in background workers: the registry in shared memory,
  *	  launching a job's workers, stopping them.
  *

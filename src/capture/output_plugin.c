@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * decode.c
+ * output_plugin.c
  *	  The logical decoding output plugin of the cdc kind.
  *
  * A cdc job's replication slot uses this plugin ("backfill", this library).
