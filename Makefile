@@ -3,41 +3,41 @@
 EXTENSION = backfill
 MODULE_big = backfill
 OBJS = \
-	src/apply.o \
-	src/backfill.o \
-	src/capture.o \
-	src/catalog.o \
-	src/chunk.o \
-	src/control.o \
-	src/create.o \
-	src/ddl.o \
-	src/decode.o \
-	src/downstream.o \
-	src/driver.o \
-	src/estimate.o \
-	src/executor.o \
-	src/kind.o \
-	src/kind_cdc.o \
-	src/kind_remote.o \
-	src/kind_snapshot.o \
-	src/kind_vnode.o \
-	src/pacing.o \
-	src/pgoutput.o \
-	src/privilege.o \
-	src/progress.o \
-	src/ranges.o \
-	src/remote.o \
-	src/run.o \
-	src/rw_debug.o \
-	src/shape.o \
-	src/shmem.o \
-	src/sink.o \
-	src/slot.o \
-	src/sql.o \
-	src/state.o \
-	src/vnode.o \
-	src/worker.o \
-	src/xact.o
+	src/api/backfill.o \
+	src/api/control.o \
+	src/api/create.o \
+	src/api/ddl.o \
+	src/api/estimate.o \
+	src/api/run.o \
+	src/capture/apply.o \
+	src/capture/capture.o \
+	src/capture/output_plugin.o \
+	src/capture/slot.o \
+	src/catalog/catalog.o \
+	src/copy/chunk.o \
+	src/copy/downstream.o \
+	src/copy/ranges.o \
+	src/copy/shape.o \
+	src/copy/sink.o \
+	src/copy/state.o \
+	src/kinds/kind.o \
+	src/kinds/kind_cdc.o \
+	src/kinds/kind_remote.o \
+	src/kinds/kind_snapshot.o \
+	src/kinds/kind_vnode.o \
+	src/lib/privilege.o \
+	src/lib/rw_debug.o \
+	src/lib/sql.o \
+	src/lib/vnode.o \
+	src/lib/xact.o \
+	src/remote/pgoutput.o \
+	src/remote/remote.o \
+	src/runtime/driver.o \
+	src/runtime/executor.o \
+	src/runtime/pacing.o \
+	src/runtime/progress.o \
+	src/runtime/registry.o \
+	src/runtime/worker.o
 DATA = sql/backfill--1.0.sql sql/backfill--1.0--1.1.sql sql/backfill--1.1--1.2.sql sql/backfill--1.2--1.3.sql
 PGFILEDESC = "backfill - resumable backfill of derived tables"
 
@@ -47,9 +47,11 @@ ISOLATION = changes_across_barriers key_moves writer_across_barrier final_barrie
 ISOLATION_OPTS = --inputdir=. --outputdir=output_iso
 TAP_TESTS = 1
 
-# the server headers as system headers: their inline functions leave
-# parameters unused, ours must not
-PG_CPPFLAGS = -isystem $(shell $(PG_CONFIG) --includedir-server) -I$(libpq_srcdir)
+# src/ is cut in folders by layer (doc/layers.md); each folder's header is
+# found by its name alone.  The server headers as system headers: their
+# inline functions leave parameters unused, ours must not
+SRC_DIRS = src src/api src/runtime src/kinds src/capture src/remote src/copy src/catalog src/lib
+PG_CPPFLAGS = $(addprefix -I$(srcdir)/,$(SRC_DIRS)) -isystem $(shell $(PG_CONFIG) --includedir-server) -I$(libpq_srcdir)
 SHLIB_LINK_INTERNAL = $(libpq)
 PG_CFLAGS = $(PG_CFLAGS_EXTRA) -Wall -Wextra -Wno-missing-field-initializers -Wno-sign-compare
 

@@ -3,6 +3,7 @@
 #
 #   bash scripts/check_layers.sh            the rules, one line each, then the layers
 #   bash scripts/check_layers.sh --graph    the file graph (edges with call counts) and the layers
+#   bash scripts/check_layers.sh --markdown the layer map src/LAYERS as doc/layers.md
 #
 # The rules:
 #   1. no circle of calls between src/*.c files: the graph "a function of
@@ -14,7 +15,12 @@
 #   3 to 7. the names in the table below appear only in the files it names:
 #      only capture knows trigger names, only a kind's file knows its tables,
 #      only one file begins and ends transactions, only the worker registry
-#      touches shared memory, only the kinds' files name a kind.
+#      touches shared memory, only the kinds' files name a kind;
+#   8. the folders of src/ keep to the map src/LAYERS: a file calls, uses
+#      the variables of and includes the headers of its own folder and of
+#      the folders the map allows it (src/backfill.h, the shared types, is
+#      everyone's and includes only lib/); and doc/layers.md is the map's
+#      rendering (--markdown).
 #
 # The call graph comes from the compiler, not from reading C with regular
 # expressions: each src/*.c is compiled (at -O0, so that nothing is inlined
@@ -46,31 +52,58 @@ set -euo pipefail
 # Files named here that do not exist yet are the planned layout's.
 RULES=()
 rule() { RULES+=("$1"$'\t'"$2"$'\t'"$3"$'\t'"$4"$'\t'"$5"); }
-rule 3 str  'backfill_(capture|apply)_(truncate_|[^a-z]|$)'  capture.c  'trigger names (backfill_capture_<id>, backfill_apply_<id>, their truncate twins)'
-rule 3 code '\b(CREATE|DROP) TRIGGER\b|\bEnableDisableTrigger\b'  capture.c  'the triggers are installed, switched and dropped by capture alone'
-rule 4 str  '\bis_epoch_finished\b'  kind_snapshot.c  "the snapshot kind's state table"
-rule 4 str  '\b(backfill_seq|backfill_captured_at|backfill_old_row)\b'  'capture.c kind_snapshot.c'  "the snapshot kind's log, which capture writes and the kind reads"
-rule 4 str  '\b(split_id|cdc_offset)\b'  'kind_cdc.c kind_remote.c'  "the cdc kinds' state tables"
-rule 4 str  '\b(cdc_offset_low|cdc_offset_high|backfill_lsn|backfill_order|backfill_xid|backfill_op|backfill_row)\b'  kind_remote.c  "the remote cdc kind's state and change tables"
-rule 4 str  '\bbackfill_finished\b'  'kind_vnode.c kind_cdc.c kind_remote.c'  "the vnode kinds' and the cdc kinds' finished flag"
-rule 5 code '\b(StartTransactionCommand|CommitTransactionCommand|AbortCurrentTransaction|AbortOutOfAnyTransaction|SPI_commit\w*|SPI_rollback\w*|SPI_start_transaction)\b'  xact.c  'transactions begin and end in one place'
-rule 6 code '\b(ShmemInitStruct|ShmemAlloc\w*|RequestAddinShmemSpace|RequestNamedLWLockTranche|GetNamedLWLockTranche|LWLockNewTrancheId|LWLockRegisterTranche|AddinShmemInitLock|shmem_request_hook|shmem_startup_hook)\b'  shmem.c  'shared memory is requested and attached by the worker registry alone'
-rule 6 code '\b(BackfillShared|BackfillRun|BackfillWorkerSlot)\b|\bLWLock\s*\*|\b(dsm|dsa|shm_mq)_\w+\s*\('  shmem.c  "the registry's shared structs and lock, dynamic shared memory"
-rule 7 code '\bBACKFILL_KIND_(NO_SHUFFLE|ARRANGEMENT|SNAPSHOT|CDC|REMOTE_CDC)\b'  'backfill.h catalog.c kind.c kind_vnode.c kind_snapshot.c kind_cdc.c kind_remote.c'  'only the kinds name a kind (and the catalog, which reads their names): the executor never tests one'
+rule 3 str  'backfill_(capture|apply)_(truncate_|[^a-z]|$)'  capture/capture.c  'trigger names (backfill_capture_<id>, backfill_apply_<id>, their truncate twins)'
+rule 3 code '\b(CREATE|DROP) TRIGGER\b|\bEnableDisableTrigger\b'  capture/capture.c  'the triggers are installed, switched and dropped by capture alone'
+rule 4 str  '\bis_epoch_finished\b'  kinds/kind_snapshot.c  "the snapshot kind's state table"
+rule 4 str  '\b(backfill_seq|backfill_captured_at|backfill_old_row)\b'  'capture/capture.c kinds/kind_snapshot.c'  "the snapshot kind's log, which capture writes and the kind reads"
+rule 4 str  '\b(split_id|cdc_offset)\b'  'kinds/kind_cdc.c kinds/kind_remote.c'  "the cdc kinds' state tables"
+rule 4 str  '\b(cdc_offset_low|cdc_offset_high|backfill_lsn|backfill_order|backfill_xid|backfill_op|backfill_row)\b'  kinds/kind_remote.c  "the remote cdc kind's state and change tables"
+rule 4 str  '\bbackfill_finished\b'  'kinds/kind_vnode.c kinds/kind_cdc.c kinds/kind_remote.c'  "the vnode kinds' and the cdc kinds' finished flag"
+rule 5 code '\b(StartTransactionCommand|CommitTransactionCommand|AbortCurrentTransaction|AbortOutOfAnyTransaction|SPI_commit\w*|SPI_rollback\w*|SPI_start_transaction)\b'  lib/xact.c  'transactions begin and end in one place'
+rule 6 code '\b(ShmemInitStruct|ShmemAlloc\w*|RequestAddinShmemSpace|RequestNamedLWLockTranche|GetNamedLWLockTranche|LWLockNewTrancheId|LWLockRegisterTranche|AddinShmemInitLock|shmem_request_hook|shmem_startup_hook)\b'  runtime/registry.c  'shared memory is requested and attached by the worker registry alone'
+rule 6 code '\b(BackfillShared|BackfillRun|BackfillWorkerSlot)\b|\bLWLock\s*\*|\b(dsm|dsa|shm_mq)_\w+\s*\('  runtime/registry.c  "the registry's shared structs and lock, dynamic shared memory"
+rule 7 code '\bBACKFILL_KIND_(NO_SHUFFLE|ARRANGEMENT|SNAPSHOT|CDC|REMOTE_CDC)\b'  'backfill.h catalog/catalog.c kinds/kind.c kinds/kind_vnode.c kinds/kind_snapshot.c kinds/kind_cdc.c kinds/kind_remote.c'  'only the kinds name a kind (and the catalog, which reads their names): the executor never tests one'
 # ---- end of the rules on names ----
 
 MAX_FUNCTION_LINES=150
 
-usage() { sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'; }
 mode=check
 case "${1:-}" in
     "") ;;
     --graph) mode=graph ;;
+    --markdown) mode=markdown ;;
     -h|--help) usage; exit 0 ;;
     *) usage >&2; exit 2 ;;
 esac
 
 cd "$(dirname "$0")/.."
+
+# the map: "folder deps... -- what it is for", lowest first; "-" for no deps
+layers_map() { sed -e 's/#.*//' -e '/^[[:space:]]*$/d' src/LAYERS; }
+layers_markdown() {
+    echo '# The layers of `src/`'
+    echo
+    echo 'Generated from `src/LAYERS` by `bash scripts/check_layers.sh --markdown`;'
+    echo '`scripts/check_layers.sh` fails when this file differs from it, or when a'
+    echo 'file of `src/` calls a function, uses a variable or includes a header of a'
+    echo 'folder that its own folder may not depend on.  Lowest layer first; a folder'
+    echo 'may always depend on itself and on `src/backfill.h` (the shared types).'
+    echo
+    echo '| folder | may depend on | files | what it is for |'
+    echo '|---|---|---|---|'
+    layers_map | while read -r folder rest; do
+        deps=${rest%%--*}; desc=${rest#*-- }
+        deps=$(echo $deps); [ "$deps" = - ] && deps=''
+        files=$(cd "src/$folder" && ls *.c *.h 2>/dev/null | sed 's/.*/`&`/' | paste -sd' ' | sed 's/ /, /g')
+        deps=$(for d in $deps; do printf '`%s/` ' "$d"; done | sed 's/ $//; s/ /, /g')
+        echo "| \`$folder/\` | ${deps:-nothing} | $files | $desc |"
+    done
+}
+if [ $mode = markdown ]; then
+    layers_markdown
+    exit 0
+fi
 PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/${PGVER:-15}/bin/pg_config}
 [ -x "$PG_CONFIG" ] || PG_CONFIG=$(command -v pg_config || true)
 if [ -z "$PG_CONFIG" ] || [ ! -d "$("$PG_CONFIG" --includedir-server)" ]; then
@@ -90,10 +123,11 @@ trap 'rm -rf "$tmp"' EXIT
 # build
 read -ra cppflags <<<"$("$PG_CONFIG" --cppflags)"
 cflags=(-O0 -w -fcallgraph-info -ffunction-sections -fdata-sections
-        -I. -I./ -I"$("$PG_CONFIG" --includedir-server)"
+        -I. -I./ $(for d in src src/*/; do printf -- '-I%s ' "${d%/}"; done)
+        -I"$("$PG_CONFIG" --includedir-server)"
         -I"$("$PG_CONFIG" --pkgincludedir)/internal" -I"$("$PG_CONFIG" --includedir)"
         "${cppflags[@]}")
-sources=(src/*.c)
+sources=(src/*/*.c)
 pids=()
 for src in "${sources[@]}"; do
     base=$(basename "$src" .c)
@@ -112,8 +146,10 @@ done
 
 printf '%s\n' "${RULES[@]}" >"$tmp/rules"
 
+layers_map >"$tmp/layers"
+
 status=0
-MODE=$mode MAX_LINES=$MAX_FUNCTION_LINES RULES_FILE="$tmp/rules" CI_DIR="$tmp" \
+LAYERS_FILE="$tmp/layers" MODE=$mode MAX_LINES=$MAX_FUNCTION_LINES RULES_FILE="$tmp/rules" CI_DIR="$tmp" \
 perl -e "$(cat <<'PERL'
 use strict;
 use warnings;
@@ -121,7 +157,7 @@ use warnings;
 my $mode = $ENV{MODE};
 my $max_lines = $ENV{MAX_LINES};
 my $ci_dir = $ENV{CI_DIR};
-my @units = map { s{^src/}{}r } sort glob('src/*.c');
+my @units = map { s{^src/}{}r } sort glob('src/*/*.c');
 my $violations = 0;
 
 # ---- the call graph, from gcc's .ci files ----
@@ -129,7 +165,7 @@ my $violations = 0;
 # "shape : ellipse" when only declared in this unit; edges: one per call site.
 my (%global, %local, %edges, %defs);
 for my $unit (@units) {
-	my $ci = "$ci_dir/" . ($unit =~ s/\.c$/.ci/r);
+	my $ci = "$ci_dir/" . ($unit =~ s{.*/}{}r =~ s/\.c$/.ci/r);
 	open(my $fh, '<', $ci) or die "check_layers: no call graph for src/$unit: $!\n";
 	while (my $l = <$fh>) {
 		if ($l =~ /^node: \{ title: "([^"]*)" label: "([^"]*)"(.*)/) {
@@ -171,13 +207,13 @@ for my $unit (@units) {
 # that point at a variable of another file
 my %var;
 for my $unit (@units) {
-	my $obj = "$ci_dir/" . ($unit =~ s/\.c$/.o/r);
+	my $obj = "$ci_dir/" . ($unit =~ s{.*/}{}r =~ s/\.c$/.o/r);
 	open(my $nm, '-|', 'nm', '-g', '--defined-only', $obj) or die "check_layers: nm: $!\n";
 	while (<$nm>) { $var{$2} = $unit if /^\S*\s+([BCDGRSV])\s+(\S+)$/; }
 	close($nm) or die "check_layers: nm $obj failed\n";
 }
 for my $unit (@units) {
-	my $obj = "$ci_dir/" . ($unit =~ s/\.c$/.o/r);
+	my $obj = "$ci_dir/" . ($unit =~ s{.*/}{}r =~ s/\.c$/.o/r);
 	open(my $od, '-|', 'objdump', '-r', $obj) or die "check_layers: objdump: $!\n";
 	my $section;
 	while (<$od>) {
@@ -348,8 +384,47 @@ for my $d (sort { $a->[0] cmp $b->[0] || $a->[1] <=> $b->[1] } values %defs) {
 my @long_lines = map { $_->[1] } sort { $b->[0] <=> $a->[0] } @long;
 report("2  no function over $max_lines lines", scalar(@long_lines), 'function', @long_lines);
 
+# ---- rule 8: the folders keep to src/LAYERS ----
+my (%may, @order);
+open(my $lf, '<', $ENV{LAYERS_FILE}) or die;
+while (<$lf>) {
+	my ($folder, $deps) = /^(\S+)\s+(.*?)\s*--/ or next;
+	push @order, $folder;
+	$may{$folder}{$folder} = 1;
+	$may{$folder}{$_} = 1 for grep { $_ ne '-' } split ' ', $deps;
+}
+close($lf);
+$may{''}{lib} = 1;			# src/backfill.h: compat.h
+sub folder_of { my ($f) = @_; $f =~ s{^src/}{}; return $f =~ m{^([^/]+)/} ? $1 : ''; }
+my @crossings;
+for my $u (@units) {
+	my $fu = folder_of($u);
+	unless ($may{$fu}) { push @crossings, "src/$u: its folder $fu/ is not in src/LAYERS"; next; }
+	for my $w (sort keys %{$deps{$u} // {}}) {
+		my $fw = folder_of($w);
+		next if $may{$fu}{$fw};
+		push @crossings, "src/$u -> src/$w: $fu/ may not depend on $fw/ ("
+			. ($example{$u}{$w} // $use_example{$u}{$w}) . ')';
+	}
+}
+for my $file (sort(glob('src/*/*.[ch]'), glob('src/*.h'))) {
+	my $fu = folder_of($file);
+	next unless $may{$fu};
+	open(my $fh, '<', $file) or die;
+	while (my $l = <$fh>) {
+		my ($inc) = $l =~ /^\s*#\s*include\s+"([^"]+)"/ or next;
+		my @found = -e "src/$inc" ? ("src/$inc") : glob("src/*/$inc");
+		next unless @found;
+		my $fw = folder_of($found[0]);
+		next if $fw eq '' || $may{$fu}{$fw};
+		push @crossings, "$file:$.: includes $found[0]: $fu/ may not depend on $fw/";
+	}
+	close($fh);
+}
+report('8  the folders keep to src/LAYERS (calls, variables, includes)', scalar(@crossings), 'crossing', @crossings);
+
 # ---- rules 3 to 6: names, from the table ----
-my @files = sort(glob('src/*.c'), glob('src/*.h'));
+my @files = sort(glob('src/*/*.c'), glob('src/*.h'), glob('src/*/*.h'));
 open(my $rf, '<', $ENV{RULES_FILE}) or die;
 while (my $r = <$rf>) {
 	chomp $r;
@@ -375,4 +450,13 @@ print_layers();
 exit($violations ? 1 : 0);
 PERL
 )" || status=$?
+
+# rule 8: doc/layers.md is the map's rendering
+if layers_markdown | diff -u doc/layers.md - >"$tmp/layers.diff" 2>&1; then
+    echo "OK   8  doc/layers.md is the rendering of src/LAYERS"
+else
+    echo "FAIL 8  doc/layers.md is the rendering of src/LAYERS: run bash scripts/check_layers.sh --markdown > doc/layers.md"
+    sed 's/^/       /' "$tmp/layers.diff"
+    status=1
+fi
 exit $status

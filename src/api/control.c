@@ -1,0 +1,405 @@
+/*-------------------------------------------------------------------------
+ *
+ * control.c
+ *	  The catalog writes of the SQL functions that change a job, on behalf
+ *	  of its owner.
+ *
+ * No role but the extension's owner may write backfill.job and
+ * backfill.actor.  The SQL functions that change a job (cancel_job,
+ * drop_job, stop_job, alter_rate_limit, reschedule, recreate_job) run with
+ * their caller's rights and make their catalog writes through the internal
+ * functions here, each of which checks that the caller has the privileges
+ * of the job's owner, then does its one write as the extension's owner
+ * (catalog.c).  A SECURITY DEFINER function could not do the check: inside
+ * it the current user is the definer.
+ *
+ * reschedule asks first, with backfill._check_reschedule(), whether the
+ * job's kind lets it be rescheduled now: RisingWave refuses to reschedule a
+ * creating job whose backfill is not reschedulable.
+ *
+ * verify_job's comparison evaluates the job's filter and computed columns,
+ * which are its owner's SQL: it runs through backfill._verify_rows(), as the
+ * job's owner in a security-restricted operation, as a barrier runs them
+ * and as REFRESH MATERIALIZED VIEW runs a view's query, whoever calls it.
+ *
+ * Two internal functions reach what a job's kind has outside this database:
+ * _drop_kind_objects (for cancel_job and drop_job) and _unfetched_keys (for
+ * verify_job).
+ *
+ * Catalogs of versions 1.0 and 1.1 make the same writes through one
+ * function, backfill._job_catalog(job_id, op, arg); its C symbol stays, as
+ * pg_stat_statements keeps old symbols, until ALTER EXTENSION UPDATE
+ * replaces it.
+ *
+ * May call: the kinds (through their routines), capture.c, catalog.c and
+ * the foundations.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "funcapi.h"
+#include "utils/builtins.h"
+
+#include "kind.h"
+#include "lib.h"
+#include "catalog_access.h"
+#include "capture.h"
+
+PG_FUNCTION_INFO_V1(backfill_mark_cancelled_1_2);
+PG_FUNCTION_INFO_V1(backfill_delete_job_1_2);
+PG_FUNCTION_INFO_V1(backfill_set_foreground_1_2);
+PG_FUNCTION_INFO_V1(backfill_set_rate_limit_1_2);
+PG_FUNCTION_INFO_V1(backfill_rebuild_actors_1_2);
+PG_FUNCTION_INFO_V1(backfill_check_reschedule_1_2);
+PG_FUNCTION_INFO_V1(backfill_copy_names_1_2);
+PG_FUNCTION_INFO_V1(backfill_drop_triggers_1_2);
+PG_FUNCTION_INFO_V1(backfill_job_catalog);
+PG_FUNCTION_INFO_V1(backfill_drop_kind_objects);
+PG_FUNCTION_INFO_V1(backfill_unfetched_keys);
+PG_FUNCTION_INFO_V1(backfill_verify_rows);
+
+/* the job of argument argno, which the caller must own */
+static int64
+owned_job(FunctionCallInfo fcinfo, int argno, const char *argname)
+{
+	int64		job_id;
+
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"%s\" must not be null", argname)));
+	job_id = PG_GETARG_INT64(argno);
+	(void) backfill_require_job_owner(job_id);
+	return job_id;
+}
+
+/* the job's actors again, n of them; their row counts as its kind says */
+static void
+rebuild_actors(int64 job_id, bool null, int64 parallelism)
+{
+	Oid			types[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(job_id)};
+	char	   *kind;
+	char	   *state;
+
+	if (null || parallelism < 1 || parallelism > BACKFILL_MAX_PARALLELISM)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("parallelism must be between 1 and %d", BACKFILL_MAX_PARALLELISM)));
+	backfill_replace_actors(job_id, (int) parallelism);
+	backfill_spi_exec_args("SELECT kind, state_table::pg_catalog.text FROM backfill.job WHERE job_id = $1",
+						   1, types, values, NULL, SPI_OK_SELECT);
+	kind = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	state = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+	if (state != NULL)
+		backfill_kind_routine(backfill_parse_kind(kind))->recount_actors(job_id, state);
+}
+
+/* the catalog writes, by what they are called in a 1.0 or 1.1 catalog */
+typedef enum CatalogOp
+{
+	OP_CANCEL,
+	OP_DELETE,
+	OP_FOREGROUND,
+	OP_RATE_LIMIT,
+	OP_RESCHEDULE,
+	OP_COPY_NAMES,
+	OP_DROP_TRIGGERS
+} CatalogOp;
+
+/*
+ * Make one catalog write for a job the caller owns; arg is the write's
+ * argument, if any.
+ */
+static void
+catalog_op(CatalogOp op, int64 job_id, bool arg_null, int64 arg)
+{
+	RoleContext rc;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	switch (op)
+	{
+		case OP_CANCEL:
+			backfill_mark_cancelled(job_id);
+			break;
+		case OP_DELETE:
+			backfill_delete_job_rows(job_id);
+			break;
+		case OP_FOREGROUND:
+			backfill_set_foreground(job_id);
+			break;
+		case OP_RATE_LIMIT:
+			backfill_set_rate_limit(job_id, arg_null, arg);
+			break;
+		case OP_RESCHEDULE:
+			rebuild_actors(job_id, arg_null, arg);
+			break;
+		case OP_COPY_NAMES:
+			backfill_copy_names(job_id, arg);
+			break;
+		case OP_DROP_TRIGGERS:
+			/* the upstream's owner may be another role than the job's */
+			backfill_catalog_enter(&rc);
+			backfill_drop_triggers(job_id);
+			backfill_role_leave(&rc);
+			break;
+	}
+	SPI_finish();
+}
+
+/* backfill._mark_cancelled(job_id bigint): status cancelled, tables gone */
+Datum
+backfill_mark_cancelled_1_2(PG_FUNCTION_ARGS)
+{
+	catalog_op(OP_CANCEL, owned_job(fcinfo, 0, "job_id"), true, 0);
+	PG_RETURN_VOID();
+}
+
+/* backfill._delete_job(job_id bigint): the job's rows */
+Datum
+backfill_delete_job_1_2(PG_FUNCTION_ARGS)
+{
+	catalog_op(OP_DELETE, owned_job(fcinfo, 0, "job_id"), true, 0);
+	PG_RETURN_VOID();
+}
+
+/* backfill._set_foreground(job_id bigint): the launcher leaves it alone */
+Datum
+backfill_set_foreground_1_2(PG_FUNCTION_ARGS)
+{
+	catalog_op(OP_FOREGROUND, owned_job(fcinfo, 0, "job_id"), true, 0);
+	PG_RETURN_VOID();
+}
+
+/* backfill._set_rate_limit(job_id bigint, rows_per_second integer): NULL for none */
+Datum
+backfill_set_rate_limit_1_2(PG_FUNCTION_ARGS)
+{
+	int64		job_id = owned_job(fcinfo, 0, "job_id");
+
+	if (!PG_ARGISNULL(1) && PG_GETARG_INT32(1) < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("rows_per_second must not be negative"),
+				 errhint("Pass NULL for no limit, or 0 to pause the job.")));
+	catalog_op(OP_RATE_LIMIT, job_id, PG_ARGISNULL(1),
+			   PG_ARGISNULL(1) ? 0 : PG_GETARG_INT32(1));
+	PG_RETURN_VOID();
+}
+
+/* backfill._rebuild_actors(job_id bigint, parallelism integer) */
+Datum
+backfill_rebuild_actors_1_2(PG_FUNCTION_ARGS)
+{
+	int64		job_id = owned_job(fcinfo, 0, "job_id");
+
+	catalog_op(OP_RESCHEDULE, job_id, PG_ARGISNULL(1), PG_ARGISNULL(1) ? 0 : PG_GETARG_INT32(1));
+	PG_RETURN_VOID();
+}
+
+/*
+ * backfill._check_reschedule(job_id bigint): refuse, with the text of
+ * RisingWave's meta (stream_manager.rs), to reschedule a job that has not
+ * finished when its kind cannot be rescheduled before then
+ */
+Datum
+backfill_check_reschedule_1_2(PG_FUNCTION_ARGS)
+{
+	int64		job_id = owned_job(fcinfo, 0, "job_id");
+	bool		kind_null;
+	bool		status_null;
+	Datum		kind = backfill_job_column(job_id, "kind", &kind_null);
+	Datum		status = backfill_job_column(job_id, "status", &status_null);
+	const KindRoutine *routine;
+	char	   *detail;
+	char	   *hint;
+
+	if (kind_null || status_null)
+		PG_RETURN_VOID();		/* gone: the reschedule says so */
+	routine = backfill_kind_routine(backfill_parse_kind(TextDatumGetCString(kind)));
+	if (routine->reschedule_refusal == NULL ||
+		strcmp(TextDatumGetCString(status), "finished") == 0)
+		PG_RETURN_VOID();
+	routine->reschedule_refusal(job_id, &detail, &hint);
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("Cannot alter the job %lld because it is blocked by creating unreschedulable backfill jobs",
+					(long long) job_id),
+			 errdetail_internal("%s", detail),
+			 errhint("%s", hint)));
+	PG_RETURN_VOID();
+}
+
+/* backfill._copy_names(job_id bigint, from_job_id bigint), both owned */
+Datum
+backfill_copy_names_1_2(PG_FUNCTION_ARGS)
+{
+	int64		job_id = owned_job(fcinfo, 0, "job_id");
+	int64		from_job_id = owned_job(fcinfo, 1, "from_job_id");
+
+	catalog_op(OP_COPY_NAMES, job_id, false, from_job_id);
+	PG_RETURN_VOID();
+}
+
+/* backfill._drop_triggers(job_id bigint): its triggers on its upstream */
+Datum
+backfill_drop_triggers_1_2(PG_FUNCTION_ARGS)
+{
+	catalog_op(OP_DROP_TRIGGERS, owned_job(fcinfo, 0, "job_id"), true, 0);
+	PG_RETURN_VOID();
+}
+
+/*
+ * backfill._job_catalog(job_id bigint, op text, arg bigint) RETURNS void,
+ * in 1.0 and 1.1 catalogs
+ *
+ *	cancel			status cancelled, no downstream, state or change table
+ *	delete			the job's rows
+ *	foreground		run_mode foreground (the launcher leaves it alone)
+ *	rate_limit		rate_limit = arg (NULL: none)
+ *	reschedule		arg new actors
+ *	copy_names		job_name and ddl_statement of job arg, which the caller
+ *					must own too
+ *	drop_triggers	the job's triggers on its upstream
+ */
+Datum
+backfill_job_catalog(PG_FUNCTION_ARGS)
+{
+	static const char *const names[] = {
+		[OP_CANCEL] = "cancel", [OP_DELETE] = "delete", [OP_FOREGROUND] = "foreground",
+		[OP_RATE_LIMIT] = "rate_limit", [OP_RESCHEDULE] = "reschedule",
+		[OP_COPY_NAMES] = "copy_names", [OP_DROP_TRIGGERS] = "drop_triggers"
+	};
+	int64		job_id;
+	char	   *opname;
+	bool		arg_null = PG_ARGISNULL(2);
+	int64		arg = arg_null ? 0 : PG_GETARG_INT64(2);
+	int			op = -1;
+
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("arguments \"job_id\" and \"op\" must not be null")));
+	job_id = PG_GETARG_INT64(0);
+	opname = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	backfill_require_job_owner(job_id);
+	for (int i = 0; i < lengthof(names); i++)
+		if (strcmp(opname, names[i]) == 0)
+			op = i;
+	if (op == OP_COPY_NAMES)
+	{
+		if (arg_null)
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("operation \"copy_names\" needs the job to copy from")));
+		backfill_require_job_owner(arg);
+	}
+	if (op < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid catalog operation \"%s\"", opname)));
+	catalog_op((CatalogOp) op, job_id, arg_null, arg);
+	PG_RETURN_VOID();
+}
+
+/*
+ * backfill._drop_kind_objects(job_id bigint) RETURNS void
+ *		What the job's kind owns outside this database (the slot and the
+ *		publication of a job whose upstream is on another server), for
+ *		cancel_job and drop_job.
+ */
+Datum
+backfill_drop_kind_objects(PG_FUNCTION_ARGS)
+{
+	int64		job_id = owned_job(fcinfo, 0, "job_id");
+	const KindRoutine *kind;
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	kind = backfill_kind_routine(backfill_load_job(job_id, CurrentMemoryContext)->kind);
+	if (kind->drop_objects)
+		kind->drop_objects(job_id);
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * backfill._unfetched_keys(job_id bigint, since pg_lsn) RETURNS SETOF text[]
+ *		For verify_job: the keys of the changes the upstream of a job the
+ *		caller owns committed from the offset "since" on, which the job has
+ *		not fetched (those its source holds for it: a remote job's slot).
+ *		None for a kind without such changes, or when "since" is NULL (the
+ *		job has fetched nothing yet).
+ */
+Datum
+backfill_unfetched_keys(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int64		job_id = owned_job(fcinfo, 0, "job_id");
+	const KindRoutine *kind;
+	ListCell   *lc;
+
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	kind = backfill_kind_routine(backfill_load_job(job_id, CurrentMemoryContext)->kind);
+	if (kind->unfetched_keys && !PG_ARGISNULL(1))
+		foreach(lc, kind->unfetched_keys(job_id, DatumGetCString(DirectFunctionCall1(pg_lsn_out,
+																					PG_GETARG_DATUM(1)))))
+		{
+			Datum		values[1] = {PointerGetDatum(lfirst(lc))};
+			bool		nulls[1] = {false};
+
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+		}
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * backfill._verify_rows(job_id bigint, query text)
+ *		RETURNS TABLE(pk text, problem text)
+ *		For verify_job: its comparison, a query of two text columns, run as
+ *		the owner of the job in a security-restricted operation under a
+ *		search_path of pg_catalog only.  The caller must have the privileges
+ *		of the job's owner, so it gains nothing it could not do as that role.
+ */
+Datum
+backfill_verify_rows(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int64		job_id = owned_job(fcinfo, 0, "job_id");
+	Oid			owner = backfill_job_owner(job_id);
+	char	   *query;
+	RoleContext oc;
+
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"%s\" must not be null", "query")));
+	query = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	backfill_owner_enter(owner, true, &oc);
+	backfill_spi_exec(query, SPI_OK_SELECT);
+	if (SPI_tuptable->tupdesc->natts != 2)
+		elog(ERROR, "the comparison of verify_job returns %d columns",
+			 SPI_tuptable->tupdesc->natts);
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		Datum		values[2];
+		bool		nulls[2];
+
+		for (int c = 0; c < 2; c++)
+			values[c] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, c + 1,
+									  &nulls[c]);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	backfill_role_leave(&oc);
+	SPI_finish();
+	PG_RETURN_VOID();
+}

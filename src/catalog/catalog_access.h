@@ -1,0 +1,49 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog_access.h
+ *	  The job and actor rows of backfill.job and backfill.actor, and the job
+ *	  lock (catalog.c).
+ *
+ * What the layers above this folder may call (doc/layers.md).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BACKFILL_CATALOG_CATALOG_ACCESS_H
+#define BACKFILL_CATALOG_CATALOG_ACCESS_H
+
+#include "backfill.h"
+
+extern const char *backfill_kind_name(BackfillKind kind);
+extern BackfillKind backfill_parse_kind(const char *name);
+extern bool backfill_job_catalog_has(const char *column);
+extern bool backfill_partition_of(Oid relid, Oid ancestor);
+extern BackfillJob *backfill_load_job(int64 job_id, MemoryContext cxt);
+extern BackfillJob *backfill_load_job_to_run(int64 job_id, MemoryContext cxt);
+extern void backfill_check_key_unchanged(BackfillJob *job, Oid made_with);
+extern void backfill_lock_job(int64 job_id, bool session);
+extern void backfill_unlock_job(int64 job_id);
+extern void backfill_wait_job_lock(int64 job_id);
+extern void backfill_lock_job_shared(int64 job_id);
+extern void backfill_unlock_job_shared(int64 job_id);
+extern bool backfill_job_lock_held(int64 job_id);
+extern bool backfill_job_lock_mine(int64 job_id);
+extern Oid	backfill_job_owner(int64 job_id);
+extern Oid	backfill_job_upstream(int64 job_id);
+extern Datum backfill_job_column(int64 job_id, const char *column, bool *isnull);
+extern Oid	backfill_require_job_owner(int64 job_id);
+extern void backfill_reload_settings(BackfillJob *job);
+extern bool backfill_names_changed(BackfillJob *job);
+extern void backfill_record_owner(int64 job_id, const char *state_sql, Oid owner);
+extern void backfill_move_owner(int64 job_id, Oid state_table, Oid owner);
+extern void backfill_record_failure(int64 job_id, int sqlerrcode, const char *message,
+									const char *detail, bool only_if_backfilling);
+extern void backfill_record_start(BackfillJob *job, bool background, int64 total_rows);
+extern int64 backfill_next_id(const char *sequence);
+extern void backfill_mark_cancelled(int64 job_id);
+extern void backfill_delete_job_rows(int64 job_id);
+extern void backfill_set_foreground(int64 job_id);
+extern void backfill_set_rate_limit(int64 job_id, bool none, int64 rows_per_second);
+extern void backfill_copy_names(int64 job_id, int64 from_job_id);
+extern void backfill_replace_actors(int64 job_id, int parallelism);
+
+#endif							/* BACKFILL_CATALOG_CATALOG_ACCESS_H */

@@ -1,0 +1,96 @@
+/*-------------------------------------------------------------------------
+ *
+ * kind.c
+ *	  The routine of each kind of job.
+ *
+ * May call: the kinds' files (their routines only), catalog.c.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_class.h"
+#include "utils/lsyscache.h"
+
+#include "kind.h"
+#include "catalog_access.h"
+
+static const KindRoutine *const routines[BACKFILL_NUM_KINDS] = {
+	[BACKFILL_KIND_NO_SHUFFLE] = &backfill_no_shuffle_routine,
+	[BACKFILL_KIND_ARRANGEMENT] = &backfill_arrangement_routine,
+	[BACKFILL_KIND_SNAPSHOT] = &backfill_snapshot_routine,
+	[BACKFILL_KIND_CDC] = &backfill_cdc_routine,
+	[BACKFILL_KIND_REMOTE_CDC] = &backfill_remote_cdc_routine,
+};
+
+/*
+ * Check, once per kind and backend, that a routine sets every callback the
+ * executor and the entry points call without testing it (as
+ * GetTableAmRoutine does for a table access method); the others are
+ * optional and tested where they are called.
+ */
+static void
+validate_routine(BackfillKind kind, const KindRoutine *r)
+{
+	const char *missing = NULL;
+
+	if (r->create_state_table == NULL)
+		missing = "create_state_table";
+	else if (r->load_state == NULL)
+		missing = "load_state";
+	else if (r->prepare == NULL)
+		missing = "prepare";
+	else if (r->barrier_changes == NULL)
+		missing = "barrier_changes";
+	else if (r->read_chunk == NULL)
+		missing = "read_chunk";
+	else if (r->persist == NULL)
+		missing = "persist";
+	else if (r->update_actor == NULL)
+		missing = "update_actor";
+	else if (r->actor_finished == NULL)
+		missing = "actor_finished";
+	else if (r->finished_everywhere == NULL)
+		missing = "finished_everywhere";
+	else if (r->recount_actors == NULL)
+		missing = "recount_actors";
+	if (missing != NULL)
+		elog(ERROR, "routine of backfill kind %d does not set callback %s",
+			 (int) kind, missing);
+}
+
+/* the routine of a kind */
+const KindRoutine *
+backfill_kind_routine(BackfillKind kind)
+{
+	static bool validated[BACKFILL_NUM_KINDS];
+
+	if ((int) kind < 0 || (int) kind >= BACKFILL_NUM_KINDS)
+		elog(ERROR, "unrecognized backfill kind %d", (int) kind);
+	if (!validated[kind])
+	{
+		validate_routine(kind, routines[kind]);
+		validated[kind] = true;
+	}
+	return routines[kind];
+}
+
+/*
+ * The kind a job of kind "kind" has when its upstream is the relation
+ * upstream: cdc from a foreign table is the remote cdc kind; no other kind
+ * reads a foreign table.
+ */
+BackfillKind
+backfill_kind_for_upstream(BackfillKind kind, Oid upstream)
+{
+	if (get_rel_relkind(upstream) != RELKIND_FOREIGN_TABLE)
+		return kind;
+	if (kind != BACKFILL_KIND_CDC)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("a backfill job of kind \"%s\" cannot read foreign table \"%s\"",
+						backfill_kind_name(kind), get_rel_name(upstream)),
+				 errdetail("Only a cdc job follows another server's changes, through its logical replication."),
+				 errhint("Use kind \"cdc\" to copy a table of another PostgreSQL server through postgres_fdw.")));
+	return BACKFILL_KIND_REMOTE_CDC;
+}

@@ -1,0 +1,176 @@
+/*-------------------------------------------------------------------------
+ *
+ * kind.h
+ *	  The interface every kind of job implements: one struct of callbacks,
+ *	  as a table access method fills a TableAmRoutine.
+ *
+ * A kind owns its state table (its layout, creating, decoding, persisting
+ * it) and decides what a barrier forwards and what a chunk reads.  The
+ * executor, the driver and the entry points call a kind only through its
+ * routine, found with backfill_kind_routine(); they never ask which kind a
+ * job is.  A kind's file calls only the layers below it, never another
+ * kind's file.
+ *
+ * Callbacks are called with SPI connected; "run" callbacks run as the job's
+ * owner under its pinned search_path, in the barrier's transaction.
+ * Optional callbacks may be NULL.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BACKFILL_KIND_H
+#define BACKFILL_KIND_H
+
+#include "barrier.h"
+#include "copy.h"
+#include "capture.h"
+
+/* what create_job has decided before a kind makes its tables */
+typedef struct JobDefinition
+{
+	int64		job_id;
+	Oid			owner;			/* the caller, who owns the job */
+	const char *name;			/* as the caller gave it */
+	Relation	upstream;		/* locked SHARE ROW EXCLUSIVE */
+	const char *upstream_sql;
+	const char *downstream_sql;
+	const char *state_sql;		/* backfill.state_<id> */
+	const char *changes_sql;	/* backfill.changes_<id> */
+	const char *key_ddl;		/* ", k1 type1 COLLATE ..., k2 ..." */
+	const char *key_list;		/* "k1, k2" */
+	int			parallelism;
+} JobDefinition;
+
+typedef struct KindRoutine
+{
+	BackfillKind kind;
+
+	/* names of its state and change tables' own columns: a key cannot take one */
+	const char *const *reserved_columns;
+
+	/* how its changes are captured while it backfills */
+	CaptureMode capture;
+
+	/* whether a restart counts the upstream again for the progress total */
+	bool		recount_total;
+
+	/* the catalog column it needs that an older catalog lacks, if any */
+	const char *needs_job_column;
+	/* the version that brought that column, when it is not 1.1 */
+	const char *needs_version;
+
+	/*
+	 * Whether it cuts the key range into splits of its own, so that
+	 * create_job cuts no range vnodes for it (ranges.c).
+	 */
+	bool		cuts_splits;
+
+	/* ---- create_job ---- */
+
+	/*
+	 * The upstream's key when it is not the local table's primary key (a
+	 * foreign table's, read from its source): attribute numbers in key
+	 * order and collations.  Set for a kind whose upstream is a foreign
+	 * table (optional).
+	 */
+	int			(*upstream_key) (Relation upstream, AttrNumber **attnums, Oid **collations);
+
+	/* refuse columns, a row filter or a downstream it cannot serve (optional) */
+	void		(*check_shape) (Relation upstream, const JobShape *shape, bool into_existing);
+
+	/* refuse what the kind cannot serve (optional) */
+	void		(*check_create) (Relation upstream, int parallelism);
+
+	/* make the state table (acting as the extension's owner) */
+	void		(*create_state_table) (const JobDefinition *def);
+
+	/* after the catalog rows exist (optional) */
+	void		(*after_create) (const JobDefinition *def);
+
+	/* ---- a run ---- */
+
+	/* decode the state table into job->vnodes, checking the job's key */
+	void		(*load_state) (BackfillJob *job);
+
+	/* the check a restart runs before anything else (optional) */
+	void		(*recovery_check) (BackfillJob *job);
+
+	/* prepare the kind's statements for the executor */
+	void		(*prepare) (BarrierExecutor *exec);
+
+	/*
+	 * Before a run's first fetch, in a transaction of its own that holds no
+	 * lock on the upstream and has written nothing: make what the fetches
+	 * read, if it is not there yet (optional).  Something that waits for the
+	 * transactions in flight, as a slot's creation does, must not wait
+	 * under a lock one of them may want.
+	 */
+	void		(*open_stream) (BackfillJob *job);
+
+	/* fetch changes before a barrier, in a transaction of its own (optional) */
+	void		(*fetch) (BarrierExecutor *exec);
+
+	/*
+	 * The changes part of a barrier of actors first..last, before any chunk.
+	 * May sleep until deadline when there is nothing to do but wait.
+	 */
+	void		(*barrier_changes) (BarrierExecutor *exec, int first, int last,
+									TimestampTz deadline);
+
+	/* read one chunk of a group of vnodes; returns the rows read */
+	int64		(*read_chunk) (BarrierExecutor *exec, VnodeGroup *group, int64 limit);
+
+	/* whether an actor's barrier should commit now, read or not (optional) */
+	bool		(*barrier_full) (BarrierExecutor *exec, int actor);
+
+	/* persist the dirty state, at the end of a barrier */
+	void		(*persist) (BarrierExecutor *exec);
+
+	/* record an actor's barrier in backfill.actor */
+	void		(*update_actor) (BarrierExecutor *exec, BackfillActor *actor);
+
+	/* whether an actor has nothing left but the final barrier */
+	bool		(*actor_finished) (BackfillJob *job, int actor);
+
+	/* whether every actor has finished, as committed in the state table */
+	bool		(*finished_everywhere) (BackfillJob *job);
+
+	/* the final barrier's last look at changes, under its lock (optional) */
+	void		(*final_changes) (BarrierExecutor *exec);
+
+	/* after the final barrier's commit, and at any later start (optional) */
+	void		(*after_finish) (int64 job_id);
+
+	/* drop what the job owns outside this database, for cancel_job and drop_job (optional) */
+	void		(*drop_objects) (int64 job_id);
+
+	/*
+	 * For verify_job: the keys of the changes its upstream committed from
+	 * the offset "since" on (as text) that the job has not fetched, as text[]
+	 * Datums (optional).
+	 */
+	List	   *(*unfetched_keys) (int64 job_id, const char *since);
+
+	/* set the row counts of a job's new actors after a reschedule */
+	void		(*recount_actors) (int64 job_id, const char *state_sql);
+
+	/*
+	 * Why a job that has not finished cannot be rescheduled, as RisingWave
+	 * refuses to reschedule a creating job whose scan type is not
+	 * reschedulable (StreamScanType::is_reschedulable): the DETAIL and HINT
+	 * of the refusal (optional: NULL when it can be rescheduled at any time)
+	 */
+	void		(*reschedule_refusal) (int64 job_id, char **detail, char **hint);
+} KindRoutine;
+
+/* kind.c */
+extern const KindRoutine *backfill_kind_routine(BackfillKind kind);
+extern BackfillKind backfill_kind_for_upstream(BackfillKind kind, Oid upstream);
+
+/* the kinds' routines */
+extern const KindRoutine backfill_no_shuffle_routine;
+extern const KindRoutine backfill_arrangement_routine;
+extern const KindRoutine backfill_snapshot_routine;
+extern const KindRoutine backfill_cdc_routine;
+extern const KindRoutine backfill_remote_cdc_routine;
+
+#endif							/* BACKFILL_KIND_H */

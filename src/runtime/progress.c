@@ -1,0 +1,160 @@
+/*-------------------------------------------------------------------------
+ *
+ * progress.c
+ *	  What a person watching a job at psql sees: a line of progress sent to
+ *	  the client every backfill.client_progress_interval, by a run in the
+ *	  foreground (CALL backfill.run_job) and by backfill.wait_job.
+ *
+ * The line is an INFO message, as VACUUM VERBOSE and ANALYZE VERBOSE send
+ * theirs: the session asked for the work and the progress is the answer to
+ * that request, so it reaches the client whatever client_min_messages says
+ * (a NOTICE would be hidden by client_min_messages = warning, which scripts
+ * set to keep psql quiet), and it stays out of the server log unless
+ * log_min_messages is lowered to info (the log has its own lines, at most
+ * every backfill.log_progress_interval, from each worker).  The setting
+ * turns the lines off.
+ *
+ * One line: the job, its progress as ddl_progress shows it (RisingWave's
+ * text), its rows per second, its ETA, and what holds it back, the same
+ * words as the workers' log lines:
+ *
+ *	  INFO:  backfill job 1: 42.17% (421700/1000000), 1000 rows/s, ETA 00:09:38, throttled by rate limit (1000 rows/s per actor)
+ *
+ * A run in the foreground knows its pace itself (driver.c hands it over);
+ * wait_job reads backfill.jobs, which the workers keep up to date.
+ *
+ * May call: the foundations.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include <math.h>
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/timestamp.h"
+
+#include "driver.h"
+#include "lib.h"
+
+PG_FUNCTION_INFO_V1(backfill_report_progress);
+
+/* backfill.client_progress_interval: ms between two lines to the client */
+static int	client_progress_interval_ms = 10000;
+
+/* define the setting; from _PG_init */
+void
+backfill_progress_init(void)
+{
+	DefineCustomIntVariable("backfill.client_progress_interval",
+							"Time between two lines of progress sent to the client by run_job and wait_job.",
+							"Zero turns the lines off.",
+							&client_progress_interval_ms,
+							10000,
+							0,
+							INT_MAX,
+							PGC_USERSET,
+							GUC_UNIT_MS,
+							NULL, NULL, NULL);
+}
+
+/*
+ * backfill_progress_due
+ *		Whether a line of progress is due: the setting is on and its
+ *		interval has passed since "since", the start of the watch or the
+ *		last line.
+ */
+bool
+backfill_progress_due(TimestampTz since)
+{
+	return client_progress_interval_ms > 0 &&
+		TimestampDifferenceExceeds(since, GetCurrentTimestamp(), client_progress_interval_ms);
+}
+
+/*
+ * backfill_progress_send
+ *		Send the line of a job to the client: its progress text (NULL when
+ *		unknown), its rows per second and ETA in seconds (negative when
+ *		unknown), what holds it back (NULL for nothing).
+ */
+void
+backfill_progress_send(int64 job_id, const char *progress, double rows_per_second,
+					   double eta_seconds, const char *throttled_by)
+{
+	char		rate[64];
+	char		eta[64];
+
+	if (rows_per_second >= 0)
+		snprintf(rate, sizeof(rate), "%.0f rows/s", rows_per_second);
+	else
+		strlcpy(rate, "rows/s unknown", sizeof(rate));
+	if (eta_seconds >= 0 && eta_seconds < (double) INT64CONST(1000000000))
+	{
+		int64		s = (int64) rint(eta_seconds);
+
+		snprintf(eta, sizeof(eta), "%02lld:%02d:%02d", (long long) (s / 3600),
+				 (int) (s / 60 % 60), (int) (s % 60));
+	}
+	else
+		strlcpy(eta, "unknown", sizeof(eta));
+	ereport(INFO,
+			(errmsg("backfill job %lld: %s, %s, ETA %s%s%s",
+					(long long) job_id, progress ? progress : "no progress", rate, eta,
+					throttled_by ? ", throttled by " : "", throttled_by ? throttled_by : "")));
+}
+
+/*
+ * backfill._report_progress(job_id bigint, since timestamptz) RETURNS
+ * timestamptz, for wait_job: when a line is due since "since", sends the
+ * job's line as backfill.jobs shows it to the current user and returns the
+ * time it was sent; else (or when the user cannot see the job) returns
+ * "since".
+ */
+Datum
+backfill_report_progress(PG_FUNCTION_ARGS)
+{
+	int64		job_id = PG_GETARG_INT64(0);
+	TimestampTz since = PG_GETARG_TIMESTAMPTZ(1);
+	char	   *progress = NULL;
+	char	   *throttled_by = NULL;
+	double		rate = -1;
+	double		eta = -1;
+	bool		isnull;
+
+	if (!backfill_progress_due(since))
+		PG_RETURN_TIMESTAMPTZ(since);
+
+	backfill_spi_enter();
+	backfill_spi_exec_args("SELECT progress, rows_per_second::float8, "
+						   "extract(epoch FROM eta)::float8, throttled_by "
+						   "FROM backfill.jobs WHERE job_id = $1",
+						   1, (Oid[]) {INT8OID}, (Datum[]) {Int64GetDatum(job_id)}, NULL,
+						   SPI_OK_SELECT);
+	/* a job the current user cannot see has no line */
+	if (SPI_processed != 1)
+	{
+		backfill_spi_leave();
+		PG_RETURN_TIMESTAMPTZ(since);
+	}
+	{
+		HeapTuple	tuple = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		Datum		d;
+
+		progress = SPI_getvalue(tuple, desc, 1);
+		d = SPI_getbinval(tuple, desc, 2, &isnull);
+		if (!isnull)
+			rate = DatumGetFloat8(d);
+		d = SPI_getbinval(tuple, desc, 3, &isnull);
+		if (!isnull)
+			eta = DatumGetFloat8(d);
+		throttled_by = SPI_getvalue(tuple, desc, 4);
+	}
+	backfill_progress_send(job_id, progress, rate, eta, throttled_by);
+	backfill_spi_leave();
+	PG_RETURN_TIMESTAMPTZ(GetCurrentTimestamp());
+}

@@ -1,0 +1,431 @@
+/*-------------------------------------------------------------------------
+ *
+ * worker.c
+ *	  Background workers: one per actor of a job, and the launcher.
+ *
+ * An actor worker (backfill_actor_main) connects as the job's owner, takes
+ * the job lock in share mode (the actors of a job share it; run_job,
+ * cancel_job and drop_job need it exclusively) and then:
+ *
+ *	1. prepares the run, once per launch: the first actor to claim it
+ *	   decodes the state and runs the recovery check (driver.c); the others
+ *	   wait for the outcome and exit if it failed;
+ *	2. runs barriers of its own vnodes (driver.c), each one transaction,
+ *	   until its vnodes have finished, the job is stopped, or it is no longer
+ *	   backfilling;
+ *	3. when its vnodes have finished and every other actor's have too, as
+ *	   committed in the state table, runs the job's final barrier; when
+ *	   several actors finish at once, the first to get the upstream's lock
+ *	   does it and the others find the job finished;
+ *	4. for a job that follows its upstream without a trigger (job->follows),
+ *	   the worker that ran the final barrier, or the one worker started for
+ *	   a finished job, follows the upstream until stop_job (driver.c), and
+ *	   goes on following when it retries after an error; the workers of the
+ *	   other actors end.
+ *
+ * A SIGHUP makes the worker read postgresql.conf again before its next
+ * barrier, so that a change of the pacing settings reaches it there.
+ *
+ * An error fails the job (status, last_error, SQLSTATE, recorded in a
+ * transaction of its own) and ends the worker after writing the error to the
+ * server log; the other actors see the status at their next barrier and
+ * stop.  A serialization failure or deadlock is retried instead, from the
+ * committed state; so is a lost connection to another server (SQLSTATE
+ * class 08, remote.c), for as long as it takes, waiting twice as long
+ * after each failure up to BACKFILL_MAX_WAIT_MS, with the reason in
+ * pg_stat_activity, until stop_job.  stop_job sets the workers' latches: a
+ * worker waiting for another server (remote.c), or between two tries to
+ * reach it, ends at once, its barrier rolled back, without failing the job.
+ *
+ * The launcher (backfill_launcher_main) starts with the server when the
+ * library is preloaded, and again after a crash.  It connects to
+ * backfill.database and launches every job whose run_mode is 'background'
+ * and that is still pending or backfilling, or finished and following its
+ * upstream in a worker; their actors then run the
+ * recovery check exactly as at any restart.  A job whose owner may no longer
+ * log in is failed instead, with the reason: its workers, which connect as
+ * the owner, would end before they could record it.  Then it drops the slots
+ * that cdc jobs which finished or were cancelled left behind (slot.c), and
+ * sleeps until shutdown.
+ *
+ * May call: registry.c (the registry), driver.c, the kinds (their routines),
+ * catalog.c and the foundations.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "tcop/tcopprot.h"
+#include "utils/builtins.h"
+#include "utils/guc.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/wait_event.h"
+
+#include "driver.h"
+#include "kind.h"
+#include "lib.h"
+#include "catalog_access.h"
+#include "capture.h"
+
+PGDLLEXPORT void backfill_actor_main(Datum main_arg);
+PGDLLEXPORT void backfill_launcher_main(Datum main_arg);
+
+/* backfill.database: where the launcher looks for jobs */
+static char *backfill_database = NULL;
+
+/* how often a worker retries a barrier that lost a serialization race */
+#define BACKFILL_MAX_RETRIES 10
+
+/* the longest wait between two tries to reach a source that is down */
+#define BACKFILL_MAX_WAIT_MS 10000
+
+/*
+ * The actor's work after the prepare step: barriers until done (driver.c),
+ * or, once the job has finished, following its upstream if this worker is
+ * to (may_follow).  Runs in a transaction with SPI connected non-atomically.
+ */
+static void
+actor_barriers(ActorArgs *args, MemoryContext cxt, bool may_follow)
+{
+	BackfillJob *job;
+	int			actor = -1;
+
+	job = backfill_load_job(args->job_id, cxt);
+	if (strcmp(job->status, "finished") == 0 && job->follows && may_follow)
+	{
+		backfill_follow(job, args->actor_id);
+		return;
+	}
+	if (strcmp(job->status, "backfilling") != 0)
+		return;
+	backfill_kind_routine(job->kind)->load_state(job);
+	for (int a = 0; a < job->nactors; a++)
+		if (job->actors[a].actor_id == args->actor_id)
+			actor = a;
+	if (actor < 0)
+		return;					/* rescheduled away since the launch */
+	backfill_drive(job, actor, 0);
+}
+
+/* the job of this actor worker, for job_stopped() */
+static int64 my_job = 0;
+
+/* backfill_stop_pending() of this worker: whether stop_job asked it to stop */
+static bool
+job_stopped(void)
+{
+	return backfill_stop_requested(my_job);
+}
+
+/*
+ * record an error that stops the job, in a transaction of its own, unless
+ * the job has ended already
+ */
+static void
+record_failure(int64 job_id, ErrorData *edata)
+{
+	backfill_xact_begin(false);
+	/* a failure the recovery check recorded is already there */
+	backfill_record_failure(job_id, edata->sqlerrcode, edata->message, edata->detail, true);
+	backfill_xact_end();
+}
+
+/*
+ * A worker's search_path, for its whole session: the role's and the
+ * database's defaults (which the job's owner, or the database's, may set)
+ * must not decide what the worker's statements mean.  The job's own SQL
+ * runs under the job's search_path regardless (privilege.c).
+ */
+static void
+pin_session_path(void)
+{
+	SetConfigOption("search_path", BACKFILL_CATALOG_PATH, PGC_USERSET, PGC_S_SESSION);
+}
+
+void
+backfill_actor_main(Datum main_arg pg_attribute_unused())
+{
+	ActorArgs	args;
+	MemoryContext cxt;
+	volatile bool preparer = false;
+	volatile int retries = 0;
+	volatile bool done = false;
+	volatile long wait_ms = 100;
+	char		name[NAMEDATALEN];
+
+	memcpy(&args, MyBgworkerEntry->bgw_extra, sizeof(args));
+	pqsignal(SIGTERM, die);
+	/* a reload takes effect at the next barrier (driver.c) */
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnectionByOid(args.dboid, args.owner, 0);
+	pin_session_path();
+	backfill_attach_worker(args.job_id, args.actor_id);
+	/* a wait on another server ends when the job is stopped (remote.c) */
+	my_job = args.job_id;
+	backfill_set_stop_check(job_stopped);
+
+	snprintf(name, sizeof(name), "backfill job %lld actor %d",
+			 (long long) args.job_id, args.actor_id);
+	SetConfigOption("application_name", name, PGC_USERSET, PGC_S_SESSION);
+	pgstat_report_activity(STATE_RUNNING, "waiting for the job lock");
+
+	/* start_job's transaction holds it exclusively until it commits */
+	backfill_lock_job_shared(args.job_id);
+	backfill_worker_locked_job();
+
+	cxt = AllocSetContextCreate(TopMemoryContext, "backfill actor", ALLOCSET_DEFAULT_SIZES);
+	while (!done)
+	{
+		PG_TRY();
+		{
+			backfill_xact_begin(true);
+			if (!preparer && backfill_claim_prepare(args.job_id))
+			{
+				BackfillJob *job = backfill_load_job(args.job_id, cxt);
+				bool		runnable;
+
+				preparer = true;
+				pgstat_report_activity(STATE_RUNNING, "recovery check");
+				runnable = strcmp(job->status, "cancelled") != 0 &&
+					backfill_prepare_run(job, true);
+				backfill_commit();
+				PushActiveSnapshot(GetTransactionSnapshot());
+				backfill_finish_prepare(args.job_id, runnable);
+				/* a finished job that follows its upstream: this worker does */
+				if (runnable || job->follows)
+					actor_barriers(&args, cxt, !runnable || backfill_following);
+			}
+			else if (preparer || backfill_wait_prepared(args.job_id))
+				/* a follower retrying after a lost connection goes on */
+				actor_barriers(&args, cxt, backfill_following);
+
+			backfill_xact_end();
+			done = true;
+		}
+		PG_CATCH();
+		{
+			ErrorData  *edata;
+			bool		retry;
+			bool		transient;
+			bool		stopped;
+
+			MemoryContextSwitchTo(cxt);
+			edata = CopyErrorData();
+			/* a lost connection to another server: until it is back */
+			transient = ERRCODE_TO_CATEGORY(edata->sqlerrcode) == ERRCODE_CONNECTION_EXCEPTION;
+			retry = transient ||
+				((edata->sqlerrcode == ERRCODE_T_R_SERIALIZATION_FAILURE ||
+				  edata->sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED) &&
+				 retries < BACKFILL_MAX_RETRIES);
+
+			/*
+			 * Stopped while it waited for another server, or while it could
+			 * not reach it: the barrier in flight is rolled back, as by an
+			 * immediate stop, and the job is not failed.
+			 */
+			stopped = (transient || edata->sqlerrcode == ERRCODE_QUERY_CANCELED) &&
+				job_stopped();
+			if (retry || stopped)
+				edata->elevel = LOG;
+			EmitErrorReport();
+			FlushErrorState();
+			backfill_xact_abort();
+			if (preparer)
+			{
+				/* failed during the prepare step: give it back, or fail it */
+				if (retry && !stopped)
+					backfill_unclaim_prepare(args.job_id);
+				else
+					backfill_finish_prepare(args.job_id, false);
+				preparer = false;
+			}
+			if (stopped)
+				proc_exit(0);
+			if (!retry)
+			{
+				record_failure(args.job_id, edata);
+				proc_exit(1);
+			}
+			if (!transient)
+				retries++;
+			else
+			{
+				/* backfill.workers and backfill.jobs show why it waits */
+				pgstat_report_activity(STATE_IDLE,
+									   psprintf("waiting for the source: %s",
+												edata->detail ? edata->detail : edata->message));
+				wait_ms = Min(wait_ms * 2, BACKFILL_MAX_WAIT_MS);
+			}
+			MemoryContextReset(cxt);
+		}
+		PG_END_TRY();
+		if (!done)
+		{
+			backfill_sleep_ms(wait_ms);
+			/* stop_job wakes the sleep */
+			done = job_stopped();
+		}
+	}
+	proc_exit(0);
+}
+
+/* launch every job that was running in the background when the server stopped */
+static void
+launch_jobs(void)
+{
+	MemoryContext cxt = AllocSetContextCreate(TopMemoryContext, "backfill launcher",
+											  ALLOCSET_DEFAULT_SIZES);
+	int64	   *volatile job_ids = NULL;
+	volatile int njobs = 0;
+
+	/* an error here (say, a catalog of another version) must not loop */
+	PG_TRY();
+	{
+		backfill_xact_begin(false);
+		if (SPI_execute("SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'backfill'",
+						true, 0) == SPI_OK_SELECT && SPI_processed == 1 &&
+			SPI_execute("SELECT job_id FROM backfill.job WHERE run_mode = 'background' "
+						"AND status IN ('pending', 'backfilling', 'finished') ORDER BY job_id",
+						true, 0) == SPI_OK_SELECT)
+		{
+			njobs = (int) SPI_processed;
+			job_ids = MemoryContextAlloc(cxt, sizeof(int64) * Max(njobs, 1));
+			for (int i = 0; i < njobs; i++)
+			{
+				bool		isnull;
+
+				job_ids[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
+														 SPI_tuptable->tupdesc, 1, &isnull));
+			}
+		}
+		backfill_xact_end();
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		EmitErrorReport();
+		FlushErrorState();
+		backfill_xact_abort();
+		njobs = 0;
+	}
+	PG_END_TRY();
+
+	/* one transaction per job, so that one job's error does not stop the rest */
+	for (volatile int i = 0; i < njobs; i++)
+	{
+		MemoryContext oldcxt = CurrentMemoryContext;
+
+		PG_TRY();
+		{
+			BackfillJob *job;
+
+			backfill_xact_begin(false);
+			job = backfill_load_job(job_ids[i], CurrentMemoryContext);
+			/* a finished job needs a worker only to follow its upstream */
+			if (strcmp(job->status, "finished") != 0 || job->follows)
+			{
+				backfill_launch_job(job);
+				ereport(LOG,
+						(errmsg("backfill launcher restarted backfill job %lld", (long long) job_ids[i])));
+			}
+			backfill_xact_end();
+		}
+		PG_CATCH();
+		{
+			ErrorData  *edata;
+
+			MemoryContextSwitchTo(cxt);
+			edata = CopyErrorData();
+			MemoryContextSwitchTo(oldcxt);
+			EmitErrorReport();
+			FlushErrorState();
+			backfill_xact_abort();
+			/* an owner who may not log in: fail the job, not at every start */
+			if (edata->sqlerrcode == ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION)
+				record_failure(job_ids[i], edata);
+		}
+		PG_END_TRY();
+	}
+	MemoryContextDelete(cxt);
+}
+
+/* drop what cdc jobs that finished or were cancelled left of their slots */
+static void
+drop_leftover_slots(void)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+
+	PG_TRY();
+	{
+		backfill_xact_begin(false);
+		backfill_drop_leftover_slots();
+		backfill_xact_end();
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(oldcxt);
+		EmitErrorReport();
+		FlushErrorState();
+		backfill_xact_abort();
+	}
+	PG_END_TRY();
+}
+
+void
+backfill_launcher_main(Datum main_arg pg_attribute_unused())
+{
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnection(backfill_database, NULL, 0);
+	pin_session_path();
+	pgstat_report_appname("backfill launcher");
+
+	launch_jobs();
+	drop_leftover_slots();
+
+	pgstat_report_activity(STATE_IDLE, NULL);
+	for (;;)
+		backfill_sleep_ms(60 * 1000);
+}
+
+/*
+ * backfill_worker_init
+ *		Define the launcher's setting, read only at server start, and
+ *		register the launcher.  Called from _PG_init while
+ *		shared_preload_libraries is processed.
+ */
+void
+backfill_worker_init(void)
+{
+	BackgroundWorker worker;
+
+	DefineCustomStringVariable("backfill.database",
+							   "Database in which the launcher restarts background jobs.",
+							   "The launcher starts with the server when the library is preloaded.",
+							   &backfill_database,
+							   "postgres",
+							   PGC_POSTMASTER,
+							   0,
+							   NULL, NULL, NULL);
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	/* after a crash reinitialization it restarts at once regardless */
+	worker.bgw_restart_time = 60;
+	strlcpy(worker.bgw_library_name, "backfill", BGW_MAXLEN);
+	strlcpy(worker.bgw_function_name, "backfill_launcher_main", BGW_MAXLEN);
+	strlcpy(worker.bgw_name, "backfill launcher", BGW_MAXLEN);
+	strlcpy(worker.bgw_type, "backfill launcher", BGW_MAXLEN);
+	RegisterBackgroundWorker(&worker);
+}
