@@ -101,6 +101,47 @@ SELECT attrelid::regclass::text AS rel, attname, format_type(atttypid, atttypmod
  WHERE attrelid IN ('backfill.job'::regclass, 'backfill.actor'::regclass,
                     'backfill.jobs'::regclass, 'backfill.ddl_progress'::regclass)
    AND attnum > 0 AND NOT attisdropped;
+-- and every object's full definition: functions (body, settings,
+-- volatility, strictness, security, comment, privileges), views, tables'
+-- privileges and comments, policies, event triggers
+CREATE TEMP VIEW ext_definitions AS
+WITH members AS (
+  SELECT classid, objid FROM pg_depend
+   WHERE refclassid = 'pg_extension'::regclass AND deptype = 'e'
+     AND refobjid = (SELECT oid FROM pg_extension WHERE extname = 'backfill'))
+SELECT 'function ' || p.oid::regprocedure::text AS object,
+       concat_ws(E'\n', pg_get_functiondef(p.oid), p.proacl::text,
+                 obj_description(p.oid, 'pg_proc')) AS definition
+  FROM members m JOIN pg_proc p ON m.classid = 'pg_proc'::regclass AND p.oid = m.objid
+ WHERE p.prokind IN ('f', 'p', 'w')
+UNION ALL
+SELECT 'aggregate ' || p.oid::regprocedure::text,
+       concat_ws(E'\n', p.proacl::text, obj_description(p.oid, 'pg_proc'))
+  FROM members m JOIN pg_proc p ON m.classid = 'pg_proc'::regclass AND p.oid = m.objid
+ WHERE p.prokind = 'a'
+UNION ALL
+SELECT 'relation ' || c.oid::regclass::text,
+       concat_ws(E'\n', c.relkind::text, c.relacl::text,
+                 obj_description(c.oid, 'pg_class'),
+                 CASE WHEN c.relkind IN ('v', 'm') THEN pg_get_viewdef(c.oid) END)
+  FROM members m JOIN pg_class c ON m.classid = 'pg_class'::regclass AND c.oid = m.objid
+UNION ALL
+SELECT 'policy ' || pol.polname || ' on ' || pol.polrelid::regclass::text,
+       concat_ws(E'\n', pol.polcmd::text, pol.polpermissive::text, pol.polroles::text,
+                 pg_get_expr(pol.polqual, pol.polrelid),
+                 pg_get_expr(pol.polwithcheck, pol.polrelid))
+  FROM pg_policy pol
+ WHERE pol.polrelid IN (SELECT objid FROM members WHERE classid = 'pg_class'::regclass)
+UNION ALL
+SELECT 'event trigger ' || e.evtname,
+       concat_ws(E'\n', e.evtevent, e.evtfoid::regprocedure::text, e.evtenabled::text,
+                 e.evttags::text, obj_description(e.oid, 'pg_event_trigger'))
+  FROM members m JOIN pg_event_trigger e ON m.classid = 'pg_event_trigger'::regclass AND e.oid = m.objid
+UNION ALL
+SELECT 'schema ' || n.nspname,
+       concat_ws(E'\n', n.nspacl::text, obj_description(n.oid, 'pg_namespace'))
+  FROM pg_namespace n WHERE n.nspname = 'backfill';
+CREATE TEMP TABLE upgraded_definitions AS SELECT * FROM ext_definitions;
 DO $$BEGIN PERFORM backfill.drop_job(job_id) FROM backfill.job; END$$;
 DROP EXTENSION backfill;
 CREATE EXTENSION backfill;
@@ -125,4 +166,13 @@ UNION ALL
                      'backfill.jobs'::regclass, 'backfill.ddl_progress'::regclass)
     AND attnum > 0 AND NOT attisdropped
  EXCEPT SELECT * FROM upgraded_columns);
+-- one row per object whose definition differs (empty when none)
+SELECT object AS defined_otherwise FROM
+ ((SELECT * FROM upgraded_definitions EXCEPT SELECT * FROM ext_definitions)
+  UNION
+  (SELECT * FROM ext_definitions EXCEPT SELECT * FROM upgraded_definitions)) d
+ ORDER BY 1;
+-- the comparison saw each kind of object
+SELECT split_part(object, ' ', 1) AS kind, count(*) > 0 AS compared
+  FROM ext_definitions GROUP BY 1 ORDER BY 1;
 DROP TABLE up;
