@@ -3,7 +3,7 @@
 \echo Use "ALTER EXTENSION backfill UPDATE TO '1.3'" to load this file. \quit
 
 -- ---------------------------------------------------------------------------
--- Caps on background workers (src/shmem.c): reschedule checks the new
+-- Caps on background workers (src/runtime/registry.c): reschedule checks the new
 -- parallelism against backfill.max_workers and backfill.max_workers_per_role
 -- before it stops the job's workers, so that a refused reschedule leaves the
 -- job running as it was.
@@ -62,12 +62,12 @@ COMMENT ON FUNCTION backfill.reschedule(bigint, integer) IS
 
 -- ---------------------------------------------------------------------------
 -- Watching a job: the live actors (backfill.progress) and the lines of
--- progress that run_job and wait_job send to their client (src/progress.c,
--- src/shmem.c)
+-- progress that run_job and wait_job send to their client (src/runtime/progress.c,
+-- src/runtime/registry.c)
 -- ---------------------------------------------------------------------------
 
 -- the failures of each job, counted: a failed job may run again, and its
--- last_error tells only the last one (src/catalog.c counts them)
+-- last_error tells only the last one (src/catalog/catalog.c counts them)
 ALTER TABLE backfill.job ADD COLUMN failures integer NOT NULL DEFAULT 0;
 
 CREATE FUNCTION backfill._live_actors(
@@ -346,14 +346,14 @@ $$;
 -- ---- keys: enum values renamed under a job's range vnodes ----
 
 -- ALTER TYPE ... RENAME VALUE of an enum that the key of an unfinished job
--- with range vnodes contains is refused (src/ddl.c): the bounds are keys
+-- with range vnodes contains is refused (src/api/ddl.c): the bounds are keys
 -- stored as text, which the renamed label would make unreadable.
 CREATE EVENT TRIGGER backfill_ddl_type ON ddl_command_start
     WHEN TAG IN ('ALTER TYPE')
     EXECUTE FUNCTION backfill._on_ddl();
 
 
--- ---- a job's owner in pg_shdepend (src/catalog.c, src/ddl.c) ----
+-- ---- a job's owner in pg_shdepend (src/catalog/catalog.c, src/api/ddl.c) ----
 
 -- DROP OWNED drops a role's jobs as it drops its tables, and first gives a
 -- job whose tables REASSIGN OWNED gave to another role to that role

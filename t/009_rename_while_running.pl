@@ -6,7 +6,7 @@
 #
 # A job holds its tables by OID; its executor's plans name them, so every
 # barrier locks the tables and looks their names up first, and makes its
-# plans again under the new names when they changed (src/executor.c,
+# plans again under the new names when they changed (src/runtime/executor.c,
 # backfill_executor_refresh).  Here the upstream and the downstream are
 # renamed and moved to another schema while a rate-limited job runs, in the
 # foreground and in background workers, under pgbench writers (which write
