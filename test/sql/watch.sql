@@ -10,7 +10,8 @@ SELECT pg_catalog.setval('backfill.actor_id_seq', 1, false);
 
 -- the setting: a time, 10 s by default, 0 for off, never negative
 LOAD 'backfill';
-SHOW backfill.client_progress_interval;
+SELECT boot_val || unit AS default_interval FROM pg_catalog.pg_settings
+ WHERE name = 'backfill.client_progress_interval';
 SET backfill.client_progress_interval = '1min';
 SHOW backfill.client_progress_interval;
 SET backfill.client_progress_interval = -1;
