@@ -113,6 +113,21 @@ typedef struct BackfillActor
 } BackfillActor;
 
 /*
+ * A job's status, as backfill.job.status spells it (its CHECK constraint
+ * lists the same words), parsed once when the job is loaded or its status
+ * re-read.  DROPPED is no row: the job was dropped while loaded.
+ */
+typedef enum BackfillJobStatus
+{
+	BACKFILL_STATUS_PENDING,
+	BACKFILL_STATUS_BACKFILLING,
+	BACKFILL_STATUS_FINISHED,
+	BACKFILL_STATUS_FAILED,
+	BACKFILL_STATUS_CANCELLED,
+	BACKFILL_STATUS_DROPPED
+} BackfillJobStatus;
+
+/*
  * A job as loaded by a run.  Lives in the run's memory context, which
  * survives the commit of each barrier.
  */
@@ -121,7 +136,7 @@ typedef struct BackfillJob
 	int64		job_id;
 	char	   *job_name;
 	BackfillKind kind;
-	char	   *status;
+	BackfillJobStatus status;
 	Oid			owner;
 	Oid			upstream;
 	Oid			downstream;

@@ -221,7 +221,7 @@ backfill_check_reschedule_1_2(PG_FUNCTION_ARGS)
 		PG_RETURN_VOID();		/* gone: the reschedule says so */
 	routine = backfill_kind_routine(backfill_parse_kind(TextDatumGetCString(kind)));
 	if (routine->reschedule_refusal == NULL ||
-		strcmp(TextDatumGetCString(status), "finished") == 0)
+		backfill_parse_status(TextDatumGetCString(status)) == BACKFILL_STATUS_FINISHED)
 		PG_RETURN_VOID();
 	routine->reschedule_refusal(job_id, &detail, &hint);
 	ereport(ERROR,

@@ -718,7 +718,7 @@ job_finished(int64 job_id)
 	bool		isnull;
 	Datum		status = backfill_job_column(job_id, "status", &isnull);
 
-	return !isnull && strcmp(TextDatumGetCString(status), "finished") == 0;
+	return !isnull && backfill_parse_status(TextDatumGetCString(status)) == BACKFILL_STATUS_FINISHED;
 }
 
 /*
@@ -1077,7 +1077,7 @@ apply_entry_build(ApplyEntry *entry, int64 job_id)
 	entry->direct = NULL;
 
 	job = backfill_load_job(job_id, CurrentMemoryContext);
-	if (!OidIsValid(job->downstream) || strcmp(job->status, "cancelled") == 0)
+	if (!OidIsValid(job->downstream) || job->status == BACKFILL_STATUS_CANCELLED)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("backfill job %lld has no downstream table", (long long) job_id)));
@@ -1654,9 +1654,9 @@ backfill_truncate_change(PG_FUNCTION_ARGS)
 void
 backfill_assert_triggers(BackfillJob *job)
 {
-	bool		finished = strcmp(job->status, "finished") == 0;
+	bool		finished = job->status == BACKFILL_STATUS_FINISHED;
 
-	if (strcmp(job->status, "cancelled") == 0)
+	if (job->status == BACKFILL_STATUS_CANCELLED)
 		return;
 	(void) upstream_relations(job->upstream, AccessShareLock);
 	if (set_trigger_states(job->upstream, job->job_id, finished, false))
@@ -1981,7 +1981,7 @@ backfill_capture_partition(BackfillJob *job, Oid partition, bool attached)
 		install_partition_truncates(partition, job->job_id);
 	else
 		drop_trigger_everywhere(partition, TRIGGER_PARTITION_TRUNCATE, job->job_id);
-	if (strcmp(job->status, "finished") != 0)
+	if (job->status != BACKFILL_STATUS_FINISHED)
 		capture_rows(job, partition, attached, false);
 	else
 		partition_rows_now(job, partition, attached);

@@ -80,6 +80,26 @@ backfill_parse_kind(const char *name)
 	pg_unreachable();
 }
 
+static const char *const status_names[] = {
+	[BACKFILL_STATUS_PENDING] = "pending",
+	[BACKFILL_STATUS_BACKFILLING] = "backfilling",
+	[BACKFILL_STATUS_FINISHED] = "finished",
+	[BACKFILL_STATUS_FAILED] = "failed",
+	[BACKFILL_STATUS_CANCELLED] = "cancelled",
+	[BACKFILL_STATUS_DROPPED] = "dropped",
+};
+
+/* the status a word of backfill.job.status stands for */
+BackfillJobStatus
+backfill_parse_status(const char *name)
+{
+	for (int i = 0; i < lengthof(status_names); i++)
+		if (strcmp(name, status_names[i]) == 0)
+			return (BackfillJobStatus) i;
+	elog(ERROR, "unrecognized backfill job status \"%s\"", name);
+	pg_unreachable();
+}
+
 /*
  * backfill_check_key_unchanged
  *		The job's key must still be the upstream's primary key, of the types
@@ -235,7 +255,7 @@ backfill_load_job(int64 job_id, MemoryContext cxt)
 	job->job_id = job_id;
 	job->job_name = SPI_getvalue(tup, desc, 1);
 	job->kind = backfill_parse_kind(SPI_getvalue(tup, desc, 2));
-	job->status = SPI_getvalue(tup, desc, 3);
+	job->status = backfill_parse_status(SPI_getvalue(tup, desc, 3));
 	job->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 4, &isnull));
 	job->upstream = DatumGetObjectId(SPI_getbinval(tup, desc, 5, &isnull));
 	job->downstream = DatumGetObjectId(SPI_getbinval(tup, desc, 6, &isnull));
@@ -280,7 +300,7 @@ backfill_load_job(int64 job_id, MemoryContext cxt)
 	}
 
 	/* a cancelled job has no tables left: the caller reports it */
-	if (strcmp(job->status, "cancelled") != 0)
+	if (job->status != BACKFILL_STATUS_CANCELLED)
 	{
 		job->upstream_sql = backfill_relation_sql(job->upstream);
 		job->downstream_sql = backfill_relation_sql(job->downstream);
@@ -540,10 +560,7 @@ backfill_reload_settings(BackfillJob *job)
 {
 	Oid			argtypes[1] = {INT8OID};
 	Datum		values[1] = {Int64GetDatum(job->job_id)};
-	MemoryContext old;
 	bool		isnull;
-
-	char	   *status;
 
 	/* once per barrier: in a connection of its own, so nothing accumulates */
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -552,18 +569,11 @@ backfill_reload_settings(BackfillJob *job)
 							  "WHERE job_id = $1",
 							  1, argtypes, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read backfill.job");
-	status = SPI_processed == 0 ? "dropped" :
-		SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	job->status = SPI_processed == 0 ? BACKFILL_STATUS_DROPPED :
+		backfill_parse_status(SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
 	if (SPI_processed > 0)
 		job->rate_limit = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0],
 													  SPI_tuptable->tupdesc, 2, &isnull));
-	/* the status strings are short and few: keep the one in use */
-	if (strcmp(job->status, status) != 0)
-	{
-		old = MemoryContextSwitchTo(GetMemoryChunkContext(job));
-		job->status = pstrdup(status);
-		MemoryContextSwitchTo(old);
-	}
 	SPI_finish();
 }
 
@@ -578,7 +588,7 @@ backfill_load_job_to_run(int64 job_id, MemoryContext cxt)
 	BackfillJob *job = backfill_load_job(job_id, cxt);
 
 	backfill_check_job_owner(job_id, job->owner);
-	if (strcmp(job->status, "cancelled") == 0)
+	if (job->status == BACKFILL_STATUS_CANCELLED)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("backfill job %lld has been cancelled", (long long) job_id),

@@ -317,7 +317,7 @@ cdc_load_state(BackfillJob *job)
 	if (SPI_processed == 1 && written_for_another_table(job, SPI_getvalue(tup, desc, 1)))
 	{
 		/* a finished job reads nothing from it any more */
-		if (strcmp(job->status, "finished") != 0)
+		if (job->status != BACKFILL_STATUS_FINISHED)
 			fail_restored(job, SPI_getvalue(tup, desc, 1), SPI_getvalue(tup, desc, npk + 5));
 	}
 	else

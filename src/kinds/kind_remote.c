@@ -1539,7 +1539,7 @@ remote_after_finish(int64 job_id)
 			BackfillJob *job = backfill_load_job(job_id, cxt);
 
 			CHECK_FOR_INTERRUPTS();
-			done = strcmp(job->status, "finished") != 0;
+			done = job->status != BACKFILL_STATUS_FINISHED;
 			if (!done)
 			{
 				RemoteJob  *rj = remote_job_make(job);

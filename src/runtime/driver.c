@@ -140,7 +140,7 @@ backfill_prepare_run(BackfillJob *job, bool background)
 	backfill_record_start(job, background,
 						  kind->recount_total && job->runs > 0 ? count_upstream(job) : -1);
 	backfill_assert_triggers(job);
-	if (strcmp(job->status, "finished") == 0)
+	if (job->status == BACKFILL_STATUS_FINISHED)
 	{
 		/* a crash may have come between the finish and what follows it */
 		if (kind->after_finish)
@@ -464,7 +464,7 @@ backfill_drive(BackfillJob *job, int actor, int max_barriers)
 			break;
 		}
 		backfill_reload_settings(job);
-		if (strcmp(job->status, "backfilling") != 0)
+		if (job->status != BACKFILL_STATUS_BACKFILLING)
 			break;
 		rows = backfill_run_barrier(exec, actor, backfill_barrier_interval_ms, job->rate_limit);
 		for (int a = 0; a < job->nactors; a++)

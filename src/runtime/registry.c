@@ -480,7 +480,7 @@ backfill_launch_job(BackfillJob *job)
 	BackgroundWorkerHandle *handles[BACKFILL_MAX_PARALLELISM];
 	int			nreserved = 0;
 	int			nregistered = 0;
-	int			nworkers = strcmp(job->status, "finished") == 0 ? 1 : job->nactors;
+	int			nworkers = job->status == BACKFILL_STATUS_FINISHED ? 1 : job->nactors;
 
 	bool		capped;
 
@@ -902,7 +902,7 @@ backfill_start_job(PG_FUNCTION_ARGS)
 	/* the slots of cdc jobs a crash kept from dropping theirs, any job's */
 	backfill_drop_leftover_slots();
 	/* a job that follows its upstream without a trigger needs a worker */
-	if (strcmp(job->status, "finished") == 0 && !job->follows)
+	if (job->status == BACKFILL_STATUS_FINISHED && !job->follows)
 	{
 		ereport(NOTICE,
 				(errmsg("backfill job %lld has already finished", (long long) job_id),
@@ -1005,7 +1005,7 @@ backfill_check_workers_1_3(PG_FUNCTION_ARGS)
 		PG_RETURN_VOID();
 	status = backfill_job_column(job_id, "status", &isnull);
 	/* a finished job runs one worker, which follows its upstream */
-	nworkers = (!isnull && strcmp(TextDatumGetCString(status), "finished") == 0) ? 1 : parallelism;
+	nworkers = (!isnull && backfill_parse_status(TextDatumGetCString(status)) == BACKFILL_STATUS_FINISHED) ? 1 : parallelism;
 	capped = !superuser_arg(job.owner);
 
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);

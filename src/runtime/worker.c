@@ -100,12 +100,12 @@ actor_barriers(ActorArgs *args, MemoryContext cxt, bool may_follow)
 	int			actor = -1;
 
 	job = backfill_load_job(args->job_id, cxt);
-	if (strcmp(job->status, "finished") == 0 && job->follows && may_follow)
+	if (job->status == BACKFILL_STATUS_FINISHED && job->follows && may_follow)
 	{
 		backfill_follow(job, args->actor_id);
 		return;
 	}
-	if (strcmp(job->status, "backfilling") != 0)
+	if (job->status != BACKFILL_STATUS_BACKFILLING)
 		return;
 	backfill_kind_routine(job->kind)->load_state(job);
 	for (int a = 0; a < job->nactors; a++)
@@ -196,7 +196,7 @@ backfill_actor_main(Datum main_arg pg_attribute_unused())
 
 				preparer = true;
 				pgstat_report_activity(STATE_RUNNING, "recovery check");
-				runnable = strcmp(job->status, "cancelled") != 0 &&
+				runnable = job->status != BACKFILL_STATUS_CANCELLED &&
 					backfill_prepare_run(job, true);
 				backfill_commit();
 				PushActiveSnapshot(GetTransactionSnapshot());
@@ -332,7 +332,7 @@ launch_jobs(void)
 			backfill_xact_begin(false);
 			job = backfill_load_job(job_ids[i], CurrentMemoryContext);
 			/* a finished job needs a worker only to follow its upstream */
-			if (strcmp(job->status, "finished") != 0 || job->follows)
+			if (job->status != BACKFILL_STATUS_FINISHED || job->follows)
 			{
 				backfill_launch_job(job);
 				ereport(LOG,
