@@ -14,12 +14,14 @@ OBJS = \
 	src/api/estimate.o \
 	src/api/event_trigger.o \
 	src/api/run.o \
+	src/api/upstream.o \
 	src/capture/apply.o \
 	src/capture/capture.o \
 	src/capture/output_plugin.o \
 	src/capture/slot.o \
 	src/catalog/catalog.o \
 	src/catalog/job_holdings.o \
+	src/catalog/job_rows.o \
 	src/copy/chunk.o \
 	src/copy/downstream.o \
 	src/copy/ranges.o \

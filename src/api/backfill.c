@@ -20,6 +20,7 @@
 #include "miscadmin.h"
 #include "utils/guc.h"
 
+#include "create.h"
 #include "driver.h"
 #include "copy.h"
 #include "capture.h"
