@@ -97,7 +97,7 @@ backfill_drop_owned(DropOwnedStmt *stmt)
  * backfill_reassign_owned
  *		After REASSIGN OWNED, in this database: the jobs whose state table
  *		it gave to another role are that role's.  REASSIGN OWNED fires no
- *		event trigger, so this runs from the utility hook (backfill.c) of a
+ *		event trigger, so this runs from the utility hook below, in a
  *		backend that has loaded the library (every backend, when it is
  *		preloaded); otherwise the next DROP OWNED does it, and until then
  *		DROP ROLE is refused (the owner's policy, catalog.c).

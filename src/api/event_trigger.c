@@ -22,7 +22,7 @@
  *	  error;
  *	- renaming a value of an enum its key contains, until it has finished,
  *	  when its range vnodes' bounds hold keys as text (ddl_command_start of
- *	  ALTER TYPE; see check_enum_rename).
+ *	  ALTER TYPE; see ddl_columns.c).
  *
  *	- disabling or dropping the job's triggers on its upstream or a
  *	  partition of it (ddl_command_start of ALTER TABLE ... DISABLE TRIGGER
