@@ -6,14 +6,22 @@ OBJS = \
 	src/api/backfill.o \
 	src/api/control.o \
 	src/api/create.o \
-	src/api/ddl.o \
+	src/api/ddl_columns.o \
+	src/api/ddl_command.o \
+	src/api/ddl_owners.o \
+	src/api/ddl_partitions.o \
+	src/api/ddl_triggers.o \
 	src/api/estimate.o \
+	src/api/event_trigger.o \
 	src/api/run.o \
+	src/api/upstream.o \
 	src/capture/apply.o \
 	src/capture/capture.o \
 	src/capture/output_plugin.o \
 	src/capture/slot.o \
 	src/catalog/catalog.o \
+	src/catalog/job_holdings.o \
+	src/catalog/job_rows.o \
 	src/copy/chunk.o \
 	src/copy/downstream.o \
 	src/copy/ranges.o \

@@ -13,8 +13,9 @@
  * the layers below its own (scripts/check_layers.sh checks it).  Each
  * folder's header declares what the layers above it may call:
  *
- *	api/		entry points: _PG_init (backfill.c), create.c, estimate.c,
- *				run.c, control.c, ddl.c (ddl.h)
+ *	api/		entry points: _PG_init (backfill.c), create.c (create.h),
+ *				upstream.c (upstream.h), estimate.c, run.c, control.c,
+ *				event_trigger.c and its ddl_*.c (ddl.h)
  *	runtime/	driver.c (driver.h), executor.c, worker.c,
  *				registry.c (the worker registry), pacing.c (pacing.h),
  *				progress.c
@@ -23,7 +24,8 @@
  *	remote/		remote.c, pgoutput.c (remote.h)
  *	copy/		chunk.c, sink.c, state.c, shape.c, downstream.c, ranges.c
  *				(copy.h)
- *	catalog/	catalog.c (catalog_access.h)
+ *	catalog/	catalog.c (catalog_access.h), job_rows.c (job_rows.h),
+ *				job_holdings.c (job_holdings.h)
  *	lib/		sql.c, xact.c, vnode.c, rw_debug.c, privilege.c (lib.h),
  *				compat.h
  *

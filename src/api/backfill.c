@@ -10,7 +10,7 @@
  * The files and their layers are listed in backfill.h.
  *
  * May call: driver.c, progress.c, worker.c, registry.c, pacing.c, capture.c,
- * ranges.c, create.c.
+ * ranges.c, create.c, the event trigger's utility hook (ddl_owners.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -20,6 +20,7 @@
 #include "miscadmin.h"
 #include "utils/guc.h"
 
+#include "create.h"
 #include "driver.h"
 #include "copy.h"
 #include "capture.h"

@@ -31,8 +31,8 @@
  * pg_stat_statements keeps old symbols, until ALTER EXTENSION UPDATE
  * replaces it.
  *
- * May call: the kinds (through their routines), capture.c, catalog.c and
- * the foundations.
+ * May call: the kinds (through their routines), capture.c, catalog.c,
+ * job_rows.c and the foundations.
  *
  *-------------------------------------------------------------------------
  */
@@ -45,6 +45,7 @@
 #include "kind.h"
 #include "lib.h"
 #include "catalog_access.h"
+#include "job_rows.h"
 #include "capture.h"
 
 PG_FUNCTION_INFO_V1(backfill_mark_cancelled_1_2);
@@ -79,8 +80,6 @@ owned_job(FunctionCallInfo fcinfo, int argno, const char *argname)
 static void
 rebuild_actors(int64 job_id, bool null, int64 parallelism)
 {
-	Oid			types[1] = {INT8OID};
-	Datum		values[1] = {Int64GetDatum(job_id)};
 	char	   *kind;
 	char	   *state;
 
@@ -89,10 +88,7 @@ rebuild_actors(int64 job_id, bool null, int64 parallelism)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("parallelism must be between 1 and %d", BACKFILL_MAX_PARALLELISM)));
 	backfill_replace_actors(job_id, (int) parallelism);
-	backfill_spi_exec_args("SELECT kind, state_table::pg_catalog.text FROM backfill.job WHERE job_id = $1",
-						   1, types, values, NULL, SPI_OK_SELECT);
-	kind = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	state = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
+	backfill_job_kind_state(job_id, &kind, &state);
 	if (state != NULL)
 		backfill_kind_routine(backfill_parse_kind(kind))->recount_actors(job_id, state);
 }

@@ -21,31 +21,26 @@
  * whole of create_job, so no write can slip between reading the table's
  * shape and the capture trigger's creation.
  *
- * How a job's key, columns and downstream are found is shared with
- * estimate.c (create.h).
+ * Which tables may be an upstream, and its key, are upstream.c's, shared
+ * with estimate.c; the downstream's DDL is built here, for estimate.c too
+ * (create.h).  The job's rows are written by the catalog layer
+ * (job_rows.c).
  *
- * May call: the kinds (through their routines), the services, catalog.c,
- * privilege.c and the foundations.
+ * May call: upstream.c, the kinds (through their routines), the services,
+ * catalog.c and job_rows.c, privilege.c and the foundations.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/relation.h"
 #include "access/table.h"
-#include "catalog/catalog.h"
-#include "catalog/index.h"
 #include "catalog/namespace.h"
-#include "catalog/pg_am.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_collation.h"
-#include "catalog/pg_index.h"
 #include "catalog/pg_inherits.h"
-#include "catalog/pg_opclass.h"
 #include "catalog/pg_type.h"
-#include "commands/defrem.h"
 #include "miscadmin.h"
 #include "nodes/value.h"
 #include "parser/parse_func.h"
@@ -57,15 +52,15 @@
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
 #include "utils/syscache.h"
-#include "utils/typcache.h"
 
 #include "create.h"
-#include "driver.h"
 #include "kind.h"
 #include "lib.h"
 #include "catalog_access.h"
+#include "job_rows.h"
 #include "copy.h"
 #include "capture.h"
+#include "upstream.h"
 
 PG_FUNCTION_INFO_V1(backfill_create_job);
 PG_FUNCTION_INFO_V1(backfill_create_job_1_2);
@@ -174,19 +169,6 @@ collate_clause(Oid collid)
 	return result;
 }
 
-static char *
-opclass_name(Oid opclass)
-{
-	HeapTuple	tup = SearchSysCache1(CLAOID, ObjectIdGetDatum(opclass));
-	char	   *result;
-
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for operator class %u", opclass);
-	result = pstrdup(NameStr(((Form_pg_opclass) GETSTRUCT(tup))->opcname));
-	ReleaseSysCache(tup);
-	return result;
-}
-
 static void
 require_arg(FunctionCallInfo fcinfo, int argno, const char *argname)
 {
@@ -194,133 +176,6 @@ require_arg(FunctionCallInfo fcinfo, int argno, const char *argname)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("argument \"%s\" must not be null", argname)));
-}
-
-/*
- * A DEFERRABLE primary key is no key to a job, and the relation cache does
- * not report it as the primary key (rd_pkindex): refuse it as such rather
- * than as a missing one.  It is unique only at commit, and a job reads the
- * upstream by key in the writers' own transactions (the capture and apply
- * triggers, which would find two rows of one key there and fail the
- * writer), merges rows by key with ON CONFLICT, which cannot take a
- * deferrable index as its arbiter, and the cdc kind identifies a row in the
- * write-ahead log by its replica identity, which cannot be a deferrable
- * index either.
- */
-static void
-check_key_not_deferrable(Relation rel)
-{
-	ListCell   *lc;
-
-	foreach(lc, RelationGetIndexList(rel))
-	{
-		HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
-		bool		deferrable;
-
-		if (!HeapTupleIsValid(tup))
-			continue;
-		deferrable = ((Form_pg_index) GETSTRUCT(tup))->indisprimary &&
-			!((Form_pg_index) GETSTRUCT(tup))->indimmediate;
-		ReleaseSysCache(tup);
-		if (deferrable)
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("primary key of table \"%s\" is deferrable",
-							RelationGetRelationName(rel)),
-					 errdetail("A deferrable key may hold duplicates until its transaction commits, while a backfill job reads and merges the upstream's rows by key in the writers' transactions, and a deferrable key cannot be a replica identity or the arbiter of ON CONFLICT."),
-					 errhint("Recreate the primary key as NOT DEFERRABLE.")));
-	}
-}
-
-/*
- * backfill_check_key_hashable
- *		A job that maps keys to vnodes by their hash, rather than by ranges
- *		of keys, needs each key column's type to have an extended hash
- *		function; why says when a job does (a sentence), hint what to do
- *		instead (or NULL).
- */
-void
-backfill_check_key_hashable(Relation rel, int npk, const AttrNumber *pk, const char *why,
-							const char *hint)
-{
-	for (int k = 0; k < npk; k++)
-	{
-		Oid			atttype = get_atttype(RelationGetRelid(rel), pk[k]);
-
-		if (!OidIsValid(lookup_type_cache(atttype, TYPECACHE_HASH_EXTENDED_PROC)->hash_extended_proc))
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("primary key column \"%s\" of table \"%s\" has a type without an extended hash function",
-							get_attname(RelationGetRelid(rel), pk[k], false),
-							RelationGetRelationName(rel)),
-					 errdetail("%s Type %s cannot be hashed.", why, format_type_be(atttype)),
-					 hint ? errhint("%s", hint) : 0));
-	}
-}
-
-/*
- * The key of the upstream, from its primary key index: attribute numbers in
- * key order, and the index's collations.  The key must use default btree
- * operator classes, since positions are compared with the types' default
- * ordering (ORDER BY and row comparison).
- */
-int
-backfill_upstream_key(Relation rel, AttrNumber **attnums, Oid **collations)
-{
-	Relation	index;
-	Form_pg_index indexform;
-	int			npk;
-	oidvector  *indclass;
-	Datum		datum;
-	bool		isnull;
-
-	if (!OidIsValid(RelationGetPrimaryKeyIndex(rel)))
-	{
-		check_key_not_deferrable(rel);
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("table \"%s\" has no primary key",
-						RelationGetRelationName(rel)),
-				 errdetail("A backfill reads the upstream in primary key order and records its progress as a primary key."),
-				 errhint("Add a primary key to the table.")));
-	}
-
-	index = index_open(rel->rd_pkindex, AccessShareLock);
-	indexform = index->rd_index;
-	npk = indexform->indnkeyatts;
-	datum = SysCacheGetAttr(INDEXRELID, index->rd_indextuple,
-							Anum_pg_index_indclass, &isnull);
-	Assert(!isnull);
-	indclass = (oidvector *) DatumGetPointer(datum);
-
-	*attnums = palloc(npk * sizeof(AttrNumber));
-	*collations = palloc(npk * sizeof(Oid));
-	for (int i = 0; i < npk; i++)
-	{
-		AttrNumber	attnum = indexform->indkey.values[i];
-		Oid			atttype = get_atttype(RelationGetRelid(rel), attnum);
-
-		if (OidIsValid(index->rd_indcollation[i]) &&
-			!get_collation_isdeterministic(index->rd_indcollation[i]))
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("primary key column \"%s\" of table \"%s\" has a nondeterministic collation",
-							get_attname(RelationGetRelid(rel), attnum, false),
-							RelationGetRelationName(rel)),
-					 errdetail("Keys that are equal but not identical would fall into different vnodes.")));
-		if (indclass->values[i] != GetDefaultOpClass(atttype, BTREE_AM_OID))
-			ereport(ERROR,
-					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("primary key of table \"%s\" uses a non-default operator class",
-							RelationGetRelationName(rel)),
-					 errdetail("Column \"%s\" is indexed with operator class \"%s\".",
-							   get_attname(RelationGetRelid(rel), attnum, false),
-							   opclass_name(indclass->values[i]))));
-		(*attnums)[i] = attnum;
-		(*collations)[i] = index->rd_indcollation[i];
-	}
-	index_close(index, AccessShareLock);
-	return npk;
 }
 
 /* read and check create_job's arguments */
@@ -382,69 +237,6 @@ read_arguments(FunctionCallInfo fcinfo, CreateArgs *args)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("chunk_size must be at least 1")));
-}
-
-/*
- * An upstream table: a permanent table, partitioned or not, outside the
- * extension's schema, that the caller has each of the rights in "needed" on,
- * checked before any lock (a user who may not use it must not queue on it).
- * Returned open, locked in lockmode until the transaction ends, with its
- * partitions at every level: writers may write straight into them.  With
- * foreign, a foreign table instead (a kind that reads another server).
- * create_job and estimate_job both open theirs here.
- */
-Relation
-backfill_open_upstream(Oid upstream_oid, LOCKMODE lockmode,
-					   const AclMode *needed, int nneeded, bool foreign)
-{
-	Relation	rel;
-
-	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(upstream_oid)))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("relation with OID %u does not exist", upstream_oid)));
-	/* each of them: an aclcheck of several bits passes on any one */
-	for (int i = 0; i < nneeded; i++)
-	{
-		AclResult	aclresult = pg_class_aclcheck(upstream_oid, GetUserId(), needed[i]);
-
-		if (aclresult != ACLCHECK_OK)
-			aclcheck_error(aclresult, get_relkind_objtype(get_rel_relkind(upstream_oid)),
-						   get_rel_name(upstream_oid));
-	}
-	rel = try_relation_open(upstream_oid, lockmode);
-	if (rel == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("relation with OID %u does not exist", upstream_oid)));
-	if (foreign ? rel->rd_rel->relkind != RELKIND_FOREIGN_TABLE :
-		(rel->rd_rel->relkind != RELKIND_RELATION &&
-		 rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("cannot backfill from relation \"%s\"",
-						RelationGetRelationName(rel)),
-				 errdetail_relkind_not_supported(rel->rd_rel->relkind)));
-	if (IsCatalogRelation(rel))
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("cannot backfill from system catalog \"%s\"",
-						RelationGetRelationName(rel))));
-	if (rel->rd_rel->relpersistence == RELPERSISTENCE_TEMP)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot backfill from temporary table \"%s\"",
-						RelationGetRelationName(rel))));
-	if (rel->rd_rel->relnamespace == get_namespace_oid(BACKFILL_SCHEMA, false))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("cannot backfill from table \"%s\" of schema \"%s\"",
-						RelationGetRelationName(rel), BACKFILL_SCHEMA),
-				 errdetail("Schema \"%s\" holds the extension's own tables.", BACKFILL_SCHEMA)));
-	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
-		(void) find_all_inheritors(upstream_oid, lockmode, NULL);
-
-	return rel;
 }
 
 /* no key column may take a name the kind's own tables use */
@@ -620,11 +412,13 @@ create_downstream(CreatePlan *plan, const char *key_list)
 }
 
 /*
- * The catalog's filter, expressions (NULL when every column is copied) and
- * source_columns of a job.
+ * The job's row in the catalog (job_rows.c): its arguments, what the plan
+ * found, its tables, the filter, expressions (NULL when every column is
+ * copied) and source_columns of its shape.
  */
 static void
-shape_values(const CreatePlan *plan, Datum *values, char *nulls)
+job_row(const CreateArgs *args, const CreatePlan *plan, const JobDefinition *def,
+		int32 fragment_id, int64 total_rows, NewJobRow *row)
 {
 	const JobShape *shape = &plan->shape;
 	Datum	   *exprs = palloc(sizeof(Datum) * Max(shape->ncols, 1));
@@ -633,6 +427,32 @@ shape_values(const CreatePlan *plan, Datum *values, char *nulls)
 	int			dims[1] = {shape->ncols};
 	int			lbs[1] = {1};
 
+	memset(row, 0, sizeof(*row));
+	row->job_id = def->job_id;
+	row->name = args->name;
+	row->kind = backfill_kind_name(args->kind);
+	row->upstream = args->upstream;
+	row->owner = def->owner;	/* the caller owns it */
+	row->downstream_sql = def->downstream_sql;
+	row->state_sql = def->state_sql;
+	row->changes_sql = def->changes_sql;
+	row->columns = construct_array(plan->col_names, plan->shape.ncols, TEXTOID,
+								   -1, false, TYPALIGN_INT);
+	row->pk_columns = construct_array(plan->pk_names, plan->npk, TEXTOID,
+									  -1, false, TYPALIGN_INT);
+	row->fragment_id = fragment_id;
+	row->parallelism = args->parallelism;
+	row->chunk_size = args->chunk_size;
+	row->total_rows = total_rows;
+	/* what RisingWave's rw_ddl_progress shows as the statement */
+	row->ddl_statement = psprintf("CREATE MATERIALIZED VIEW %s AS SELECT %s FROM %s%s%s",
+								  args->name,
+								  backfill_shape_select_list(&plan->shape),
+								  def->upstream_sql,
+								  plan->shape.filter ? " WHERE " : "",
+								  plan->shape.filter ? plan->shape.filter : "");
+	row->rate_limit = args->rate_limit;
+
 	for (int i = 0; i < shape->ncols; i++)
 	{
 		expr_nulls[i] = shape->cols[i].expr == NULL;
@@ -640,124 +460,14 @@ shape_values(const CreatePlan *plan, Datum *values, char *nulls)
 	}
 	for (int i = 0; i < shape->nsources; i++)
 		sources[i] = CStringGetTextDatum(shape->sources[i]);
-	values[0] = shape->filter ? CStringGetTextDatum(shape->filter) : (Datum) 0;
-	nulls[0] = shape->filter ? ' ' : 'n';
-	values[1] = PointerGetDatum(construct_md_array(exprs, expr_nulls, 1, dims, lbs, TEXTOID,
-												   -1, false, TYPALIGN_INT));
-	nulls[1] = shape->computed ? ' ' : 'n';
-	values[2] = PointerGetDatum(construct_array(sources, shape->nsources, TEXTOID, -1, false,
-												TYPALIGN_INT));
-	nulls[2] = ' ';
-}
-
-/*
- * The catalog rows: the job's, and its actors'.  Caller acts as the
- * extension's owner.
- */
-static void
-insert_catalog_rows(const CreateArgs *args, const CreatePlan *plan, const JobDefinition *def,
-					int32 fragment_id, int64 total_rows)
-{
-	Datum		actor_ids[BACKFILL_MAX_PARALLELISM];
-	Datum		vnode_starts[BACKFILL_MAX_PARALLELISM];
-	Datum		vnode_ends[BACKFILL_MAX_PARALLELISM];
-	int64		job_id = def->job_id;
-
-	{
-		Oid			argtypes[21] = {INT8OID, TEXTOID, TEXTOID, OIDOID, OIDOID,
-		TEXTOID, TEXTOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID, INT4OID, INT4OID,
-		INT4OID, INT8OID, TEXTOID, INT4OID, OIDOID, TEXTOID, TEXTARRAYOID, TEXTARRAYOID,
-		BOOLOID};
-		Datum		values[21];
-		char		nulls[21];
-		int			nargs = 17;
-
-		/* what RisingWave's rw_ddl_progress shows as the statement */
-		char	   *ddl_statement = psprintf("CREATE MATERIALIZED VIEW %s AS SELECT %s FROM %s%s%s",
-											 args->name,
-											 backfill_shape_select_list(&plan->shape),
-											 def->upstream_sql,
-											 plan->shape.filter ? " WHERE " : "",
-											 plan->shape.filter ? plan->shape.filter : "");
-
-		values[0] = Int64GetDatum(job_id);
-		values[1] = CStringGetTextDatum(args->name);
-		values[2] = CStringGetTextDatum(backfill_kind_name(args->kind));
-		values[3] = ObjectIdGetDatum(args->upstream);
-		values[4] = ObjectIdGetDatum(args->upstream);
-		values[5] = CStringGetTextDatum(def->downstream_sql);
-		values[6] = CStringGetTextDatum(def->state_sql);
-		values[7] = CStringGetTextDatum(def->changes_sql);
-		values[8] = PointerGetDatum(construct_array(plan->col_names, plan->shape.ncols, TEXTOID,
-													-1, false, TYPALIGN_INT));
-		values[9] = PointerGetDatum(construct_array(plan->pk_names, plan->npk, TEXTOID,
-													-1, false, TYPALIGN_INT));
-		values[10] = Int32GetDatum(fragment_id);
-		values[11] = Int32GetDatum(args->parallelism);
-		values[12] = Int32GetDatum(args->chunk_size);
-		values[13] = Int64GetDatum(total_rows);
-		values[14] = CStringGetTextDatum(ddl_statement);
-		values[15] = Int32GetDatum(args->rate_limit);
-		values[16] = ObjectIdGetDatum(def->owner);	/* the caller owns it */
-		memset(nulls, ' ', sizeof(nulls));
-		if (args->rate_limit < 0)
-			nulls[15] = 'n';
-		/* what a catalog of version 1.2 has: checked by create_job first */
-		if (backfill_job_catalog_has("expressions"))
-		{
-			shape_values(plan, &values[17], &nulls[17]);
-			values[20] = BoolGetDatum(args->into_existing);
-			nargs = 21;
-		}
-
-		/* $5 is unused: relations are stored as regclass, which dumps by name */
-		if (SPI_execute_with_args(psprintf("INSERT INTO backfill.job (job_id, job_name, kind, upstream, "
-										   "downstream_name, downstream, state_table, "
-										   "change_table, columns, pk_columns, fragment_id, parallelism, "
-										   "chunk_size, total_rows, ddl_statement, rate_limit, owner%s) "
-										   "VALUES ($1, $2, $3, $4, $6, $6::pg_catalog.regclass, "
-										   "$7::pg_catalog.regclass, $8::pg_catalog.regclass, $9, $10, "
-										   "$11, $12, $13, $14, $15, $16, $17::pg_catalog.regrole%s)",
-										   nargs > 17 ? ", filter, expressions, source_columns, into_existing" : "",
-										   nargs > 17 ? ", $18, $19, $20, $21" : ""),
-								  nargs, argtypes, values, nulls, false, 0) != SPI_OK_INSERT)
-			elog(ERROR, "could not insert into backfill.job");
-	}
-
-	/* range vnodes: the mapping and its bounds */
-	if (plan->vnode_bounds)
-		backfill_spi_exec_args("UPDATE backfill.job SET vnode_mapping = 'range', vnode_bounds = $2 "
-							   "WHERE job_id = $1", 2, (Oid[]) {INT8OID, TEXTARRAYOID},
-							   (Datum[]) {Int64GetDatum(job_id), PointerGetDatum(plan->vnode_bounds)},
-							   NULL, SPI_OK_UPDATE);
-
-	/* its actors: even contiguous ranges of vnodes */
-	for (int i = 0; i < args->parallelism; i++)
-	{
-		actor_ids[i] = Int32GetDatum((int32) backfill_next_id("actor_id_seq"));
-		vnode_starts[i] = Int16GetDatum((int16) (i * BACKFILL_VNODE_COUNT / args->parallelism));
-		vnode_ends[i] = Int16GetDatum((int16) ((i + 1) * BACKFILL_VNODE_COUNT / args->parallelism - 1));
-	}
-	{
-		Oid			argtypes[5] = {INT2ARRAYOID, INT8OID, INT4OID, INT2ARRAYOID, INT2ARRAYOID};
-		Datum		values[5];
-
-		values[0] = PointerGetDatum(construct_array(actor_ids, args->parallelism, INT4OID,
-													4, true, TYPALIGN_INT));
-		values[1] = Int64GetDatum(job_id);
-		values[2] = Int32GetDatum(fragment_id);
-		values[3] = PointerGetDatum(construct_array(vnode_starts, args->parallelism, INT2OID,
-													2, true, TYPALIGN_SHORT));
-		values[4] = PointerGetDatum(construct_array(vnode_ends, args->parallelism, INT2OID,
-													2, true, TYPALIGN_SHORT));
-		argtypes[0] = INT4ARRAYOID;
-		if (SPI_execute_with_args("INSERT INTO backfill.actor (actor_id, job_id, fragment_id, "
-								  "vnode_start, vnode_end) "
-								  "SELECT a, $2, $3, s, e FROM ROWS FROM (pg_catalog.unnest($1), pg_catalog.unnest($4), pg_catalog.unnest($5)) AS u(a, s, e)",
-								  5, argtypes, values, NULL, false, 0) != SPI_OK_INSERT)
-			elog(ERROR, "could not insert into backfill.actor");
-	}
-
+	row->filter = shape->filter;
+	row->expressions = shape->computed ?
+		construct_md_array(exprs, expr_nulls, 1, dims, lbs, TEXTOID, -1, false, TYPALIGN_INT) :
+		NULL;
+	row->source_columns = construct_array(sources, shape->nsources, TEXTOID, -1, false,
+										  TYPALIGN_INT);
+	row->into_existing = args->into_existing;
+	row->vnode_bounds = plan->vnode_bounds;
 }
 
 /*
@@ -880,21 +590,12 @@ check_job_caps(Oid upstream, Oid owner)
 	RoleContext rc;
 	int64		on_upstream;
 	int64		of_role;
-	bool		isnull;
 
 	if (backfill_max_jobs_per_upstream < 0 &&
 		(backfill_max_jobs_per_role < 0 || superuser_arg(owner)))
 		return;
 	backfill_catalog_enter(&rc);
-	if (SPI_execute_with_args("SELECT pg_catalog.count(*) FILTER (WHERE upstream::pg_catalog.oid OPERATOR(pg_catalog.=) $1), "
-							  "       pg_catalog.count(*) FILTER (WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $2) "
-							  "  FROM backfill.job WHERE status OPERATOR(pg_catalog.<>) 'cancelled'",
-							  2, (Oid[]) {OIDOID, OIDOID},
-							  (Datum[]) {ObjectIdGetDatum(upstream), ObjectIdGetDatum(owner)},
-							  NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "could not read backfill.job");
-	on_upstream = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	of_role = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	backfill_count_live_jobs(upstream, owner, &on_upstream, &of_role);
 	backfill_role_leave(&rc);
 
 	if (backfill_max_jobs_per_upstream >= 0 && on_upstream >= backfill_max_jobs_per_upstream)
@@ -931,6 +632,7 @@ create_job(FunctionCallInfo fcinfo)
 	StringInfoData key_list;
 	int32		fragment_id;
 	int64		total_rows;
+	NewJobRow	row;
 	RoleContext rc;
 	char	   *image_sql;
 	char	   *image_ddl;
@@ -1004,7 +706,8 @@ create_job(FunctionCallInfo fcinfo)
 	backfill_record_owner(def.job_id, def.state_sql, def.owner);
 	backfill_capture_create_table(kind->capture, def.changes_sql, def.key_ddl,
 								  def.key_list, image_sql, image_ddl, def.owner);
-	insert_catalog_rows(&args, &plan, &def, fragment_id, total_rows);
+	job_row(&args, &plan, &def, fragment_id, total_rows, &row);
+	backfill_insert_job_rows(&row);
 	if (kind->after_create)
 		kind->after_create(&def);
 	backfill_capture_install(plan.rel, def.upstream_sql, def.job_id, kind->capture);

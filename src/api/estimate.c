@@ -38,7 +38,7 @@
  * backfill, the barriers' own work, and any waiting for the standbys,
  * retained WAL or a rate limit.
  *
- * May call: create.c (the job's key, columns and downstream), the kinds
+ * May call: upstream.c (the job's key), create.c (its downstream), the kinds
  * (their check_create), sink.c, pacing.c, state.c, catalog.c, privilege.c
  * and the foundations.
  *
@@ -73,6 +73,7 @@
 #include "catalog_access.h"
 #include "copy.h"
 #include "pacing.h"
+#include "upstream.h"
 
 PG_FUNCTION_INFO_V1(backfill_estimate_job);
 

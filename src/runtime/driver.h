@@ -3,8 +3,7 @@
  * driver.h
  *	  The barrier loop of a run (driver.c), the worker registry and the live
  *	  actors (registry.c), the lines of progress sent to the client
- *	  (progress.c) and the workers (worker.c); the settings create_job reads
- *	  (create.c).
+ *	  (progress.c) and the workers (worker.c).
  *	  _PG_init calls each file's init.
  *
  *-------------------------------------------------------------------------
@@ -65,8 +64,5 @@ extern void backfill_progress_send(int64 job_id, const char *progress, double ro
 
 /* worker.c */
 extern void backfill_worker_init(void);
-
-/* create.c */
-extern void backfill_create_init(void);
 
 #endif							/* BACKFILL_DRIVER_H */
