@@ -93,6 +93,29 @@ SELECT string_agg(CASE WHEN has_table_privilege('app', '$table', p) THEN 't' ELS
   FROM unnest(ARRAY['INSERT', 'UPDATE', 'DELETE', 'SELECT']) WITH ORDINALITY AS x(p, o)});
 }
 
+# ---- refusals, before anything is stopped or made ----
+$local->safe_psql('postgres', q{
+CREATE TABLE here (id int PRIMARY KEY, v int);
+INSERT INTO here SELECT g, g FROM generate_series(1, 10) g;
+});
+my $here = $local->safe_psql('postgres', "SELECT backfill.create_job('here_copy', 'here')");
+is(join(': ', (psql_error($local, "SELECT backfill._remote_switchover($here, true, '1s', 3)"))[0, 1]),
+	"42809: backfill job $here does not copy a table of another server",
+	'a job on a local table is not switched over');
+is(join(': ', (psql_error($local, "SELECT backfill._remote_switchover($here, true, '0', 3)"))[0, 1]),
+	'22023: lock_timeout must be between 1 ms and 2147483647 ms', 'a lock_timeout of 0 is refused');
+is(join(': ', (psql_error($local, "SELECT backfill._remote_switchover($here, true, '1s', 0)"))[0, 1]),
+	'22023: attempts must be at least 1', 'no attempt is refused');
+is(join(': ', (psql_error($local, "SELECT backfill._remote_switchover($here, NULL, '1s', 3)"))[0, 1]),
+	'22004: argument "fence" must not be null', 'a null argument is refused');
+my $unfinished = $local->safe_psql('postgres',
+	"SELECT backfill.create_job('t_unfinished', 'remote.t', kind => 'cdc')");
+is(join(': ', (psql_error($local, "SELECT backfill._remote_switchover($unfinished, true, '1s', 3)"))[0, 1]),
+	"55000: cannot switch over backfill job $unfinished because it has not finished",
+	'a remote job that has not finished is refused');
+is(source_objects(), '0 0', 'nothing was made on the source');
+$local->safe_psql('postgres', "SELECT backfill.drop_job($unfinished)");
+
 # ---- writers on the source through the switchover, with fence ----
 my $job = $local->safe_psql('postgres',
 	"SELECT backfill.create_job('w_new', 'remote.w', kind => 'cdc', chunk_size => 1000)");

@@ -42,7 +42,9 @@
  *		source's.
  *	 4. The job is no longer run in the background (run_mode foreground),
  *		and its slot and publication are dropped on the source, last,
- *		because that cannot be undone.
+ *		because that cannot be undone; a failure to drop them fails the
+ *		switchover (drop_job would leave them to a later sweep, which
+ *		spares the slots of jobs that exist).
  * Returns the job's offset after the fetch: every transaction the source
  * committed before it is in the local table.  The caller records that the
  * job was switched over (the job row keeps remote_lsn at that offset).
@@ -422,8 +424,27 @@ copy_sequences(Switchover *sw)
 							   "OR (p.seqincrement > 0 AND pg_catalog.pg_sequence_last_value(q.seq) < $2) "
 							   "OR (p.seqincrement < 0 AND pg_catalog.pg_sequence_last_value(q.seq) > $2)",
 							   2, types, values, NULL, SPI_OK_SELECT);
-		sw->sequences++;
+		sw->sequences += SPI_processed;
 	}
+}
+
+/*
+ * Drop the job's slot and publication on the source, last: it cannot be
+ * undone.  Unlike drop_job, a failure fails the switchover: a slot left
+ * there by a job that still exists would hold the source's WAL for good.
+ */
+static void
+drop_slot_and_publication(Switchover *sw)
+{
+	RemoteConn *conn = remote_job_connect(sw->rj);
+	const char *params[1] = {remote_object_name(sw->job->job_id, false)};
+
+	/* the publication first: a fetch makes it again, not the slot */
+	(void) backfill_remote_query(conn, psprintf("DROP PUBLICATION IF EXISTS %s", quote_identifier(params[0])),
+								 0, NULL);
+	(void) backfill_remote_query(conn, "SELECT pg_catalog.pg_drop_replication_slot(slot_name) "
+								 "FROM pg_catalog.pg_replication_slots WHERE slot_name = $1",
+								 1, params);
 }
 
 /* steps 2 to 4 of the file header; returns the job's offset */
@@ -453,9 +474,33 @@ catch_up_and_stop(Switchover *sw, XLogRecPtr target)
 	apply_changes(sw->rj, -1);
 	copy_sequences(sw);
 	backfill_set_foreground(job_id);
-	/* last: it cannot be undone */
-	backfill_kind_routine(sw->job->kind)->drop_objects(job_id);
+	drop_slot_and_publication(sw);
 	return offset;
+}
+
+/*
+ * The job must be a remote one that has finished: checked before its
+ * workers are stopped, and again under the job lock.
+ */
+static void
+check_switchable(BackfillJob *job)
+{
+	if (backfill_kind_routine(job->kind) != &backfill_remote_cdc_routine)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("backfill job %lld does not copy a table of another server", (long long) job->job_id),
+				 errdetail("Only a cdc job on a foreign table of postgres_fdw follows another server.")));
+	if (job->status != BACKFILL_STATUS_FINISHED)
+	{
+		bool		isnull;
+		Datum		status = backfill_job_column(job->job_id, "status", &isnull);
+
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot switch over backfill job %lld because it has not finished", (long long) job->job_id),
+				 errdetail("Its status is \"%s\".", isnull ? "?" : TextDatumGetCString(status)),
+				 errhint("Run it to its end with CALL backfill.run_job(%lld) first.", (long long) job->job_id)));
+	}
 }
 
 /*
@@ -482,22 +527,7 @@ backfill_remote_switchover(int64 job_id, bool fence_writes, int lock_timeout_ms,
 	Assert(lock_timeout_ms > 0 && attempts > 0);
 	sw->job = backfill_load_job_to_run(job_id, cxt);
 	sw->lock_timeout_ms = lock_timeout_ms;
-	if (backfill_kind_routine(sw->job->kind) != &backfill_remote_cdc_routine)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("backfill job %lld does not copy a table of another server", (long long) job_id),
-				 errdetail("Only a cdc job on a foreign table of postgres_fdw follows another server.")));
-	if (sw->job->status != BACKFILL_STATUS_FINISHED)
-	{
-		bool		isnull;
-		Datum		status = backfill_job_column(job_id, "status", &isnull);
-
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("cannot switch over backfill job %lld because it has not finished", (long long) job_id),
-				 errdetail("Its status is \"%s\".", isnull ? "?" : TextDatumGetCString(status)),
-				 errhint("Run it to its end with CALL backfill.run_job(%lld) first.", (long long) job_id)));
-	}
+	check_switchable(sw->job);
 	if (!backfill_job_lock_mine(job_id))
 		elog(ERROR, "the switchover of backfill job %lld needs the job lock", (long long) job_id);
 
@@ -608,8 +638,8 @@ backfill_remote_switchover_1_3(PG_FUNCTION_ARGS)
 
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	/* the owner's check of run_job, before any worker is stopped */
-	(void) backfill_load_job_to_run(job_id, CurrentMemoryContext);
+	/* the owner's check of run_job, and the job's, before any worker is stopped */
+	check_switchable(backfill_load_job_to_run(job_id, CurrentMemoryContext));
 	backfill_spi_exec_args("SELECT backfill._stop_and_lock_job($1)", 1, (Oid[]) {INT8OID},
 						   (Datum[]) {Int64GetDatum(job_id)}, NULL, SPI_OK_SELECT);
 	lsn = backfill_remote_switchover(job_id, PG_GETARG_BOOL(1), (int) timeout_ms, attempts);
