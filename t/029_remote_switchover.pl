@@ -240,6 +240,42 @@ like((psql_error($local, "SELECT backfill._remote_switchover($job2, true, '1s', 
 	'a second switchover does not recreate anything on the source');
 is(source_objects(), '0 0', 'nothing was made on the source by it');
 
+# ---- a job too far behind is refused; a write in flight is waited out ----
+my $job4 = $local->safe_psql('postgres', "SELECT backfill.create_job('t_new2', 'remote.t', kind => 'cdc')");
+$local->safe_psql('postgres', "CALL backfill.run_job($job4)");
+$source->safe_psql('postgres', q{
+DO $$
+BEGIN
+    FOR i IN 1..8000 LOOP
+        UPDATE t SET a = a + 1 WHERE id = 2 * (i % 2000 + 1);
+        COMMIT;
+    END LOOP;
+END $$});
+is(join(': ', (psql_error($local, "SELECT backfill._remote_switchover($job4, true, '1s', 3)"))[0, 1]),
+	"55000: backfill job $job4 is too far behind its source to switch over",
+	'a job more than one fetch behind its source is refused');
+is(source_objects(), '1 1', 'its slot and publication are kept');
+$local->safe_psql('postgres', "CALL backfill.run_job($job4)");
+
+my $inflight = $source->background_psql('postgres');
+$inflight->query_safe("BEGIN; INSERT INTO t VALUES (999999, 1, 'in flight')");
+my $switch = BackfillTestLib::start_bg(
+	[
+		'psql', '-X', '-At', '-v', 'ON_ERROR_STOP=1', '-d', $local->connstr('postgres'),
+		'-c', "SELECT backfill._remote_switchover($job4, true, '10s', 3)"
+	]);
+ok( wait_until(20, sub {
+		$source->safe_psql('postgres',
+			"SELECT count(*) FROM pg_locks WHERE relation = 't'::regclass AND mode = 'ShareLock' AND NOT granted") eq '1' }),
+	'the fence waits for the transaction that has written to the source table');
+$inflight->query_safe('COMMIT');
+$inflight->quit;
+is(finish_bg($switch), 0, 'once it committed, the switchover goes on') or diag($switch->{err});
+is($local->safe_psql('postgres', "SELECT b FROM t_new2 WHERE id = 999999"), 'in flight',
+	'the write that was in flight when the fence started is in the local table');
+is(diff_both_ways('remote.t', 't_new2'), '0 0', 'and the local table equals the source');
+is(source_objects(), '0 0', 'its slot and publication are dropped');
+
 # ---- a plain role's job, through her own user mapping ----
 $source->safe_psql('postgres', q{
 CREATE ROLE alice_src LOGIN REPLICATION PASSWORD 'secret';
