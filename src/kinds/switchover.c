@@ -519,7 +519,6 @@ backfill_remote_switchover(int64 job_id, bool fence_writes, int lock_timeout_ms,
 	MemoryContext cxt = CurrentMemoryContext;
 	RoleContext rc;
 	int			guc_level;
-	XLogRecPtr	target;
 	XLogRecPtr	offset = InvalidXLogRecPtr;
 	ResourceOwner owner;
 	TimestampTz start = GetCurrentTimestamp();
@@ -560,12 +559,11 @@ backfill_remote_switchover(int64 job_id, bool fence_writes, int lock_timeout_ms,
 
 	if (fence_writes)
 		fence(sw, attempts);
-	target = source_insert_lsn(sw);
 
 	owner = backfill_subxact_begin();
 	PG_TRY();
 	{
-		offset = catch_up_and_stop(sw, target);
+		offset = catch_up_and_stop(sw, source_insert_lsn(sw));
 		backfill_subxact_release(owner);
 	}
 	PG_CATCH();
