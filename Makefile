@@ -33,6 +33,7 @@ OBJS = \
 	src/kinds/kind_remote.o \
 	src/kinds/kind_snapshot.o \
 	src/kinds/kind_vnode.o \
+	src/kinds/switchover.o \
 	src/lib/privilege.o \
 	src/lib/rw_debug.o \
 	src/lib/sql.o \

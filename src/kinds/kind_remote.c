@@ -116,6 +116,7 @@
 #include "catalog_access.h"
 #include "copy.h"
 #include "capture.h"
+#include "switchover.h"
 
 /* splits per actor create_job aims at */
 #define BACKFILL_REMOTE_SPLITS_PER_ACTOR 8
@@ -168,7 +169,7 @@ static const char *const remote_reserved_columns[] = {
 /* ---- names and splits ---- */
 
 /* backfill_<system identifier>_<database OID>_<job id>, or its prefix */
-static char *
+char *
 remote_object_name(int64 job_id, bool prefix_only)
 {
 	char	   *prefix = psprintf("backfill_" UINT64_FORMAT "_%u_", GetSystemIdentifier(),
@@ -219,7 +220,7 @@ split_hi(RemoteJob *rj, int j)
 }
 
 /* a RemoteJob for a loaded job, in the current memory context */
-static RemoteJob *
+RemoteJob *
 remote_job_make(BackfillJob *job)
 {
 	RemoteJob  *rj = palloc0(sizeof(RemoteJob));
@@ -263,7 +264,7 @@ remote_job_make(BackfillJob *job)
 }
 
 /* this process's connection to the job's source, as the job's owner */
-static RemoteConn *
+RemoteConn *
 remote_job_connect(RemoteJob *rj)
 {
 	return backfill_remote_connect(rj->table.serverid, rj->job->owner,
@@ -732,7 +733,7 @@ remote_plan(RemoteJob *rj, const char *sql, int nargs, Oid *types)
 }
 
 /* the apply: the last change of each covered key; returns the keys to read again */
-static void
+void
 prepare_apply(RemoteJob *rj)
 {
 	BackfillJob *job = rj->job;
@@ -781,7 +782,7 @@ prepare_apply(RemoteJob *rj)
 }
 
 /* the insert of one decoded change: all parameters text */
-static void
+void
 prepare_insert(RemoteJob *rj)
 {
 	BackfillJob *job = rj->job;
@@ -1058,7 +1059,7 @@ decode_messages(RemoteJob *rj, RemoteRows *rows, RemoteDecoder *dec)
  * next barrier's fetch does it).  Caller is connected to SPI, as the job's
  * owner, and holds the slot lock.
  */
-static bool
+bool
 fetch_once(RemoteJob *rj, bool first)
 {
 	RemoteConn *conn = remote_job_connect(rj);
@@ -1245,7 +1246,7 @@ refetch(RemoteJob *rj, SPITupleTable *tuptable, uint64 nkeys)
 }
 
 /* apply the changes of an actor's covered keys (-1: every key) */
-static void
+void
 apply_changes(RemoteJob *rj, int actor)
 {
 	BackfillJob *job = rj->job;

@@ -1,0 +1,646 @@
+/*-------------------------------------------------------------------------
+ *
+ * switchover.c
+ *	  The switchover of a remote job (cdc on a foreign table of
+ *	  postgres_fdw): stop taking writes on the source table, take in the
+ *	  last of its changes, carry its sequences over, and stop following it.
+ *
+ * A remote job that has finished follows its source through a publication
+ * and a logical slot there (kind_remote.c).  Moving a table from another
+ * server ends, as every logical-replication migration does, with a
+ * switchover; backfill_remote_switchover does it in the caller's
+ * transaction, as the job's owner, over the owner's user mapping:
+ *
+ *	 1. With fence, the source table stops taking writes from every role
+ *		but its owner: in one transaction on the source, LOCK TABLE ... IN
+ *		SHARE MODE under a lock_timeout (so the writers queued behind it
+ *		wait that long at most; on a timeout it tries again after a backoff,
+ *		up to "attempts" times, a NOTICE and a log line each), which waits
+ *		out every transaction that has written to it, then REVOKE INSERT,
+ *		UPDATE, DELETE, TRUNCATE (and the column grants of INSERT and
+ *		UPDATE) from every grantee but the owner, then COMMIT: a writer
+ *		queued behind the lock checks its privileges after it and fails.
+ *		A lock alone would be undone at its transaction's end, and the
+ *		writers would then write to a table nothing follows any longer;
+ *		the revoke stays after a switchover, and is undone (the same grants
+ *		again) when the switchover fails.  Only grants made by the table's
+ *		owner can be given back, so a table with write grants made by
+ *		another role is refused before anything changed.
+ *	 2. The target is the source's WAL insert position read after the
+ *		fence (without fence: now; the caller has stopped the writers).
+ *		Once the source has flushed up to it, one fetch takes every change
+ *		committed before it (fetch_once), and they are applied.  One fetch
+ *		only: a second in the same transaction would advance the slot to
+ *		the first one's offset, which is not committed here, and a failure
+ *		after it would lose those changes.  A job further behind than one
+ *		fetch (BACKFILL_REMOTE_FETCH_CHANGES messages) is refused, the fence
+ *		undone: let it catch up (run_job, start_job) and switch over again.
+ *	 3. The sequences that feed the source table's columns (serial and
+ *		identity: pg_get_serial_sequence) are read on the source, and the
+ *		local table's own sequences of the same columns are set to them
+ *		when they are behind, so that the next value continues after the
+ *		source's.
+ *	 4. The job is no longer run in the background (run_mode foreground),
+ *		and its slot and publication are dropped on the source, last,
+ *		because that cannot be undone; a failure to drop them fails the
+ *		switchover (drop_job would leave them to a later sweep, which
+ *		spares the slots of jobs that exist).
+ * Returns the job's offset after the fetch: every transaction the source
+ * committed before it is in the local table.  The caller records that the
+ * job was switched over (the job row keeps remote_lsn at that offset).
+ *
+ * No rollback: once the slot is dropped nothing records the source's
+ * changes, and a switchover back would need a slot on this server and a
+ * job on the source, which the source's extension (if any) would own.
+ *
+ * Steps 2 to 4 run in a subtransaction: when one fails, it is rolled back,
+ * then the fence is undone on the source, then the error goes on.
+ *
+ * May call: kind_remote.c (its functions named in switchover.h), remote.c,
+ * capture.c (the slot lock), catalog.c, privilege.c and the foundations.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "commands/defrem.h"
+#include "executor/spi.h"
+#include "foreign/foreign.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/pg_lsn.h"
+#include "utils/resowner.h"
+#include "utils/timestamp.h"
+
+#include "kind.h"
+#include "remote.h"
+#include "lib.h"
+#include "catalog_access.h"
+#include "capture.h"
+#include "switchover.h"
+
+/* the longest pause between two attempts at the fence's lock */
+#define BACKFILL_SWITCHOVER_MAX_BACKOFF_MS 5000
+
+/* one write privilege the fence revoked, to give back on failure */
+typedef struct FenceGrant
+{
+	char	   *grantee;		/* NULL: PUBLIC */
+	char	   *privilege;
+	char	   *column;			/* NULL: on the table */
+	bool		grantable;
+} FenceGrant;
+
+typedef struct Switchover
+{
+	BackfillJob *job;
+	struct RemoteJob *rj;
+	RemoteTable table;
+	char	   *display;		/* "nsp.rel", for messages */
+	int			lock_timeout_ms;
+	List	   *revoked;		/* FenceGrant *, once the fence committed */
+	bool		fenced;
+	RemoteConn *conn;			/* of the fence's transaction */
+	int			sequences;		/* set here */
+} Switchover;
+
+/* "INSERT (col) ON TABLE t" or "INSERT ON TABLE t" */
+static char *
+grant_target(Switchover *sw, FenceGrant *g)
+{
+	return psprintf("%s%s%s%s ON TABLE %s", g->privilege,
+					g->column ? " (" : "", g->column ? quote_identifier(g->column) : "",
+					g->column ? ")" : "", sw->table.qualified);
+}
+
+/*
+ * One attempt at the fence, in one transaction on the source (see the file
+ * header).  A lock timeout raises 55P03, as the source raised it.
+ */
+static void
+fence_once(Switchover *sw, MemoryContext cxt)
+{
+	RemoteConn *conn = remote_job_connect(sw->rj);
+	const char *params[1] = {sw->table.qualified};
+	const char *timeout = psprintf("%dms", sw->lock_timeout_ms);
+	RemoteRows *rows;
+	List	   *grants = NIL;
+	ListCell   *lc;
+
+	/* a failure before the COMMIT closes it, and the source's transaction */
+	sw->conn = conn;
+
+	(void) backfill_remote_query(conn, "BEGIN", 0, NULL);
+	(void) backfill_remote_query(conn, "SELECT pg_catalog.set_config('lock_timeout', $1, true)",
+								 1, &timeout);
+	(void) backfill_remote_query(conn, psprintf("LOCK TABLE %s IN SHARE MODE", sw->table.qualified),
+								 0, NULL);
+	rows = backfill_remote_query(conn,
+								 "SELECT pg_catalog.pg_has_role(c.relowner, 'USAGE'), "
+								 "pg_catalog.pg_get_userbyid(c.relowner)::text, current_user::text "
+								 "FROM pg_catalog.pg_class c WHERE c.oid = $1::pg_catalog.regclass",
+								 1, params);
+	if (strcmp(backfill_remote_value(rows, 0, 0), "t") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("cannot fence table \"%s\" on server \"%s\"", sw->display,
+						sw->table.server_name),
+				 errdetail("Role \"%s\" of the user mapping of the job's owner does not have the privileges of the table's owner \"%s\" there, which revoking its write privileges needs.",
+						   backfill_remote_value(rows, 0, 2), backfill_remote_value(rows, 0, 1)),
+				 errhint("Stop the writers yourself and switch over with fence => false, or map the job's owner to the table's owner.")));
+
+	rows = backfill_remote_query(conn,
+								 "SELECT r.rolname::text, a.privilege_type, a.is_grantable, NULL::text, "
+								 "a.grantor = c.relowner, pg_catalog.pg_get_userbyid(a.grantor)::text "
+								 "FROM pg_catalog.pg_class c CROSS JOIN LATERAL pg_catalog.aclexplode(c.relacl) a "
+								 "LEFT JOIN pg_catalog.pg_roles r ON r.oid = a.grantee "
+								 "WHERE c.oid = $1::pg_catalog.regclass AND a.grantee <> c.relowner "
+								 "AND a.privilege_type IN ('INSERT', 'UPDATE', 'DELETE', 'TRUNCATE') "
+								 "UNION ALL "
+								 "SELECT r.rolname::text, a.privilege_type, a.is_grantable, t.attname::text, "
+								 "a.grantor = c.relowner, pg_catalog.pg_get_userbyid(a.grantor)::text "
+								 "FROM pg_catalog.pg_class c JOIN pg_catalog.pg_attribute t "
+								 "ON t.attrelid = c.oid AND t.attnum > 0 AND NOT t.attisdropped "
+								 "CROSS JOIN LATERAL pg_catalog.aclexplode(t.attacl) a "
+								 "LEFT JOIN pg_catalog.pg_roles r ON r.oid = a.grantee "
+								 "WHERE c.oid = $1::pg_catalog.regclass AND a.grantee <> c.relowner "
+								 "AND a.privilege_type IN ('INSERT', 'UPDATE')",
+								 1, params);
+	for (int i = 0; i < rows->nrows; i++)
+	{
+		MemoryContext old;
+		FenceGrant *g;
+
+		if (strcmp(backfill_remote_value(rows, i, 4), "t") != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("cannot fence table \"%s\" on server \"%s\"", sw->display,
+							sw->table.server_name),
+					 errdetail("Role \"%s\" granted %s on it to %s, and only the grants of the table's owner can be given back if the switchover fails.",
+							   backfill_remote_value(rows, i, 5), backfill_remote_value(rows, i, 1),
+							   backfill_remote_value(rows, i, 0) ?
+							   quote_identifier(backfill_remote_value(rows, i, 0)) : "PUBLIC"),
+					 errhint("Revoke that grant on the source, or stop the writers yourself and switch over with fence => false.")));
+		old = MemoryContextSwitchTo(cxt);
+		g = palloc0(sizeof(FenceGrant));
+		g->grantee = backfill_remote_value(rows, i, 0) ? pstrdup(backfill_remote_value(rows, i, 0)) : NULL;
+		g->privilege = pstrdup(backfill_remote_value(rows, i, 1));
+		g->grantable = strcmp(backfill_remote_value(rows, i, 2), "t") == 0;
+		g->column = backfill_remote_value(rows, i, 3) ? pstrdup(backfill_remote_value(rows, i, 3)) : NULL;
+		grants = lappend(grants, g);
+		MemoryContextSwitchTo(old);
+	}
+	foreach(lc, grants)
+	{
+		FenceGrant *g = lfirst(lc);
+
+		(void) backfill_remote_query(conn, psprintf("REVOKE %s FROM %s", grant_target(sw, g),
+													g->grantee ? quote_identifier(g->grantee) : "PUBLIC"),
+									 0, NULL);
+	}
+	(void) backfill_remote_query(conn, "COMMIT", 0, NULL);
+	sw->revoked = grants;
+	sw->fenced = true;
+}
+
+/*
+ * The fence, tried up to "attempts" times while its lock times out, each
+ * attempt in a subtransaction (a failed query closes the connection, and
+ * with it the source's transaction).
+ */
+static void
+fence(Switchover *sw, int attempts)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	volatile int attempt = 0;
+
+	while (!sw->fenced)
+	{
+		ResourceOwner owner = backfill_subxact_begin();
+
+		attempt++;
+		PG_TRY();
+		{
+			fence_once(sw, cxt);
+			backfill_subxact_release(owner);
+		}
+		PG_CATCH();
+		{
+			ErrorData  *edata;
+			long		backoff;
+
+			MemoryContextSwitchTo(cxt);
+			edata = CopyErrorData();
+			FlushErrorState();
+			backfill_subxact_rollback(owner);
+			/* an error of ours leaves the source's transaction open: close it */
+			if (sw->conn != NULL)
+				backfill_remote_disconnect(sw->conn);
+			sw->conn = NULL;
+			if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+				ReThrowError(edata);
+			if (attempt >= attempts)
+				ereport(ERROR,
+						(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
+						 errmsg("could not lock table \"%s\" on server \"%s\" to fence it",
+								sw->display, sw->table.server_name),
+						 errdetail("Each of %d attempts waited %d ms for the lock and gave up; nothing was changed.",
+								   attempts, sw->lock_timeout_ms),
+						 errhint("Look for long transactions on the table on the source, or switch over with a longer lock_timeout or more attempts.")));
+			backoff = Min(50L << Min(attempt - 1, 10), BACKFILL_SWITCHOVER_MAX_BACKOFF_MS);
+			ereport(NOTICE,
+					(errmsg("could not lock table \"%s\" on server \"%s\" within %d ms, attempt %d of %d; trying again in %ld ms",
+							sw->display, sw->table.server_name, sw->lock_timeout_ms,
+							attempt, attempts, backoff)));
+			ereport(LOG,
+					(errmsg("backfill job %lld: switchover attempt %d of %d could not lock table \"%s\" on server \"%s\" within %d ms",
+							(long long) sw->job->job_id, attempt, attempts, sw->display,
+							sw->table.server_name, sw->lock_timeout_ms),
+					 errhidestmt(true)));
+			backfill_sleep_ms(backoff);
+		}
+		PG_END_TRY();
+	}
+}
+
+/*
+ * Give back what the fence revoked, after a failure.  Best effort: a
+ * source that cannot be reached keeps the fence, and the warning says
+ * what to run there.
+ */
+static void
+unfence(Switchover *sw)
+{
+	StringInfoData sql;
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner;
+	ListCell   *lc;
+
+	initStringInfo(&sql);
+	foreach(lc, sw->revoked)
+	{
+		FenceGrant *g = lfirst(lc);
+
+		appendStringInfo(&sql, "GRANT %s TO %s%s; ", grant_target(sw, g),
+						 g->grantee ? quote_identifier(g->grantee) : "PUBLIC",
+						 g->grantable ? " WITH GRANT OPTION" : "");
+	}
+	if (sw->revoked == NIL)
+		return;
+	owner = backfill_subxact_begin();
+	PG_TRY();
+	{
+		RemoteConn *conn = remote_job_connect(sw->rj);
+
+		(void) backfill_remote_query(conn, "BEGIN", 0, NULL);
+		foreach(lc, sw->revoked)
+		{
+			FenceGrant *g = lfirst(lc);
+
+			(void) backfill_remote_query(conn, psprintf("GRANT %s TO %s%s", grant_target(sw, g),
+														g->grantee ? quote_identifier(g->grantee) : "PUBLIC",
+														g->grantable ? " WITH GRANT OPTION" : ""),
+										 0, NULL);
+		}
+		(void) backfill_remote_query(conn, "COMMIT", 0, NULL);
+		backfill_subxact_release(owner);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		backfill_subxact_rollback(owner);
+		ereport(WARNING,
+				(errcode(edata->sqlerrcode),
+				 errmsg("could not give back the write privileges on table \"%s\" on server \"%s\"",
+						sw->display, sw->table.server_name),
+				 errdetail_internal("%s", edata->detail ? edata->detail : edata->message),
+				 errhint("Run on the source: %s", sql.data)));
+	}
+	PG_END_TRY();
+}
+
+/* the source's WAL insert position now */
+static XLogRecPtr
+source_insert_lsn(Switchover *sw)
+{
+	RemoteRows *rows = backfill_remote_query(remote_job_connect(sw->rj),
+											 "SELECT pg_catalog.pg_current_wal_insert_lsn()::text",
+											 0, NULL);
+	bool		err = false;
+
+	return pg_lsn_in_internal(backfill_remote_value(rows, 0, 0), &err);
+}
+
+/* wait until the source has flushed its WAL up to target: a fetch reads flushed WAL only */
+static void
+wait_source_flush(Switchover *sw, XLogRecPtr target)
+{
+	const char *params[1] = {psprintf("%X/%X", LSN_FORMAT_ARGS(target))};
+
+	for (;;)
+	{
+		RemoteRows *rows = backfill_remote_query(remote_job_connect(sw->rj),
+												 "SELECT pg_catalog.pg_current_wal_flush_lsn() >= $1::pg_catalog.pg_lsn",
+												 1, params);
+
+		if (strcmp(backfill_remote_value(rows, 0, 0), "t") == 0)
+			return;
+		backfill_sleep_ms(10);
+	}
+}
+
+/* the source's name of a column of the foreign table (its column_name option) */
+static char *
+source_column(Oid foreign_table, const char *name)
+{
+	AttrNumber	att = get_attnum(foreign_table, name);
+	List	   *options = GetForeignColumnOptions(foreign_table, att);
+	ListCell   *lc;
+
+	foreach(lc, options)
+	{
+		DefElem    *def = lfirst(lc);
+
+		if (strcmp(def->defname, "column_name") == 0)
+			return defGetString(def);
+	}
+	return pstrdup(name);
+}
+
+/*
+ * Set the local table's sequences of the copied columns that have one
+ * (serial or identity) to the source's, where they are behind it.  Runs as
+ * the job's owner.
+ */
+static void
+copy_sequences(Switchover *sw)
+{
+	BackfillJob *job = sw->job;
+	RemoteConn *conn = remote_job_connect(sw->rj);
+
+	for (int c = 0; c < job->ncols; c++)
+	{
+		Oid			types[2] = {TEXTOID, TEXTOID};
+		Datum		values[2];
+		const char *params[2];
+		RemoteRows *rows;
+		char	   *local_seq;
+
+		if (job->col_exprs != NULL && job->col_exprs[c] != NULL)
+			continue;			/* computed here: no source column */
+		values[0] = CStringGetTextDatum(job->downstream_sql);
+		values[1] = CStringGetTextDatum(job->col_names[c]);
+		backfill_spi_exec_args("SELECT pg_catalog.pg_get_serial_sequence($1, $2)",
+							   2, types, values, NULL, SPI_OK_SELECT);
+		local_seq = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		if (local_seq == NULL)
+			continue;
+
+		params[0] = sw->table.qualified;
+		params[1] = source_column(job->upstream, job->col_names[c]);
+		rows = backfill_remote_query(conn,
+									 "SELECT pg_catalog.pg_sequence_last_value(s::pg_catalog.regclass)::text "
+									 "FROM pg_catalog.pg_get_serial_sequence($1, $2) s WHERE s IS NOT NULL",
+									 2, params);
+		if (rows->nrows == 0 || backfill_remote_value(rows, 0, 0) == NULL)
+			continue;			/* no sequence there, or never used */
+
+		types[1] = INT8OID;
+		values[0] = CStringGetTextDatum(local_seq);
+		values[1] = DirectFunctionCall1(int8in, CStringGetDatum(backfill_remote_value(rows, 0, 0)));
+		backfill_spi_exec_args("SELECT pg_catalog.setval(q.seq, $2, true) "
+							   "FROM (SELECT $1::pg_catalog.regclass AS seq) q "
+							   "JOIN pg_catalog.pg_sequence p ON p.seqrelid = q.seq "
+							   "WHERE pg_catalog.pg_sequence_last_value(q.seq) IS NULL "
+							   "OR (p.seqincrement > 0 AND pg_catalog.pg_sequence_last_value(q.seq) < $2) "
+							   "OR (p.seqincrement < 0 AND pg_catalog.pg_sequence_last_value(q.seq) > $2)",
+							   2, types, values, NULL, SPI_OK_SELECT);
+		sw->sequences += SPI_processed;
+	}
+}
+
+/*
+ * Drop the job's slot and publication on the source, last: it cannot be
+ * undone.  Unlike drop_job, a failure fails the switchover: a slot left
+ * there by a job that still exists would hold the source's WAL for good.
+ */
+static void
+drop_slot_and_publication(Switchover *sw)
+{
+	RemoteConn *conn = remote_job_connect(sw->rj);
+	const char *params[1] = {remote_object_name(sw->job->job_id, false)};
+
+	/* the publication first: a fetch makes it again, not the slot */
+	(void) backfill_remote_query(conn, psprintf("DROP PUBLICATION IF EXISTS %s", quote_identifier(params[0])),
+								 0, NULL);
+	(void) backfill_remote_query(conn, "SELECT pg_catalog.pg_drop_replication_slot(slot_name) "
+								 "FROM pg_catalog.pg_replication_slots WHERE slot_name = $1",
+								 1, params);
+}
+
+/* steps 2 to 4 of the file header; returns the job's offset */
+static XLogRecPtr
+catch_up_and_stop(Switchover *sw, XLogRecPtr target)
+{
+	int64		job_id = sw->job->job_id;
+	bool		isnull;
+	XLogRecPtr	offset;
+
+	wait_source_flush(sw, target);
+	prepare_apply(sw->rj);
+	prepare_insert(sw->rj);
+	backfill_lock_slot_of(job_id);
+	(void) fetch_once(sw->rj, false);
+	offset = DatumGetLSN(backfill_job_column(job_id, "remote_lsn", &isnull));
+	if (isnull || offset < target)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("backfill job %lld is too far behind its source to switch over",
+						(long long) job_id),
+				 errdetail("One fetch took the changes of table \"%s\" on server \"%s\" up to %X/%X, short of %X/%X, the source's position after the fence.",
+						   sw->display, sw->table.server_name,
+						   LSN_FORMAT_ARGS(isnull ? InvalidXLogRecPtr : offset), LSN_FORMAT_ARGS(target)),
+				 errhint("Let the job catch up first (CALL backfill.run_job(%lld), or backfill.start_job(%lld)), then switch over again.",
+						 (long long) job_id, (long long) job_id)));
+	apply_changes(sw->rj, -1);
+	copy_sequences(sw);
+	backfill_set_foreground(job_id);
+	drop_slot_and_publication(sw);
+	return offset;
+}
+
+/*
+ * The job must be a remote one that has finished: checked before its
+ * workers are stopped, and again under the job lock.
+ */
+static void
+check_switchable(BackfillJob *job)
+{
+	if (backfill_kind_routine(job->kind) != &backfill_remote_cdc_routine)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("backfill job %lld does not copy a table of another server", (long long) job->job_id),
+				 errdetail("Only a cdc job on a foreign table of postgres_fdw follows another server.")));
+	if (job->status != BACKFILL_STATUS_FINISHED)
+	{
+		bool		isnull;
+		Datum		status = backfill_job_column(job->job_id, "status", &isnull);
+
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot switch over backfill job %lld because it has not finished", (long long) job->job_id),
+				 errdetail("Its status is \"%s\".", isnull ? "?" : TextDatumGetCString(status)),
+				 errhint("Run it to its end with CALL backfill.run_job(%lld) first.", (long long) job->job_id)));
+	}
+}
+
+/*
+ * backfill_remote_switchover
+ *		Switch a finished remote job over from its source (see the file
+ *		header) and return the source's LSN it switched at.  The caller has
+ *		stopped the job's workers and holds the job lock
+ *		(backfill._stop_and_lock_job) and is connected to SPI; it records
+ *		the switchover.  The caller must have the privileges of the job's
+ *		owner, as for run_job.
+ */
+XLogRecPtr
+backfill_remote_switchover(int64 job_id, bool fence_writes, int lock_timeout_ms, int attempts)
+{
+	Switchover *sw = palloc0(sizeof(Switchover));
+	MemoryContext cxt = CurrentMemoryContext;
+	RoleContext rc;
+	int			guc_level;
+	XLogRecPtr	offset = InvalidXLogRecPtr;
+	ResourceOwner owner;
+	TimestampTz start = GetCurrentTimestamp();
+
+	Assert(lock_timeout_ms > 0 && attempts > 0);
+	sw->job = backfill_load_job_to_run(job_id, cxt);
+	sw->lock_timeout_ms = lock_timeout_ms;
+	check_switchable(sw->job);
+	if (!backfill_job_lock_mine(job_id))
+		elog(ERROR, "the switchover of backfill job %lld needs the job lock", (long long) job_id);
+
+	backfill_remote_table(sw->job->upstream, &sw->table);
+	sw->display = psprintf("%s.%s", sw->table.nspname, sw->table.relname);
+	backfill_owner_enter(sw->job->owner, false, &rc);
+	guc_level = backfill_pin_search_path(sw->job);
+	sw->rj = remote_job_make(sw->job);
+
+	/*
+	 * A job switched over already, or whose slot is gone, has nothing to
+	 * switch at: refused before the fence, and before a fetch would make
+	 * its publication again.
+	 */
+	{
+		const char *params[1] = {remote_object_name(job_id, false)};
+
+		if (backfill_remote_query(remote_job_connect(sw->rj),
+								  "SELECT FROM pg_catalog.pg_replication_slots WHERE slot_name = $1",
+								  1, params)->nrows == 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("backfill job %lld has no replication slot on server \"%s\"",
+							(long long) job_id, sw->table.server_name),
+					 errdetail("Replication slot \"%s\" does not exist: the job was switched over already, or the slot was dropped.",
+							   params[0]),
+					 errhint("To copy the table again, create the job again with backfill.recreate_job(%lld).",
+							 (long long) job_id)));
+	}
+
+	if (fence_writes)
+		fence(sw, attempts);
+
+	owner = backfill_subxact_begin();
+	PG_TRY();
+	{
+		offset = catch_up_and_stop(sw, source_insert_lsn(sw));
+		backfill_subxact_release(owner);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		backfill_subxact_rollback(owner);
+		unfence(sw);
+		ReThrowError(edata);
+	}
+	PG_END_TRY();
+
+	backfill_unpin_search_path(guc_level);
+	backfill_role_leave(&rc);
+	ereport(LOG,
+			(errmsg("backfill job %lld switched over from table \"%s\" on server \"%s\" at %X/%X",
+					(long long) job_id, sw->display, sw->table.server_name,
+					LSN_FORMAT_ARGS(offset)),
+			 errdetail("%s %d of its sequences were set; it took %ld ms.",
+					   fence_writes ?
+					   psprintf("The source table was fenced, %d write grants revoked.", list_length(sw->revoked)) :
+					   "The source table was not fenced.",
+					   sw->sequences,
+					   (long) (TimestampDifferenceMilliseconds(start, GetCurrentTimestamp()))),
+			 errhidestmt(true)));
+	return offset;
+}
+
+/* ---- the SQL-callable wrapper ---- */
+
+PG_FUNCTION_INFO_V1(backfill_remote_switchover_1_3);
+
+/*
+ * backfill._remote_switchover(job_id bigint, fence boolean, lock_timeout
+ * interval, attempts int) RETURNS pg_lsn
+ *		Stop the job's workers, take the job lock, switch over.
+ */
+Datum
+backfill_remote_switchover_1_3(PG_FUNCTION_ARGS)
+{
+	int64		job_id;
+	Interval   *timeout;
+	int64		timeout_ms;
+	int			attempts;
+	XLogRecPtr	lsn;
+	const char *names[4] = {"job_id", "fence", "lock_timeout", "attempts"};
+
+	for (int i = 0; i < 4; i++)
+		if (PG_ARGISNULL(i))
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("argument \"%s\" must not be null", names[i])));
+	job_id = PG_GETARG_INT64(0);
+	timeout = PG_GETARG_INTERVAL_P(2);
+	attempts = PG_GETARG_INT32(3);
+	timeout_ms = (timeout->time / 1000) +
+		((int64) timeout->day + (int64) timeout->month * DAYS_PER_MONTH) * (USECS_PER_DAY / 1000);
+	if (timeout_ms < 1 || timeout_ms > INT_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("lock_timeout must be between 1 ms and %d ms", INT_MAX),
+				 errdetail("It is how long each attempt at the fence's lock waits, and how long writers queued behind it wait at most.")));
+	if (attempts < 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("attempts must be at least 1")));
+
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	/* the owner's check of run_job, and the job's, before any worker is stopped */
+	check_switchable(backfill_load_job_to_run(job_id, CurrentMemoryContext));
+	backfill_spi_exec_args("SELECT backfill._stop_and_lock_job($1)", 1, (Oid[]) {INT8OID},
+						   (Datum[]) {Int64GetDatum(job_id)}, NULL, SPI_OK_SELECT);
+	lsn = backfill_remote_switchover(job_id, PG_GETARG_BOOL(1), (int) timeout_ms, attempts);
+	SPI_finish();
+	PG_RETURN_LSN(lsn);
+}
