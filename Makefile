@@ -9,10 +9,15 @@ OBJS = \
 	src/api/ddl.o \
 	src/api/estimate.o \
 	src/api/run.o \
-	src/capture/apply.o \
-	src/capture/capture.o \
+	src/capture/apply_change.o \
+	src/capture/apply_direct.o \
+	src/capture/capture_change.o \
+	src/capture/firing.o \
 	src/capture/output_plugin.o \
+	src/capture/partitions.o \
 	src/capture/slot.o \
+	src/capture/triggers.o \
+	src/capture/truncate_change.o \
 	src/catalog/catalog.o \
 	src/copy/chunk.o \
 	src/copy/downstream.o \

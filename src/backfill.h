@@ -19,7 +19,9 @@
  *				registry.c (the worker registry), pacing.c (pacing.h),
  *				progress.c
  *	kinds/		kind.c and one file per kind behind kind.h
- *	capture/	capture.c, apply.c, slot.c, output_plugin.c (capture.h)
+ *	capture/	triggers.c, capture_change.c, apply_change.c, apply_direct.c,
+ *				truncate_change.c, partitions.c, firing.c, slot.c,
+ *				output_plugin.c (capture.h; capture_internal.h inside)
  *	remote/		remote.c, pgoutput.c (remote.h)
  *	copy/		chunk.c, sink.c, state.c, shape.c, downstream.c, ranges.c
  *				(copy.h)
