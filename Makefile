@@ -18,6 +18,7 @@ OBJS = \
 	src/capture/slot.o \
 	src/capture/triggers.o \
 	src/capture/truncate_change.o \
+	src/catalog/capture_job_rows.o \
 	src/catalog/catalog.o \
 	src/copy/chunk.o \
 	src/copy/downstream.o \

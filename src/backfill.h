@@ -25,7 +25,8 @@
  *	remote/		remote.c, pgoutput.c (remote.h)
  *	copy/		chunk.c, sink.c, state.c, shape.c, downstream.c, ranges.c
  *				(copy.h)
- *	catalog/	catalog.c (catalog_access.h)
+ *	catalog/	catalog.c (catalog_access.h), capture_job_rows.c
+ *				(capture_job_rows.h)
  *	lib/		sql.c, xact.c, vnode.c, rw_debug.c, privilege.c (lib.h),
  *				compat.h
  *

@@ -35,7 +35,8 @@
  * enabled, it also tells a trigger function whether its side is in charge
  * (backfill_side_in_charge).
  *
- * May call: catalog.c and the foundations.
+ * May call: the job rows capture reads (capture_job_rows.c), catalog.c and
+ * the foundations.
  *
  *-------------------------------------------------------------------------
  */
@@ -44,7 +45,6 @@
 #include "access/table.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_inherits.h"
-#include "catalog/pg_type.h"
 #include "commands/trigger.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
@@ -55,6 +55,7 @@
 #include "backfill.h"
 #include "lib.h"
 #include "catalog_access.h"
+#include "capture_job_rows.h"
 #include "capture.h"
 #include "capture_internal.h"
 
@@ -507,19 +508,10 @@ lock_all_or_none(Oid upstream, LOCKMODE lockmode)
 void
 backfill_drop_triggers(int64 job_id)
 {
-	Oid			types[1] = {INT8OID};
-	Datum		values[1] = {Int64GetDatum(job_id)};
-	bool		isnull;
-	Oid			upstream;
+	Oid			upstream = backfill_job_upstream_present(job_id);
 
-	backfill_spi_exec_args("SELECT upstream::pg_catalog.oid FROM backfill.job j "
-				   "WHERE job_id = $1 AND EXISTS (SELECT FROM pg_catalog.pg_class c "
-				   "WHERE c.oid OPERATOR(pg_catalog.=) j.upstream)",
-				   1, types, values, NULL, SPI_OK_SELECT);
-	if (SPI_processed == 0)
+	if (!OidIsValid(upstream))
 		return;
-	upstream = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
-											  &isnull));
 
 	lock_all_or_none(upstream, AccessExclusiveLock);
 	/* the row triggers' clones on the partitions go with them */
