@@ -15,10 +15,16 @@ OBJS = \
 	src/api/event_trigger.o \
 	src/api/run.o \
 	src/api/upstream.o \
-	src/capture/apply.o \
-	src/capture/capture.o \
+	src/capture/apply_change.o \
+	src/capture/apply_direct.o \
+	src/capture/capture_change.o \
+	src/capture/firing.o \
 	src/capture/output_plugin.o \
+	src/capture/partitions.o \
 	src/capture/slot.o \
+	src/capture/triggers.o \
+	src/capture/truncate_change.o \
+	src/catalog/capture_job_rows.o \
 	src/catalog/catalog.o \
 	src/catalog/job_holdings.o \
 	src/catalog/job_rows.o \

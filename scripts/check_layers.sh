@@ -52,10 +52,10 @@ set -euo pipefail
 # Files named here that do not exist yet are the planned layout's.
 RULES=()
 rule() { RULES+=("$1"$'\t'"$2"$'\t'"$3"$'\t'"$4"$'\t'"$5"); }
-rule 3 str  'backfill_(capture|apply)_(truncate_|[^a-z]|$)'  capture/capture.c  'trigger names (backfill_capture_<id>, backfill_apply_<id>, their truncate twins)'
-rule 3 code '\b(CREATE|DROP) TRIGGER\b|\bEnableDisableTrigger\b'  capture/capture.c  'the triggers are installed, switched and dropped by capture alone'
+rule 3 str  'backfill_(capture|apply)_(truncate_|[^a-z]|$)'  capture/triggers.c  'trigger names (backfill_capture_<id>, backfill_apply_<id>, their truncate twins)'
+rule 3 code '\b(CREATE|DROP) TRIGGER\b|\bEnableDisableTrigger\b'  capture/triggers.c  'the triggers are installed, switched and dropped by capture alone'
 rule 4 str  '\bis_epoch_finished\b'  kinds/kind_snapshot.c  "the snapshot kind's state table"
-rule 4 str  '\b(backfill_seq|backfill_captured_at|backfill_old_row)\b'  'capture/capture.c kinds/kind_snapshot.c'  "the snapshot kind's log, which capture writes and the kind reads"
+rule 4 str  '\b(backfill_seq|backfill_captured_at|backfill_old_row)\b'  'capture/capture_change.c capture/partitions.c kinds/kind_snapshot.c'  "the snapshot kind's log, which capture writes and the kind reads"
 rule 4 str  '\b(split_id|cdc_offset)\b'  'kinds/kind_cdc.c kinds/kind_remote.c'  "the cdc kinds' state tables"
 rule 4 str  '\b(cdc_offset_low|cdc_offset_high|backfill_lsn|backfill_order|backfill_xid|backfill_op|backfill_row)\b'  kinds/kind_remote.c  "the remote cdc kind's state and change tables"
 rule 4 str  '\bbackfill_finished\b'  'kinds/kind_vnode.c kinds/kind_cdc.c kinds/kind_remote.c'  "the vnode kinds' and the cdc kinds' finished flag"

@@ -20,12 +20,15 @@
  *				registry.c (the worker registry), pacing.c (pacing.h),
  *				progress.c
  *	kinds/		kind.c and one file per kind behind kind.h
- *	capture/	capture.c, apply.c, slot.c, output_plugin.c (capture.h)
+ *	capture/	triggers.c, capture_change.c, apply_change.c, apply_direct.c,
+ *				truncate_change.c, partitions.c, firing.c, slot.c,
+ *				output_plugin.c (capture.h; capture_internal.h inside)
  *	remote/		remote.c, pgoutput.c (remote.h)
  *	copy/		chunk.c, sink.c, state.c, shape.c, downstream.c, ranges.c
  *				(copy.h)
  *	catalog/	catalog.c (catalog_access.h), job_rows.c (job_rows.h),
- *				job_holdings.c (job_holdings.h)
+ *				job_holdings.c (job_holdings.h), capture_job_rows.c
+ *				(capture_job_rows.h)
  *	lib/		sql.c, xact.c, vnode.c, rw_debug.c, privilege.c (lib.h),
  *				compat.h
  *

@@ -9,7 +9,7 @@
  * Loaded any other way, run_job works and start_job says what is missing.
  * The files and their layers are listed in backfill.h.
  *
- * May call: driver.c, progress.c, worker.c, registry.c, pacing.c, capture.c,
+ * May call: driver.c, progress.c, worker.c, registry.c, pacing.c, capture/,
  * ranges.c, create.c, the event trigger's utility hook (ddl_owners.c).
  *
  *-------------------------------------------------------------------------

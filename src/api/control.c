@@ -31,7 +31,7 @@
  * pg_stat_statements keeps old symbols, until ALTER EXTENSION UPDATE
  * replaces it.
  *
- * May call: the kinds (through their routines), capture.c, catalog.c,
+ * May call: the kinds (through their routines), capture/, catalog.c,
  * job_rows.c and the foundations.
  *
  *-------------------------------------------------------------------------

@@ -6,7 +6,7 @@
  *
  * create_job builds the downstream table, the kind's state table, the
  * change table, the job's rows in backfill.job and backfill.actor, and the
- * triggers on the upstream (capture.c).  Any error rolls all of it back, so
+ * triggers on the upstream (capture/triggers.c).  Any error rolls all of it back, so
  * nothing is left half-created.  What it copies (columns, computed columns,
  * the row filter) is read and checked by shape.c.
  *

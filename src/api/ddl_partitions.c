@@ -5,12 +5,12 @@
  *	  leave it, a concurrent detach, a partition dropped, and an unlogged
  *	  table under the upstream of a cdc job.
  *
- * The partitions of a partitioned upstream come and go (capture.c does the
+ * The partitions of a partitioned upstream come and go (capture/partitions.c does the
  * work, in the DDL's own transaction, so that their rows join or leave the
  * downstream exactly once); what is refused, and why, is told in
  * event_trigger.c, which calls these checks as the extension's owner.
  *
- * May call: the command's names (ddl_command.c), capture.c, catalog.c,
+ * May call: the command's names (ddl_command.c), capture/, catalog.c,
  * job_holdings.c and the foundations.
  *
  *-------------------------------------------------------------------------
@@ -124,7 +124,7 @@ partition_cmd(AlterTableStmt *stmt, AlterTableCmd *cmd)
 /*
  * ddl_command_end of ALTER TABLE ... ATTACH or DETACH PARTITION, and of
  * CREATE TABLE ... PARTITION OF, under the upstream of a job: the rows that
- * join or leave it do so in the downstream too, exactly once (capture.c).
+ * join or leave it do so in the downstream too, exactly once (capture/partitions.c).
  */
 void
 backfill_partition_changes(EventTriggerData *trigdata)

@@ -5,12 +5,12 @@
  *	  switched off or on (ddl_command_start of ALTER TABLE), dropped
  *	  (sql_drop of DROP TRIGGER).
  *
- * Only the job switches its triggers (capture.c): the writes they would
+ * Only the job switches its triggers (capture/triggers.c): the writes they would
  * miss would never reach the downstream.  What is let through, and why, is
  * told in event_trigger.c, which calls these checks as the extension's
  * owner.
  *
- * May call: the command's names (ddl_command.c), capture.c, job_holdings.c
+ * May call: the command's names (ddl_command.c), capture/triggers.c, job_holdings.c
  * and the foundations.
  *
  *-------------------------------------------------------------------------
@@ -61,7 +61,7 @@ refuse_trigger_change(int64 job_id, const char *table, const char *what, bool on
 /*
  * ddl_command_start of ALTER TABLE ... ENABLE or DISABLE TRIGGER under the
  * upstream of a job: a job's own trigger named, which only the job switches
- * (capture.c), or DISABLE TRIGGER ALL or USER, which would switch them off
+ * (capture/triggers.c), or DISABLE TRIGGER ALL or USER, which would switch them off
  * too, is refused.  ENABLE TRIGGER ALL or USER is let through: it is how a
  * data-only restore ends, and every run puts the job's triggers back as its
  * status says (backfill_assert_triggers).

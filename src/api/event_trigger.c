@@ -30,7 +30,7 @@
  *	  sql_drop of DROP TRIGGER), whoever owns the upstream: the writes they
  *	  would miss would never reach the downstream.  ENABLE TRIGGER ALL is
  *	  let through, as a data-only restore ends with it; every run puts the
- *	  job's triggers back as its status says (capture.c);
+ *	  job's triggers back as its status says (capture/triggers.c);
  *	- an unlogged table under the upstream of a cdc job that has not
  *	  finished (ddl_command_end of ALTER TABLE ... SET UNLOGGED, and of a
  *	  partition attached or created): its changes would never reach the
@@ -53,7 +53,7 @@
  * the same for a job REASSIGN OWNED left behind, then drops the role's
  * other jobs with drop_job, as the caller, before it drops their tables.
  *
- * The partitions of a partitioned upstream come and go (capture.c does the
+ * The partitions of a partitioned upstream come and go (capture/partitions.c does the
  * work, in the DDL's own transaction, so that their rows join or leave the
  * downstream exactly once): CREATE TABLE ... PARTITION OF and ATTACH
  * PARTITION (ddl_command_end) bring theirs, DETACH PARTITION takes them

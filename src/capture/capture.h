@@ -1,11 +1,13 @@
 /*-------------------------------------------------------------------------
  *
  * capture.h
- *	  The changes of a job's upstream: its triggers and change table
- *	  (capture.c), a finished job's keys applied without SQL (apply.c), a cdc
- *	  job's replication slot and origin (slot.c).
+ *	  The changes of a job's upstream: its triggers (triggers.c), its change
+ *	  table (capture_change.c), the rows of a partition that joins or leaves
+ *	  it (partitions.c), the statement batching of the apply trigger
+ *	  (apply_change.c), a cdc job's replication slot and origin (slot.c).
  *
- * What the layers above this folder may call (doc/layers.md).
+ * What the layers above this folder may call (doc/layers.md); what the
+ * files of the folder share among themselves is in capture_internal.h.
  *
  *-------------------------------------------------------------------------
  */
@@ -14,7 +16,7 @@
 
 #include "backfill.h"
 
-/* capture.c: the triggers on a job's upstream and its change table */
+/* capture_change.c: the change table, as each kind wants it */
 typedef enum CaptureMode
 {
 	CAPTURE_KEYS,				/* a row trigger logs the keys written */
@@ -28,26 +30,22 @@ extern void backfill_capture_create_table(CaptureMode mode,
 										  const char *changes_sql, const char *key_ddl,
 										  const char *key_list, const char *image_sql,
 										  const char *image_ddl, Oid owner);
+
+/* triggers.c: the triggers on a job's upstream, their names and lifecycle */
 extern void backfill_capture_install(Relation upstream, const char *upstream_sql,
 									 int64 job_id, CaptureMode mode);
 extern void backfill_capture_switch_to_apply(BackfillJob *job);
-extern void backfill_capture_init(void);
 extern void backfill_assert_triggers(BackfillJob *job);
 extern void backfill_drop_triggers(int64 job_id);
 extern void backfill_lock_writers(Oid upstream);
 extern int64 backfill_trigger_job(const char *tgname);
 extern int64 backfill_any_trigger_job(const char *tgname);
+
+/* partitions.c: a partition joining or leaving a job's upstream */
 extern void backfill_capture_partition(BackfillJob *job, Oid partition, bool attached);
 
-/* apply.c: a statement's keys applied to a finished job's downstream directly */
-typedef struct DirectApply DirectApply;
-
-extern DirectApply *backfill_apply_direct_prepare(BackfillJob *job, MemoryContext cxt);
-extern void backfill_apply_direct_free(DirectApply *da);
-extern bool backfill_apply_direct_permitted(DirectApply *da);
-extern bool backfill_apply_direct_evaluates(DirectApply *da);
-extern void backfill_apply_direct(DirectApply *da, int nkeys, Datum **keys,
-								  ItemPointerData *written_tids);
+/* apply_change.c: the hook that applies a statement's rows at once */
+extern void backfill_capture_init(void);
 
 /* slot.c: a cdc job's replication slot and origin */
 extern char *backfill_slot_name(int64 job_id);

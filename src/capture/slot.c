@@ -31,7 +31,8 @@
  * start_job or at a run of any job of the job's database.
  *
  *
- * May call: catalog.c and the foundations.
+ * May call: catalog.c, the job rows capture reads (capture_job_rows.c) and
+ * the foundations.
  *
  *-------------------------------------------------------------------------
  */
@@ -59,6 +60,7 @@
 #include "backfill.h"
 #include "lib.h"
 #include "catalog_access.h"
+#include "capture_job_rows.h"
 #include "capture.h"
 
 PG_FUNCTION_INFO_V1(backfill_drop_slot);
@@ -336,26 +338,16 @@ backfill_drop_leftover_slots(void)
 		const char *name = lfirst(lc);
 		char	   *end;
 		int64		job_id;
-		Datum		arg;
-		bool		isnull;
 		TransactionId xmin;
+		char	   *status;
 		bool		had_slot;
 
 		errno = 0;
 		job_id = strtoi64(name + strlen(prefix), &end, 10);
 		if (errno != 0 || *end != '\0' || end == name + strlen(prefix))
 			continue;
-		arg = Int64GetDatum(job_id);
-		if (SPI_execute_with_args("SELECT j.xmin, j.status FROM backfill.job j "
-								  "WHERE j.job_id OPERATOR(pg_catalog.=) $1 "
-								  "AND j.kind OPERATOR(pg_catalog.=) 'cdc' "
-								  "AND j.status OPERATOR(pg_catalog.=) ANY (ARRAY['finished', 'cancelled'])",
-								  1, (Oid[]) {INT8OID}, &arg, NULL, false, 1) != SPI_OK_SELECT)
-			elog(ERROR, "could not read backfill.job");
-		if (SPI_processed == 0)
+		if (!backfill_ended_cdc_job(job_id, &xmin, &status))
 			continue;
-		xmin = DatumGetTransactionId(SPI_getbinval(SPI_tuptable->vals[0],
-												   SPI_tuptable->tupdesc, 1, &isnull));
 		if (TransactionIdIsCurrentTransactionId(xmin) || !lock_slot(job_id, true))
 			continue;
 		had_slot = SearchNamedReplicationSlot(name, true) != NULL;
@@ -363,8 +355,7 @@ backfill_drop_leftover_slots(void)
 		if (had_slot)
 			ereport(LOG,
 					(errmsg("dropped replication slot \"%s\" of backfill job %lld, which is %s",
-							name, (long long) job_id,
-							SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2))));
+							name, (long long) job_id, status)));
 	}
 	backfill_role_leave(&rc);
 	SPI_finish();

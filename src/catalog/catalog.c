@@ -683,7 +683,7 @@ backfill_record_failure(int64 job_id, int sqlerrcode, const char *message,
  * "backfill_job_<id>_owner", FOR SELECT TO its owner: a shared dependency
  * that REASSIGN OWNED leaves alone, and DROP ROLE refuses while it exists,
  * naming it (and so the job).  DROP OWNED and REASSIGN OWNED move or drop it
- * with the job (ddl.c).  Row-level security is not enabled on a state table,
+ * with the job (api/ddl_owners.c).  Row-level security is not enabled on a state table,
  * so the policy is never applied; USING (false) grants nothing were it
  * enabled.
  */

@@ -14,7 +14,7 @@
  * a restart, so "as of the snapshot epoch" comes from the change capture
  * instead.  The snapshot epoch is create_job's commit: create_job holds SHARE
  * ROW EXCLUSIVE on the upstream while it installs the capture trigger, so
- * every later write is captured.  For this kind the trigger (capture.c)
+ * every later write is captured.  For this kind the trigger (capture/capture_change.c)
  * writes, for every row it touches, the key, a sequence number and the row's
  * image before the write (NULL when the key did not exist) into the log,
  * backfill.changes_<id>.  Writes of one key are serialized by its row lock,
@@ -292,7 +292,7 @@ snapshot_prepare(BarrierExecutor *exec)
 /*
  * The columns of the log's images but the key, each as "(f.o).col": the
  * images are of the downstream's row type, or of a type of the job's own
- * (capture.c).
+ * (capture/capture_change.c).
  */
 static char *
 image_columns(BackfillJob *job)

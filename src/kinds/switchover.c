@@ -57,7 +57,7 @@
  * then the fence is undone on the source, then the error goes on.
  *
  * May call: kind_remote.c (its functions named in switchover.h), remote.c,
- * capture.c (the slot lock), catalog.c, privilege.c and the foundations.
+ * capture/slot.c (the slot lock), catalog.c, privilege.c and the foundations.
  *
  *-------------------------------------------------------------------------
  */

@@ -24,7 +24,7 @@
  * holds off new ones, through the partitioned table or straight into a
  * partition.  It
  * forwards the remaining changes, switches the upstream from the capture
- * trigger to the apply trigger (capture.c) and marks the job finished.
+ * trigger to the apply trigger (capture/triggers.c) and marks the job finished.
  * Writers blocked by it then apply their own changes.
  *
  * A barrier covers either every actor (run_job, in one session) or one actor

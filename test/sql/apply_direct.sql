@@ -1,6 +1,6 @@
 -- A finished job whose downstream create_job made with the upstream's
 -- columns, unfiltered, has the rows of a statement applied without SQL
--- (src/capture/apply.c): the row each key's write left, found where the statement
+-- (src/capture/apply_direct.c): the row each key's write left, found where the statement
 -- wrote it, or by its key when something wrote it again since.  The same
 -- cases as apply_statements, and what would make the SQL do more: a CHECK
 -- constraint, a trigger on the downstream, a job owner without the rights.

@@ -1,10 +1,10 @@
 /*-------------------------------------------------------------------------
  *
- * apply.c
+ * apply_direct.c
  *	  A statement's keys applied to a finished job's downstream without SQL,
  *	  the way PostgreSQL's logical replication applies its rows.
  *
- * Once a job has finished, the apply trigger (capture.c) makes the
+ * Once a job has finished, the apply trigger (apply_change.c) makes the
  * downstream row of every key a statement wrote equal to the upstream row,
  * when the statement ends.  Through SQL that is an INSERT ... ON CONFLICT
  * and a DELETE per statement, each planned, started and ended by the
@@ -56,7 +56,7 @@
 #include "utils/snapmgr.h"
 
 #include "backfill.h"
-#include "capture.h"
+#include "capture_internal.h"
 
 /* how to find a key in one of the two tables */
 typedef struct KeyIndex
