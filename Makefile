@@ -14,6 +14,7 @@ OBJS = \
 	src/capture/output_plugin.o \
 	src/capture/slot.o \
 	src/catalog/catalog.o \
+	src/catalog/remote_rows.o \
 	src/copy/chunk.o \
 	src/copy/downstream.o \
 	src/copy/ranges.o \
@@ -25,13 +26,19 @@ OBJS = \
 	src/kinds/kind_remote.o \
 	src/kinds/kind_snapshot.o \
 	src/kinds/kind_vnode.o \
+	src/kinds/remote_changes.o \
+	src/kinds/remote_job.o \
+	src/kinds/remote_keys.o \
 	src/lib/privilege.o \
 	src/lib/rw_debug.o \
 	src/lib/sql.o \
 	src/lib/vnode.o \
 	src/lib/xact.o \
 	src/remote/pgoutput.o \
+	src/remote/reads.o \
 	src/remote/remote.o \
+	src/remote/replication.o \
+	src/remote/splits.o \
 	src/runtime/driver.o \
 	src/runtime/executor.o \
 	src/runtime/pacing.o \
