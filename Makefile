@@ -28,6 +28,7 @@ OBJS = \
 	src/catalog/catalog.o \
 	src/catalog/job_holdings.o \
 	src/catalog/job_rows.o \
+	src/catalog/remote_rows.o \
 	src/copy/chunk.o \
 	src/copy/downstream.o \
 	src/copy/ranges.o \
@@ -39,6 +40,9 @@ OBJS = \
 	src/kinds/kind_remote.o \
 	src/kinds/kind_snapshot.o \
 	src/kinds/kind_vnode.o \
+	src/kinds/remote_changes.o \
+	src/kinds/remote_job.o \
+	src/kinds/remote_keys.o \
 	src/kinds/switchover.o \
 	src/lib/privilege.o \
 	src/lib/rw_debug.o \
@@ -46,7 +50,10 @@ OBJS = \
 	src/lib/vnode.o \
 	src/lib/xact.o \
 	src/remote/pgoutput.o \
+	src/remote/reads.o \
 	src/remote/remote.o \
+	src/remote/replication.o \
+	src/remote/splits.o \
 	src/runtime/driver.o \
 	src/runtime/executor.o \
 	src/runtime/pacing.o \

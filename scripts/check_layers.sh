@@ -57,7 +57,7 @@ rule 3 code '\b(CREATE|DROP) TRIGGER\b|\bEnableDisableTrigger\b'  capture/trigge
 rule 4 str  '\bis_epoch_finished\b'  kinds/kind_snapshot.c  "the snapshot kind's state table"
 rule 4 str  '\b(backfill_seq|backfill_captured_at|backfill_old_row)\b'  'capture/capture_change.c capture/partitions.c kinds/kind_snapshot.c'  "the snapshot kind's log, which capture writes and the kind reads"
 rule 4 str  '\b(split_id|cdc_offset)\b'  'kinds/kind_cdc.c kinds/kind_remote.c'  "the cdc kinds' state tables"
-rule 4 str  '\b(cdc_offset_low|cdc_offset_high|backfill_lsn|backfill_order|backfill_xid|backfill_op|backfill_row)\b'  kinds/kind_remote.c  "the remote cdc kind's state and change tables"
+rule 4 str  '\b(cdc_offset_low|cdc_offset_high|backfill_lsn|backfill_order|backfill_xid|backfill_op|backfill_row)\b'  'kinds/kind_remote.c kinds/remote_changes.c'  "the remote cdc kind's state and change tables"
 rule 4 str  '\bbackfill_finished\b'  'kinds/kind_vnode.c kinds/kind_cdc.c kinds/kind_remote.c'  "the vnode kinds' and the cdc kinds' finished flag"
 rule 5 code '\b(StartTransactionCommand|CommitTransactionCommand|AbortCurrentTransaction|AbortOutOfAnyTransaction|SPI_commit\w*|SPI_rollback\w*|SPI_start_transaction)\b'  lib/xact.c  'transactions begin and end in one place'
 rule 6 code '\b(ShmemInitStruct|ShmemAlloc\w*|RequestAddinShmemSpace|RequestNamedLWLockTranche|GetNamedLWLockTranche|LWLockNewTrancheId|LWLockRegisterTranche|AddinShmemInitLock|shmem_request_hook|shmem_startup_hook)\b'  runtime/registry.c  'shared memory is requested and attached by the worker registry alone'

@@ -56,7 +56,7 @@
  * Steps 2 to 4 run in a subtransaction: when one fails, it is rolled back,
  * then the fence is undone on the source, then the error goes on.
  *
- * May call: kind_remote.c (its functions named in switchover.h), remote.c,
+ * May call: the remote kind's files (remote_job.h), remote.c,
  * capture/slot.c (the slot lock), catalog.c, privilege.c and the foundations.
  *
  *-------------------------------------------------------------------------
@@ -83,6 +83,7 @@
 #include "catalog_access.h"
 #include "capture.h"
 #include "switchover.h"
+#include "remote_job.h"
 
 /* the longest pause between two attempts at the fence's lock */
 #define BACKFILL_SWITCHOVER_MAX_BACKOFF_MS 5000

@@ -1,8 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * remote.h
- *	  Connections to another PostgreSQL server (remote.c) and the decoding
- *	  of its logical replication protocol (pgoutput.c).
+ *	  Connections to another PostgreSQL server (remote.c), the decoding of
+ *	  its logical replication protocol (pgoutput.c), a job's publication and
+ *	  slot there (replication.c), reading its rows (reads.c) and cutting its
+ *	  key range into splits (splits.c).
+ *
+ * What the layers above this folder may call (doc/layers.md).
  *
  *-------------------------------------------------------------------------
  */
@@ -86,5 +90,35 @@ typedef struct RemoteDecoder
 } RemoteDecoder;
 
 extern void backfill_pgoutput_decode(RemoteDecoder *dec, const char *data, int len);
+
+/* replication.c: a job's publication and logical slot on the source */
+extern XLogRecPtr backfill_remote_ensure_slot(RemoteConn *conn, const RemoteTable *table,
+											  const char *name, int64 job_id, bool has_offset);
+extern char *backfill_remote_slot_confirmed(RemoteConn *conn, const char *name);
+extern void backfill_remote_advance_slot(RemoteConn *conn, const char *name, XLogRecPtr offset);
+extern XLogRecPtr backfill_remote_flushed(RemoteConn *conn, uint64 *xmax, char **text);
+extern void backfill_remote_flush_writes(RemoteConn *conn);
+extern RemoteRows *backfill_remote_peek(RemoteConn *conn, const char *name, const char *upto,
+										int nchanges);
+extern void backfill_remote_decode_peeked(RemoteRows *rows, RemoteDecoder *dec);
+extern void backfill_remote_drop_slot(RemoteConn *conn, const char *name);
+extern void backfill_remote_drop_orphans(RemoteConn *conn, const char *prefix, const char *live);
+
+/* reads.c: rows of the source table, by chunk or by key */
+extern void backfill_remote_chunk_start(RemoteConn *conn, char **snapshot, XLogRecPtr *lsn);
+extern void backfill_remote_chunk_end(RemoteConn *conn);
+extern uint64 backfill_remote_read_range(RemoteConn *conn, Relation rel, List *attnames,
+										 const char *columns_sql, const char *qualified,
+										 const char *cond, const char *order_by, int64 limit,
+										 char **last_row);
+extern uint64 backfill_remote_read_keys(RemoteConn *conn, Relation rel, List *attnames,
+										const char *columns_sql, const char *qualified,
+										const char *key_list, const char *keys);
+extern char **backfill_remote_copy_row_key(const char *line, int ncols, int npk,
+										   const int *pk_cols);
+
+/* splits.c: the bounds of a job's splits */
+extern Datum backfill_remote_cut_splits(RemoteConn *conn, RemoteTable *table, const char *key,
+										int nsplits);
 
 #endif							/* BACKFILL_REMOTE_H */

@@ -1,0 +1,437 @@
+/*-------------------------------------------------------------------------
+ *
+ * remote_changes.c
+ *	  The change stream of a remote job: fetching the source's changes into
+ *	  the change table, and applying them to the downstream.
+ *
+ * The change stream.  One publication FOR TABLE and one logical slot with
+ * pgoutput on the source, both named backfill_<system identifier>_<database
+ * OID>_<job id> of this server, made by the job's first fetch (publication
+ * first: pgoutput reads it with the catalog as of each change;
+ * remote/replication.c).  A fetch, before every barrier and in a
+ * transaction of its own, under the job's slot lock (one fetch at a time
+ * for all the actors):
+ *	 1. advances the slot to backfill.job.remote_lsn, the offset the last
+ *		fetch committed, so the source can recycle the WAL before it;
+ *	 2. peeks at most BACKFILL_REMOTE_FETCH_CHANGES messages up to the
+ *		source's flushed WAL, decodes them (pgoutput.c) and appends the
+ *		changes of whole transactions to backfill.changes_<id>: commit LSN,
+ *		order, full transaction id, upsert, delete or refetch, the key, and
+ *		the new row;
+ *	 3. stores the new offset: the end of the last transaction decoded, or
+ *		the flushed WAL's end when the peek was not cut short.
+ * A crash anywhere re-fetches from the committed offset: the slot was only
+ * advanced to an offset whose changes are committed here.  The slots and
+ * publications of jobs that no longer exist, left by a crash or a source
+ * that was down, are dropped by the first fetch of any job on that server
+ * in each process that fetches (each run, each worker).
+ *
+ * Applying.  At the start of each barrier an actor applies the changes of
+ * its covered keys in commit order, the last change of each key winning:
+ * an upsert is INSERT ... ON CONFLICT DO UPDATE, a delete a DELETE, a
+ * refetch (an update that left a TOASTed column out of the WAL) reads the
+ * row again from the source.  The changes of keys not covered yet wait in
+ * the change table for their chunk (kind_remote.c says why nothing is lost
+ * or doubled).
+ *
+ * May call: remote_job.c, remote_keys.c, remote/ (remote.c, replication.c,
+ * reads.c), remote_rows.c and the foundations.  Its callers hold the job's
+ * slot lock for a fetch.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "catalog/pg_type.h"
+#include "nodes/value.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+#include "utils/pg_lsn.h"
+#include "utils/snapmgr.h"
+
+#include "lib.h"
+#include "remote_rows.h"
+#include "remote_job.h"
+
+/* ---- statements ---- */
+
+/*
+ * The covered keys of an actor, on the change table c: in its range, and
+ * below the current split ($3 = 0: $4 its lower bound), at or below the
+ * position ($3 = 1: $5...), or anywhere ($3 = 2).
+ */
+static char *
+covered_sql(RemoteJob *rj)
+{
+	BackfillJob *job = rj->job;
+	char	  **c = backfill_pk_exprs(job, "c");
+	char	  **pos = palloc(sizeof(char *) * job->npk);
+	char	   *bound[1];
+	StringInfoData sql;
+
+	initStringInfo(&sql);
+	bound[0] = psprintf("$1::%s", rj->key_types[0]);
+	appendStringInfo(&sql, "($1 IS NULL OR %s) ",
+					 backfill_key_compare_types(1, job->pk_types, c, BTGreaterEqualStrategyNumber, bound));
+	bound[0] = psprintf("$2::%s", rj->key_types[0]);
+	appendStringInfo(&sql, "AND ($2 IS NULL OR %s) ",
+					 backfill_key_compare_types(1, job->pk_types, c, BTLessStrategyNumber, bound));
+	bound[0] = psprintf("$4::%s", rj->key_types[0]);
+	for (int k = 0; k < job->npk; k++)
+		pos[k] = psprintf("$%d::%s", 5 + k, rj->key_types[k]);
+	appendStringInfo(&sql, "AND CASE $3 WHEN 2 THEN true WHEN 0 THEN %s ELSE %s END",
+					 backfill_key_compare_types(1, job->pk_types, c, BTLessStrategyNumber, bound),
+					 backfill_key_compare(job, c, BTLessEqualStrategyNumber, pos));
+	return sql.data;
+}
+
+/*
+ * A statement of the job: kept across the run's transactions for an
+ * executor, or for the current SPI connection only.
+ */
+SPIPlanPtr
+remote_plan(RemoteJob *rj, const char *sql, int nargs, Oid *types)
+{
+	SPIPlanPtr	plan;
+
+	if (rj->plans != NULL)
+		return backfill_keep_plan(rj->plans, sql, nargs, types);
+	plan = SPI_prepare(sql, nargs, types);
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed (%s) for: %s", SPI_result_code_string(SPI_result), sql);
+	return plan;
+}
+
+/* the apply: the last change of each covered key; returns the keys to read again */
+void
+prepare_apply(RemoteJob *rj)
+{
+	BackfillJob *job = rj->job;
+	StringInfoData sql;
+	StringInfoData set;
+	StringInfoData keys;
+	Oid			types[INDEX_MAX_KEYS + 4];
+
+	initStringInfo(&set);
+	for (int c = 0; c < job->ncols; c++)
+	{
+		bool		is_key = false;
+
+		for (int k = 0; k < job->npk; k++)
+			is_key |= (rj->pk_cols[k] == c);
+		if (!is_key)
+			appendStringInfo(&set, "%s%s = EXCLUDED.%s", set.len > 0 ? ", " : "",
+							 quote_identifier(job->col_names[c]),
+							 quote_identifier(job->col_names[c]));
+	}
+	initStringInfo(&keys);
+	for (int k = 0; k < job->npk; k++)
+		appendStringInfo(&keys, "%sl.%s::text", k > 0 ? ", " : "", quote_identifier(job->pk_names[k]));
+	initStringInfo(&sql);
+	appendStringInfo(&sql,
+					 "WITH c AS (DELETE FROM %s c WHERE %s RETURNING c.*), "
+					 "l AS (SELECT DISTINCT ON (%s) * FROM c ORDER BY %s, backfill_lsn DESC, backfill_order DESC), "
+					 "d AS (DELETE FROM %s t USING l WHERE %s AND l.backfill_op <> 'u'), "
+					 "i AS (INSERT INTO %s SELECT (l.backfill_row).* FROM l WHERE l.backfill_op = 'u' "
+					 "ON CONFLICT (%s) DO %s%s) "
+					 "SELECT %s FROM l WHERE l.backfill_op = 'r'",
+					 job->changes_sql, covered_sql(rj),
+					 backfill_pk_list(job, NULL), backfill_pk_list(job, NULL),
+					 job->downstream_sql,
+					 backfill_key_compare(job, backfill_pk_exprs(job, "t"), BTEqualStrategyNumber,
+										  backfill_pk_exprs(job, "l")),
+					 job->downstream_sql, backfill_pk_list(job, NULL),
+					 set.len > 0 ? "UPDATE SET " : "NOTHING", set.data, keys.data);
+	types[0] = TEXTOID;
+	types[1] = TEXTOID;
+	types[2] = INT4OID;
+	types[3] = TEXTOID;
+	for (int k = 0; k < job->npk; k++)
+		types[4 + k] = TEXTOID;
+	rj->apply_plan = remote_plan(rj, sql.data, 4 + job->npk, types);
+}
+
+/* the insert of one decoded change: all parameters text */
+void
+prepare_insert(RemoteJob *rj)
+{
+	BackfillJob *job = rj->job;
+	StringInfoData sql;
+	Oid			types[INDEX_MAX_KEYS + 4 + 1600];
+	int			n = 4 + job->npk + job->ncols;
+
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "INSERT INTO %s (backfill_lsn, backfill_order, backfill_xid, backfill_op, %s, backfill_row) "
+					 "VALUES ($1::pg_catalog.pg_lsn, $2::pg_catalog.int4, $3::pg_catalog.xid8, $4::pg_catalog.\"char\"",
+					 job->changes_sql, backfill_pk_list(job, NULL));
+	for (int k = 0; k < job->npk; k++)
+		appendStringInfo(&sql, ", $%d::%s", 5 + k, rj->key_types[k]);
+	appendStringInfoString(&sql, ", CASE WHEN $4 = 'u' THEN ROW(");
+	for (int c = 0; c < job->ncols; c++)
+		appendStringInfo(&sql, "%s$%d::%s", c > 0 ? ", " : "", 5 + job->npk + c, rj->col_types[c]);
+	appendStringInfo(&sql, ")::%s END)", job->downstream_sql);
+	for (int i = 0; i < n; i++)
+		types[i] = TEXTOID;
+	rj->insert_plan = remote_plan(rj, sql.data, n, types);
+}
+
+/* ---- fetching ---- */
+
+/* the job's publication and slot on the source, made if missing */
+XLogRecPtr
+ensure_slot(RemoteJob *rj, RemoteConn *conn, bool has_offset)
+{
+	return backfill_remote_ensure_slot(conn, &rj->table, rj->name, rj->job->job_id, has_offset);
+}
+
+/* whether this process has swept a server for orphans, by server OID */
+static List *swept_servers = NIL;
+
+/*
+ * Drop the slots and publications of this database's jobs that no longer
+ * exist (a crash, or a source down when they were dropped), on the job's
+ * server, those of every role's jobs (the publications the source lets the
+ * job's role drop); once per process and server.
+ */
+void
+sweep_orphans(RemoteConn *conn, Oid serverid)
+{
+	MemoryContext old;
+
+	if (list_member_oid(swept_servers, serverid))
+		return;
+
+	/* every role's jobs: row-level security shows each role its own */
+	backfill_remote_drop_orphans(conn, remote_object_name(0, true), backfill_remote_live_jobs());
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	swept_servers = lappend_oid(swept_servers, serverid);
+	MemoryContextSwitchTo(old);
+}
+
+/* a 32-bit xid of a change, made full by the epoch of xmax, which follows it */
+static uint64
+full_xid(uint32 xid, uint64 xmax)
+{
+	uint64		full = (xmax & ~(uint64) 0xFFFFFFFF) | xid;
+
+	if (full > xmax + ((uint64) 1 << 31))
+		full -= (uint64) 1 << 32;
+	return full;
+}
+
+/* append the decoded changes to the change table */
+void
+store_changes(RemoteJob *rj, RemoteDecoder *dec, XLogRecPtr offset, uint64 xmax)
+{
+	BackfillJob *job = rj->job;
+	int			n = 4 + job->npk + job->ncols;
+	Datum	   *values = palloc(sizeof(Datum) * n);
+	char	   *nulls = palloc(n);
+	ListCell   *lc;
+
+	foreach(lc, dec->changes)
+	{
+		RemoteChange *c = lfirst(lc);
+		char		op = c->kind == REMOTE_UPSERT ? 'u' : c->kind == REMOTE_DELETE ? 'd' : 'r';
+
+		if (c->commit_lsn < offset)
+			continue;			/* consumed already */
+		memset(nulls, ' ', n);
+		values[0] = CStringGetTextDatum(psprintf("%X/%X", LSN_FORMAT_ARGS(c->commit_lsn)));
+		values[1] = CStringGetTextDatum(psprintf("%d", c->seq));
+		values[2] = CStringGetTextDatum(psprintf(UINT64_FORMAT, full_xid(c->xid, xmax)));
+		values[3] = CStringGetTextDatum(psprintf("%c", op));
+		for (int k = 0; k < job->npk; k++)
+		{
+			char	   *v = c->values[rj->pk_cols[k]];
+
+			if (v == NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_PROTOCOL_VIOLATION),
+						 errmsg("a change of table \"%s.%s\" on server \"%s\" has no value for key column \"%s\"",
+								rj->table.nspname, rj->table.relname, rj->table.server_name,
+								job->pk_names[k])));
+			values[4 + k] = CStringGetTextDatum(v);
+		}
+		for (int i = 0; i < job->ncols; i++)
+		{
+			values[4 + job->npk + i] = c->values[i] ? CStringGetTextDatum(c->values[i]) : (Datum) 0;
+			nulls[4 + job->npk + i] = c->values[i] ? ' ' : 'n';
+		}
+		if (SPI_execute_plan(rj->insert_plan, values, nulls, false, 0) != SPI_OK_INSERT)
+			elog(ERROR, "could not insert into %s", job->changes_sql);
+	}
+}
+
+/* the job's offset, as committed */
+bool
+committed_offset(RemoteJob *rj, XLogRecPtr *offset)
+{
+	return backfill_job_remote_offset(rj->job->job_id, offset);
+}
+
+/*
+ * Whether the transaction's snapshot sees the offset as committed: another
+ * actor's fetch may have committed one since it was taken, and this
+ * transaction, REPEATABLE READ, could not record its own after it.
+ */
+bool
+snapshot_sees_offset(RemoteJob *rj, bool has_offset, XLogRecPtr offset)
+{
+	XLogRecPtr	seen;
+
+	if (!backfill_job_remote_offset_seen(rj->job->job_id, &seen))
+		return !has_offset;
+	return has_offset && seen == offset;
+}
+
+/* record a fetch's offset, the source's WAL end it saw, its last commit time */
+void
+record_offset(RemoteJob *rj, XLogRecPtr offset, XLogRecPtr source_end, TimestampTz commit_time)
+{
+	backfill_job_record_remote_offset(rj->job->job_id, offset, source_end, commit_time);
+}
+
+/* decode the messages of a peek at the slot (bytea as text) into dec */
+void
+decode_messages(RemoteJob *rj, RemoteRows *rows, RemoteDecoder *dec)
+{
+	memset(dec, 0, sizeof(*dec));
+	dec->nspname = rj->table.nspname;
+	dec->relname = rj->table.relname;
+	dec->ncols = rj->job->ncols;
+	dec->col_names = rj->job->col_names;
+	dec->npk = rj->job->npk;
+	dec->pk_cols = rj->pk_cols;
+	backfill_remote_decode_peeked(rows, dec);
+}
+
+/*
+ * One fetch (see the file header).  Returns whether it reached the end of
+ * the source's WAL as it was when it started; skips it, returning true, when
+ * first and another fetch committed since the transaction's snapshot (the
+ * next barrier's fetch does it).  Caller is connected to SPI, as the job's
+ * owner, and holds the slot lock.
+ */
+bool
+fetch_once(RemoteJob *rj, bool first)
+{
+	RemoteConn *conn = remote_job_connect(rj);
+	XLogRecPtr	offset;
+	bool		has_offset = committed_offset(rj, &offset);
+	XLogRecPtr	confirmed;
+	RemoteRows *rows;
+	RemoteDecoder dec;
+	XLogRecPtr	upto;
+	char	   *upto_text;
+	XLogRecPtr	fetched;
+	uint64		xmax;
+
+	if (first && !snapshot_sees_offset(rj, has_offset, offset))
+		return true;
+	confirmed = ensure_slot(rj, conn, has_offset);
+	sweep_orphans(conn, rj->table.serverid);
+	if (!has_offset)
+		offset = confirmed;
+	if (confirmed < offset)
+		backfill_remote_advance_slot(conn, rj->name, offset);
+	upto = backfill_remote_flushed(conn, &xmax, &upto_text);
+
+	rows = backfill_remote_peek(conn, rj->name, upto_text, BACKFILL_REMOTE_FETCH_CHANGES);
+	decode_messages(rj, rows, &dec);
+	store_changes(rj, &dec, offset, xmax);
+	fetched = rows->nrows < BACKFILL_REMOTE_FETCH_CHANGES ? upto : dec.last_end;
+	fetched = Max(fetched, offset);
+	record_offset(rj, fetched, upto, dec.last_commit_time);
+	return fetched >= upto;
+}
+
+/* ---- applying ---- */
+
+/* read again from the source the rows of keys, into the downstream */
+void
+refetch(RemoteJob *rj, SPITupleTable *tuptable, uint64 nkeys)
+{
+	BackfillJob *job = rj->job;
+	RemoteConn *conn = remote_job_connect(rj);
+	Relation	rel = table_open(job->downstream, RowExclusiveLock);
+	List	   *attnames = NIL;
+	/* COPY FROM wants one; a worker following the source has none */
+	bool		pushed = !ActiveSnapshotSet();
+
+	if (pushed)
+		PushActiveSnapshot(GetTransactionSnapshot());
+
+	for (int c = 0; c < job->ncols; c++)
+		attnames = lappend(attnames, makeString(job->col_names[c]));
+	for (uint64 first = 0; first < nkeys; first += BACKFILL_REMOTE_REFETCH_BATCH)
+	{
+		KeyCond		kc;
+
+		memset(&kc, 0, sizeof(kc));
+		kc.conn = conn;
+		initStringInfo(&kc.sql);
+		for (uint64 i = first; i < Min(nkeys, first + BACKFILL_REMOTE_REFETCH_BATCH); i++)
+		{
+			appendStringInfoString(&kc.sql, i > first ? ", (" : "(");
+			for (int k = 0; k < job->npk; k++)
+			{
+				if (k > 0)
+					appendStringInfoString(&kc.sql, ", ");
+				cond_value(&kc, SPI_getvalue(tuptable->vals[i], tuptable->tupdesc,
+											 SPI_fnumber(tuptable->tupdesc, job->pk_names[k])),
+						   rj->key_types[k]);
+			}
+			appendStringInfoChar(&kc.sql, ')');
+		}
+		(void) backfill_remote_read_keys(conn, rel, attnames, job->columns_sql, rj->table.qualified,
+										 backfill_pk_list(job, "t"), kc.sql.data);
+	}
+	table_close(rel, NoLock);
+	if (pushed)
+		PopActiveSnapshot();
+}
+
+/* apply the changes of an actor's covered keys (-1: every key) */
+void
+apply_changes(RemoteJob *rj, int actor)
+{
+	BackfillJob *job = rj->job;
+	Datum		values[INDEX_MAX_KEYS + 4];
+	char		nulls[INDEX_MAX_KEYS + 4];
+	int			mode = 2;
+	int			cur = -1;
+
+	memset(nulls, 'n', sizeof(nulls));
+	values[2] = Int32GetDatum(2);
+	nulls[2] = ' ';
+	if (actor >= 0)
+	{
+		char	   *lo = split_lo(rj, rj->first_split[actor]);
+		char	   *hi = split_hi(rj, rj->end_split[actor] - 1);
+
+		if (rj->first_split[actor] >= rj->end_split[actor])
+			return;				/* no split */
+		if (lo)
+			values[0] = CStringGetTextDatum(lo), nulls[0] = ' ';
+		if (hi)
+			values[1] = CStringGetTextDatum(hi), nulls[1] = ' ';
+		for (int j = rj->first_split[actor]; j < rj->end_split[actor] && cur < 0; j++)
+			if (!job->vnodes[split_vnode(rj, actor, j)].finished)
+				cur = j;
+		if (cur >= 0)
+			mode = rj->pos[actor] ? 1 : 0;
+	}
+	values[2] = Int32GetDatum(mode);
+	if (mode == 0 && split_lo(rj, cur) != NULL)
+		values[3] = CStringGetTextDatum(split_lo(rj, cur)), nulls[3] = ' ';
+	for (int k = 0; mode == 1 && k < job->npk; k++)
+		values[4 + k] = CStringGetTextDatum(rj->pos[actor][k]), nulls[4 + k] = ' ';
+	if (SPI_execute_plan(rj->apply_plan, values, nulls, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not apply the changes of %s", job->upstream_sql);
+	if (SPI_processed > 0)
+		refetch(rj, SPI_tuptable, SPI_processed);
+}
+

@@ -1,0 +1,109 @@
+/*-------------------------------------------------------------------------
+ *
+ * remote_job.h
+ *	  What the files of the remote cdc kind share among themselves: the
+ *	  kind's state of a job (RemoteJob, remote_job.c), its key conditions
+ *	  (KeyCond, remote_keys.c), and the change stream (remote_changes.c).
+ *
+ * Only the remote kind's files include this; everything else reaches the
+ * kind through its routine (kind.h).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BACKFILL_KINDS_REMOTE_JOB_H
+#define BACKFILL_KINDS_REMOTE_JOB_H
+
+#include "access/xlogdefs.h"
+#include "executor/spi.h"
+
+#include "backfill.h"
+#include "remote.h"
+
+/* splits per actor create_job aims at */
+#define BACKFILL_REMOTE_SPLITS_PER_ACTOR 8
+
+/* messages one fetch peeks at most */
+#define BACKFILL_REMOTE_FETCH_CHANGES 20000
+
+/*
+ * fetches one after_finish makes at most in a background worker, which calls
+ * it again after checking whether it is asked to stop (driver.c)
+ */
+#define BACKFILL_REMOTE_FOLLOW_FETCHES 50
+
+/* keys read again from the source per statement */
+#define BACKFILL_REMOTE_REFETCH_BATCH 500
+
+/* what the kind keeps for a job: its splits, its source, its statements */
+typedef struct RemoteJob
+{
+	BackfillJob *job;
+	RemoteTable table;
+	char	   *name;			/* of the slot and the publication */
+	int			nsplits;
+	char	  **bounds;			/* nsplits - 1 inner bounds, text */
+	char	  **key_types;		/* per key column, its type's name */
+	char	  **col_types;		/* per column */
+	int		   *pk_cols;		/* per key column, its index in the columns */
+
+	/* per actor: its splits, the current one, its position in it */
+	int		   *first_split;
+	int		   *end_split;		/* exclusive */
+	char	 ***pos;			/* NULL: the current split is not started */
+	bool	   *full;			/* a split finished in this barrier */
+
+	/* per split: the offsets of its reading */
+	XLogRecPtr *low;
+	XLogRecPtr *high;
+
+	SPIPlanPtr	apply_plan;
+	SPIPlanPtr	insert_plan;
+	SPIPlanPtr	persist_plan;
+	KeptPlans  *plans;
+} RemoteJob;
+
+/* remote_job.c: names and splits */
+extern char *remote_object_name(int64 job_id, bool prefix_only);
+extern int	split_vnode(RemoteJob *rj, int actor, int j);
+extern char *split_lo(RemoteJob *rj, int j);
+extern char *split_hi(RemoteJob *rj, int j);
+extern RemoteJob *remote_job_make(BackfillJob *job);
+extern RemoteConn *remote_job_connect(RemoteJob *rj);
+
+/* remote_keys.c: key conditions, for the source (literals) or here (parameters) */
+typedef struct KeyCond
+{
+	StringInfoData sql;
+	RemoteConn *conn;			/* literals for it, or NULL: parameters */
+	int			nparams;
+	Datum		values[2 * INDEX_MAX_KEYS + 4];
+	Oid			types[2 * INDEX_MAX_KEYS + 4];
+} KeyCond;
+
+extern void cond_value(KeyCond *kc, const char *value, const char *type);
+extern void cond_compare(KeyCond *kc, RemoteJob *rj, const char *alias, int strategy, char **key,
+						 bool one_column);
+extern void cond_key(KeyCond *kc, RemoteJob *rj, const char *alias, int strategy, char **key);
+extern void cond_bound(KeyCond *kc, RemoteJob *rj, const char *alias, int strategy,
+					   const char *bound);
+extern void cond_range(KeyCond *kc, RemoteJob *rj, const char *alias, int j, char **after,
+					   char **upto);
+extern void spi_cond(KeyCond *kc, const char *sql, int expected);
+
+/* remote_changes.c: the change stream, fetched and applied */
+extern SPIPlanPtr remote_plan(RemoteJob *rj, const char *sql, int nargs, Oid *types);
+extern void prepare_apply(RemoteJob *rj);
+extern void prepare_insert(RemoteJob *rj);
+extern XLogRecPtr ensure_slot(RemoteJob *rj, RemoteConn *conn, bool has_offset);
+extern void sweep_orphans(RemoteConn *conn, Oid serverid);
+extern void store_changes(RemoteJob *rj, RemoteDecoder *dec, XLogRecPtr offset, uint64 xmax);
+extern bool committed_offset(RemoteJob *rj, XLogRecPtr *offset);
+extern bool snapshot_sees_offset(RemoteJob *rj, bool has_offset, XLogRecPtr offset);
+extern void record_offset(RemoteJob *rj, XLogRecPtr offset, XLogRecPtr source_end,
+						  TimestampTz commit_time);
+extern void decode_messages(RemoteJob *rj, RemoteRows *rows, RemoteDecoder *dec);
+extern bool fetch_once(RemoteJob *rj, bool first);
+extern void refetch(RemoteJob *rj, SPITupleTable *tuptable, uint64 nkeys);
+extern void apply_changes(RemoteJob *rj, int actor);
+
+#endif							/* BACKFILL_KINDS_REMOTE_JOB_H */
