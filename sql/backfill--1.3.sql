@@ -273,7 +273,8 @@ COMMENT ON FUNCTION backfill._report_progress(bigint, timestamptz) IS
 'Internal: for wait_job, sends the job''s line of progress to the client as an INFO message when backfill.client_progress_interval has passed since "since"; returns when it sent it, or "since".';
 
 -- ---------------------------------------------------------------------------
--- Catalog writes, one function each; each checks that the caller has the
+-- A job's catalog row, and the checks and catalog writes of the control
+-- functions, one function each: the C ones check that the caller has the
 -- privileges of the job's owner (src/api/control.c)
 -- ---------------------------------------------------------------------------
 
