@@ -18,6 +18,9 @@ install_packages postgresql-$PGVER postgresql-server-dev-$PGVER libipc-run-perl 
 step "versions (backfill.control, sql/, META.json, debian/changelog)"
 bash scripts/check_versions.sh
 
+step "links of README.md and doc/ (scripts/check_links.sh)"
+bash scripts/check_links.sh
+
 export PG_CONFIG=/usr/lib/postgresql/$PGVER/bin/pg_config
 step "layers of src/ (scripts/check_layers.sh)"
 bash scripts/check_layers.sh

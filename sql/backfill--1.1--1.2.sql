@@ -58,101 +58,10 @@ COMMENT ON FUNCTION backfill._drop_triggers(bigint) IS
 'Internal: drops the triggers a job the caller owns has on its upstream.';
 
 -- ---------------------------------------------------------------------------
--- The control functions, calling them
+-- The control functions, calling them (cancel_job, drop_job, recreate_job,
+-- reschedule and _drop_job_objects call them too: each is defined once,
+-- below, in its form of 1.2)
 -- ---------------------------------------------------------------------------
-
-CREATE OR REPLACE FUNCTION backfill._drop_job_objects(j backfill.job, drop_downstream boolean)
-RETURNS void
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    -- the upstream's owner may be another role than the job's
-    PERFORM backfill._drop_triggers(j.job_id);
-    IF EXISTS (SELECT FROM pg_class WHERE oid = j.change_table) THEN
-        EXECUTE format('DROP TABLE %s', j.change_table);
-    END IF;
-    IF drop_downstream AND EXISTS (SELECT FROM pg_class WHERE oid = j.downstream) THEN
-        EXECUTE format('DROP TABLE %s', j.downstream);
-    END IF;
-    IF EXISTS (SELECT FROM pg_class WHERE oid = j.state_table) THEN
-        EXECUTE format('DROP TABLE %s', j.state_table);
-    END IF;
-    IF j.kind = 'cdc' THEN
-        PERFORM backfill._drop_slot(j.job_id);
-    END IF;
-END
-$$;
-
-CREATE OR REPLACE FUNCTION backfill.cancel_job(job_id bigint)
-RETURNS bigint
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    j backfill.job := backfill._get_job(job_id);
-BEGIN
-    PERFORM backfill._stop_and_lock_job(job_id);
-    SELECT * INTO j FROM backfill.job WHERE backfill.job.job_id = cancel_job.job_id;
-    IF j.status = 'finished' THEN
-        RAISE EXCEPTION 'cannot cancel backfill job % because it has finished', job_id
-            USING ERRCODE = 'object_not_in_prerequisite_state',
-                  DETAIL = 'A finished job keeps its downstream table equal to its upstream table.',
-                  HINT = format('Use backfill.drop_job(%s) to remove the job and its downstream table.', job_id);
-    ELSIF j.status = 'cancelled' THEN
-        RAISE EXCEPTION 'backfill job % has already been cancelled', job_id
-            USING ERRCODE = 'object_not_in_prerequisite_state';
-    END IF;
-    -- out of the catalog first: the DDL event trigger guards a job's tables
-    PERFORM backfill._mark_cancelled(job_id);
-    PERFORM backfill._drop_job_objects(j, true);
-    RETURN job_id;
-END
-$$;
-
-CREATE OR REPLACE FUNCTION backfill.drop_job(job_id bigint)
-RETURNS void
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    j backfill.job := backfill._get_job(job_id);
-BEGIN
-    PERFORM backfill._stop_and_lock_job(job_id);
-    SELECT * INTO j FROM backfill.job WHERE backfill.job.job_id = drop_job.job_id;
-    IF j.status <> 'cancelled' THEN
-        -- out of the catalog first: the DDL event trigger guards a job's tables
-        PERFORM backfill._mark_cancelled(job_id);
-        PERFORM backfill._drop_job_objects(j, true);
-    END IF;
-    PERFORM backfill._delete_job(job_id);
-END
-$$;
-
-CREATE OR REPLACE FUNCTION backfill.recreate_job(job_id bigint, kind text DEFAULT NULL)
-RETURNS bigint
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    j backfill.job := backfill._get_job(job_id);
-    new_id bigint;
-BEGIN
-    IF j.status = 'finished' THEN
-        RAISE EXCEPTION 'cannot recreate backfill job % because it has finished', job_id
-            USING ERRCODE = 'object_not_in_prerequisite_state',
-                  HINT = format('Use backfill.drop_job(%s), then backfill.create_job().', job_id);
-    END IF;
-    IF j.status <> 'cancelled' THEN
-        PERFORM backfill.cancel_job(job_id);
-    END IF;
-    new_id := backfill.create_job(j.downstream_name, j.upstream,
-                                  coalesce(kind, j.kind), j.columns, j.parallelism,
-                                  j.chunk_size, j.rate_limit);
-    PERFORM backfill._copy_names(new_id, job_id);
-    RETURN new_id;
-END
-$$;
 
 CREATE OR REPLACE FUNCTION backfill.stop_job(job_id bigint)
 RETURNS void
@@ -182,48 +91,6 @@ BEGIN
                   HINT = 'Pass NULL for no limit, or 0 to pause the snapshot.';
     END IF;
     PERFORM backfill._set_rate_limit(job_id, rows_per_second);
-END
-$$;
-
-CREATE OR REPLACE FUNCTION backfill.reschedule(job_id bigint, parallelism integer)
-RETURNS void
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    j backfill.job := backfill._get_job(job_id);
-    was_running boolean;
-BEGIN
-    IF parallelism IS NULL THEN
-        RAISE EXCEPTION 'argument "parallelism" must not be null'
-            USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    IF parallelism < 1 OR parallelism > 256 THEN
-        RAISE EXCEPTION 'parallelism must be between 1 and 256'
-            USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = 'The 256 vnodes are split across the actors, so there can be at most one actor per vnode.';
-    END IF;
-    IF j.status = 'cancelled' THEN
-        RAISE EXCEPTION 'backfill job % has been cancelled', job_id
-            USING ERRCODE = 'object_not_in_prerequisite_state';
-    END IF;
-    IF j.kind = 'cdc' AND parallelism <> 1 THEN
-        RAISE EXCEPTION 'a backfill job of kind "cdc" must have parallelism 1'
-            USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = 'The cdc backfill reads each table with a single actor, as RisingWave''s non-parallel CDC backfill does.';
-    END IF;
-    IF j.kind = 'snapshot' AND j.status <> 'finished' THEN
-        RAISE EXCEPTION 'cannot reschedule backfill job % of kind "snapshot" before it has finished', job_id
-            USING ERRCODE = 'object_not_in_prerequisite_state',
-                  DETAIL = 'As in RisingWave, a snapshot backfill keeps its vnodes on their actors until it follows the upstream directly.';
-    END IF;
-    was_running := backfill._stop_and_lock_job(job_id);
-    -- new actors, new ids, the vnodes in even contiguous ranges again; the
-    -- vnodes keep their progress wherever they land
-    PERFORM backfill._rebuild_actors(job_id, parallelism);
-    IF was_running THEN
-        PERFORM backfill.start_job(job_id);
-    END IF;
 END
 $$;
 
@@ -339,33 +206,6 @@ BEGIN
                                   j.filter, j.into_existing);
     PERFORM backfill._copy_names(new_id, job_id);
     RETURN new_id;
-END
-$$;
-
--- a snapshot job's log may keep its images in a row type of its own
-CREATE OR REPLACE FUNCTION backfill._drop_job_objects(j backfill.job, drop_downstream boolean)
-RETURNS void
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    -- the upstream's owner may be another role than the job's
-    PERFORM backfill._drop_triggers(j.job_id);
-    IF EXISTS (SELECT FROM pg_class WHERE oid = j.change_table) THEN
-        EXECUTE format('DROP TABLE %s', j.change_table);
-    END IF;
-    IF to_regtype(format('backfill.%I', 'image_' || j.job_id)) IS NOT NULL THEN
-        EXECUTE format('DROP TYPE backfill.%I', 'image_' || j.job_id);
-    END IF;
-    IF drop_downstream AND EXISTS (SELECT FROM pg_class WHERE oid = j.downstream) THEN
-        EXECUTE format('DROP TABLE %s', j.downstream);
-    END IF;
-    IF EXISTS (SELECT FROM pg_class WHERE oid = j.state_table) THEN
-        EXECUTE format('DROP TABLE %s', j.state_table);
-    END IF;
-    IF j.kind = 'cdc' THEN
-        PERFORM backfill._drop_slot(j.job_id);
-    END IF;
 END
 $$;
 
@@ -594,7 +434,11 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE;
 COMMENT ON FUNCTION backfill._drop_kind_objects(bigint) IS
 'Internal: drops what a job the caller owns has outside this database (the replication slot and publication on the source of a remote job).';
 
--- a remote job's slot and publication are on its source
+-- what a job leaves behind: the triggers (the upstream's owner may be
+-- another role than the job's), the change table, the row type a snapshot
+-- job's log may keep its images in, the downstream unless it is a table of
+-- the user's, the state table, a cdc job's slot; a remote job's slot and
+-- publication are on its source
 CREATE OR REPLACE FUNCTION backfill._drop_job_objects(j backfill.job, drop_downstream boolean)
 RETURNS void
 LANGUAGE plpgsql

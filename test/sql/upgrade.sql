@@ -103,7 +103,11 @@ SELECT attrelid::regclass::text AS rel, attname, format_type(atttypid, atttypmod
    AND attnum > 0 AND NOT attisdropped;
 -- and every object's full definition: functions (body, settings,
 -- volatility, strictness, security, comment, privileges), views, tables'
--- privileges and comments, policies, event triggers
+-- privileges, options, row security and comments, columns (place, type,
+-- default, comment), constraints, indexes, triggers, sequences, the tables
+-- pg_dump keeps, policies, event triggers.  The new install reads
+-- backfill--1.3.sql, written apart from the upgrade scripts: this is what
+-- holds the two together
 CREATE TEMP VIEW ext_definitions AS
 WITH members AS (
   SELECT classid, objid FROM pg_depend
@@ -121,10 +125,48 @@ SELECT 'aggregate ' || p.oid::regprocedure::text,
  WHERE p.prokind = 'a'
 UNION ALL
 SELECT 'relation ' || c.oid::regclass::text,
-       concat_ws(E'\n', c.relkind::text, c.relacl::text,
+       concat_ws(E'\n', c.relkind::text, c.relacl::text, c.reloptions::text,
+                 c.relrowsecurity::text, c.relforcerowsecurity::text, c.relpersistence::text,
                  obj_description(c.oid, 'pg_class'),
                  CASE WHEN c.relkind IN ('v', 'm') THEN pg_get_viewdef(c.oid) END)
   FROM members m JOIN pg_class c ON m.classid = 'pg_class'::regclass AND c.oid = m.objid
+UNION ALL
+-- each column in its place (counting the columns not dropped), with its
+-- type, default and comment
+SELECT 'column ' || a.attrelid::regclass::text || '.' || a.attname,
+       concat_ws(E'\n', (SELECT count(*) FROM pg_attribute b
+                            WHERE b.attrelid = a.attrelid AND b.attnum > 0
+                              AND NOT b.attisdropped AND b.attnum <= a.attnum)::text,
+                 format_type(a.atttypid, a.atttypmod), a.attnotnull::text,
+                 a.attidentity, a.attgenerated, a.attcollation::regcollation::text,
+                 pg_get_expr(d.adbin, d.adrelid), col_description(a.attrelid, a.attnum))
+  FROM members m
+  JOIN pg_class c ON m.classid = 'pg_class'::regclass AND c.oid = m.objid AND c.relkind IN ('r', 'v', 'p')
+  JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped
+  LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+UNION ALL
+SELECT 'constraint ' || con.conname || ' on ' || con.conrelid::regclass::text,
+       concat_ws(E'\n', pg_get_constraintdef(con.oid), con.condeferrable::text,
+                 con.condeferred::text, con.convalidated::text)
+  FROM members m JOIN pg_constraint con ON m.classid = 'pg_class'::regclass AND con.conrelid = m.objid
+UNION ALL
+SELECT 'index ' || i.indexrelid::regclass::text, pg_get_indexdef(i.indexrelid)
+  FROM members m JOIN pg_index i ON m.classid = 'pg_class'::regclass AND i.indrelid = m.objid
+UNION ALL
+SELECT 'trigger ' || t.tgname || ' on ' || t.tgrelid::regclass::text, pg_get_triggerdef(t.oid)
+  FROM members m JOIN pg_trigger t ON m.classid = 'pg_class'::regclass AND t.tgrelid = m.objid
+ WHERE NOT t.tgisinternal
+UNION ALL
+SELECT 'sequence ' || s.seqrelid::regclass::text,
+       concat_ws(E'\n', s.seqtypid::regtype::text, s.seqstart::text, s.seqincrement::text,
+                 s.seqmax::text, s.seqmin::text, s.seqcache::text, s.seqcycle::text)
+  FROM members m JOIN pg_sequence s ON m.classid = 'pg_class'::regclass AND s.seqrelid = m.objid
+UNION ALL
+-- the tables and sequences pg_dump keeps, and the extension's settings
+SELECT 'extension ' || e.extname,
+       concat_ws(E'\n', e.extrelocatable::text, e.extnamespace::regnamespace::text,
+                 e.extconfig::regclass[]::text, e.extcondition::text)
+  FROM pg_extension e WHERE e.extname = 'backfill'
 UNION ALL
 SELECT 'policy ' || pol.polname || ' on ' || pol.polrelid::regclass::text,
        concat_ws(E'\n', pol.polcmd::text, pol.polpermissive::text, pol.polroles::text,

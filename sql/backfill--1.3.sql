@@ -1,0 +1,1274 @@
+/* backfill--1.3.sql: the catalogs, views and functions of backfill 1.3 */
+
+-- The full install script of the current version: CREATE EXTENSION backfill
+-- reads this one file.  It defines every object once, in its final form, the
+-- result of backfill--1.0.sql and the upgrade scripts 1.0--1.1, 1.1--1.2 and
+-- 1.2--1.3, which ALTER EXTENSION backfill UPDATE still walks.
+--
+-- Every change to the extension's SQL goes into both files: into
+-- backfill--1.2--1.3.sql (for the catalogs made by an older version) and
+-- into this script (for a new install), in its final form here, in the
+-- section of its topic.  test/sql/upgrade.sql compares an install from this
+-- script with one walked up from 1.0, member by member (definitions,
+-- columns, constraints, indexes, privileges, comments, policies, event
+-- triggers), and fails on any difference.
+
+\echo Use "CREATE EXTENSION backfill" to load this file. \quit
+
+-- ---------------------------------------------------------------------------
+-- Catalogs
+-- ---------------------------------------------------------------------------
+
+CREATE SEQUENCE backfill.job_id_seq AS bigint;
+CREATE SEQUENCE backfill.fragment_id_seq AS integer;
+CREATE SEQUENCE backfill.actor_id_seq AS integer;
+-- snapshot kind: orders the log entries of a key as their writes
+CREATE SEQUENCE backfill.change_seq AS bigint;
+
+-- The columns in the order an upgraded catalog has them: those of 1.0, then
+-- those each version added
+CREATE TABLE backfill.job (
+    job_id bigint PRIMARY KEY,
+    job_name text NOT NULL,
+    kind text NOT NULL
+        CHECK (kind OPERATOR(pg_catalog.=) ANY (ARRAY['no_shuffle', 'arrangement', 'snapshot', 'cdc'])),
+    status text NOT NULL DEFAULT 'pending'
+        CHECK (status OPERATOR(pg_catalog.=) ANY (ARRAY['pending', 'backfilling', 'finished', 'failed', 'cancelled'])),
+    owner regrole NOT NULL DEFAULT CURRENT_USER::regrole,
+    upstream regclass NOT NULL,
+    downstream_name text NOT NULL,
+    downstream regclass,
+    state_table regclass,
+    change_table regclass,
+    columns text[] NOT NULL,
+    pk_columns text[] NOT NULL,
+    fragment_id integer NOT NULL UNIQUE,
+    parallelism integer NOT NULL CHECK (parallelism BETWEEN 1 AND 256),
+    chunk_size integer NOT NULL CHECK (chunk_size OPERATOR(pg_catalog.>=) 1),
+    rate_limit integer CHECK (rate_limit OPERATOR(pg_catalog.>=) 0),
+    run_mode text NOT NULL DEFAULT 'foreground'
+        CHECK (run_mode OPERATOR(pg_catalog.=) ANY (ARRAY['foreground', 'background'])),
+    ddl_statement text NOT NULL,
+    total_rows bigint NOT NULL DEFAULT 0,
+    runs integer NOT NULL DEFAULT 0,
+    created_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
+    finished_at timestamptz,
+    last_error text,
+    last_error_detail text,
+    last_sqlstate text,
+    -- snapshot kind: the epoch its snapshot is read as of
+    snapshot_epoch bigint,
+    -- what a job copies: its row filter, the expression of each computed
+    -- column (NULL for a column copied as it is), the upstream's columns it
+    -- reads, and whether the downstream is a table the user made
+    filter text,
+    expressions text[],
+    source_columns text[],
+    into_existing boolean NOT NULL DEFAULT false,
+    -- How a job maps keys to vnodes (src/copy/ranges.c, src/lib/vnode.c):
+    -- NULL or 'hash' for a hash of the key, as every job made before 1.2;
+    -- 'range' for 255 bounds cut from a sample of the upstream at
+    -- create_job, the lowest key of vnodes 1 to 255 (one row of key columns
+    -- each, written as text under fixed settings), so that consecutive
+    -- vnodes are one range of keys
+    vnode_mapping text
+        CHECK (vnode_mapping OPERATOR(pg_catalog.=) ANY (ARRAY['hash', 'range'])),
+    vnode_bounds text[],
+    -- A cdc job whose upstream is a foreign table of postgres_fdw reads the
+    -- table of another PostgreSQL server in splits and follows it through a
+    -- logical replication slot there (src/kinds/kind_remote.c)
+    remote boolean NOT NULL DEFAULT false,
+    remote_splits text[],
+    remote_lsn pg_lsn,
+    remote_source_lsn pg_lsn,
+    remote_caught_up_at timestamptz,
+    remote_last_commit timestamptz,
+    -- the failures of each job, counted: a failed job may run again, and its
+    -- last_error tells only the last one (src/catalog/catalog.c counts them)
+    failures integer NOT NULL DEFAULT 0,
+    CHECK ((vnode_mapping IS NOT DISTINCT FROM 'range') OPERATOR(pg_catalog.=)
+           (vnode_bounds IS NOT NULL))
+);
+COMMENT ON TABLE backfill.job IS 'Streaming jobs: one row per job, whatever its status.';
+COMMENT ON COLUMN backfill.job.filter IS
+'The row filter: only upstream rows for which it is true are copied. NULL for none.';
+COMMENT ON COLUMN backfill.job.expressions IS
+'Per column of "columns", the expression over the upstream it is computed with, NULL for a column copied as it is; NULL when every column is copied.';
+COMMENT ON COLUMN backfill.job.source_columns IS
+'The upstream columns the job reads: the key, the copied columns and those the expressions and the filter use. NULL for a job made before version 1.2, which reads "columns".';
+COMMENT ON COLUMN backfill.job.into_existing IS
+'Whether the downstream is a table the user made, which cancel_job and drop_job leave in place.';
+COMMENT ON COLUMN backfill.job.vnode_mapping IS
+'How the job maps keys to vnodes: range (vnode_bounds), or hash when NULL or hash.';
+COMMENT ON COLUMN backfill.job.vnode_bounds IS
+'Range vnodes: the lowest key of vnodes 1 to 255, one row of key columns (as text) each.';
+COMMENT ON COLUMN backfill.job.remote IS
+'Whether the upstream is a foreign table, read from its server.';
+COMMENT ON COLUMN backfill.job.remote_splits IS
+'The inner bounds of the splits, values of the first key column as text.';
+COMMENT ON COLUMN backfill.job.remote_lsn IS
+'The offset of the change stream: the changes the source committed below it are fetched.';
+COMMENT ON COLUMN backfill.job.remote_source_lsn IS
+'The end of the source''s flushed WAL when the job last fetched.';
+COMMENT ON COLUMN backfill.job.remote_caught_up_at IS
+'When a fetch last reached the end of the source''s flushed WAL.';
+COMMENT ON COLUMN backfill.job.remote_last_commit IS
+'The commit time on the source of the last transaction fetched.';
+
+CREATE TABLE backfill.actor (
+    actor_id integer PRIMARY KEY,
+    job_id bigint NOT NULL REFERENCES backfill.job ON DELETE CASCADE,
+    fragment_id integer NOT NULL,
+    vnode_start smallint NOT NULL,
+    vnode_end smallint NOT NULL,
+    epoch bigint NOT NULL DEFAULT 0,
+    row_count bigint NOT NULL DEFAULT 0,
+    -- snapshot kind: each actor's log store phase
+    log_store_lag_ms bigint,
+    log_store_caught_up boolean NOT NULL DEFAULT false,
+    -- each actor's pace, recorded with its barriers (src/runtime/pacing.c)
+    throttled_by text,
+    rows_per_second double precision,
+    CHECK (vnode_start OPERATOR(pg_catalog.<=) vnode_end)
+);
+CREATE INDEX ON backfill.actor (job_id);
+COMMENT ON TABLE backfill.actor IS 'Actors of the jobs: each owns the vnodes vnode_start to vnode_end, and records the epoch and snapshot rows of its last barrier.';
+COMMENT ON COLUMN backfill.actor.log_store_lag_ms IS
+'Snapshot kind: age of the oldest change the actor''s last barrier consumed from the log store; NULL before the log store phase.';
+COMMENT ON COLUMN backfill.actor.throttled_by IS
+'What held the actor''s snapshot reads back in its last barrier: replica lag, retained WAL, WAL rate, rate limit or paused; NULL for nothing.';
+COMMENT ON COLUMN backfill.actor.rows_per_second IS
+'The actor''s snapshot rows per second over the minute before its last barrier, in the run that wrote it; 0 once its vnodes have finished.';
+
+-- pg_dump keeps the jobs
+SELECT pg_catalog.pg_extension_config_dump('backfill.job', '');
+SELECT pg_catalog.pg_extension_config_dump('backfill.actor', '');
+SELECT pg_catalog.pg_extension_config_dump('backfill.job_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('backfill.fragment_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('backfill.actor_id_seq', '');
+SELECT pg_catalog.pg_extension_config_dump('backfill.change_seq', '');
+
+-- Any role may create jobs (with SELECT and TRIGGER on the upstream and
+-- CREATE on the downstream's schema) and sees its own; only the extension's
+-- owner writes the catalogs, which the C code and the internal catalog
+-- functions below do on the job owner's behalf.
+GRANT USAGE ON SCHEMA backfill TO PUBLIC;
+GRANT SELECT ON backfill.job, backfill.actor TO PUBLIC;
+ALTER TABLE backfill.job ENABLE ROW LEVEL SECURITY;
+ALTER TABLE backfill.actor ENABLE ROW LEVEL SECURITY;
+CREATE POLICY job_owner ON backfill.job FOR SELECT
+    USING (pg_catalog.pg_has_role(CURRENT_USER, owner, 'USAGE'));
+CREATE POLICY actor_owner ON backfill.actor FOR SELECT
+    USING (EXISTS (SELECT FROM backfill.job j WHERE j.job_id OPERATOR(pg_catalog.=) actor.job_id));
+
+-- ---------------------------------------------------------------------------
+-- Keys and vnodes
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION backfill.vnode(VARIADIC "any")
+RETURNS smallint
+AS 'MODULE_PATHNAME', 'backfill_vnode'
+LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
+COMMENT ON FUNCTION backfill.vnode("any") IS 'The vnode (0 to 255) of a primary key, given its columns in key order.';
+
+CREATE FUNCTION backfill.job_vnode(job_id bigint, VARIADIC "any")
+RETURNS smallint
+AS 'MODULE_PATHNAME', 'backfill_job_vnode'
+LANGUAGE C STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill.job_vnode(bigint, "any") IS
+'The vnode (0 to 255) of a primary key in a job, given its columns in key order: its range, or its hash for a job with hashed vnodes.';
+
+-- The comparison of two keys of a job's upstream, written with the
+-- operators of the key types' default btree operator classes
+-- (OPERATOR(schema.name), looked up by strategy), for SQL that builds
+-- statements over a job's key: the order of the primary key's index
+-- whatever the operators are named (hstore's #<#, #<=#, ...), whatever the
+-- search_path.
+CREATE FUNCTION backfill._key_compare_sql(upstream regclass, pk_columns text[], "left" text,
+                                          op text, "right" text)
+RETURNS text
+AS 'MODULE_PATHNAME', 'backfill_key_compare_sql'
+LANGUAGE C STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._key_compare_sql(regclass, text[], text, text, text) IS
+'Internal: the SQL comparing the key columns pk_columns of upstream under alias left with those under alias right (op: <, <=, =, >=, >), through the key types'' btree operator classes.';
+
+-- ---------------------------------------------------------------------------
+-- Triggers on the upstream (create_job makes them, as the extension's owner)
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION backfill.capture_change()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'backfill_capture_change'
+LANGUAGE C;
+COMMENT ON FUNCTION backfill.capture_change() IS 'Trigger: records the keys a writer touches while a job backfills.';
+
+CREATE FUNCTION backfill.apply_change()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'backfill_apply_change'
+LANGUAGE C;
+COMMENT ON FUNCTION backfill.apply_change() IS 'Trigger: keeps the downstream of a finished job equal to the upstream.';
+
+CREATE FUNCTION backfill.truncate_change()
+RETURNS trigger
+AS 'MODULE_PATHNAME', 'backfill_truncate_change'
+LANGUAGE C;
+COMMENT ON FUNCTION backfill.truncate_change() IS 'Trigger: refuses TRUNCATE of the upstream while a job backfills; truncates the downstream too once it has finished.';
+
+-- ---------------------------------------------------------------------------
+-- Background workers and the actors running now
+-- ---------------------------------------------------------------------------
+
+-- the background workers that run jobs now, from shared memory
+CREATE FUNCTION backfill.job_workers(OUT job_id bigint, OUT actor_id integer, OUT pid integer)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'backfill_job_workers'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill.job_workers() IS 'The background workers running jobs: job, actor and process id.';
+
+CREATE FUNCTION backfill._stop_and_lock_job(job_id bigint)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'backfill_stop_and_lock_job'
+LANGUAGE C STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._stop_and_lock_job(bigint) IS
+'Internal: stops the job''s background workers at once, then takes the job lock for this transaction; fails if a session runs the job.';
+
+CREATE FUNCTION backfill._stop_workers(job_id bigint, immediate boolean)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'backfill_stop_job_workers'
+LANGUAGE C STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._stop_workers(bigint, boolean) IS
+'Internal: stops the job''s background workers and waits until they have exited; returns whether any ran.';
+
+CREATE FUNCTION backfill._job_is_running(job_id bigint)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'backfill_job_is_running'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._job_is_running(bigint) IS
+'Internal: whether background workers or a session run the job now.';
+
+CREATE FUNCTION backfill._live_actors(
+    OUT pid integer, OUT job_id bigint, OUT actor_id integer, OUT run_mode text,
+    OUT phase text, OUT rows_done bigint, OUT "position" text, OUT barriers bigint,
+    OUT epoch bigint, OUT rows_per_second double precision, OUT throttled_by text,
+    OUT started_at timestamptz, OUT last_barrier_at timestamptz)
+RETURNS SETOF record
+AS 'MODULE_PATHNAME', 'backfill_live_actors'
+LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._live_actors() IS
+'Internal: the actors running now, as their processes published them in shared memory after their last barrier; only the jobs of roles whose privileges the caller has, or all of them for pg_read_all_stats.';
+
+CREATE FUNCTION backfill._report_progress(job_id bigint, since timestamptz)
+RETURNS timestamptz
+AS 'MODULE_PATHNAME', 'backfill_report_progress'
+LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._report_progress(bigint, timestamptz) IS
+'Internal: for wait_job, sends the job''s line of progress to the client as an INFO message when backfill.client_progress_interval has passed since "since"; returns when it sent it, or "since".';
+
+-- ---------------------------------------------------------------------------
+-- A job's catalog row, and the checks and catalog writes of the control
+-- functions, one function each: the C ones check that the caller has the
+-- privileges of the job's owner (src/api/control.c)
+-- ---------------------------------------------------------------------------
+
+-- the job row, or an error that says why there is none
+CREATE FUNCTION backfill._get_job(job_id bigint)
+RETURNS backfill.job
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j backfill.job;
+BEGIN
+    IF job_id IS NULL THEN
+        RAISE EXCEPTION 'argument "job_id" must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT * INTO j FROM backfill.job WHERE backfill.job.job_id = _get_job.job_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'backfill job % does not exist', job_id
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    RETURN j;
+END
+$$;
+COMMENT ON FUNCTION backfill._get_job(bigint) IS 'Internal: the catalog row of a job.';
+
+CREATE FUNCTION backfill._mark_cancelled(job_id bigint)
+RETURNS void
+AS 'MODULE_PATHNAME', 'backfill_mark_cancelled_1_2'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._mark_cancelled(bigint) IS
+'Internal: marks a job the caller owns cancelled, without downstream, state or change table.';
+
+CREATE FUNCTION backfill._delete_job(job_id bigint)
+RETURNS void
+AS 'MODULE_PATHNAME', 'backfill_delete_job_1_2'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._delete_job(bigint) IS
+'Internal: deletes the catalog rows of a job the caller owns.';
+
+CREATE FUNCTION backfill._set_foreground(job_id bigint)
+RETURNS void
+AS 'MODULE_PATHNAME', 'backfill_set_foreground_1_2'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._set_foreground(bigint) IS
+'Internal: marks a job the caller owns as run in the foreground, so that the launcher leaves it alone.';
+
+CREATE FUNCTION backfill._set_rate_limit(job_id bigint, rows_per_second integer)
+RETURNS void
+AS 'MODULE_PATHNAME', 'backfill_set_rate_limit_1_2'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._set_rate_limit(bigint, integer) IS
+'Internal: sets the rate limit of a job the caller owns; NULL for none.';
+
+CREATE FUNCTION backfill._rebuild_actors(job_id bigint, parallelism integer)
+RETURNS void
+AS 'MODULE_PATHNAME', 'backfill_rebuild_actors_1_2'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._rebuild_actors(bigint, integer) IS
+'Internal: replaces the actors of a job the caller owns by parallelism new ones; the vnodes keep their progress.';
+
+CREATE FUNCTION backfill._copy_names(job_id bigint, from_job_id bigint)
+RETURNS void
+AS 'MODULE_PATHNAME', 'backfill_copy_names_1_2'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._copy_names(bigint, bigint) IS
+'Internal: gives a job the caller owns the name and statement of another job it owns.';
+
+CREATE FUNCTION backfill._drop_triggers(job_id bigint)
+RETURNS void
+AS 'MODULE_PATHNAME', 'backfill_drop_triggers_1_2'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._drop_triggers(bigint) IS
+'Internal: drops the triggers a job the caller owns has on its upstream.';
+
+-- reschedule: a job being created whose backfill cannot be rescheduled (a
+-- legacy no-shuffle one, a snapshot one before it follows the upstream) is
+-- refused with the text of RisingWave's meta (stream_manager.rs), which
+-- refuses it for every creating job of those scan types
+-- (StreamScanType::is_reschedulable); the job's kind says which (src/kinds/kind.h)
+CREATE FUNCTION backfill._check_reschedule(job_id bigint)
+RETURNS void
+AS 'MODULE_PATHNAME', 'backfill_check_reschedule_1_2'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._check_reschedule(bigint) IS
+'Internal: refuses to reschedule a job the caller owns that its kind cannot reschedule before it has finished.';
+
+CREATE FUNCTION backfill._check_workers(job_id bigint, parallelism integer)
+RETURNS void
+AS 'MODULE_PATHNAME', 'backfill_check_workers_1_3'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._check_workers(bigint, integer) IS
+'Internal: refuses a parallelism whose background workers the caps backfill.max_workers and backfill.max_workers_per_role do not allow, for a job the caller owns that runs in the background.';
+
+-- recreate_job makes the new job its owner's, not the caller's
+CREATE FUNCTION backfill._create_job_as(from_job_id bigint, name text, upstream regclass,
+                                        kind text, columns text[], parallelism integer,
+                                        chunk_size integer, rate_limit integer,
+                                        filter text, into_existing boolean)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'backfill_create_job_as'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._create_job_as(bigint, text, regclass, text, text[], integer, integer, integer, text, boolean) IS
+'Internal: for recreate_job, create_job on behalf of the owner of a job the caller owns, in a security-restricted operation; the new job is that owner''s.';
+
+-- ---------------------------------------------------------------------------
+-- Replication slots, and what a job leaves behind
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION backfill._drop_slot(job_id bigint)
+RETURNS void
+AS 'MODULE_PATHNAME', 'backfill_drop_slot'
+LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._drop_slot(bigint) IS
+'Internal: drops the replication slot of a cdc job the caller owns, if it exists, when the transaction commits.';
+
+CREATE FUNCTION backfill._lock_slot(job_id bigint)
+RETURNS void
+AS 'MODULE_PATHNAME', 'backfill_lock_slot'
+LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._lock_slot(bigint) IS
+'Internal: waits for, then holds until the end of the transaction, the lock that guards a cdc job''s replication slot.';
+
+-- cdc kind: verify_job() flushes the WAL before it peeks at a slot, so
+-- that an asynchronous commit is decoded, hence pending, too
+CREATE FUNCTION backfill._flush_wal()
+RETURNS void
+AS 'MODULE_PATHNAME', 'backfill_flush_wal'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._flush_wal() IS
+'Internal: flushes the WAL inserted so far, for verify_job().';
+
+CREATE FUNCTION backfill._drop_kind_objects(job_id bigint)
+RETURNS void
+AS 'MODULE_PATHNAME', 'backfill_drop_kind_objects'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._drop_kind_objects(bigint) IS
+'Internal: drops what a job the caller owns has outside this database (the replication slot and publication on the source of a remote job).';
+
+CREATE FUNCTION backfill._unfetched_keys(job_id bigint, since pg_lsn)
+RETURNS SETOF text[]
+AS 'MODULE_PATHNAME', 'backfill_unfetched_keys'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._unfetched_keys(bigint, pg_lsn) IS
+'Internal: for verify_job, the keys (as text) of the changes the source of a remote job the caller owns committed from an offset on, which the job has not fetched.';
+
+-- a remote job's slot and publication are on its source
+CREATE FUNCTION backfill._drop_job_objects(j backfill.job, drop_downstream boolean)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    -- the upstream's owner may be another role than the job's
+    PERFORM backfill._drop_triggers(j.job_id);
+    IF EXISTS (SELECT FROM pg_class WHERE oid = j.change_table) THEN
+        EXECUTE format('DROP TABLE %s', j.change_table);
+    END IF;
+    IF to_regtype(format('backfill.%I', 'image_' || j.job_id)) IS NOT NULL THEN
+        EXECUTE format('DROP TYPE backfill.%I', 'image_' || j.job_id);
+    END IF;
+    IF drop_downstream AND EXISTS (SELECT FROM pg_class WHERE oid = j.downstream) THEN
+        EXECUTE format('DROP TABLE %s', j.downstream);
+    END IF;
+    IF EXISTS (SELECT FROM pg_class WHERE oid = j.state_table) THEN
+        EXECUTE format('DROP TABLE %s', j.state_table);
+    END IF;
+    IF j.kind = 'cdc' AND NOT j.remote THEN
+        PERFORM backfill._drop_slot(j.job_id);
+    END IF;
+    IF j.remote THEN
+        PERFORM backfill._drop_kind_objects(j.job_id);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION backfill._drop_job_objects(backfill.job, boolean) IS 'Internal: drops the triggers and tables of a job.';
+
+-- ---------------------------------------------------------------------------
+-- DDL on a job's tables (src/api/ddl.c)
+-- ---------------------------------------------------------------------------
+
+-- DDL that would break a job is refused while it exists
+CREATE FUNCTION backfill._on_ddl()
+RETURNS event_trigger
+AS 'MODULE_PATHNAME', 'backfill_on_ddl'
+LANGUAGE C;
+COMMENT ON FUNCTION backfill._on_ddl() IS
+'Internal: event trigger that refuses dropping a job''s tables, triggers or owner''s policy, dropping, renaming or retyping the columns it reads, and an unlogged table under a cdc job; keeps its downstream right when partitions of its upstream are created, attached or detached; drops or moves a role''s jobs at DROP OWNED.';
+
+-- DROP EXTENSION ... CASCADE drops the jobs' tables but cannot run
+-- drop_job: at commit, if the extension is gone, its slots go too
+CREATE FUNCTION backfill._on_drop_extension()
+RETURNS event_trigger
+AS 'MODULE_PATHNAME', 'backfill_on_drop_extension'
+LANGUAGE C
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._on_drop_extension() IS
+'Internal: event trigger that drops the cdc jobs'' replication slots once extension backfill has been dropped.';
+
+-- The event triggers fire in the order of their names.  sql_drop: dropping
+-- a job's tables or the columns it reads is refused.  ALTER TABLE and
+-- CREATE TABLE at ddl_command_end: a partition created, attached or
+-- detached under a job's upstream; ALTER TABLE at ddl_command_start: a
+-- concurrent detach, refused before it starts.  ALTER TYPE: RENAME VALUE of
+-- an enum that the key of an unfinished job with range vnodes contains is
+-- refused (the bounds are keys stored as text, which the renamed label
+-- would make unreadable).  DROP OWNED drops a role's jobs as it drops its
+-- tables, and first gives a job whose tables REASSIGN OWNED gave to another
+-- role to that role.
+CREATE EVENT TRIGGER backfill_ddl_drop ON sql_drop
+    EXECUTE FUNCTION backfill._on_ddl();
+CREATE EVENT TRIGGER backfill_ddl_alter ON ddl_command_end
+    WHEN TAG IN ('ALTER TABLE', 'CREATE TABLE')
+    EXECUTE FUNCTION backfill._on_ddl();
+CREATE EVENT TRIGGER backfill_ddl_start ON ddl_command_start
+    WHEN TAG IN ('ALTER TABLE')
+    EXECUTE FUNCTION backfill._on_ddl();
+CREATE EVENT TRIGGER backfill_ddl_type ON ddl_command_start
+    WHEN TAG IN ('ALTER TYPE')
+    EXECUTE FUNCTION backfill._on_ddl();
+CREATE EVENT TRIGGER backfill_ddl_owned ON ddl_command_start
+    WHEN TAG IN ('DROP OWNED')
+    EXECUTE FUNCTION backfill._on_ddl();
+CREATE EVENT TRIGGER backfill_drop_extension ON ddl_command_start
+    WHEN TAG IN ('DROP EXTENSION')
+    EXECUTE FUNCTION backfill._on_drop_extension();
+
+-- ---------------------------------------------------------------------------
+-- Comparison and RisingWave's progress text
+-- ---------------------------------------------------------------------------
+
+-- verify_job's comparison evaluates the job's filter and computed columns:
+-- run as the job's owner, in a security-restricted operation
+CREATE FUNCTION backfill._verify_rows(job_id bigint, query text)
+RETURNS TABLE (pk text, problem text)
+AS 'MODULE_PATHNAME', 'backfill_verify_rows'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._verify_rows(bigint, text) IS
+'Internal: for verify_job, runs its comparison of a job the caller owns as the job''s owner, in a security-restricted operation.';
+
+-- Progress as RisingWave's meta prints it (barrier/progress.rs,
+-- calculate_progress): {:.2}% of consumed/total as a float, forced to
+-- 0.9999 only when more rows were consumed than counted, so N/N reads
+-- 100.00% (N/N) until the job is done; a total of 0 reads 99.99%.
+-- to_char of a float8 rounds as printf's %.2f does, as Rust's {:.2} does.
+CREATE FUNCTION backfill._rw_progress(consumed bigint, total bigint)
+RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+RETURN CASE
+    WHEN total OPERATOR(pg_catalog.=) 0 THEN '99.99%'
+    ELSE pg_catalog.format('%s%% (%s/%s)',
+             pg_catalog.to_char(
+                 CASE WHEN consumed::pg_catalog.float8 OPERATOR(pg_catalog./) total::pg_catalog.float8
+                           OPERATOR(pg_catalog.>) 1.0::pg_catalog.float8
+                      THEN 0.9999::pg_catalog.float8
+                      ELSE consumed::pg_catalog.float8 OPERATOR(pg_catalog./) total::pg_catalog.float8
+                 END OPERATOR(pg_catalog.*) 100.0::pg_catalog.float8, 'FM990.00'),
+             consumed, total)
+END;
+COMMENT ON FUNCTION backfill._rw_progress(bigint, bigint) IS
+'Internal: RisingWave''s progress text of consumed rows out of a total, "42.17% (421700/1000000)".';
+
+-- Rust's Debug of a Duration of whole milliseconds: 0ns, 800ms, 1.2s, 61s
+CREATE FUNCTION backfill._rw_duration(ms bigint)
+RETURNS text
+LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+RETURN CASE
+    WHEN ms OPERATOR(pg_catalog.<=) 0 THEN '0ns'
+    WHEN ms OPERATOR(pg_catalog.<) 1000 THEN ms::pg_catalog.text OPERATOR(pg_catalog.||) 'ms'
+    ELSE (ms OPERATOR(pg_catalog./) 1000)::pg_catalog.text
+         OPERATOR(pg_catalog.||) pg_catalog.rtrim('.' OPERATOR(pg_catalog.||)
+             pg_catalog.lpad((ms OPERATOR(pg_catalog.%) 1000)::pg_catalog.text, 3, '0'), '.0')
+         OPERATOR(pg_catalog.||) 's'
+END;
+COMMENT ON FUNCTION backfill._rw_duration(bigint) IS
+'Internal: a number of milliseconds as Rust''s Debug of a Duration prints it, "1.2s".';
+
+-- ---------------------------------------------------------------------------
+-- Jobs
+-- ---------------------------------------------------------------------------
+
+-- The signature of 1.2, with filter and into_existing, and a C symbol of
+-- its own, so that a 1.0 or 1.1 catalog keeps binding the old one until it
+-- is updated
+CREATE FUNCTION backfill.create_job(name text, upstream regclass,
+                                    kind text DEFAULT 'arrangement',
+                                    columns text[] DEFAULT NULL,
+                                    parallelism integer DEFAULT 1,
+                                    chunk_size integer DEFAULT 256,
+                                    rate_limit integer DEFAULT NULL,
+                                    filter text DEFAULT NULL,
+                                    into_existing boolean DEFAULT false)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'backfill_create_job_1_2'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION backfill.create_job(text, regclass, text, text[], integer, integer, integer, text, boolean) IS
+'Creates a streaming job that fills the table "name" (a new one, or with into_existing an empty one of the user''s) from the rows of "upstream" that pass "filter"; returns the job id.';
+
+CREATE PROCEDURE backfill.run_job(job_id bigint, max_barriers integer DEFAULT NULL)
+AS 'MODULE_PATHNAME', 'backfill_run_job'
+LANGUAGE C;
+COMMENT ON PROCEDURE backfill.run_job(bigint, integer) IS
+'Runs a job in this session, one transaction per barrier, until it has finished or for max_barriers barriers.';
+
+-- a table of the user's (into_existing) is left in place, with its rows
+CREATE FUNCTION backfill.cancel_job(job_id bigint)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j backfill.job := backfill._get_job(job_id);
+BEGIN
+    PERFORM backfill._stop_and_lock_job(job_id);
+    SELECT * INTO j FROM backfill.job WHERE backfill.job.job_id = cancel_job.job_id;
+    IF j.status = 'finished' THEN
+        RAISE EXCEPTION 'cannot cancel backfill job % because it has finished', job_id
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = 'A finished job keeps its downstream table equal to its upstream table.',
+                  HINT = format('Use backfill.drop_job(%s) to remove the job and its downstream table.', job_id);
+    ELSIF j.status = 'cancelled' THEN
+        RAISE EXCEPTION 'backfill job % has already been cancelled', job_id
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    -- out of the catalog first: the DDL event trigger guards a job's tables
+    PERFORM backfill._mark_cancelled(job_id);
+    PERFORM backfill._drop_job_objects(j, NOT j.into_existing);
+    IF j.into_existing THEN
+        RAISE NOTICE 'backfill job % leaves table % and its rows in place', job_id, j.downstream
+            USING DETAIL = 'The job filled a table its user made, which only its user drops or empties.';
+    END IF;
+    RETURN job_id;
+END
+$$;
+COMMENT ON FUNCTION backfill.cancel_job(bigint) IS
+'Cancels an unfinished job: drops its downstream, state and capture; returns the job id.';
+
+CREATE FUNCTION backfill.drop_job(job_id bigint)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j backfill.job := backfill._get_job(job_id);
+BEGIN
+    PERFORM backfill._stop_and_lock_job(job_id);
+    SELECT * INTO j FROM backfill.job WHERE backfill.job.job_id = drop_job.job_id;
+    IF j.status <> 'cancelled' THEN
+        -- out of the catalog first: the DDL event trigger guards a job's tables
+        PERFORM backfill._mark_cancelled(job_id);
+        PERFORM backfill._drop_job_objects(j, NOT j.into_existing);
+        IF j.into_existing THEN
+            RAISE NOTICE 'backfill job % leaves table % and its rows in place', job_id, j.downstream
+                USING DETAIL = 'The job filled a table its user made, which only its user drops or empties.';
+        END IF;
+    END IF;
+    PERFORM backfill._delete_job(job_id);
+END
+$$;
+COMMENT ON FUNCTION backfill.drop_job(bigint) IS
+'Removes a job in any status, with its downstream table.';
+
+-- A job's filter and computed columns are stored as text written under
+-- standard_conforming_strings = on, DateStyle = 'ISO, MDY' and IntervalStyle
+-- = postgres (src/copy/shape.c), and the C code reads them under the same
+-- settings wherever it builds the job's SQL.  The two SQL functions that
+-- build SQL from that text, verify_job (the comparison) and recreate_job
+-- (which hands it back to create_job), read it under those settings too,
+-- whatever the session's.  recreate_job makes the new job its owner's, not
+-- the caller's.
+CREATE FUNCTION backfill.recreate_job(job_id bigint, kind text DEFAULT NULL)
+RETURNS bigint
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+SET standard_conforming_strings = on
+SET "DateStyle" = 'ISO, MDY'
+SET "IntervalStyle" = postgres
+AS $$
+DECLARE
+    j backfill.job := backfill._get_job(job_id);
+    new_id bigint;
+BEGIN
+    IF j.status = 'finished' THEN
+        RAISE EXCEPTION 'cannot recreate backfill job % because it has finished', job_id
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = format('Use backfill.drop_job(%s), then backfill.create_job().', job_id);
+    END IF;
+    IF j.status <> 'cancelled' THEN
+        PERFORM backfill.cancel_job(job_id);
+    END IF;
+    -- on behalf of the job's owner, who owns the new job and whose filter
+    -- and expressions it runs, whoever recreates it; the columns again:
+    -- "expression AS name" for a computed one
+    new_id := backfill._create_job_as(j.job_id, j.downstream_name, j.upstream,
+                                  coalesce(kind, j.kind),
+                                  CASE WHEN j.expressions IS NULL THEN j.columns
+                                       ELSE ARRAY(SELECT coalesce(t.e || ' AS ' || quote_ident(t.c), t.c)
+                                                    FROM unnest(j.columns, j.expressions)
+                                                         WITH ORDINALITY AS t(c, e, o)
+                                                   ORDER BY t.o) END,
+                                  j.parallelism, j.chunk_size, j.rate_limit,
+                                  j.filter, j.into_existing);
+    PERFORM backfill._copy_names(new_id, job_id);
+    RETURN new_id;
+END
+$$;
+COMMENT ON FUNCTION backfill.recreate_job(bigint, text) IS
+'Cancels a job if needed and creates it again, of the same kind or of the given one; returns the new job id.';
+
+-- what a job would copy, write and take, before creating it (src/api/estimate.c)
+CREATE FUNCTION backfill.estimate_job(upstream regclass, kind text DEFAULT 'arrangement',
+                                      columns text[] DEFAULT NULL, parallelism integer DEFAULT 1)
+RETURNS TABLE(rows bigint, downstream_bytes bigint, wal_bytes bigint, duration interval)
+AS 'MODULE_PATHNAME', 'backfill_estimate_job'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION backfill.estimate_job(regclass, text, text[], integer) IS
+'Estimates what a job over the upstream would copy: its rows (from the catalog), the size of its downstream, the WAL it writes and how long it takes (from a short timed copy of a sample, rolled back).';
+
+-- ---------------------------------------------------------------------------
+-- Jobs in background workers
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION backfill.start_job(job_id bigint)
+RETURNS void
+AS 'MODULE_PATHNAME', 'backfill_start_job'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill.start_job(bigint) IS
+'Runs a job in background workers, one per actor; returns at once. Needs the library in shared_preload_libraries.';
+
+CREATE FUNCTION backfill.stop_job(job_id bigint)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM backfill._get_job(job_id);
+    IF NOT backfill._stop_workers(job_id, false) THEN
+        RAISE NOTICE 'backfill job % is not running in the background', job_id;
+    END IF;
+    -- not restarted by the launcher any more
+    PERFORM backfill._set_foreground(job_id);
+END
+$$;
+COMMENT ON FUNCTION backfill.stop_job(bigint) IS
+'Stops the background workers of a job at their next barrier, and waits until they have exited.';
+
+CREATE FUNCTION backfill.alter_rate_limit(job_id bigint, rows_per_second integer)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    PERFORM backfill._get_job(job_id);
+    IF rows_per_second < 0 THEN
+        RAISE EXCEPTION 'rows_per_second must not be negative'
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Pass NULL for no limit, or 0 to pause the snapshot.';
+    END IF;
+    PERFORM backfill._set_rate_limit(job_id, rows_per_second);
+END
+$$;
+COMMENT ON FUNCTION backfill.alter_rate_limit(bigint, integer) IS
+'Limits the snapshot rows each actor reads per second from the next barrier: NULL no limit, 0 paused.';
+
+CREATE FUNCTION backfill.reschedule(job_id bigint, parallelism integer)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j backfill.job := backfill._get_job(job_id);
+    was_running boolean;
+BEGIN
+    IF parallelism IS NULL THEN
+        RAISE EXCEPTION 'argument "parallelism" must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF parallelism < 1 OR parallelism > 256 THEN
+        RAISE EXCEPTION 'parallelism must be between 1 and 256'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'The 256 vnodes are split across the actors, so there can be at most one actor per vnode.';
+    END IF;
+    IF j.status = 'cancelled' THEN
+        RAISE EXCEPTION 'backfill job % has been cancelled', job_id
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    IF j.kind = 'cdc' AND parallelism <> 1 THEN
+        RAISE EXCEPTION 'a backfill job of kind "cdc" must have parallelism 1'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'The cdc backfill reads each table with a single actor, as RisingWave''s non-parallel CDC backfill does.';
+    END IF;
+    -- before the workers stop: a refused reschedule leaves them running
+    PERFORM backfill._check_reschedule(job_id);
+    PERFORM backfill._check_workers(job_id, parallelism);
+    was_running := backfill._stop_and_lock_job(job_id);
+    -- new actors, new ids, the vnodes in even contiguous ranges again; the
+    -- vnodes keep their progress wherever they land
+    PERFORM backfill._rebuild_actors(job_id, parallelism);
+    IF was_running THEN
+        PERFORM backfill.start_job(job_id);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION backfill.reschedule(bigint, integer) IS
+'Spreads the vnodes of a job over a new set of actors; restarts its background workers if it had any.';
+
+-- wait_job also sends the job's line of progress every
+-- backfill.client_progress_interval while it waits
+CREATE FUNCTION backfill.wait_job(job_id bigint)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j backfill.job := backfill._get_job(job_id);
+    running boolean;
+    reported timestamptz := pg_catalog.clock_timestamp();
+BEGIN
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'backfill.wait_job() must run at isolation level READ COMMITTED'
+            USING ERRCODE = 'invalid_transaction_state',
+                  DETAIL = 'It watches the job''s status as the workers commit it.';
+    END IF;
+    LOOP
+        running := backfill._job_is_running(job_id);
+        -- read after the check: a worker commits the final status, then exits
+        SELECT * INTO j FROM backfill.job WHERE backfill.job.job_id = wait_job.job_id;
+        IF NOT FOUND THEN
+            RAISE EXCEPTION 'backfill job % was dropped', job_id
+                USING ERRCODE = 'undefined_object';
+        ELSIF j.status = 'finished' THEN
+            RETURN;
+        ELSIF j.status = 'failed' THEN
+            RAISE EXCEPTION USING MESSAGE = j.last_error,
+                                  ERRCODE = coalesce(j.last_sqlstate, 'XX000'),
+                                  DETAIL = coalesce(j.last_error_detail, '');
+        ELSIF j.status = 'cancelled' THEN
+            RAISE EXCEPTION 'backfill job % has been cancelled', job_id
+                USING ERRCODE = 'object_not_in_prerequisite_state';
+        ELSIF NOT running THEN
+            RAISE EXCEPTION 'backfill job % is not running', job_id
+                USING ERRCODE = 'object_not_in_prerequisite_state',
+                      HINT = format('Start it with backfill.start_job(%s), or run it here with CALL backfill.run_job(%s).', job_id, job_id);
+        END IF;
+        reported := backfill._report_progress(job_id, reported);
+        PERFORM pg_sleep(0.1);
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION backfill.wait_job(bigint) IS
+'Waits until a job has finished; raises its error if it fails; sends its progress to the client every backfill.client_progress_interval.';
+
+-- ---------------------------------------------------------------------------
+-- Observing jobs
+-- ---------------------------------------------------------------------------
+
+-- one row per split of a remote job: vnode is the split's id, current_pos
+-- its range of the first key column, cdc_offset its low and high offsets
+CREATE FUNCTION backfill.job_state(job_id bigint)
+RETURNS TABLE (actor_id integer, vnode integer, current_pos text,
+               backfill_finished boolean, row_count bigint,
+               epoch bigint, cdc_offset jsonb)
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j backfill.job := backfill._get_job(job_id);
+    pos text;
+BEGIN
+    IF j.state_table IS NULL THEN
+        RAISE EXCEPTION 'backfill job % has no state table', job_id
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = format('The job is %s.', j.status);
+    END IF;
+    SELECT string_agg('s.' || quote_ident(c), ', ' ORDER BY o) INTO pos
+      FROM unnest(j.pk_columns) WITH ORDINALITY AS t(c, o);
+    IF j.remote THEN
+        -- actor a of p reads splits a*n/p .. (a+1)*n/p - 1 (src/kind_remote.c)
+        RETURN QUERY EXECUTE format(
+            'WITH b AS (SELECT coalesce($2, ''{}''::text[]) AS b), '
+            '     a AS (SELECT a.actor_id, (row_number() OVER (ORDER BY a.actor_id) - 1)::int AS i, '
+            '                  count(*) OVER ()::int AS p '
+            '             FROM backfill.actor a WHERE a.job_id = $1) '
+            'SELECT a.actor_id, sp.split_id, '
+            '       format(''[%%s,%%s)'', b.b[sp.split_id], b.b[sp.split_id + 1]), '
+            '       coalesce(s.backfill_finished, false), coalesce(s.row_count, 0), NULL::bigint, '
+            '       CASE WHEN s.split_id IS NOT NULL '
+            '            THEN jsonb_build_object(''low'', s.cdc_offset_low, ''high'', s.cdc_offset_high) END '
+            '  FROM b CROSS JOIN generate_series(0, cardinality(b.b)) AS sp(split_id) '
+            '  JOIN a ON sp.split_id >= a.i * (cardinality(b.b) + 1) / a.p '
+            '        AND sp.split_id < (a.i + 1) * (cardinality(b.b) + 1) / a.p '
+            '  LEFT JOIN %s s ON s.split_id = sp.split_id '
+            ' ORDER BY sp.split_id', j.state_table)
+            USING job_id, j.remote_splits;
+    ELSIF j.kind = 'cdc' THEN
+        -- one split for the whole table
+        RETURN QUERY EXECUTE format(
+            'SELECT a.actor_id, NULL::integer, '
+            '       CASE WHEN ROW(%1$s) IS NULL THEN NULL ELSE ROW(%1$s)::text END, '
+            '       coalesce(s.backfill_finished, false), coalesce(s.row_count, 0), '
+            '       NULL::bigint, s.cdc_offset '
+            '  FROM backfill.actor a LEFT JOIN %2$s s ON true '
+            ' WHERE a.job_id = $1', pos, j.state_table)
+            USING job_id;
+    ELSIF j.kind = 'snapshot' THEN
+        -- current_pos is the next row to read; finished is is_epoch_finished
+        RETURN QUERY EXECUTE format(
+            'SELECT a.actor_id, v.vnode, '
+            '       CASE WHEN ROW(%1$s) IS NULL THEN NULL ELSE ROW(%1$s)::text END, '
+            '       coalesce(s.is_epoch_finished, false), coalesce(s.row_count, 0), '
+            '       s.epoch, NULL::jsonb '
+            '  FROM generate_series(0, 255) AS v(vnode) '
+            '  JOIN backfill.actor a ON a.job_id = $1 AND v.vnode BETWEEN a.vnode_start AND a.vnode_end '
+            '  LEFT JOIN %2$s s ON s.vnode = v.vnode '
+            ' ORDER BY v.vnode', pos, j.state_table)
+            USING job_id;
+    ELSE
+        -- a vnode without a row decodes as RisingWave decodes it: not started
+        RETURN QUERY EXECUTE format(
+            'SELECT a.actor_id, v.vnode, '
+            '       CASE WHEN ROW(%1$s) IS NULL THEN NULL ELSE ROW(%1$s)::text END, '
+            '       CASE WHEN s.vnode IS NULL THEN false ELSE s.backfill_finished END, '
+            '       CASE WHEN s.vnode IS NULL THEN 0 ELSE s.row_count END, '
+            '       NULL::bigint, NULL::jsonb '
+            '  FROM generate_series(0, 255) AS v(vnode) '
+            '  JOIN backfill.actor a ON a.job_id = $1 AND v.vnode BETWEEN a.vnode_start AND a.vnode_end '
+            '  LEFT JOIN %2$s s ON s.vnode = v.vnode '
+            ' ORDER BY v.vnode', pos, j.state_table)
+            USING job_id;
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION backfill.job_state(bigint) IS
+'The state rows of a job, decoded: one per vnode with its actor; for a cdc job its one split; for a remote job one per split (vnode is its id, current_pos its range of the first key column, cdc_offset its low and high offsets).';
+
+-- verify_job: the upstream's side of the comparison is the filtered
+-- projection, computed columns as the job computes them, and a key's vnode
+-- is the job's (range vnodes); positions are compared through
+-- _key_compare_sql.
+-- A remote job is compared with its source through the foreign table (one
+-- snapshot of the source for all of it: postgres_fdw's remote transaction).
+-- The keys of splits not finished yet are not compared, on either side (a
+-- split's position lives in its actor's memory); the keys of changes the job
+-- fetched and has not applied (its change table) and of those the source
+-- committed that it has not fetched (its slot, read after the source's
+-- snapshot was taken) are pending, also after the finish, since the job
+-- follows its source asynchronously.  The function is VOLATILE: the
+-- comparison is one statement, whose snapshot comes after the slot lock, so
+-- that no fetch commits between what it sees of the job and the slot.  It
+-- reads the job's filter and expressions under the settings they were
+-- written under (see create_job).
+CREATE FUNCTION backfill.verify_job(job_id bigint)
+RETURNS TABLE (pk text, problem text)
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+SET standard_conforming_strings = on
+SET "DateStyle" = 'ISO, MDY'
+SET "IntervalStyle" = postgres
+AS $$
+DECLARE
+    j backfill.job := backfill._get_job(job_id);
+    key_u text;
+    key_d text;
+    key_s text;
+    key_c text;
+    cols_u text;
+    cols_d text;
+    scan_u text;
+    scan_d text;
+    covered text := 'true';
+    pending text := 'false';
+    decoded text := 'SELECT NULL::record AS k WHERE false';
+    vnode_u text;
+    key_types text;
+    first_type text;
+BEGIN
+    IF j.status = 'cancelled' THEN
+        RAISE EXCEPTION 'backfill job % has been cancelled', job_id
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    SELECT string_agg('u.' || quote_ident(c), ', ' ORDER BY o),
+           string_agg('d.' || quote_ident(c), ', ' ORDER BY o),
+           string_agg('s.' || quote_ident(c), ', ' ORDER BY o),
+           string_agg('c.' || quote_ident(c), ', ' ORDER BY o)
+      INTO key_u, key_d, key_s, key_c
+      FROM unnest(j.pk_columns) WITH ORDINALITY AS t(c, o);
+    -- a key's vnode in the job: its range, or the hash of older jobs
+    vnode_u := CASE WHEN j.vnode_mapping = 'range'
+                    THEN format('backfill.job_vnode(%s::int8, %s)', j.job_id, key_u)
+                    ELSE format('backfill.vnode(%s)', key_u) END;
+    -- each value as the downstream's column stores it
+    SELECT string_agg(format('CAST(%s AS %s)', coalesce('(' || t.e || ')', 'u.' || quote_ident(t.c)),
+                             format_type(a.atttypid, a.atttypmod)), ', ' ORDER BY t.o),
+           string_agg('d.' || quote_ident(t.c), ', ' ORDER BY t.o)
+      INTO cols_u, cols_d
+      FROM unnest(j.columns, j.expressions) WITH ORDINALITY AS t(c, e, o)
+      JOIN pg_attribute a ON a.attrelid = j.downstream AND a.attname = t.c AND NOT a.attisdropped;
+    -- a partitioned upstream is read through its partitions
+    scan_u := format('%s%s u', CASE WHEN (SELECT relkind FROM pg_class WHERE oid = j.upstream) = 'p'
+                                    THEN '' ELSE 'ONLY ' END, j.upstream);
+    scan_d := format('%s', j.downstream);
+
+    IF j.remote THEN
+        SELECT string_agg(format('p.k[%s]::%s', t.o, format_type(a.atttypid, a.atttypmod)), ', ' ORDER BY t.o),
+               min(format_type(a.atttypid, a.atttypmod)) FILTER (WHERE t.o = 1)
+          INTO key_types, first_type
+          FROM unnest(j.pk_columns) WITH ORDINALITY AS t(c, o)
+          JOIN pg_attribute a ON a.attrelid = j.downstream AND a.attname = t.c AND NOT a.attisdropped;
+        IF j.status <> 'finished' THEN
+            -- the keys of finished splits: [bound split_id - 1, bound split_id)
+            -- (compared through the key type's btree operators, as the
+            -- splits were cut: an hstore key has no >= of that name)
+            covered := format('EXISTS (SELECT FROM %1$s s WHERE s.backfill_finished '
+                              'AND ((%2$L::text[])[s.split_id] IS NULL OR EXISTS (SELECT FROM '
+                              '(SELECT ((%2$L::text[])[s.split_id])::%4$s AS %3$I) b WHERE %5$s)) '
+                              'AND ((%2$L::text[])[s.split_id + 1] IS NULL OR EXISTS (SELECT FROM '
+                              '(SELECT ((%2$L::text[])[s.split_id + 1])::%4$s AS %3$I) b WHERE %6$s)))',
+                              j.state_table, coalesce(j.remote_splits, '{}'), j.pk_columns[1], first_type,
+                              backfill._key_compare_sql(j.upstream, j.pk_columns[1:1], 'u', '>=', 'b'),
+                              backfill._key_compare_sql(j.upstream, j.pk_columns[1:1], 'u', '<', 'b'));
+            scan_d := format('(SELECT u.* FROM %s u WHERE %s)', j.downstream, covered);
+        END IF;
+        -- no fetch from here on; the source's snapshot, then what its slot
+        -- holds after it, from the offset the comparison's snapshot sees
+        PERFORM backfill._lock_slot(j.job_id);
+        EXECUTE format('SELECT FROM %s LIMIT 1', scan_u);
+        decoded := format('SELECT ROW(%s) AS k FROM backfill._unfetched_keys(%s, '
+                          '(SELECT j.remote_lsn FROM backfill.job j WHERE j.job_id = %s)) p(k)',
+                          key_types, j.job_id, j.job_id);
+        pending := format('(EXISTS (SELECT FROM %s c WHERE ROW(%s) = coalesce(u.k, d.k)) '
+                          'OR coalesce(u.k, d.k) IN (SELECT w.k FROM w))',
+                          j.change_table, key_c);
+    -- a backfilling job covers, per vnode, the keys up to its position
+    -- (below it for the snapshot kind, whose position is the next row to
+    -- read), and the keys captured since its last barrier are pending, not
+    -- differences; a finished job covers every key and has nothing pending
+    ELSIF j.status <> 'finished' THEN
+        IF j.kind = 'snapshot' THEN
+            covered := format('EXISTS (SELECT FROM %s s WHERE s.vnode = %s '
+                              'AND (s.is_epoch_finished OR %s))',
+                              j.state_table, vnode_u,
+                              backfill._key_compare_sql(j.upstream, j.pk_columns, 'u', '<', 's'));
+        ELSIF j.kind = 'cdc' THEN
+            covered := format('EXISTS (SELECT FROM %s s WHERE s.backfill_finished OR %s)',
+                              j.state_table,
+                              backfill._key_compare_sql(j.upstream, j.pk_columns, 'u', '<=', 's'));
+            -- and the changes the slot has decoded but not delivered yet
+            -- (flushed first: the slot decodes only flushed WAL, and an
+            -- asynchronous commit may not have reached it)
+            IF EXISTS (SELECT FROM pg_replication_slots
+                        WHERE slot_name = format('backfill_%s_%s',
+                                  (SELECT oid FROM pg_database WHERE datname = current_database()),
+                                  j.job_id)) THEN
+                PERFORM backfill._flush_wal();
+                -- one user of the slot at a time: the job's fetch waits
+                PERFORM backfill._lock_slot(j.job_id);
+                decoded := format(
+                    'SELECT ROW((substr(p.data, strpos(p.data, E''\t'') + 1)::%s).*) AS k '
+                    '  FROM pg_logical_slot_peek_changes(%L, NULL, NULL, ''relid'', %L) p',
+                    j.change_table,
+                    format('backfill_%s_%s',
+                           (SELECT oid FROM pg_database WHERE datname = current_database()),
+                           j.job_id),
+                    j.upstream::oid::text);
+            END IF;
+        ELSE
+            covered := format('EXISTS (SELECT FROM %s s WHERE s.vnode = %s '
+                              'AND (s.backfill_finished OR %s))',
+                              j.state_table, vnode_u,
+                              backfill._key_compare_sql(j.upstream, j.pk_columns, 'u', '<=', 's'));
+        END IF;
+        pending := format('(EXISTS (SELECT FROM %s c WHERE ROW(%s) = coalesce(u.k, d.k)) '
+                          'OR coalesce(u.k, d.k) IN (SELECT w.k FROM w))',
+                          j.change_table, key_c);
+    END IF;
+    IF j.filter IS NOT NULL THEN
+        covered := format('%s AND (%s)', covered, j.filter);
+    END IF;
+
+    -- one statement, one snapshot for all of it, run as the job's owner in
+    -- a security-restricted operation: the filter and the computed columns
+    -- are the owner's SQL
+    RETURN QUERY SELECT v.pk, v.problem FROM backfill._verify_rows(j.job_id, format(
+        'WITH w AS MATERIALIZED (%9$s) '
+        'SELECT coalesce(u.k, d.k)::text, '
+        '       CASE WHEN d.k IS NULL THEN ''missing'' '
+        '            WHEN u.k IS NULL THEN ''extra'' ELSE ''different'' END '
+        '  FROM (SELECT ROW(%1$s) AS k, ROW(%2$s) AS r FROM %3$s WHERE %4$s) u '
+        '  FULL JOIN (SELECT ROW(%5$s) AS k, ROW(%6$s) AS r FROM %7$s d) d ON u.k = d.k '
+        ' WHERE (u.k IS NULL OR d.k IS NULL OR NOT (u.r OPERATOR(pg_catalog.*=) d.r)) '
+        '   AND NOT %8$s '
+        ' ORDER BY coalesce(u.k, d.k)',
+        key_u, cols_u, scan_u, covered,
+        key_d, cols_d, scan_d, pending, decoded)) v;
+END
+$$;
+COMMENT ON FUNCTION backfill.verify_job(bigint) IS
+'Compares the downstream of a job with its upstream; returns one row per missing, extra or different row.';
+
+-- ---------------------------------------------------------------------------
+-- Views: each shows the caller's jobs only (security_invoker)
+-- ---------------------------------------------------------------------------
+
+-- the background workers that run jobs now, with their pg_stat_activity
+-- entries
+CREATE VIEW backfill.workers WITH (security_invoker = true) AS
+SELECT w.job_id, w.actor_id, w.pid, a.backend_start, a.state, a.query AS activity
+  FROM backfill.job_workers() w
+  LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid OPERATOR(pg_catalog.=) w.pid
+ WHERE EXISTS (SELECT FROM backfill.job j WHERE j.job_id OPERATOR(pg_catalog.=) w.job_id);
+COMMENT ON VIEW backfill.workers IS 'Background workers running jobs, with their pg_stat_activity entries.';
+
+-- backfill.jobs: the columns of 1.1, then the pace of the jobs that
+-- run now: what holds them back (the first actor's that is held back), their
+-- rows per second (over their actors), and when they will have read their
+-- rows at that rate; then each job's progress: RisingWave's text while it is
+-- being created, "100%" once finished.  A snapshot job shows its phase as
+-- RisingWave's creating jobs do (creating_job/mod.rs): "Snapshot [...]"
+-- while it reads its snapshot, "Snapshot finished" once every vnode has read
+-- it until every actor has entered the log store, "LogStore [actor: caught
+-- up/actors, avg lag ...]" with the lag averaged over the actors not caught
+-- up yet, then "Finishing [epoch lag: 0ns]" until its final barrier: its
+-- barriers are the upstream's own, so it never lags in epochs.  Then, for a
+-- job whose upstream is on another server, how far behind its source it is
+-- (the source's WAL it has not fetched yet, and since when it has not caught
+-- up) and why it waits; its progress adds its finished splits.
+CREATE VIEW backfill.jobs WITH (security_invoker = true) AS
+SELECT j.job_id, j.job_name, j.kind, j.status, j.upstream,
+       j.upstream::pg_catalog.oid AS upstream_table_id,
+       j.downstream, j.fragment_id, j.parallelism, j.chunk_size,
+       coalesce(p.epoch, 0) AS epoch, coalesce(p.row_count, 0)::bigint AS row_count,
+       j.created_at, j.finished_at, j.last_error, j.state_table, j.rate_limit, j.run_mode,
+       (SELECT pg_catalog.array_agg(w.pid ORDER BY w.actor_id)
+          FROM backfill.job_workers() w
+         WHERE w.job_id OPERATOR(pg_catalog.=) j.job_id) AS worker_pids,
+       j.snapshot_epoch,
+       -- a remote job keeps its slot on the source after its finish
+       CASE WHEN j.remote AND j.status OPERATOR(pg_catalog.<>) 'cancelled'
+            THEN pg_catalog.format('backfill_%s_%s_%s',
+                     (SELECT s.system_identifier FROM pg_catalog.pg_control_system() s),
+                     d.oid, j.job_id)
+            WHEN j.kind OPERATOR(pg_catalog.=) 'cdc'
+                 AND j.status OPERATOR(pg_catalog.<>) ALL (ARRAY['finished', 'cancelled'])
+            THEN pg_catalog.format('backfill_%s_%s', d.oid, j.job_id) END AS slot_name,
+       j.owner,
+       CASE WHEN r.running THEN p.throttled_by END AS throttled_by,
+       CASE WHEN r.running THEN pg_catalog.round(p.rows_per_second) END AS rows_per_second,
+       CASE WHEN r.running AND p.rows_per_second OPERATOR(pg_catalog.>) 0
+            THEN pg_catalog.make_interval(secs => pg_catalog.round(
+                     GREATEST(j.total_rows OPERATOR(pg_catalog.-) coalesce(p.row_count, 0), 0)::double precision
+                     OPERATOR(pg_catalog./) p.rows_per_second)) END AS eta,
+       CASE
+           WHEN j.status OPERATOR(pg_catalog.=) 'finished' THEN '100%'
+           WHEN j.status OPERATOR(pg_catalog.=) 'cancelled' THEN NULL
+           WHEN j.remote
+           THEN pg_catalog.format('%s [splits: %s/%s]',
+                    backfill._rw_progress(coalesce(p.row_count, 0)::bigint, j.total_rows),
+                    (SELECT pg_catalog.count(*) FILTER (WHERE s.backfill_finished)
+                       FROM backfill.job_state(j.job_id) s),
+                    coalesce(pg_catalog.cardinality(j.remote_splits), 0) OPERATOR(pg_catalog.+) 1)
+           WHEN j.kind OPERATOR(pg_catalog.<>) 'snapshot'
+           THEN backfill._rw_progress(coalesce(p.row_count, 0)::bigint, j.total_rows)
+           WHEN p.caught_up OPERATOR(pg_catalog.=) p.actors AND p.actors OPERATOR(pg_catalog.>) 0
+           THEN 'Finishing [epoch lag: 0ns]'
+           WHEN p.in_log_store OPERATOR(pg_catalog.=) p.actors AND p.actors OPERATOR(pg_catalog.>) 0
+           THEN pg_catalog.format('LogStore [actor: %s/%s, avg lag %s]', p.caught_up, p.actors,
+                    backfill._rw_duration(p.ongoing_lag_ms))
+           WHEN p.in_log_store OPERATOR(pg_catalog.>) 0
+                OR (SELECT pg_catalog.bool_and(s.backfill_finished)
+                      FROM backfill.job_state(j.job_id) s)
+           THEN 'Snapshot finished'
+           ELSE pg_catalog.format('Snapshot [%s]',
+                    backfill._rw_progress(coalesce(p.row_count, 0)::bigint, j.total_rows))
+       END AS progress,
+       j.remote,
+       CASE WHEN j.remote THEN j.remote_source_lsn OPERATOR(pg_catalog.-) j.remote_lsn END AS lag_bytes,
+       CASE WHEN j.remote AND j.remote_lsn OPERATOR(pg_catalog.>=) j.remote_source_lsn
+            THEN '0'::pg_catalog.interval
+            WHEN j.remote
+            THEN pg_catalog.now() OPERATOR(pg_catalog.-) coalesce(j.remote_caught_up_at, j.created_at)
+       END AS lag_time,
+       (SELECT pg_catalog.min(a.query)
+          FROM backfill.job_workers() w
+          JOIN pg_catalog.pg_stat_activity a ON a.pid OPERATOR(pg_catalog.=) w.pid
+         WHERE w.job_id OPERATOR(pg_catalog.=) j.job_id
+           AND pg_catalog.starts_with(a.query, 'waiting for the source')) AS waiting_for
+  FROM backfill.job j
+  CROSS JOIN (SELECT oid FROM pg_catalog.pg_database
+               WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) d
+  LEFT JOIN LATERAL (SELECT pg_catalog.max(a.epoch) AS epoch, pg_catalog.sum(a.row_count) AS row_count,
+                            pg_catalog.sum(a.rows_per_second) AS rows_per_second,
+                            (pg_catalog.array_agg(a.throttled_by ORDER BY a.actor_id)
+                               FILTER (WHERE a.throttled_by IS NOT NULL))[1] AS throttled_by,
+                            pg_catalog.count(*) AS actors,
+                            pg_catalog.count(a.log_store_lag_ms) AS in_log_store,
+                            pg_catalog.count(*) FILTER (WHERE a.log_store_caught_up) AS caught_up,
+                            coalesce(pg_catalog.floor(pg_catalog.avg(a.log_store_lag_ms)
+                                         FILTER (WHERE NOT a.log_store_caught_up)), 0)::bigint
+                                AS ongoing_lag_ms
+                       FROM backfill.actor a
+                      WHERE a.job_id OPERATOR(pg_catalog.=) j.job_id) p ON true
+  CROSS JOIN LATERAL (SELECT CASE WHEN j.status OPERATOR(pg_catalog.=) 'backfilling'
+                                  THEN backfill._job_is_running(j.job_id)
+                                  ELSE false END AS running) r;
+COMMENT ON VIEW backfill.jobs IS 'Streaming jobs, their status and progress.';
+
+-- RisingWave's rw_catalog.rw_ddl_progress: the jobs being created, with
+-- RisingWave's columns; finished, failed and cancelled jobs are in
+-- backfill.jobs
+CREATE VIEW backfill.ddl_progress WITH (security_invoker = true) AS
+SELECT s.job_id AS ddl_id,
+       j.ddl_statement,
+       CASE s.run_mode WHEN 'background' THEN 'BACKGROUND' ELSE 'FOREGROUND' END AS create_type,
+       s.progress,
+       s.created_at AS initialized_at,
+       false AS is_serverless_backfill,
+       CASE s.kind WHEN 'snapshot' THEN 'SNAPSHOT_BACKFILL' ELSE 'NORMAL_BACKFILL' END AS backfill_type
+  FROM backfill.jobs s
+  JOIN backfill.job j ON j.job_id OPERATOR(pg_catalog.=) s.job_id
+ WHERE s.status OPERATOR(pg_catalog.=) ANY (ARRAY['pending', 'backfilling']);
+COMMENT ON VIEW backfill.ddl_progress IS 'Progress of the jobs being created, as RisingWave''s rw_ddl_progress shows it.';
+
+-- One row per actor running now, in a background worker or in a session's
+-- CALL backfill.run_job, as pg_stat_progress_* has one per backend: from
+-- shared memory when the library is preloaded; otherwise the actors of a run
+-- in a session come from the catalog (committed each barrier), with its pid
+-- from the job lock the session holds, and without position or barriers.
+CREATE VIEW backfill.progress WITH (security_invoker = true) AS
+SELECT l.pid, l.job_id, j.job_name, l.actor_id, j.kind, l.run_mode, l.phase,
+       l.rows_done,
+       (SELECT pg_catalog.sum(a.row_count) FROM backfill.actor a
+         WHERE a.job_id OPERATOR(pg_catalog.=) j.job_id)::bigint AS job_rows_done,
+       j.total_rows AS job_rows_total,
+       l."position", l.barriers, l.epoch,
+       pg_catalog.round(l.rows_per_second)::bigint AS rows_per_second,
+       l.throttled_by, l.started_at, l.last_barrier_at
+  FROM backfill._live_actors() l
+  JOIN backfill.job j ON j.job_id OPERATOR(pg_catalog.=) l.job_id
+UNION ALL
+SELECT k.pid, j.job_id, j.job_name, a.actor_id, j.kind, 'foreground',
+       CASE WHEN a.log_store_lag_ms IS NOT NULL THEN 'log store' ELSE 'snapshot' END,
+       a.row_count,
+       (SELECT pg_catalog.sum(b.row_count) FROM backfill.actor b
+         WHERE b.job_id OPERATOR(pg_catalog.=) j.job_id)::bigint,
+       j.total_rows, NULL, NULL, a.epoch,
+       pg_catalog.round(a.rows_per_second)::bigint, a.throttled_by, NULL, NULL
+  FROM backfill.job j
+  JOIN pg_catalog.pg_locks k
+    ON k.locktype OPERATOR(pg_catalog.=) 'advisory'
+   AND k.database OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database d
+                                          WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+   AND k.classid OPERATOR(pg_catalog.=) (j.job_id OPERATOR(pg_catalog.>>) 32)::pg_catalog.oid
+   AND k.objid OPERATOR(pg_catalog.=) (j.job_id OPERATOR(pg_catalog.&) 4294967295)::pg_catalog.oid
+   AND k.objsubid OPERATOR(pg_catalog.=) 25190   -- BACKFILL_LOCK_FIELD4, the job lock
+   AND k.mode OPERATOR(pg_catalog.=) 'ExclusiveLock' AND k.granted
+  JOIN backfill.actor a ON a.job_id OPERATOR(pg_catalog.=) j.job_id
+ WHERE j.status OPERATOR(pg_catalog.=) 'backfilling'
+   AND NOT EXISTS (SELECT FROM backfill._live_actors() l
+                    WHERE l.job_id OPERATOR(pg_catalog.=) j.job_id);
+COMMENT ON VIEW backfill.progress IS
+'One row per actor running now, in a worker or in CALL backfill.run_job: its process, phase, rows, position, barriers and pace; \watch 1 on it is the live picture.';
+
+GRANT SELECT ON backfill.jobs, backfill.ddl_progress, backfill.workers, backfill.progress TO PUBLIC;
+
+-- ---------------------------------------------------------------------------
+-- Privileges of the functions
+-- ---------------------------------------------------------------------------
+
+-- The trigger functions are for the triggers create_job makes, as the
+-- extension's owner: nobody attaches them to a table by hand; the event
+-- trigger functions are called by no one.  The other internal functions
+-- are called by the SQL functions with the caller's rights, and each checks
+-- that the caller owns the job.
+REVOKE ALL ON FUNCTION backfill.capture_change() FROM PUBLIC;
+REVOKE ALL ON FUNCTION backfill.apply_change() FROM PUBLIC;
+REVOKE ALL ON FUNCTION backfill.truncate_change() FROM PUBLIC;
+REVOKE ALL ON FUNCTION backfill._on_ddl() FROM PUBLIC;
+REVOKE ALL ON FUNCTION backfill._on_drop_extension() FROM PUBLIC;
