@@ -468,7 +468,7 @@ $$;
 COMMENT ON FUNCTION backfill._drop_job_objects(backfill.job, boolean) IS 'Internal: drops the triggers and tables of a job.';
 
 -- ---------------------------------------------------------------------------
--- DDL on a job's tables (src/api/ddl.c)
+-- DDL on a job's tables (src/api/event_trigger.c, ddl_*.c)
 -- ---------------------------------------------------------------------------
 
 -- DDL that would break a job is refused while it exists
@@ -845,6 +845,22 @@ END
 $$;
 COMMENT ON FUNCTION backfill.wait_job(bigint) IS
 'Waits until a job has finished; raises its error if it fails; sends its progress to the client every backfill.client_progress_interval.';
+
+-- ---------------------------------------------------------------------------
+-- The switchover of a remote job (src/kinds/switchover.c): fence the source
+-- table, take in the last of its changes, carry its sequences over, stop
+-- following it.  backfill.cutover() calls the C function for a remote job;
+-- this wrapper is its SQL face, owner-checked as run_job is.
+-- ---------------------------------------------------------------------------
+
+CREATE FUNCTION backfill._remote_switchover(job_id bigint, fence boolean,
+                                            lock_timeout interval, attempts integer)
+RETURNS pg_lsn
+AS 'MODULE_PATHNAME', 'backfill_remote_switchover_1_3'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._remote_switchover(bigint, boolean, interval, integer) IS
+'Internal: switches a finished remote job the caller owns over from its source: optionally fences the source table (revokes its write privileges from every role but its owner), fetches and applies every change committed there, sets the local sequences to the source''s, stops following and drops the slot and the publication on the source; returns the source LSN it switched at.';
 
 -- ---------------------------------------------------------------------------
 -- Observing jobs
