@@ -32,7 +32,7 @@
  * before its barriers, does): the WAL is then taken to be about the pages
  * the rows fill plus a record header per row, which is what a bulk insert
  * writes within a few percent on the benchmark's tables.  The duration is divided by parallelism (actors in background
- * workers, on as many free cores: the README's Performance section says how
+ * workers, on as many free cores: doc/performance.md says how
  * far the WAL's single writer lets that go), and is at least wal_bytes over
  * backfill.max_wal_rate.  Not counted: the upstream's changes during the
  * backfill, the barriers' own work, and any waiting for the standbys,
