@@ -134,6 +134,15 @@ is($local->safe_psql('postgres', "SELECT status FROM backfill.jobs WHERE job_id 
 	'finished', 'the job finished');
 is(source_objects(), '1 1', 'the job owns one slot and one publication on the source');
 
+# the downstream is the user's table: ALTER TABLE on it is the user's to make
+# (the foreign upstream has no primary key here; its key is the source's)
+$local->safe_psql('postgres', q{
+ALTER TABLE copy1 ALTER COLUMN b SET DEFAULT 'none';
+COMMENT ON TABLE copy1 IS 'a copy of remote.t';
+});
+is($local->safe_psql('postgres', "SELECT pg_catalog.pg_get_expr(adbin, adrelid) FROM pg_attrdef WHERE adrelid = 'copy1'::regclass"),
+	"'none'::text", 'ALTER TABLE on the downstream of a remote job is allowed');
+
 # after the finish, run_job applies what the source committed
 is($local->safe_psql('postgres', "SELECT progress FROM backfill.jobs WHERE job_id = $job1")
 	  . ' ' . $local->safe_psql('postgres', "SELECT count(*) FROM backfill.ddl_progress WHERE ddl_id = $job1"),

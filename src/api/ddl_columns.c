@@ -302,9 +302,11 @@ check_job_after_alter(const JobHolding *job, Oid relid, bool restoring)
 	relation_close(rel, AccessShareLock);
 	/*
 	 * the key, as every run checks it: its change table has the key it was
-	 * made with, whatever its kind (but while a restore adds it)
+	 * made with, whatever its kind (but while a restore adds it).  A foreign
+	 * upstream has no primary key here: its key is the source table's, which
+	 * every run reads on the source.
 	 */
-	if (!restoring)
+	if (!restoring && get_rel_relkind(upstream) != RELKIND_FOREIGN_TABLE)
 	{
 		BackfillJob *job = backfill_load_job(job_id, CurrentMemoryContext);
 
