@@ -569,3 +569,55 @@ BEGIN
 END
 $$;
 DROP FUNCTION backfill.create_job(text, regclass, text, text[], integer, integer, integer, text, boolean);
+
+-- a table of the user's gets back, when its job is cancelled or dropped, the
+-- indexes the job had not built yet (each that a table of its name does not
+-- have already); one that cannot be built draws a WARNING with its statement
+CREATE OR REPLACE FUNCTION backfill._drop_job_objects(j backfill.job, drop_downstream boolean)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    ix record;
+    stmt text;
+BEGIN
+    IF NOT drop_downstream AND EXISTS (SELECT FROM pg_class WHERE oid = j.downstream) THEN
+        FOR ix IN SELECT i.index_name, i.head, i.tail FROM backfill.job_index i
+                   WHERE i.job_id OPERATOR(pg_catalog.=) j.job_id ORDER BY i.position LOOP
+            CONTINUE WHEN EXISTS (SELECT FROM pg_class c
+                                   WHERE c.relname OPERATOR(pg_catalog.=) ix.index_name
+                                     AND c.relnamespace OPERATOR(pg_catalog.=)
+                                         (SELECT d.relnamespace FROM pg_class d WHERE d.oid OPERATOR(pg_catalog.=) j.downstream));
+            stmt := ix.head || j.downstream::pg_catalog.text || ix.tail;
+            BEGIN
+                EXECUTE stmt;
+            EXCEPTION WHEN OTHERS THEN
+                RAISE WARNING 'index "%" of table % was not built again', ix.index_name, j.downstream
+                    USING DETAIL = format('Backfill job %s had dropped it to build it after its snapshot: %s', j.job_id, SQLERRM),
+                          HINT = format('Run %s', stmt);
+            END;
+        END LOOP;
+    END IF;
+    -- the upstream's owner may be another role than the job's
+    PERFORM backfill._drop_triggers(j.job_id);
+    IF EXISTS (SELECT FROM pg_class WHERE oid = j.change_table) THEN
+        EXECUTE format('DROP TABLE %s', j.change_table);
+    END IF;
+    IF to_regtype(format('backfill.%I', 'image_' || j.job_id)) IS NOT NULL THEN
+        EXECUTE format('DROP TYPE backfill.%I', 'image_' || j.job_id);
+    END IF;
+    IF drop_downstream AND EXISTS (SELECT FROM pg_class WHERE oid = j.downstream) THEN
+        EXECUTE format('DROP TABLE %s', j.downstream);
+    END IF;
+    IF EXISTS (SELECT FROM pg_class WHERE oid = j.state_table) THEN
+        EXECUTE format('DROP TABLE %s', j.state_table);
+    END IF;
+    IF j.kind = 'cdc' AND NOT j.remote THEN
+        PERFORM backfill._drop_slot(j.job_id);
+    END IF;
+    IF j.remote THEN
+        PERFORM backfill._drop_kind_objects(j.job_id);
+    END IF;
+END
+$$;

@@ -90,6 +90,20 @@ SELECT indexrelid::regclass::text AS index, pg_get_indexdef(indexrelid) AS defin
 SELECT conname, contype FROM pg_constraint WHERE conrelid = 'ix.mine'::regclass ORDER BY 1;
 SELECT * FROM backfill.verify_job(:mine);
 
+-- cancelled before its build, a job gives a table of the user's its indexes
+-- back
+CREATE TABLE ix.mine3 (id int CONSTRAINT mine3_pk PRIMARY KEY, tenant int);
+CREATE INDEX mine3_tenant ON ix.mine3 (tenant);
+SELECT backfill.create_job('ix.mine3', 'ix.up', kind => 'snapshot', columns => '{tenant}',
+                           into_existing => true, chunk_size => 10) AS mine_c \gset
+SELECT count(*) AS to_build FROM backfill.job_index WHERE job_id = :mine_c;
+CALL backfill.run_job(:mine_c, 1);
+SELECT backfill.cancel_job(:mine_c);
+SELECT indexrelid::regclass::text AS index, indisprimary FROM pg_index WHERE indrelid = 'ix.mine3'::regclass ORDER BY 1;
+-- its rows stay until it is dropped, which builds nothing twice
+SELECT backfill.drop_job(:mine_c);
+SELECT count(*) AS indexes FROM pg_index WHERE indrelid = 'ix.mine3'::regclass;
+
 -- refused: the upstream's indexes for a table of the user's; a NULL
 CREATE TABLE ix.mine2 (id int PRIMARY KEY, v text);
 SELECT backfill.create_job('ix.mine2', 'ix.up', columns => '{v}', into_existing => true, indexes => true);
