@@ -233,9 +233,17 @@ copy_upstream_indexes(Relation upstream, const char *downstream_sql, const JobSh
 static bool
 referenced_by_foreign_key(Oid indexoid)
 {
-	return backfill_spi_true(psprintf("SELECT EXISTS (SELECT FROM pg_catalog.pg_constraint "
-									  "WHERE contype OPERATOR(pg_catalog.=) 'f' "
-									  "AND conindid OPERATOR(pg_catalog.=) %u)", indexoid));
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(indexoid)};
+	bool		found;
+
+	backfill_spi_exec_args("SELECT FROM pg_catalog.pg_constraint "
+						   "WHERE contype OPERATOR(pg_catalog.=) 'f' "
+						   "AND conindid OPERATOR(pg_catalog.=) $1 LIMIT 1",
+						   1, argtypes, values, NULL, SPI_OK_SELECT);
+	found = SPI_processed > 0;
+	SPI_freetuptable(SPI_tuptable);
+	return found;
 }
 
 /*
@@ -324,11 +332,13 @@ defer_indexes(int64 job_id, const char *downstream_sql, bool into_existing)
 	ListCell   *lc;
 	int			position = 0;
 
+	/* a table of the user's: only its owner's, and only a plain one */
+	if (into_existing &&
+		(get_rel_relkind(relid) != RELKIND_RELATION || !pg_class_ownercheck(relid, GetUserId())))
+		return;
 	/* dropping an index takes this lock anyway: take it before looking */
 	rel = table_open(relid, AccessExclusiveLock);
-	if (into_existing &&
-		(rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relhassubclass ||
-		 !pg_class_ownercheck(relid, GetUserId())))
+	if (into_existing && rel->rd_rel->relhassubclass)
 	{
 		table_close(rel, NoLock);
 		return;
