@@ -126,6 +126,15 @@ CREATE TABLE upp_3 PARTITION OF upp FOR VALUES WITH (MODULUS 4, REMAINDER 3);
 INSERT INTO upp SELECT * FROM up;
 VACUUM (FREEZE, ANALYZE) upp;
 
+-- the same rows with three secondary indexes, for the jobs given them with
+-- indexes => true (the downstream then has four indexes)
+CREATE TABLE up3 (id bigint PRIMARY KEY, a int, b text, c timestamptz);
+INSERT INTO up3 SELECT * FROM up;
+CREATE INDEX ON up3 (a);
+CREATE INDEX ON up3 (b);
+CREATE INDEX ON up3 (c);
+VACUUM (FREEZE, ANALYZE) up3;
+
 -- what people write by hand: a keyset loop committing every 1024 rows
 -- (rows_per_sec > 0: no faster than that, for the writers' reference)
 CREATE PROCEDURE keyset_copy(src regclass, dst regclass, batch int DEFAULT 1024,
@@ -152,6 +161,75 @@ BEGIN
     END IF;
   END LOOP;
   COMMIT;
+END \$\$;
+
+-- the keyset loop a user runs next to the hand-written trigger below: rows
+-- the trigger has copied already are left alone
+CREATE PROCEDURE keyset_copy_upsert(src regclass, dst regclass, batch int DEFAULT 1024,
+                                    rows_per_sec int DEFAULT 0)
+LANGUAGE plpgsql AS \$\$
+DECLARE
+  last bigint := -9223372036854775808;
+  n bigint;
+  m bigint;
+  t0 timestamptz := clock_timestamp();
+  done bigint := 0;
+BEGIN
+  LOOP
+    EXECUTE format('WITH s AS (SELECT * FROM %s WHERE id > \$1 ORDER BY id LIMIT \$2),
+                         ins AS (INSERT INTO %s SELECT * FROM s ON CONFLICT (id) DO NOTHING)
+                    SELECT count(*), max(id) FROM s', src, dst)
+      INTO n, m USING last, batch;
+    EXIT WHEN n = 0;
+    last := m;
+    COMMIT;
+    done := done + n;
+    IF rows_per_sec > 0 THEN
+      PERFORM pg_sleep(greatest(0, done::float8 / rows_per_sec
+                                   - extract(epoch FROM clock_timestamp() - t0)));
+    END IF;
+  END LOOP;
+  COMMIT;
+END \$\$;
+
+-- the trigger a user writes to keep a copy of up in down_hw: PL/pgSQL,
+-- statement-level AFTER triggers with transition tables, upserting and
+-- deleting by key (an update that moves a key deletes the old one)
+CREATE FUNCTION hw_insert() RETURNS trigger LANGUAGE plpgsql AS \$\$
+BEGIN
+  INSERT INTO down_hw SELECT * FROM new_rows
+    ON CONFLICT (id) DO UPDATE SET a = EXCLUDED.a, b = EXCLUDED.b, c = EXCLUDED.c;
+  RETURN NULL;
+END \$\$;
+CREATE FUNCTION hw_update() RETURNS trigger LANGUAGE plpgsql AS \$\$
+BEGIN
+  DELETE FROM down_hw d USING old_rows o
+   WHERE d.id = o.id AND NOT EXISTS (SELECT FROM new_rows n WHERE n.id = o.id);
+  INSERT INTO down_hw SELECT * FROM new_rows
+    ON CONFLICT (id) DO UPDATE SET a = EXCLUDED.a, b = EXCLUDED.b, c = EXCLUDED.c;
+  RETURN NULL;
+END \$\$;
+CREATE FUNCTION hw_delete() RETURNS trigger LANGUAGE plpgsql AS \$\$
+BEGIN
+  DELETE FROM down_hw d USING old_rows o WHERE d.id = o.id;
+  RETURN NULL;
+END \$\$;
+CREATE PROCEDURE hw_install() LANGUAGE plpgsql AS \$\$
+BEGIN
+  CREATE TABLE down_hw (id bigint PRIMARY KEY, a int, b text, c timestamptz);
+  CREATE TRIGGER hw_ins AFTER INSERT ON up REFERENCING NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION hw_insert();
+  CREATE TRIGGER hw_upd AFTER UPDATE ON up REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION hw_update();
+  CREATE TRIGGER hw_del AFTER DELETE ON up REFERENCING OLD TABLE AS old_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION hw_delete();
+END \$\$;
+CREATE PROCEDURE hw_remove() LANGUAGE plpgsql AS \$\$
+BEGIN
+  DROP TRIGGER hw_ins ON up;
+  DROP TRIGGER hw_upd ON up;
+  DROP TRIGGER hw_del ON up;
+  DROP TABLE down_hw;
 END \$\$;
 SQL
 
@@ -256,9 +334,9 @@ insert_sessions() {  # p run
 
 # one backfill throughput measurement; sets LAST_RPS and LAST_READ (rows read
 # from the upstream per upstream row)
-measure_job() {  # kind parallelism interval mode(fg|bg) rows [upstream]
-    local kind=$1 par=$2 iv=$3 mode=$4 rows=$5 upstream=${6:-up} id secs
-    id=$(val "SELECT backfill.create_job('down', '$upstream', kind => '$kind', parallelism => $par)" 2>/dev/null)
+measure_job() {  # kind parallelism interval mode(fg|bg) rows [upstream [more create_job arguments]]
+    local kind=$1 par=$2 iv=$3 mode=$4 rows=$5 upstream=${6:-up} more=${7:-} id secs
+    id=$(val "SELECT backfill.create_job('down', '$upstream', kind => '$kind', parallelism => $par$more)" 2>/dev/null)
     val "CHECKPOINT" >/dev/null
     local read0; read0=$(rows_read "$upstream")
     if [ "$mode" = fg ]; then
@@ -322,6 +400,28 @@ for r in $(seq 1 "$RUNS"); do
     R[keyset,$r]=$(awk -v n="$ROWS" -v s="$s" 'BEGIN {printf "%.0f", n / s}')
     val "DROP TABLE down" >/dev/null
     log "  run $r: keyset loop ${R[keyset,$r]} rows/s"
+
+    # what pg_repack and pgcopydb do: write the heap, then build the key's
+    # index once; and with the three secondary indexes of up3, four builds
+    val "CHECKPOINT" >/dev/null
+    s=$(timed "CREATE TABLE down AS SELECT * FROM up;
+ALTER TABLE down ADD PRIMARY KEY (id);")
+    R[ctas,$r]=$(awk -v n="$ROWS" -v s="$s" 'BEGIN {printf "%.0f", n / s}')
+    val "DROP TABLE down; CHECKPOINT" >/dev/null
+    s=$(timed "CREATE TABLE down AS SELECT * FROM up3;
+ALTER TABLE down ADD PRIMARY KEY (id);
+CREATE INDEX ON down (a);
+CREATE INDEX ON down (b);
+CREATE INDEX ON down (c);")
+    R[ctas4,$r]=$(awk -v n="$ROWS" -v s="$s" 'BEGIN {printf "%.0f", n / s}')
+    val "DROP TABLE down" >/dev/null
+    log "  run $r: CREATE TABLE AS + ADD PRIMARY KEY ${R[ctas,$r]} rows/s, + 3 CREATE INDEX ${R[ctas4,$r]} rows/s"
+    for k in snapshot arrangement; do
+        [ "${AVAIL[$k]}" = 1 ] || continue
+        measure_job "$k" 1 1000 fg "$ROWS" up3 ", indexes => true"
+        R[$k.p1.idx3,$r]=$LAST_RPS
+        log "  run $r: $k p1 1000ms run_job, up3 with indexes => true (4 indexes) $LAST_RPS rows/s"
+    done
 
     for iv in $INTERVALS; do
         for k in $KINDS; do
@@ -393,6 +493,26 @@ pgbench_tps() {
     grep -E '^tps' <<<"$out" | head -1 | sed -E 's/^tps = ([0-9.]+).*/\1/'
 }
 prep_writers() { val "VACUUM ANALYZE up" >/dev/null; val "CHECKPOINT" >/dev/null; }
+# the hand-written trigger's phases: no trigger, during the keyset copy at
+# RATE rows/s next to it, after the copy; sets R[PREFIX.hw.{none,during,after},run]
+hand_written() {  # prefix run tps-function
+    local p=$1 r=$2 tps=$3 pid
+    prep_writers
+    R[$p.hw.none,$r]=$($tps)
+    val "CALL hw_install()" >/dev/null
+    PGAPPNAME=bench_hw sql -c "CALL keyset_copy_upsert('up', 'down_hw', $RATE, $RATE)" >/dev/null 2>&1 &
+    pid=$!
+    BGPIDS+=("$pid")
+    sleep 1
+    prep_writers
+    R[$p.hw.during,$r]=$($tps)
+    val "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'bench_hw'" >/dev/null
+    wait "$pid" 2>/dev/null || true
+    sql -c "CALL keyset_copy_upsert('up', 'down_hw')" >/dev/null
+    prep_writers
+    R[$p.hw.after,$r]=$($tps)
+    val "CALL hw_remove()" >/dev/null
+}
 
 # the rate limit keeps the job backfilling for the whole pgbench run: at most
 # a third of the table in the pgbench time, per actor (one actor)
@@ -416,6 +536,11 @@ for r in $(seq 1 "$RUNS"); do
     wait "$refpid" 2>/dev/null || true
     val "DROP TABLE down_ref" >/dev/null
     log "  run $r: keyset copy at $RATE rows/s: tps none ${R[w.ref.none,$r]} during ${R[w.ref.during,$r]}"
+
+    # the hand-written trigger, installed, then the rows copied next to it
+    # by the keyset loop at the job's rate; after, the copy is complete
+    hand_written w "$r" pgbench_tps
+    log "  run $r: hand-written trigger: tps none ${R[w.hw.none,$r]} during ${R[w.hw.during,$r]} after ${R[w.hw.after,$r]}"
 
     for cap in trigger cdc; do
         kind=arrangement; [ "$cap" = cdc ] && kind=cdc
@@ -470,6 +595,8 @@ pgbench_tps100() {
 }
 log "2b. writers, 100-row statements: $CLIENTS clients, ${PGB_SECS}s each, rate limit $RATE rows/s during the backfill"
 for r in $(seq 1 "$RUNS"); do
+    hand_written w100 "$r" pgbench_tps100
+    log "  run $r: 100-row statements, hand-written trigger: tps none ${R[w100.hw.none,$r]} during ${R[w100.hw.during,$r]} after ${R[w100.hw.after,$r]}"
     prep_writers
     R[w100.none,$r]=$(pgbench_tps100)
     id=$(val "SELECT backfill.create_job('down', 'up', kind => 'arrangement', parallelism => 1, rate_limit => $RATE)")
@@ -550,6 +677,17 @@ for r in $(seq 1 "$RUNS"); do
 done
 val "DROP TABLE ls; DROP FUNCTION watch_phases" >/dev/null
 
+# the hand-written trigger's rows, and the job's TPS against it
+hw_rows() {  # prefix label job-prefix
+    local p=$1 label=$2 j=$3 rat
+    row "$label: hand-written trigger, no trigger" "$(med "$p.hw.none")" "" "" ""
+    for ph in during after; do
+        row "$label: hand-written trigger, $ph the copy" "$(med "$p.hw.$ph")" "$(f2 "$(ratio_med "$p.hw.$ph" "$p.hw.none")")" "(ratio: to no trigger)" ""
+        rat=$(ratio_med "$j.$ph" "$p.hw.$ph")
+        row "  the job (trigger capture) $ph the copy vs hand-written" "$(med "$j.$ph")" "$(f2 "$rat")" ">= 1.20 x hand-written" "$(check "$rat" ">=" 1.2)"
+    done
+}
+
 # the rows of sections 2, 2b and 5 (row, check, f2 and NA are the report's)
 writers_rows() {
     local cap kind rat
@@ -574,6 +712,9 @@ writers_rows() {
     row "100-row statements: during a backfill (trigger capture)" "$(med w100.during)" "$(f2 "$rat")" ">= 0.95 x no job" "$(check "$rat" ">=" 0.95)"
     rat=$(ratio_med w100.after w100.none)
     row "100-row statements: after it finished (downstream follows)" "$(med w100.after)" "$(f2 "$rat")" ">= 0.90 x no job" "$(check "$rat" ">=" 0.90)"
+    row "2c. writers against the hand-written trigger (ratio: job's TPS to its)" "" "" "" ""
+    hw_rows w "single-row statements" w.trigger
+    hw_rows w100 "100-row statements" w100
     row "5. snapshot log store, seconds (ratio: to copying the rows)" "" "" "" ""
     row "INSERT ... SELECT of $LOGKEYS rows (indexed)" "$(med ls.copy)" "1.00" "" ""
     rat=$(ratio_med ls.catchup ls.copy)
@@ -787,6 +928,29 @@ for iv in $INTERVALS; do
     fi
 done
 partitioned_rows
+# ---- indexes built once: against writing the heap and building the indexes once
+row "CREATE TABLE AS + ADD PRIMARY KEY (ratio: to INSERT...SELECT)" "$(med ctas)" "$(f2 "$(ratio_med ctas insert)")" "" ""
+for k in snapshot arrangement; do
+    [ "${AVAIL[$k]}" = 1 ] || continue
+    rat=$(ratio_med "$k.p1.1000" ctas)
+    if [ "$k" = snapshot ]; then
+        row "  $k, p1, run_job, 1000 ms vs CTAS + PK" "" "$(f2 "$rat")" ">= 1.00 x CTAS + PK" "$(check "$rat" ">=" 1.0)"
+    else
+        row "  $k, p1, run_job, 1000 ms vs CTAS + PK" "" "$(f2 "$rat")" "(info: maintains its index)" ""
+    fi
+done
+row "CREATE TABLE AS + 4 index builds (up3: key + 3 indexes)" "$(med ctas4)" "$(f2 "$(ratio_med ctas4 insert)")" "" ""
+for k in snapshot arrangement; do
+    [ "${AVAIL[$k]}" = 1 ] || continue
+    name="$k, p1, run_job, 1000 ms, up3, indexes => true"
+    rat=$(ratio_med "$k.p1.idx3" ctas4)
+    row "$name" "$(med "$k.p1.idx3")" "" "" ""
+    if [ "$k" = snapshot ]; then
+        row "  vs CTAS + 4 index builds" "" "$(f2 "$rat")" ">= 1.00 x CTAS + 4 builds" "$(check "$rat" ">=" 1.0)"
+    else
+        row "  vs CTAS + 4 index builds" "" "$(f2 "$rat")" "(info: maintains 4 indexes)" ""
+    fi
+done
 # ---- range vnodes: rows read by a job per upstream row
 row "rows read from up per upstream row (seq_tup_read + idx_tup_fetch)" "" "" "" ""
 for name in "arrangement.p1.1000:arrangement, p1, run_job" "arrangement.p2w.1000:arrangement, p2, workers" \

@@ -439,12 +439,13 @@ COMMENT ON FUNCTION backfill._verify_rows(bigint, text) IS
 CREATE FUNCTION backfill._create_job_as(from_job_id bigint, name text, upstream regclass,
                                         kind text, columns text[], parallelism integer,
                                         chunk_size integer, rate_limit integer,
-                                        filter text, into_existing boolean)
+                                        filter text, into_existing boolean,
+                                        indexes boolean DEFAULT false)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'backfill_create_job_as'
 LANGUAGE C VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION backfill._create_job_as(bigint, text, regclass, text, text[], integer, integer, integer, text, boolean) IS
+COMMENT ON FUNCTION backfill._create_job_as(bigint, text, regclass, text, text[], integer, integer, integer, text, boolean, boolean) IS
 'Internal: for recreate_job, create_job on behalf of the owner of a job the caller owns, in a security-restricted operation; the new job is that owner''s.';
 
 CREATE OR REPLACE FUNCTION backfill.recreate_job(job_id bigint, kind text DEFAULT NULL)
@@ -478,7 +479,7 @@ BEGIN
                                                          WITH ORDINALITY AS t(c, e, o)
                                                    ORDER BY t.o) END,
                                   j.parallelism, j.chunk_size, j.rate_limit,
-                                  j.filter, j.into_existing);
+                                  j.filter, j.into_existing, j.indexes);
     PERFORM backfill._copy_names(new_id, job_id);
     RETURN new_id;
 END
@@ -516,3 +517,122 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._remote_switchover(bigint, boolean, interval, integer) IS
 'Internal: switches a finished remote job the caller owns over from its source: optionally fences the source table (revokes its write privileges from every role but its owner), fetches and applies every change committed there, sets the local sequences to the source''s, stops following and drops the slot and the publication on the source; returns the source LSN it switched at.';
+-- ---- indexes built once (src/copy/index_build.c, doc/indexes.md) ----
+
+-- A snapshot job writes nothing into its downstream during its snapshot but
+-- the snapshot's own rows, which are all different keys: it copies into a
+-- downstream without indexes and builds them once, after the snapshot and
+-- before it applies the changes it logged meanwhile.  Until then, each index
+-- it is to build is a row here: the statement that builds it, split around
+-- the downstream's name, which is read afresh when it runs (a rename of the
+-- downstream disturbs nothing).
+ALTER TABLE backfill.job ADD COLUMN indexes boolean NOT NULL DEFAULT false;
+COMMENT ON COLUMN backfill.job.indexes IS
+'Whether create_job gave the downstream the upstream''s indexes besides its key (create_job''s "indexes").';
+
+CREATE TABLE backfill.job_index (
+    job_id bigint NOT NULL REFERENCES backfill.job ON DELETE CASCADE,
+    position integer NOT NULL,
+    index_name name NOT NULL,
+    head text NOT NULL,
+    tail text NOT NULL,
+    PRIMARY KEY (job_id, position)
+);
+COMMENT ON TABLE backfill.job_index IS
+'Indexes of the jobs'' downstreams still to build: each is built by head || the downstream''s name || tail, in position order, once the snapshot is copied.';
+SELECT pg_catalog.pg_extension_config_dump('backfill.job_index', '');
+GRANT SELECT ON backfill.job_index TO PUBLIC;
+ALTER TABLE backfill.job_index ENABLE ROW LEVEL SECURITY;
+CREATE POLICY job_index_owner ON backfill.job_index FOR SELECT
+    USING (EXISTS (SELECT FROM backfill.job j WHERE j.job_id OPERATOR(pg_catalog.=) job_index.job_id));
+
+-- create_job gains indexes: a new signature, with a C symbol of its own, so
+-- that a 1.2 catalog keeps binding the old one until it is updated
+CREATE FUNCTION backfill.create_job(name text, upstream regclass,
+                                    kind text DEFAULT 'arrangement',
+                                    columns text[] DEFAULT NULL,
+                                    parallelism integer DEFAULT 1,
+                                    chunk_size integer DEFAULT 256,
+                                    rate_limit integer DEFAULT NULL,
+                                    filter text DEFAULT NULL,
+                                    into_existing boolean DEFAULT false,
+                                    indexes boolean DEFAULT false)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'backfill_create_job_1_3'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION backfill.create_job(text, regclass, text, text[], integer, integer, integer, text, boolean, boolean) IS
+'Creates a streaming job that fills the table "name" (a new one, or with into_existing an empty one of the user''s) from the rows of "upstream" that pass "filter", with indexes the upstream''s other indexes too; returns the job id.';
+
+-- the old signature's privileges go to the new one
+DO $$
+DECLARE
+    acl aclitem[] := (SELECT p.proacl FROM pg_catalog.pg_proc p
+                       WHERE p.oid OPERATOR(pg_catalog.=) 'backfill.create_job(text, regclass, text, text[], integer, integer, integer, text, boolean)'::pg_catalog.regprocedure);
+    a record;
+BEGIN
+    IF acl IS NULL THEN
+        RETURN;                 -- the default: EXECUTE for PUBLIC
+    END IF;
+    REVOKE ALL ON FUNCTION backfill.create_job(text, regclass, text, text[], integer, integer, integer, text, boolean, boolean) FROM PUBLIC;
+    FOR a IN SELECT e.grantee, e.privilege_type, e.is_grantable FROM pg_catalog.aclexplode(acl) e LOOP
+        EXECUTE pg_catalog.format('GRANT %s ON FUNCTION backfill.create_job(text, regclass, text, text[], integer, integer, integer, text, boolean, boolean) TO %s%s',
+                                  a.privilege_type,
+                                  CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+                                       ELSE pg_catalog.quote_ident(a.grantee::pg_catalog.regrole::pg_catalog.text) END,
+                                  CASE WHEN a.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+    END LOOP;
+END
+$$;
+DROP FUNCTION backfill.create_job(text, regclass, text, text[], integer, integer, integer, text, boolean);
+
+-- a table of the user's gets back, when its job is cancelled or dropped, the
+-- indexes the job had not built yet (each that a table of its name does not
+-- have already); one that cannot be built draws a WARNING with its statement
+CREATE OR REPLACE FUNCTION backfill._drop_job_objects(j backfill.job, drop_downstream boolean)
+RETURNS void
+LANGUAGE plpgsql
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    ix record;
+    stmt text;
+BEGIN
+    IF NOT drop_downstream AND EXISTS (SELECT FROM pg_class WHERE oid = j.downstream) THEN
+        FOR ix IN SELECT i.index_name, i.head, i.tail FROM backfill.job_index i
+                   WHERE i.job_id OPERATOR(pg_catalog.=) j.job_id ORDER BY i.position LOOP
+            CONTINUE WHEN EXISTS (SELECT FROM pg_class c
+                                   WHERE c.relname OPERATOR(pg_catalog.=) ix.index_name
+                                     AND c.relnamespace OPERATOR(pg_catalog.=)
+                                         (SELECT d.relnamespace FROM pg_class d WHERE d.oid OPERATOR(pg_catalog.=) j.downstream));
+            stmt := ix.head || j.downstream::pg_catalog.text || ix.tail;
+            BEGIN
+                EXECUTE stmt;
+            EXCEPTION WHEN OTHERS THEN
+                RAISE WARNING 'index "%" of table % was not built again', ix.index_name, j.downstream
+                    USING DETAIL = format('Backfill job %s had dropped it to build it after its snapshot: %s', j.job_id, SQLERRM),
+                          HINT = format('Run %s', stmt);
+            END;
+        END LOOP;
+    END IF;
+    -- the upstream's owner may be another role than the job's
+    PERFORM backfill._drop_triggers(j.job_id);
+    IF EXISTS (SELECT FROM pg_class WHERE oid = j.change_table) THEN
+        EXECUTE format('DROP TABLE %s', j.change_table);
+    END IF;
+    IF to_regtype(format('backfill.%I', 'image_' || j.job_id)) IS NOT NULL THEN
+        EXECUTE format('DROP TYPE backfill.%I', 'image_' || j.job_id);
+    END IF;
+    IF drop_downstream AND EXISTS (SELECT FROM pg_class WHERE oid = j.downstream) THEN
+        EXECUTE format('DROP TABLE %s', j.downstream);
+    END IF;
+    IF EXISTS (SELECT FROM pg_class WHERE oid = j.state_table) THEN
+        EXECUTE format('DROP TABLE %s', j.state_table);
+    END IF;
+    IF j.kind = 'cdc' AND NOT j.remote THEN
+        PERFORM backfill._drop_slot(j.job_id);
+    END IF;
+    IF j.remote THEN
+        PERFORM backfill._drop_kind_objects(j.job_id);
+    END IF;
+END
+$$;

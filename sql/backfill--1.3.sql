@@ -86,6 +86,9 @@ CREATE TABLE backfill.job (
     -- the failures of each job, counted: a failed job may run again, and its
     -- last_error tells only the last one (src/catalog/catalog.c counts them)
     failures integer NOT NULL DEFAULT 0,
+    -- whether create_job gave the downstream the upstream's other indexes
+    -- (src/copy/index_build.c)
+    indexes boolean NOT NULL DEFAULT false,
     CHECK ((vnode_mapping IS NOT DISTINCT FROM 'range') OPERATOR(pg_catalog.=)
            (vnode_bounds IS NOT NULL))
 );
@@ -114,6 +117,8 @@ COMMENT ON COLUMN backfill.job.remote_caught_up_at IS
 'When a fetch last reached the end of the source''s flushed WAL.';
 COMMENT ON COLUMN backfill.job.remote_last_commit IS
 'The commit time on the source of the last transaction fetched.';
+COMMENT ON COLUMN backfill.job.indexes IS
+'Whether create_job gave the downstream the upstream''s indexes besides its key (create_job''s "indexes").';
 
 CREATE TABLE backfill.actor (
     actor_id integer PRIMARY KEY,
@@ -160,6 +165,29 @@ CREATE POLICY job_owner ON backfill.job FOR SELECT
     USING (pg_catalog.pg_has_role(CURRENT_USER, owner, 'USAGE'));
 CREATE POLICY actor_owner ON backfill.actor FOR SELECT
     USING (EXISTS (SELECT FROM backfill.job j WHERE j.job_id OPERATOR(pg_catalog.=) actor.job_id));
+
+-- A snapshot job writes nothing into its downstream during its snapshot but
+-- the snapshot's own rows, which are all different keys: it copies into a
+-- downstream without indexes and builds them once, after the snapshot and
+-- before it applies the changes it logged meanwhile.  Until then, each index
+-- it is to build is a row here: the statement that builds it, split around
+-- the downstream's name, which is read afresh when it runs (a rename of the
+-- downstream disturbs nothing).
+CREATE TABLE backfill.job_index (
+    job_id bigint NOT NULL REFERENCES backfill.job ON DELETE CASCADE,
+    position integer NOT NULL,
+    index_name name NOT NULL,
+    head text NOT NULL,
+    tail text NOT NULL,
+    PRIMARY KEY (job_id, position)
+);
+COMMENT ON TABLE backfill.job_index IS
+'Indexes of the jobs'' downstreams still to build: each is built by head || the downstream''s name || tail, in position order, once the snapshot is copied.';
+SELECT pg_catalog.pg_extension_config_dump('backfill.job_index', '');
+GRANT SELECT ON backfill.job_index TO PUBLIC;
+ALTER TABLE backfill.job_index ENABLE ROW LEVEL SECURITY;
+CREATE POLICY job_index_owner ON backfill.job_index FOR SELECT
+    USING (EXISTS (SELECT FROM backfill.job j WHERE j.job_id OPERATOR(pg_catalog.=) job_index.job_id));
 
 -- ---------------------------------------------------------------------------
 -- Keys and vnodes
@@ -382,12 +410,13 @@ COMMENT ON FUNCTION backfill._check_workers(bigint, integer) IS
 CREATE FUNCTION backfill._create_job_as(from_job_id bigint, name text, upstream regclass,
                                         kind text, columns text[], parallelism integer,
                                         chunk_size integer, rate_limit integer,
-                                        filter text, into_existing boolean)
+                                        filter text, into_existing boolean,
+                                        indexes boolean DEFAULT false)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'backfill_create_job_as'
 LANGUAGE C VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION backfill._create_job_as(bigint, text, regclass, text, text[], integer, integer, integer, text, boolean) IS
+COMMENT ON FUNCTION backfill._create_job_as(bigint, text, regclass, text, text[], integer, integer, integer, text, boolean, boolean) IS
 'Internal: for recreate_job, create_job on behalf of the owner of a job the caller owns, in a security-restricted operation; the new job is that owner''s.';
 
 -- ---------------------------------------------------------------------------
@@ -442,7 +471,27 @@ RETURNS void
 LANGUAGE plpgsql
 SET search_path = pg_catalog, pg_temp
 AS $$
+DECLARE
+    ix record;
+    stmt text;
 BEGIN
+    IF NOT drop_downstream AND EXISTS (SELECT FROM pg_class WHERE oid = j.downstream) THEN
+        FOR ix IN SELECT i.index_name, i.head, i.tail FROM backfill.job_index i
+                   WHERE i.job_id OPERATOR(pg_catalog.=) j.job_id ORDER BY i.position LOOP
+            CONTINUE WHEN EXISTS (SELECT FROM pg_class c
+                                   WHERE c.relname OPERATOR(pg_catalog.=) ix.index_name
+                                     AND c.relnamespace OPERATOR(pg_catalog.=)
+                                         (SELECT d.relnamespace FROM pg_class d WHERE d.oid OPERATOR(pg_catalog.=) j.downstream));
+            stmt := ix.head || j.downstream::pg_catalog.text || ix.tail;
+            BEGIN
+                EXECUTE stmt;
+            EXCEPTION WHEN OTHERS THEN
+                RAISE WARNING 'index "%" of table % was not built again', ix.index_name, j.downstream
+                    USING DETAIL = format('Backfill job %s had dropped it to build it after its snapshot: %s', j.job_id, SQLERRM),
+                          HINT = format('Run %s', stmt);
+            END;
+        END LOOP;
+    END IF;
     -- the upstream's owner may be another role than the job's
     PERFORM backfill._drop_triggers(j.job_id);
     IF EXISTS (SELECT FROM pg_class WHERE oid = j.change_table) THEN
@@ -574,8 +623,8 @@ COMMENT ON FUNCTION backfill._rw_duration(bigint) IS
 -- Jobs
 -- ---------------------------------------------------------------------------
 
--- The signature of 1.2, with filter and into_existing, and a C symbol of
--- its own, so that a 1.0 or 1.1 catalog keeps binding the old one until it
+-- The signature of 1.3, with filter, into_existing and indexes, and a C
+-- symbol of its own, so that an older catalog keeps binding its own until it
 -- is updated
 CREATE FUNCTION backfill.create_job(name text, upstream regclass,
                                     kind text DEFAULT 'arrangement',
@@ -584,12 +633,13 @@ CREATE FUNCTION backfill.create_job(name text, upstream regclass,
                                     chunk_size integer DEFAULT 256,
                                     rate_limit integer DEFAULT NULL,
                                     filter text DEFAULT NULL,
-                                    into_existing boolean DEFAULT false)
+                                    into_existing boolean DEFAULT false,
+                                    indexes boolean DEFAULT false)
 RETURNS bigint
-AS 'MODULE_PATHNAME', 'backfill_create_job_1_2'
+AS 'MODULE_PATHNAME', 'backfill_create_job_1_3'
 LANGUAGE C VOLATILE PARALLEL UNSAFE;
-COMMENT ON FUNCTION backfill.create_job(text, regclass, text, text[], integer, integer, integer, text, boolean) IS
-'Creates a streaming job that fills the table "name" (a new one, or with into_existing an empty one of the user''s) from the rows of "upstream" that pass "filter"; returns the job id.';
+COMMENT ON FUNCTION backfill.create_job(text, regclass, text, text[], integer, integer, integer, text, boolean, boolean) IS
+'Creates a streaming job that fills the table "name" (a new one, or with into_existing an empty one of the user''s) from the rows of "upstream" that pass "filter", with indexes the upstream''s other indexes too; returns the job id.';
 
 CREATE PROCEDURE backfill.run_job(job_id bigint, max_barriers integer DEFAULT NULL)
 AS 'MODULE_PATHNAME', 'backfill_run_job'
@@ -694,7 +744,7 @@ BEGIN
                                                          WITH ORDINALITY AS t(c, e, o)
                                                    ORDER BY t.o) END,
                                   j.parallelism, j.chunk_size, j.rate_limit,
-                                  j.filter, j.into_existing);
+                                  j.filter, j.into_existing, j.indexes);
     PERFORM backfill._copy_names(new_id, job_id);
     RETURN new_id;
 END

@@ -12,7 +12,8 @@
  *
  * It has two C symbols, as pg_stat_statements keeps one per signature:
  * backfill_create_job for the seven arguments of catalogs 1.0 and 1.1,
- * backfill_create_job_1_2 for the nine of 1.2 (filter, into_existing).  An
+ * backfill_create_job_1_2 for the nine of 1.2 (filter, into_existing),
+ * backfill_create_job_1_3 for the ten of 1.3 (indexes, index_build.c).  An
  * older catalog keeps working with the newer library until ALTER EXTENSION
  * UPDATE; what it has no columns for (computed columns) is refused.
  *
@@ -61,9 +62,11 @@
 #include "copy.h"
 #include "capture.h"
 #include "upstream.h"
+#include "index_build.h"
 
 PG_FUNCTION_INFO_V1(backfill_create_job);
 PG_FUNCTION_INFO_V1(backfill_create_job_1_2);
+PG_FUNCTION_INFO_V1(backfill_create_job_1_3);
 PG_FUNCTION_INFO_V1(backfill_create_job_as);
 
 /*
@@ -131,6 +134,7 @@ typedef struct CreateArgs
 	int32		rate_limit;		/* -1 for none */
 	char	   *filter;			/* NULL for none */
 	bool		into_existing;
+	bool		indexes;		/* the upstream's other indexes too */
 } CreateArgs;
 
 /* what create_job found out about the upstream and the downstream */
@@ -205,6 +209,12 @@ read_arguments(FunctionCallInfo fcinfo, CreateArgs *args)
 		args->filter = PG_ARGISNULL(7) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(7));
 		require_arg(fcinfo, 8, "into_existing");
 		args->into_existing = PG_GETARG_BOOL(8);
+	}
+	args->indexes = false;
+	if (PG_NARGS() > 9)
+	{
+		require_arg(fcinfo, 9, "indexes");
+		args->indexes = PG_GETARG_BOOL(9);
 	}
 	if (!PG_ARGISNULL(6))
 	{
@@ -712,6 +722,8 @@ create_job(FunctionCallInfo fcinfo)
 		kind->after_create(&def);
 	backfill_capture_install(plan.rel, def.upstream_sql, def.job_id, kind->capture);
 	backfill_role_leave(&rc);
+	backfill_create_indexes(def.job_id, plan.rel, plan.downstream_sql, &plan.shape,
+							args.indexes, kind->builds_indexes_once, args.into_existing);
 	backfill_unpin_search_path(guc_level);
 
 	SPI_finish();
@@ -747,10 +759,23 @@ backfill_create_job_1_2(PG_FUNCTION_ARGS)
 }
 
 /*
+ * backfill.create_job(name text, upstream regclass, kind text,
+ *					   columns text[], parallelism int, chunk_size int,
+ *					   rate_limit int, filter text, into_existing boolean,
+ *					   indexes boolean)
+ *		RETURNS bigint
+ */
+Datum
+backfill_create_job_1_3(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT64(create_job(fcinfo));
+}
+
+/*
  * backfill._create_job_as(from_job_id bigint, name text, upstream regclass,
  *						   kind text, columns text[], parallelism int,
  *						   chunk_size int, rate_limit int, filter text,
- *						   into_existing boolean)
+ *						   into_existing boolean, indexes boolean)
  *		RETURNS bigint
  *
  * For recreate_job: create_job with the other arguments, on behalf of the
@@ -763,9 +788,9 @@ backfill_create_job_1_2(PG_FUNCTION_ARGS)
 Datum
 backfill_create_job_as(PG_FUNCTION_ARGS)
 {
-	LOCAL_FCINFO(create_fcinfo, 9);
-	Oid			argtypes[9] = {TEXTOID, REGCLASSOID, TEXTOID, TEXTARRAYOID, INT4OID,
-	INT4OID, INT4OID, TEXTOID, BOOLOID};
+	LOCAL_FCINFO(create_fcinfo, 10);
+	Oid			argtypes[10] = {TEXTOID, REGCLASSOID, TEXTOID, TEXTARRAYOID, INT4OID,
+	INT4OID, INT4OID, TEXTOID, BOOLOID, BOOLOID};
 	Oid			create_oid;
 	int64		from_job_id;
 	Oid			owner;

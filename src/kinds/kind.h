@@ -64,6 +64,14 @@ typedef struct KindRoutine
 	 */
 	bool		cuts_splits;
 
+	/*
+	 * Whether nothing reads or writes its downstream by key until every
+	 * vnode has finished its snapshot, so that it builds the downstream's
+	 * indexes once, after the snapshot (index_build.c): a kind that sets
+	 * it calls backfill_indexes_built() before it writes by key.
+	 */
+	bool		builds_indexes_once;
+
 	/* ---- create_job ---- */
 
 	/*

@@ -42,6 +42,15 @@
  * when all have, the job's final barrier (executor.c) takes the rest under
  * its lock and the job follows the upstream through the apply trigger.
  *
+ * Nothing reads or writes the downstream by key during phase 1: its chunks
+ * insert keys that are all different, of a snapshot no change reaches, and
+ * their positions commit with them.  So the downstream has no index during
+ * phase 1 (create_job drops them while it is empty, index_build.c), and the
+ * first actor builds them all once, each with one sort, before any actor
+ * applies its log; the others wait for it.  A kill during the build rolls
+ * it back with its barrier, and the restarted job builds again without
+ * reading the snapshot again (doc/indexes.md).
+ *
  * The state table is RisingWave's progress table of a snapshot backfill:
  *
  *		vnode smallint PRIMARY KEY, epoch bigint, row_count bigint,
@@ -77,6 +86,7 @@
 #include "catalog_access.h"
 #include "copy.h"
 #include "capture.h"
+#include "index_build.h"
 
 /* what the snapshot kind keeps in its executor */
 typedef struct SnapshotPlans
@@ -568,6 +578,9 @@ log_store_barrier(BarrierExecutor *exec, int actor)
 		/* inside the barrier's connection: a nested one of its own */
 		if (!snapshot_everywhere(job, false))
 			return false;
+		/* the downstream's indexes, built once by the first actor */
+		if (!backfill_indexes_built(job, actor == 0))
+			return false;
 		a->in_log_store = true;
 	}
 
@@ -718,6 +731,7 @@ const KindRoutine backfill_snapshot_routine = {
 	.capture = CAPTURE_LOG,
 	.recount_total = false,		/* that of its snapshot, counted by create_job */
 	.needs_job_column = "snapshot_epoch",	/* version 1.1 */
+	.builds_indexes_once = true,
 	.create_state_table = snapshot_create_state_table,
 	.after_create = snapshot_after_create,
 	.load_state = snapshot_load_state,

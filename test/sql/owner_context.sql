@@ -118,9 +118,9 @@ SELECT * FROM backfill._verify_rows(:job4, NULL);
 SELECT * FROM backfill._verify_rows(:job4, 'SELECT 1');
 SELECT backfill._create_job_as(NULL, 'regress_oc.down8', 'regress_oc.up', 'arrangement',
                                NULL, 1, 10, NULL, NULL, false);
-REVOKE EXECUTE ON FUNCTION backfill.create_job(text, regclass, text, text[], integer, integer, integer, text, boolean) FROM PUBLIC;
+REVOKE EXECUTE ON FUNCTION backfill.create_job(text, regclass, text, text[], integer, integer, integer, text, boolean, boolean) FROM PUBLIC;
 SELECT backfill.recreate_job(:job4);
-GRANT EXECUTE ON FUNCTION backfill.create_job(text, regclass, text, text[], integer, integer, integer, text, boolean) TO PUBLIC;
+GRANT EXECUTE ON FUNCTION backfill.create_job(text, regclass, text, text[], integer, integer, integer, text, boolean, boolean) TO PUBLIC;
 SELECT * FROM regress_oc_check;
 
 -- internal functions: no one calls the event triggers' own; the others

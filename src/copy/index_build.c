@@ -1,0 +1,463 @@
+/*-------------------------------------------------------------------------
+ *
+ * index_build.c
+ *	  A downstream's indexes: the upstream's other indexes given to it at
+ *	  create_job (create_job's "indexes"), and the indexes a job builds once,
+ *	  after its snapshot, instead of maintaining them row by row.
+ *
+ * Copying an index row by row costs a search of the index and a WAL record
+ * per row and per index; building it once costs a sort (in
+ * maintenance_work_mem, by parallel workers where PostgreSQL plans them:
+ * max_parallel_maintenance_workers) and writes it sequentially.  That is
+ * what pg_repack and pgcopydb do, and why CREATE TABLE AS followed by ADD
+ * PRIMARY KEY beats an INSERT into a keyed table.  A job may do the same
+ * when nothing needs the downstream's indexes while it copies, which is a
+ * property of its kind (kind.h: builds_indexes_once; doc/indexes.md argues
+ * it for each):
+ *
+ *	- the snapshot kind writes, until every vnode has finished its snapshot,
+ *	  only its chunks' rows: plain inserts of keys that are all different
+ *	  (each vnode's rows in key order from its position, which commits with
+ *	  them), of a snapshot that no change reaches (they go to the log).  No
+ *	  statement looks a key up downstream before the log store, which
+ *	  deletes and upserts by key;
+ *	- the other kinds forward changes to the rows already copied from the
+ *	  first barrier on (a delete and an upsert by key, or the apply trigger's
+ *	  ON CONFLICT), so they need the key's index throughout; they keep their
+ *	  indexes.
+ *
+ * At create_job (backfill_create_indexes), with "indexes", the upstream's
+ * valid indexes other than its primary key are created on the new
+ * downstream, each whose columns, expressions and predicate read only
+ * columns the job copies under their own names (the rest draw a NOTICE),
+ * with the name PostgreSQL derives from the downstream's (CREATE INDEX
+ * without a name).  Then, for a kind that builds once, every index of the
+ * downstream (the key's included) is written down in backfill.job_index as
+ * the statement that makes it again (ALTER TABLE ... ADD CONSTRAINT for a
+ * constraint's, else the index's definition), its name kept, and dropped:
+ * the table is empty, so that costs nothing.  A table of the user's
+ * (into_existing, which is empty: downstream.c) keeps its indexes; they are
+ * built once too when the job's owner owns it and none of them is needed as
+ * it is: an index a foreign key references, the replica identity's, the
+ * clustered one, one in a tablespace of its own or not valid stays, and the
+ * table keeps all of them when it is partitioned or has children.  The
+ * definitions are deparsed under the pinned search_path, so every name in
+ * them is qualified; the downstream's own name is spliced in when they run,
+ * as a job reads its tables' names afresh at each run.
+ *
+ * After the snapshot (backfill_indexes_built, from the kind's log store
+ * barrier, kind_snapshot.c), the first actor builds them, in order, in its
+ * barrier's transaction, then deletes their rows; every other actor waits,
+ * barrier after barrier, until it sees none, and only then applies its log.
+ * One builder, so no two builds race, and since the rows go in the same
+ * commit as the indexes, a crash or a kill during the build rolls both back
+ * and the restarted job builds again from the committed snapshot: nothing
+ * is copied again.  CREATE INDEX and ADD CONSTRAINT run the index's
+ * functions as the table's owner, in a security-restricted operation, as
+ * always.
+ *
+ * May call: privilege.c and the foundations.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "catalog/dependency.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_index.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "nodes/bitmapset.h"
+#include "optimizer/optimizer.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+#include "utils/timestamp.h"
+
+#include "lib.h"
+#include "index_build.h"
+
+/* one index to build: head || the downstream's name || tail */
+typedef struct PendingIndex
+{
+	char	   *name;
+	char	   *head;
+	char	   *tail;
+} PendingIndex;
+
+/* whether this catalog has backfill.job_index (1.3 and later) */
+static bool
+catalog_has_job_index(void)
+{
+	return OidIsValid(get_relname_relid("job_index",
+										get_namespace_oid(BACKFILL_SCHEMA, false)));
+}
+
+/* a relation's name as pg_get_indexdef prints it */
+static char *
+qualified_name(Oid relid)
+{
+	return quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
+									  get_rel_name(relid));
+}
+
+/*
+ * The part of an index's definition (pg_get_indexdef) after its table's
+ * name, " USING method (...) ...", or NULL when it does not read as
+ * expected.  *unique is set from the index.
+ */
+static char *
+index_def_tail(Oid indexoid, Oid relid, bool *unique)
+{
+	char	   *def = TextDatumGetCString(DirectFunctionCall1(pg_get_indexdef,
+															  ObjectIdGetDatum(indexoid)));
+	HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
+	const char *const only[] = {"", "ONLY "};
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for index %u", indexoid);
+	*unique = ((Form_pg_index) GETSTRUCT(tup))->indisunique;
+	ReleaseSysCache(tup);
+	for (int i = 0; i < lengthof(only); i++)
+	{
+		char	   *head = psprintf("CREATE %sINDEX %s ON %s%s", *unique ? "UNIQUE " : "",
+									quote_identifier(get_rel_name(indexoid)), only[i],
+									qualified_name(relid));
+
+		if (strncmp(def, head, strlen(head)) == 0 &&
+			strncmp(def + strlen(head), " USING ", 7) == 0)
+			return def + strlen(head);
+	}
+	return NULL;
+}
+
+/*
+ * The first column of an upstream's index that the downstream does not
+ * have as a copy of the same column under the same name, or NULL when it
+ * has them all: its key columns, and those its expressions and predicate
+ * read.
+ */
+static const char *
+unmapped_column(Relation upstream, Form_pg_index index, HeapTuple tup, const JobShape *shape)
+{
+	Bitmapset  *attrs = NULL;
+	int			x = -1;
+	const int	fields[] = {Anum_pg_index_indexprs, Anum_pg_index_indpred};
+
+	for (int i = 0; i < index->indnatts; i++)
+		if (index->indkey.values[i] != 0)
+			attrs = bms_add_member(attrs, index->indkey.values[i] -
+								   FirstLowInvalidHeapAttributeNumber);
+	for (int f = 0; f < lengthof(fields); f++)
+	{
+		bool		isnull;
+		Datum		d = SysCacheGetAttr(INDEXRELID, tup, fields[f], &isnull);
+
+		if (!isnull)
+			pull_varattnos(stringToNode(TextDatumGetCString(d)), 1, &attrs);
+	}
+	while ((x = bms_next_member(attrs, x)) >= 0)
+	{
+		AttrNumber	att = x + FirstLowInvalidHeapAttributeNumber;
+		const char *name;
+		bool		found = false;
+
+		if (att <= 0)
+			return "a system column";
+		name = get_attname(RelationGetRelid(upstream), att, false);
+		for (int c = 0; c < shape->ncols && !found; c++)
+			found = shape->cols[c].expr == NULL && shape->cols[c].attnum == att &&
+				strcmp(shape->cols[c].name, name) == 0;
+		if (!found)
+			return psprintf("column \"%s\"", name);
+	}
+	return NULL;
+}
+
+/*
+ * Give the new downstream the upstream's valid indexes other than its
+ * primary key, each that reads only columns copied under their own names,
+ * named as PostgreSQL names an index of the downstream.
+ */
+static void
+copy_upstream_indexes(Relation upstream, const char *downstream_sql, const JobShape *shape)
+{
+	List	   *indexes = RelationGetIndexList(upstream);
+	ListCell   *lc;
+
+	foreach(lc, indexes)
+	{
+		Oid			indexoid = lfirst_oid(lc);
+		HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
+		Form_pg_index index;
+		const char *missing;
+		char	   *tail;
+		bool		unique;
+
+		if (!HeapTupleIsValid(tup))
+			elog(ERROR, "cache lookup failed for index %u", indexoid);
+		index = (Form_pg_index) GETSTRUCT(tup);
+		if (index->indisprimary || !index->indisvalid || !index->indisready)
+		{
+			ReleaseSysCache(tup);
+			continue;
+		}
+		missing = unmapped_column(upstream, index, tup, shape);
+		ReleaseSysCache(tup);
+		if (missing != NULL)
+		{
+			ereport(NOTICE,
+					(errmsg("index \"%s\" of table \"%s\" is not given to the downstream",
+							get_rel_name(indexoid), RelationGetRelationName(upstream)),
+					 errdetail("The index reads %s, which the job does not copy under the same name.",
+							   missing)));
+			continue;
+		}
+		tail = index_def_tail(indexoid, RelationGetRelid(upstream), &unique);
+		if (tail == NULL)
+			elog(ERROR, "could not read the definition of index %u", indexoid);
+		backfill_spi_exec(psprintf("CREATE %sINDEX ON %s%s", unique ? "UNIQUE " : "",
+								   downstream_sql, tail),
+						  SPI_OK_UTILITY);
+	}
+	list_free(indexes);
+}
+
+/* whether a foreign key references an index */
+static bool
+referenced_by_foreign_key(Oid indexoid)
+{
+	Oid			argtypes[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(indexoid)};
+	bool		found;
+
+	backfill_spi_exec_args("SELECT FROM pg_catalog.pg_constraint "
+						   "WHERE contype OPERATOR(pg_catalog.=) 'f' "
+						   "AND conindid OPERATOR(pg_catalog.=) $1 LIMIT 1",
+						   1, argtypes, values, NULL, SPI_OK_SELECT);
+	found = SPI_processed > 0;
+	SPI_freetuptable(SPI_tuptable);
+	return found;
+}
+
+/*
+ * Whether an index of the downstream can be dropped now and built again
+ * after the snapshot with nothing lost but its comment.
+ */
+static bool
+index_can_wait(Oid indexoid)
+{
+	HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(indexoid));
+	Form_pg_index index;
+	bool		ok;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for index %u", indexoid);
+	index = (Form_pg_index) GETSTRUCT(tup);
+	ok = index->indisvalid && index->indisready && !index->indisreplident &&
+		!index->indisclustered && !OidIsValid(get_rel_tablespace(indexoid));
+	ReleaseSysCache(tup);
+	return ok && !referenced_by_foreign_key(indexoid);
+}
+
+/*
+ * Write down one index of the downstream at position, then drop it: as a
+ * constraint when it is a constraint's, else as an index.
+ */
+static void
+defer_index(int64 job_id, int position, Oid relid, const char *downstream_sql, Oid indexoid)
+{
+	Oid			conoid = get_index_constraint(indexoid);
+	char	   *name = get_rel_name(indexoid);
+	const char *head;
+	char	   *tail;
+	char	   *drop;
+	Oid			argtypes[5] = {INT8OID, INT4OID, NAMEOID, TEXTOID, TEXTOID};
+	Datum		values[5];
+	RoleContext rc;
+
+	if (OidIsValid(conoid))
+	{
+		char	   *conname = get_constraint_name(conoid);
+
+		head = "ALTER TABLE ";
+		tail = psprintf(" ADD CONSTRAINT %s %s", quote_identifier(conname),
+						TextDatumGetCString(DirectFunctionCall1(pg_get_constraintdef,
+																ObjectIdGetDatum(conoid))));
+		drop = psprintf("ALTER TABLE %s DROP CONSTRAINT %s", downstream_sql,
+						quote_identifier(conname));
+	}
+	else
+	{
+		bool		unique;
+
+		tail = index_def_tail(indexoid, relid, &unique);
+		if (tail == NULL)
+			elog(ERROR, "could not read the definition of index %u", indexoid);
+		head = psprintf("CREATE %sINDEX %s ON ", unique ? "UNIQUE " : "", quote_identifier(name));
+		drop = psprintf("DROP INDEX %s", qualified_name(indexoid));
+	}
+
+	values[0] = Int64GetDatum(job_id);
+	values[1] = Int32GetDatum(position);
+	values[2] = CStringGetDatum(name);
+	values[3] = CStringGetTextDatum(head);
+	values[4] = CStringGetTextDatum(tail);
+	backfill_catalog_enter(&rc);
+	backfill_spi_exec_args("INSERT INTO backfill.job_index (job_id, position, index_name, head, tail) "
+						   "VALUES ($1, $2, $3, $4, $5)", 5, argtypes, values, NULL, SPI_OK_INSERT);
+	backfill_role_leave(&rc);
+	backfill_spi_exec(drop, SPI_OK_UTILITY);
+}
+
+/*
+ * Drop the downstream's indexes that can wait, writing each down to be
+ * built after the snapshot: the primary key's first, then the others in
+ * the order they were made.
+ */
+static void
+defer_indexes(int64 job_id, const char *downstream_sql, bool into_existing)
+{
+	Oid			relid = DatumGetObjectId(DirectFunctionCall1(regclassin,
+															 CStringGetDatum(downstream_sql)));
+	Relation	rel;
+	List	   *indexes;
+	Oid			pkey;
+	ListCell   *lc;
+	int			position = 0;
+
+	/* a table of the user's: only its owner's, and only a plain one */
+	if (into_existing &&
+		(get_rel_relkind(relid) != RELKIND_RELATION || !pg_class_ownercheck(relid, GetUserId())))
+		return;
+	/* dropping an index takes this lock anyway: take it before looking */
+	rel = table_open(relid, AccessExclusiveLock);
+	if (into_existing && rel->rd_rel->relhassubclass)
+	{
+		table_close(rel, NoLock);
+		return;
+	}
+	indexes = RelationGetIndexList(rel);
+	pkey = RelationGetPrimaryKeyIndex(rel);
+	table_close(rel, NoLock);
+
+	if (OidIsValid(pkey) && index_can_wait(pkey))
+		defer_index(job_id, position++, relid, downstream_sql, pkey);
+	foreach(lc, indexes)
+	{
+		Oid			indexoid = lfirst_oid(lc);
+
+		if (indexoid != pkey && index_can_wait(indexoid))
+			defer_index(job_id, position++, relid, downstream_sql, indexoid);
+	}
+	list_free(indexes);
+}
+
+/*
+ * backfill_create_indexes
+ *		At create_job, after the downstream (downstream_sql) and the job's
+ *		catalog row exist: with copy_upstream, give the new downstream the
+ *		upstream's other indexes; with build_once (the job's kind builds
+ *		them after its snapshot), drop the downstream's indexes that can
+ *		wait, written down in backfill.job_index.  As the caller, under the
+ *		pinned search_path, connected to SPI.
+ */
+void
+backfill_create_indexes(int64 job_id, Relation upstream, const char *downstream_sql,
+						const JobShape *shape, bool copy_upstream, bool build_once,
+						bool into_existing)
+{
+	if (copy_upstream)
+	{
+		Oid			argtypes[1] = {INT8OID};
+		Datum		values[1] = {Int64GetDatum(job_id)};
+		RoleContext rc;
+
+		if (into_existing)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("indexes cannot be given to a downstream of the user's"),
+					 errdetail("A job with into_existing fills a table the user made, which keeps its own indexes."),
+					 errhint("Create the indexes the table needs on it, or pass indexes => false.")));
+		copy_upstream_indexes(upstream, downstream_sql, shape);
+		backfill_catalog_enter(&rc);
+		backfill_spi_exec_args("UPDATE backfill.job SET indexes = true WHERE job_id = $1",
+							   1, argtypes, values, NULL, SPI_OK_UPDATE);
+		backfill_role_leave(&rc);
+	}
+	if (build_once && catalog_has_job_index())
+		defer_indexes(job_id, downstream_sql, into_existing);
+}
+
+/*
+ * backfill_indexes_built
+ *		Whether the job's downstream has every index it is to build after
+ *		its snapshot.  With build, the caller builds those it has not, in
+ *		its transaction; without, it only looks.  Called as the job's owner,
+ *		under the job's search_path, connected to SPI, once every vnode has
+ *		finished its snapshot.
+ */
+bool
+backfill_indexes_built(BackfillJob *job, bool build)
+{
+	Oid			argtypes[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(job->job_id)};
+	RoleContext rc;
+	PendingIndex *pending;
+	int			npending;
+	TimestampTz start;
+	long		secs;
+	int			usecs;
+
+	if (!catalog_has_job_index())
+		return true;
+	backfill_catalog_enter(&rc);
+	backfill_spi_exec_args("SELECT index_name::pg_catalog.text, head, tail FROM backfill.job_index "
+						   "WHERE job_id = $1 ORDER BY position",
+						   1, argtypes, values, NULL, SPI_OK_SELECT);
+	backfill_role_leave(&rc);
+	npending = (int) SPI_processed;
+	if (npending == 0 || !build)
+	{
+		SPI_freetuptable(SPI_tuptable);
+		return npending == 0;
+	}
+	pending = palloc(sizeof(PendingIndex) * npending);
+	for (int i = 0; i < npending; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+
+		pending[i].name = SPI_getvalue(tup, desc, 1);
+		pending[i].head = SPI_getvalue(tup, desc, 2);
+		pending[i].tail = SPI_getvalue(tup, desc, 3);
+	}
+	SPI_freetuptable(SPI_tuptable);
+
+	start = GetCurrentTimestamp();
+	for (int i = 0; i < npending; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		elog(DEBUG1, "backfill job %lld builds index \"%s\" of %s",
+			 (long long) job->job_id, pending[i].name, job->downstream_sql);
+		backfill_spi_exec(psprintf("%s%s%s", pending[i].head, job->downstream_sql,
+								   pending[i].tail),
+						  SPI_OK_UTILITY);
+	}
+	backfill_catalog_enter(&rc);
+	backfill_spi_exec_args("DELETE FROM backfill.job_index WHERE job_id = $1",
+						   1, argtypes, values, NULL, SPI_OK_DELETE);
+	backfill_role_leave(&rc);
+	TimestampDifference(start, GetCurrentTimestamp(), &secs, &usecs);
+	ereport(LOG,
+			(errmsg("backfill job %lld built %d indexes of %s in %ld ms",
+					(long long) job->job_id, npending, job->downstream_sql,
+					secs * 1000 + usecs / 1000)));
+	return true;
+}

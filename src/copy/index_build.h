@@ -1,0 +1,22 @@
+/*-------------------------------------------------------------------------
+ *
+ * index_build.h
+ *	  A downstream's indexes: the upstream's copied at create_job, and those
+ *	  a job builds once, after its snapshot (index_build.c).
+ *
+ * What the layers above this folder may call (doc/layers.md).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BACKFILL_COPY_INDEX_BUILD_H
+#define BACKFILL_COPY_INDEX_BUILD_H
+
+#include "backfill.h"
+#include "copy.h"
+
+extern void backfill_create_indexes(int64 job_id, Relation upstream, const char *downstream_sql,
+									const JobShape *shape, bool copy_upstream, bool build_once,
+									bool into_existing);
+extern bool backfill_indexes_built(BackfillJob *job, bool build);
+
+#endif							/* BACKFILL_COPY_INDEX_BUILD_H */
