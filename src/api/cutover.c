@@ -120,7 +120,8 @@ backfill_cutover_turn(PG_FUNCTION_ARGS)
 	guc_level = backfill_pin_catalog_path();
 	backfill_spi_enter();
 	job = backfill_load_job(job_id, CurrentMemoryContext);
-	if (job->status != BACKFILL_STATUS_FINISHED || job->kind == BACKFILL_KIND_REMOTE_CDC)
+	if (job->status != BACKFILL_STATUS_FINISHED ||
+		backfill_kind_routine(job->kind)->capture == CAPTURE_STREAM)
 		elog(ERROR, "backfill job %lld cannot be turned around", (long long) job_id);
 	if (!CheckRelationOidLockedByMe(job->upstream, AccessExclusiveLock, false) ||
 		!CheckRelationOidLockedByMe(job->downstream, AccessExclusiveLock, false))
