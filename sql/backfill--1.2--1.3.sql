@@ -976,6 +976,7 @@ SET search_path = pg_catalog, pg_temp
 AS $$
 DECLARE
     saved text := current_setting('lock_timeout');
+    timeout_ms bigint := (extract(epoch FROM lock_timeout) * 1000)::bigint;
     locked_at timestamptz;
     pause double precision;
 BEGIN
@@ -985,25 +986,27 @@ BEGIN
         PERFORM backfill._cutover_report(job_id,
                     format('waiting_for_lock (attempt %s of %s) on table %s', tries, attempts, src));
         BEGIN
-            PERFORM set_config('lock_timeout', (extract(epoch FROM lock_timeout) * 1000)::bigint::text || 'ms', true);
+            PERFORM set_config('lock_timeout', timeout_ms || 'ms', true);
             EXECUTE format('LOCK TABLE %s, %s IN ACCESS EXCLUSIVE MODE', src, dst);
             locked_at := clock_timestamp();
+            -- again, under the lock: a view or key made while we waited
+            PERFORM backfill._cutover_check(backfill._get_job(job_id), src, dst);
             PERFORM backfill._cutover_report(job_id, format('swapping table %s with table %s', src, dst));
             to_validate := backfill._cutover_swap(src, dst, src_new_name);
             PERFORM set_config('lock_timeout', saved, true);
             EXIT;
         EXCEPTION WHEN lock_not_available THEN
             PERFORM set_config('lock_timeout', saved, true);
-            RAISE NOTICE 'cutover of backfill job %: attempt % of % could not lock table % within %',
-                job_id, tries, attempts, src, lock_timeout;
-            RAISE LOG 'cutover of backfill job %: attempt % of % could not lock table % within %',
-                job_id, tries, attempts, src, lock_timeout;
+            RAISE NOTICE 'cutover of backfill job %: attempt % of % could not lock table % within % ms',
+                job_id, tries, attempts, src, timeout_ms;
+            RAISE LOG 'cutover of backfill job %: attempt % of % could not lock table % within % ms',
+                job_id, tries, attempts, src, timeout_ms;
             IF tries >= attempts THEN
                 PERFORM backfill._cutover_report(job_id, 'gave up');
                 RAISE EXCEPTION 'could not lock table % for the cutover of backfill job % in % attempts',
                     src, job_id, attempts
                     USING ERRCODE = 'lock_not_available',
-                          DETAIL = format('Each attempt waited at most %s for the lock; another transaction held it or was ahead in the queue each time. Nothing was changed.', lock_timeout),
+                          DETAIL = format('Each attempt waited at most %s ms for the lock; another transaction held it or was ahead in the queue each time. Nothing was changed.', timeout_ms),
                           HINT = 'Find the long transaction on the table in pg_locks and pg_stat_activity, or try again with more attempts or a longer lock_timeout.';
             END IF;
             pause := least(0.01 * power(2, tries - 1), 1.0) * (0.5 + random() / 2);
