@@ -1088,6 +1088,8 @@ DECLARE
     why text;
     src_name text;
     dst_name text;
+    up_text text;
+    down_text text;
     swapped record;
 BEGIN
     PERFORM backfill._cutover_arguments(lock_timeout, attempts);
@@ -1146,6 +1148,8 @@ BEGIN
     END IF;
 
     dst_name := (SELECT relname FROM pg_class WHERE oid = j.downstream);
+    up_text := j.upstream::text;
+    down_text := j.downstream::text;
     swapped := backfill._cutover_attempts(job_id, j.upstream, j.downstream, old_name, lock_timeout, attempts);
     IF why IS NULL THEN
         PERFORM backfill._cutover_turn(job_id, true);
@@ -1159,8 +1163,8 @@ BEGIN
                                      (SELECT relnamespace FROM pg_class WHERE oid = j.downstream),
                                      dst_name, why IS NULL, j.into_existing,
                                      swapped.lock_held_ms, swapped.to_validate, false);
-    RAISE LOG 'cutover of backfill job %: table % swapped with table % (now %) after % attempts, lock held % ms',
-        job_id, j.downstream, j.upstream, old_name, swapped.tries, round(swapped.lock_held_ms::numeric, 1);
+    RAISE LOG 'cutover of backfill job %: table % swapped with table % (renamed %) after % attempts, lock held % ms',
+        job_id, down_text, up_text, old_name, swapped.tries, round(swapped.lock_held_ms::numeric, 1);
     PERFORM backfill._cutover_report(job_id, 'cut over');
     state := 'cut_over';
     attempts_made := swapped.tries;
@@ -1183,6 +1187,8 @@ DECLARE
     j backfill.job := backfill._get_job(job_id);
     c backfill.job_cutover;
     swapped record;
+    up_text text;
+    down_text text;
 BEGIN
     PERFORM backfill._cutover_arguments(lock_timeout, attempts);
     PERFORM pg_advisory_xact_lock(hashtext('backfill.cutover'), job_id::integer);
@@ -1205,6 +1211,8 @@ BEGIN
             USING ERRCODE = 'duplicate_table',
                   DETAIL = 'The rollback gives the new table back the name it had before the cutover.';
     END IF;
+    up_text := j.upstream::text;
+    down_text := j.downstream::text;
     swapped := backfill._cutover_attempts(job_id, j.upstream, j.downstream, c.new_name, lock_timeout, attempts);
     IF c.new_schema <> (SELECT relnamespace FROM pg_class WHERE oid = j.upstream) THEN
         EXECUTE format('ALTER TABLE %s SET SCHEMA %I', j.upstream, c.new_schema::regnamespace);
@@ -1213,8 +1221,8 @@ BEGIN
     PERFORM backfill._cutover_record(job_id, 'rolled_back', swapped.tries, c.old_table, c.new_table,
                                      c.old_name, c.new_schema, c.new_name, true, c.into_existing,
                                      swapped.lock_held_ms, swapped.to_validate, false);
-    RAISE LOG 'rollback of the cutover of backfill job %: table % swapped back with table % after % attempts, lock held % ms',
-        job_id, j.downstream, j.upstream, swapped.tries, round(swapped.lock_held_ms::numeric, 1);
+    RAISE LOG 'rollback of the cutover of backfill job %: table % swapped back with table % (renamed %) after % attempts, lock held % ms',
+        job_id, down_text, up_text, c.new_name, swapped.tries, round(swapped.lock_held_ms::numeric, 1);
     PERFORM backfill._cutover_report(job_id, 'rolled back');
     state := 'rolled_back';
     attempts_made := swapped.tries;
