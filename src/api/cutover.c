@@ -88,8 +88,14 @@ Datum
 backfill_cutover_remote(PG_FUNCTION_ARGS)
 {
 	int64		job_id = PG_GETARG_INT64(0);
+	bool		isnull;
 
 	(void) backfill_require_job_owner(job_id);
+	if (!DatumGetBool(backfill_job_column(job_id, "remote", &isnull)) || isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("backfill job %lld does not copy a table of another server", (long long) job_id),
+				 errhint("Use backfill.cutover(%lld).", (long long) job_id)));
 	PG_RETURN_LSN(remote_switchover(job_id, PG_GETARG_BOOL(1), PG_GETARG_INT32(2),
 									PG_GETARG_INT32(3)));
 }
@@ -122,11 +128,18 @@ backfill_cutover_turn(PG_FUNCTION_ARGS)
 	job = backfill_load_job(job_id, CurrentMemoryContext);
 	if (job->status != BACKFILL_STATUS_FINISHED ||
 		backfill_kind_routine(job->kind)->capture == CAPTURE_STREAM)
-		elog(ERROR, "backfill job %lld cannot be turned around", (long long) job_id);
-	if (!CheckRelationOidLockedByMe(job->upstream, AccessExclusiveLock, false) ||
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("backfill job %lld cannot be turned around", (long long) job_id),
+				 errdetail("Only a finished job whose upstream is local follows its downstream back.")));
+	if (!OidIsValid(job->downstream) ||
+		!CheckRelationOidLockedByMe(job->upstream, AccessExclusiveLock, false) ||
 		!CheckRelationOidLockedByMe(job->downstream, AccessExclusiveLock, false))
-		elog(ERROR, "backfill job %lld is turned around without its tables locked",
-			 (long long) job_id);
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("backfill job %lld cannot be turned around without its tables locked",
+						(long long) job_id),
+				 errdetail("The tables must be equal while the triggers move: only backfill.cutover() and backfill.rollback_cutover() turn a job around, under the lock of both tables.")));
 
 	/* out of the guard's sight while its triggers leave the old table */
 	backfill_spi_exec_args("UPDATE backfill.job SET status = 'cancelled' WHERE job_id = $1",
