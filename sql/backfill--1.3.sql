@@ -913,6 +913,780 @@ COMMENT ON FUNCTION backfill._remote_switchover(bigint, boolean, interval, integ
 'Internal: switches a finished remote job the caller owns over from its source: optionally fences the source table (revokes its write privileges from every role but its owner), fetches and applies every change committed there, sets the local sequences to the source''s, stops following and drops the slot and the publication on the source; returns the source LSN it switched at.';
 
 -- ---------------------------------------------------------------------------
+-- Cut over (src/api/cutover.c, doc/cutover.md): a finished local job's
+-- downstream takes its upstream's name and everything that names it, under
+-- the upstream's lock taken with a short lock_timeout and retried; the job
+-- turns around so that the old table follows the new one until
+-- finish_cutover, and rollback_cutover swaps back the same way.
+-- ---------------------------------------------------------------------------
+
+CREATE TABLE backfill.job_cutover (
+    job_id bigint PRIMARY KEY REFERENCES backfill.job ON DELETE CASCADE,
+    state text NOT NULL
+        CHECK (state OPERATOR(pg_catalog.=) ANY (ARRAY['cut_over', 'rolled_back', 'finished'])),
+    attempts integer NOT NULL,
+    old_table oid NOT NULL,
+    new_table oid NOT NULL,
+    old_name text NOT NULL,
+    new_schema oid NOT NULL,
+    new_name text NOT NULL,
+    reversible boolean NOT NULL,
+    into_existing boolean NOT NULL,
+    lock_held_ms double precision,
+    to_validate oid[],
+    swapped_at timestamptz NOT NULL,
+    finished_at timestamptz
+);
+COMMENT ON TABLE backfill.job_cutover IS
+'Cutovers: per job, the last swap (cut_over, rolled_back) or its end (finished), the tables it swapped, the attempts and how long the lock was held, the foreign keys still to validate.';
+COMMENT ON COLUMN backfill.job_cutover.old_table IS
+'The table that had the name before the cutover (the job''s upstream then).';
+COMMENT ON COLUMN backfill.job_cutover.new_table IS
+'The table that took the name (the job''s downstream then).';
+COMMENT ON COLUMN backfill.job_cutover.old_name IS
+'The name the old table got, in its schema.';
+COMMENT ON COLUMN backfill.job_cutover.new_name IS
+'The name the new table had before the cutover, in schema new_schema: it gets it back at a rollback.';
+COMMENT ON COLUMN backfill.job_cutover.reversible IS
+'Whether the old table follows the new one (the job turned around), so that rollback_cutover may swap back.';
+COMMENT ON COLUMN backfill.job_cutover.into_existing IS
+'The job''s into_existing before the cutover, given back at a rollback.';
+COMMENT ON COLUMN backfill.job_cutover.to_validate IS
+'Foreign keys (pg_constraint OIDs) added NOT VALID by the last swap, validated by finish_cutover.';
+SELECT pg_catalog.pg_extension_config_dump('backfill.job_cutover', '');
+GRANT SELECT ON backfill.job_cutover TO PUBLIC;
+ALTER TABLE backfill.job_cutover ENABLE ROW LEVEL SECURITY;
+CREATE POLICY job_cutover_owner ON backfill.job_cutover FOR SELECT
+    USING (EXISTS (SELECT FROM backfill.job j WHERE j.job_id OPERATOR(pg_catalog.=) job_cutover.job_id));
+
+CREATE FUNCTION backfill._cutover_record(job_id bigint, state text, attempts integer,
+                                         old_table oid, new_table oid, old_name text,
+                                         new_schema oid, new_name text, reversible boolean,
+                                         into_existing boolean, lock_held_ms double precision,
+                                         to_validate oid[], finished boolean)
+RETURNS void
+AS 'MODULE_PATHNAME', 'backfill_cutover_record'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._cutover_record(bigint, text, integer, oid, oid, text, oid, text, boolean, boolean, double precision, oid[], boolean) IS
+'Internal: writes the cutover row of a job the caller owns.';
+
+CREATE FUNCTION backfill._cutover_report(job_id bigint, what text)
+RETURNS void
+AS 'MODULE_PATHNAME', 'backfill_cutover_report'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._cutover_report(bigint, text) IS
+'Internal: shows what a cutover is doing in pg_stat_activity.query of its backend.';
+
+CREATE FUNCTION backfill._cutover_turn(job_id bigint, into_existing boolean)
+RETURNS void
+AS 'MODULE_PATHNAME', 'backfill_cutover_turn'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._cutover_turn(bigint, boolean) IS
+'Internal: turns a finished job the caller owns around under its tables'' lock: its apply triggers move to its downstream, which becomes its upstream.';
+
+-- What refuses a swap of src (which has the name) for dst, before anything
+-- is locked or changed: the objects that name src and cannot be carried.
+CREATE FUNCTION backfill._cutover_check(j backfill.job, src regclass, dst regclass)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    d record;
+    col text;
+    other bigint;
+BEGIN
+    IF NOT pg_has_role(current_user, (SELECT relowner FROM pg_class WHERE oid = src), 'USAGE') THEN
+        RAISE EXCEPTION 'must be owner of table %', src
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = format('The cutover of backfill job %s renames table %s and carries its privileges, owner and dependent objects over to table %s.', j.job_id, src, dst);
+    END IF;
+    IF NOT pg_has_role(current_user, (SELECT relowner FROM pg_class WHERE oid = dst), 'USAGE') THEN
+        RAISE EXCEPTION 'must be owner of table %', dst
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = format('The cutover of backfill job %s renames table %s and gives it the owner of table %s.', j.job_id, dst, src);
+    END IF;
+    SELECT o.job_id INTO other FROM backfill.job o
+     WHERE o.job_id <> j.job_id AND o.status <> 'cancelled'
+       AND (o.upstream IN (src, dst) OR o.downstream IN (src, dst))
+     ORDER BY o.job_id LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'cannot cut over backfill job % because backfill job % uses its tables', j.job_id, other
+            USING ERRCODE = 'object_in_use',
+                  DETAIL = format('Backfill job %s copies table %s or %s, and would be left on the wrong one after the swap.', other, src, dst),
+                  HINT = format('Drop backfill job %s first, or cut it over first.', other);
+    END IF;
+
+    -- every object that names src, from pg_depend
+    FOR d IN
+        SELECT dep.classid, dep.objid, dep.objsubid, dep.refobjsubid,
+               pg_describe_object(dep.classid, dep.objid, dep.objsubid) AS what
+          FROM pg_depend dep
+         WHERE dep.refclassid = 'pg_class'::regclass AND dep.refobjid = src AND dep.deptype = 'n'
+         ORDER BY 5
+    LOOP
+        IF d.classid = 'pg_rewrite'::regclass THEN
+            DECLARE
+                v regclass := (SELECT ev_class FROM pg_rewrite WHERE oid = d.objid);
+                k "char" := (SELECT relkind FROM pg_class WHERE oid = v);
+            BEGIN
+                IF v = src THEN
+                    CONTINUE;
+                ELSIF k = 'm' THEN
+                    RAISE EXCEPTION 'cannot carry materialized view % over to table %', v, dst
+                        USING ERRCODE = 'feature_not_supported',
+                              DETAIL = 'A materialized view would have to be refreshed from the new table while its lock is held.',
+                              HINT = format('Drop materialized view %s before the cutover and create it again after it.', v);
+                ELSIF k <> 'v' THEN
+                    RAISE EXCEPTION 'cannot carry % over to table %', d.what, dst
+                        USING ERRCODE = 'feature_not_supported',
+                              DETAIL = 'Only views and materialized views are carried; a rule on another table is not.',
+                              HINT = 'Drop the rule before the cutover and create it again after it.';
+                END IF;
+                IF d.refobjsubid > 0 THEN
+                    col := (SELECT attname FROM pg_attribute WHERE attrelid = src AND attnum = d.refobjsubid);
+                    IF NOT EXISTS (SELECT FROM pg_attribute WHERE attrelid = dst AND attname = col
+                                                             AND attnum > 0 AND NOT attisdropped) THEN
+                        RAISE EXCEPTION 'cannot carry view % over to table %', v, dst
+                            USING ERRCODE = 'feature_not_supported',
+                                  DETAIL = format('View %s selects column %I of table %s, which table %s does not have.', v, col, src, dst),
+                                  HINT = format('Drop or redefine view %s before the cutover.', v);
+                    END IF;
+                END IF;
+            END;
+        ELSIF d.classid = 'pg_constraint'::regclass THEN
+            IF (SELECT contype = 'f' AND conrelid = src FROM pg_constraint WHERE oid = d.objid) THEN
+                RAISE EXCEPTION 'cannot carry % over to table %', d.what, dst
+                    USING ERRCODE = 'feature_not_supported',
+                          DETAIL = format('Table %s references itself; the foreign keys of the new table are its own.', src),
+                          HINT = format('Add the foreign key to table %s before the cutover.', dst);
+            END IF;
+            -- foreign keys from other tables are carried; a table's own
+            -- constraints are its own
+        ELSIF d.classid = 'pg_policy'::regclass
+              AND (SELECT polrelid FROM pg_policy WHERE oid = d.objid) = src THEN
+            NULL;               -- src's own policies move
+        ELSIF d.classid IN ('pg_trigger'::regclass, 'pg_attrdef'::regclass, 'pg_class'::regclass,
+                            'pg_type'::regclass, 'pg_statistic_ext'::regclass) THEN
+            NULL;               -- carried, or the table's own
+        ELSE
+            RAISE EXCEPTION 'cannot carry % over to table %', d.what, dst
+                USING ERRCODE = 'feature_not_supported',
+                      DETAIL = format('Only views, foreign keys, triggers, policies, sequences and publications that name table %s are carried.', src),
+                      HINT = 'Drop it before the cutover and create it again after it.';
+        END IF;
+    END LOOP;
+
+    -- foreign keys from other tables need the referenced columns on dst
+    FOR d IN
+        SELECT c.oid, c.conrelid::regclass AS child, c.conname, a.attname
+          FROM pg_constraint c
+          CROSS JOIN LATERAL unnest(c.confkey) AS k(attnum)
+          JOIN pg_attribute a ON a.attrelid = src AND a.attnum = k.attnum
+         WHERE c.contype = 'f' AND c.confrelid = src AND c.conrelid <> src
+           AND NOT EXISTS (SELECT FROM pg_attribute b WHERE b.attrelid = dst AND b.attname = a.attname
+                                                       AND b.attnum > 0 AND NOT b.attisdropped)
+    LOOP
+        RAISE EXCEPTION 'cannot carry foreign key % of table % over to table %', d.conname, d.child, dst
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = format('It references column %I, which table %s does not have.', d.attname, dst);
+    END LOOP;
+
+    -- a column of src's row type elsewhere would keep the old table's type
+    SELECT format('%s.%I', a.attrelid::regclass, a.attname) INTO col
+      FROM pg_attribute a
+     WHERE a.atttypid = (SELECT reltype FROM pg_class WHERE oid = src)
+       AND a.attrelid <> src AND NOT a.attisdropped LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'cannot cut over table % because column % is of its row type', src, col
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'A column''s type cannot move from one table''s row type to another''s.';
+    END IF;
+
+    -- publications with a row filter or a column list are not carried
+    SELECT p.pubname INTO col
+      FROM pg_publication_rel r JOIN pg_publication p ON p.oid = r.prpubid
+     WHERE r.prrelid = src AND (r.prqual IS NOT NULL OR r.prattrs IS NOT NULL) LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'cannot carry the membership of table % in publication % over to table %', src, col, dst
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'The table is published with a row filter or a column list.',
+                  HINT = format('Publish table %s as a whole before the cutover, and filter again after it.', src);
+    END IF;
+
+    -- replica identity through an index: dst needs one on the same columns
+    IF (SELECT relreplident FROM pg_class WHERE oid = src) = 'i'
+       AND backfill._cutover_identity_index(src, dst) IS NULL THEN
+        RAISE EXCEPTION 'cannot carry the replica identity of table % over to table %', src, dst
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = format('Table %s has no unique index on the columns of the replica identity index of table %s.', dst, src),
+                  HINT = format('Create such an index on table %s first.', dst);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION backfill._cutover_check(backfill.job, regclass, regclass) IS
+'Internal: refuses a cutover whose dependent objects cannot be carried, before anything is locked or changed.';
+
+-- dst's unique index on the columns (by name) of src's replica identity index
+CREATE FUNCTION backfill._cutover_identity_index(src regclass, dst regclass)
+RETURNS regclass
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+SELECT di.indexrelid::regclass
+  FROM pg_index si, pg_index di
+ WHERE si.indrelid = src AND si.indisreplident
+   AND di.indrelid = dst AND di.indisunique AND di.indimmediate AND di.indpred IS NULL
+   AND di.indexprs IS NULL
+   AND ARRAY(SELECT a.attname FROM unnest(si.indkey::int2[]) WITH ORDINALITY k(n, o)
+               JOIN pg_attribute a ON a.attrelid = src AND a.attnum = k.n ORDER BY k.o)
+       = ARRAY(SELECT a.attname FROM unnest(di.indkey::int2[]) WITH ORDINALITY k(n, o)
+                 JOIN pg_attribute a ON a.attrelid = dst AND a.attnum = k.n ORDER BY k.o)
+ ORDER BY di.indisprimary DESC, 1
+ LIMIT 1
+$$;
+COMMENT ON FUNCTION backfill._cutover_identity_index(regclass, regclass) IS
+'Internal: the unique index of dst on the columns of the replica identity index of src.';
+
+-- The swap itself, under the lock of both tables: src (which has the name)
+-- becomes src_new_name in its schema, dst takes src's name and schema, and
+-- what names src moves to dst.  Definitions are read before the renames, so
+-- that the names they print resolve to dst afterwards.  Returns the foreign
+-- keys added NOT VALID, to validate after the transaction.
+CREATE FUNCTION backfill._cutover_swap(src regclass, dst regclass, src_new_name text)
+RETURNS oid[]
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    src_name name := (SELECT relname FROM pg_class WHERE oid = src);
+    src_schema name := (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                         WHERE c.oid = src);
+    dst_schema name := (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                         WHERE c.oid = dst);
+    s pg_class := (SELECT c FROM pg_class c WHERE c.oid = src);
+    dst_text text := dst::text;
+    views text[];
+    view_names regclass[];
+    trigs text[];
+    trig_states "char"[];
+    trig_names name[];
+    fks text[];
+    fk_children regclass[];
+    fk_names name[];
+    added oid[] := '{}';
+    r record;
+    g record;
+    i integer;
+BEGIN
+    -- definitions first, printed with src's name, which dst will have
+    SELECT array_agg(format('CREATE OR REPLACE VIEW %s%s AS %s', v.oid::regclass,
+                            CASE WHEN v.reloptions IS NOT NULL
+                                 THEN format(' WITH (%s)', array_to_string(v.reloptions, ', ')) ELSE '' END,
+                            pg_get_viewdef(v.oid)) ORDER BY v.oid),
+           array_agg(v.oid::regclass ORDER BY v.oid)
+      INTO views, view_names
+      FROM pg_class v
+     WHERE v.relkind = 'v'
+       AND v.oid IN (SELECT rw.ev_class FROM pg_depend dep JOIN pg_rewrite rw ON rw.oid = dep.objid
+                      WHERE dep.classid = 'pg_rewrite'::regclass AND dep.refclassid = 'pg_class'::regclass
+                        AND dep.refobjid = src AND dep.deptype = 'n');
+    -- the user's triggers (not those of a job, whose function is the extension's)
+    SELECT array_agg(pg_get_triggerdef(t.oid) ORDER BY t.tgname), array_agg(t.tgenabled ORDER BY t.tgname),
+           array_agg(t.tgname ORDER BY t.tgname)
+      INTO trigs, trig_states, trig_names
+      FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid
+     WHERE t.tgrelid = src AND NOT t.tgisinternal AND t.tgparentid = 0
+       AND p.pronamespace <> 'backfill'::regnamespace;
+    SELECT array_agg(pg_get_constraintdef(c.oid) ORDER BY c.oid), array_agg(c.conrelid::regclass ORDER BY c.oid),
+           array_agg(c.conname ORDER BY c.oid)
+      INTO fks, fk_children, fk_names
+      FROM pg_constraint c
+     WHERE c.contype = 'f' AND c.confrelid = src AND c.conrelid <> src AND c.conparentid = 0;
+
+    -- the names
+    EXECUTE format('ALTER TABLE %s RENAME TO %I', src, src_new_name);
+    IF dst_schema <> src_schema THEN
+        EXECUTE format('ALTER TABLE %s SET SCHEMA %I', dst, src_schema);
+    END IF;
+    EXECUTE format('ALTER TABLE %s RENAME TO %I', dst, src_name);
+
+    -- the owner, then the privileges: exactly src's
+    IF (SELECT relowner FROM pg_class WHERE oid = dst) <> s.relowner THEN
+        EXECUTE format('ALTER TABLE %s OWNER TO %I', dst, s.relowner::regrole);
+    END IF;
+    FOR r IN SELECT DISTINCT a.grantee FROM pg_class c, aclexplode(c.relacl) a
+              WHERE c.oid = dst AND a.grantee <> s.relowner LOOP
+        EXECUTE format('REVOKE ALL ON TABLE %s FROM %s', dst,
+                       CASE WHEN r.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(r.grantee::regrole::text) END);
+    END LOOP;
+    FOR r IN SELECT a.grantee, a.privilege_type, a.is_grantable FROM aclexplode(s.relacl) a
+              WHERE a.grantee <> s.relowner LOOP
+        EXECUTE format('GRANT %s ON TABLE %s TO %s%s', r.privilege_type, dst,
+                       CASE WHEN r.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(r.grantee::regrole::text) END,
+                       CASE WHEN r.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+    END LOOP;
+    -- columns: privileges, comments, statistics targets, defaults, identity
+    FOR r IN SELECT sa.attname, sa.attnum, sa.attacl, sa.attstattarget, sa.attidentity,
+                    da.attidentity AS dst_identity, da.atthasdef AS dst_hasdef,
+                    pg_get_expr(ad.adbin, ad.adrelid) AS default_expr, sa.attgenerated,
+                    col_description(src, sa.attnum) AS comment
+               FROM pg_attribute sa
+               JOIN pg_attribute da ON da.attrelid = dst AND da.attname = sa.attname
+                                   AND da.attnum > 0 AND NOT da.attisdropped
+               LEFT JOIN pg_attrdef ad ON ad.adrelid = src AND ad.adnum = sa.attnum
+              WHERE sa.attrelid = src AND sa.attnum > 0 AND NOT sa.attisdropped
+              ORDER BY sa.attnum LOOP
+        FOR g IN SELECT * FROM aclexplode(r.attacl) LOOP
+            EXECUTE format('GRANT %s (%I) ON TABLE %s TO %s%s', g.privilege_type, r.attname, dst,
+                           CASE WHEN g.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(g.grantee::regrole::text) END,
+                           CASE WHEN g.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
+        END LOOP;
+        IF r.comment IS NOT NULL THEN
+            EXECUTE format('COMMENT ON COLUMN %s.%I IS %L', dst, r.attname, r.comment);
+        END IF;
+        IF r.attstattarget >= 0 THEN
+            EXECUTE format('ALTER TABLE %s ALTER COLUMN %I SET STATISTICS %s', dst, r.attname, r.attstattarget);
+        END IF;
+        IF r.attidentity <> '' AND r.dst_identity = '' THEN
+            -- the identity moves, its sequence going on where src's was
+            DECLARE
+                seq_src regclass := pg_get_serial_sequence(src::text, r.attname)::regclass;
+                last bigint;
+                called boolean;
+            BEGIN
+                EXECUTE format('SELECT last_value, is_called FROM %s', seq_src) INTO last, called;
+                EXECUTE format('ALTER TABLE %s ALTER COLUMN %I DROP IDENTITY', src, r.attname);
+                EXECUTE format('ALTER TABLE %s ALTER COLUMN %I SET NOT NULL, ALTER COLUMN %I ADD GENERATED %s AS IDENTITY',
+                               dst, r.attname, r.attname,
+                               CASE r.attidentity WHEN 'a' THEN 'ALWAYS' ELSE 'BY DEFAULT' END);
+                PERFORM setval(pg_get_serial_sequence(dst::text, r.attname)::regclass, last, called);
+            END;
+        ELSIF r.default_expr IS NOT NULL AND NOT r.dst_hasdef AND r.attgenerated = '' THEN
+            EXECUTE format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT %s', dst, r.attname, r.default_expr);
+        END IF;
+    END LOOP;
+    -- sequences owned by src's columns follow them
+    FOR r IN SELECT dep.objid::regclass AS seq, a.attname
+               FROM pg_depend dep
+               JOIN pg_class c ON c.oid = dep.objid AND c.relkind = 'S'
+               JOIN pg_attribute a ON a.attrelid = src AND a.attnum = dep.refobjsubid
+              WHERE dep.classid = 'pg_class'::regclass AND dep.refclassid = 'pg_class'::regclass
+                AND dep.refobjid = src AND dep.deptype = 'a'
+                AND EXISTS (SELECT FROM pg_attribute b WHERE b.attrelid = dst AND b.attname = a.attname
+                                                        AND b.attnum > 0 AND NOT b.attisdropped) LOOP
+        EXECUTE format('ALTER SEQUENCE %s OWNED BY %s.%I', r.seq, dst, r.attname);
+    END LOOP;
+    IF obj_description(src, 'pg_class') IS NOT NULL THEN
+        EXECUTE format('COMMENT ON TABLE %s IS %L', dst, obj_description(src, 'pg_class'));
+    END IF;
+
+    -- row-level security: the policies and the flags move
+    FOR r IN SELECT p.polname,
+                    format('CREATE POLICY %I ON %s AS %s FOR %s TO %s%s%s', p.polname, dst,
+                           CASE WHEN p.polpermissive THEN 'PERMISSIVE' ELSE 'RESTRICTIVE' END,
+                           CASE p.polcmd WHEN 'r' THEN 'SELECT' WHEN 'a' THEN 'INSERT' WHEN 'w' THEN 'UPDATE'
+                                         WHEN 'd' THEN 'DELETE' ELSE 'ALL' END,
+                           CASE WHEN p.polroles = '{0}' THEN 'PUBLIC'
+                                ELSE (SELECT string_agg(quote_ident(rolname), ', ') FROM pg_roles
+                                       WHERE oid = ANY (p.polroles)) END,
+                           ' USING (' || pg_get_expr(p.polqual, p.polrelid) || ')',
+                           ' WITH CHECK (' || pg_get_expr(p.polwithcheck, p.polrelid) || ')') AS ddl
+               FROM pg_policy p WHERE p.polrelid = src ORDER BY p.polname LOOP
+        EXECUTE r.ddl;
+        EXECUTE format('DROP POLICY %I ON %s', r.polname, src);
+    END LOOP;
+    EXECUTE format('ALTER TABLE %s %s ROW LEVEL SECURITY, %s ROW LEVEL SECURITY', dst,
+                   CASE WHEN s.relrowsecurity THEN 'ENABLE' ELSE 'DISABLE' END,
+                   CASE WHEN s.relforcerowsecurity THEN 'FORCE' ELSE 'NO FORCE' END);
+    IF s.relrowsecurity OR s.relforcerowsecurity THEN
+        EXECUTE format('ALTER TABLE %s DISABLE ROW LEVEL SECURITY, NO FORCE ROW LEVEL SECURITY', src);
+    END IF;
+
+    -- replica identity
+    EXECUTE format('ALTER TABLE %s REPLICA IDENTITY %s', dst,
+                   CASE s.relreplident WHEN 'd' THEN 'DEFAULT' WHEN 'f' THEN 'FULL' WHEN 'n' THEN 'NOTHING'
+                        ELSE 'USING INDEX ' || quote_ident((SELECT relname FROM pg_class
+                                                             WHERE oid = backfill._cutover_identity_index(src, dst)))
+                   END);
+
+    -- publications: dst joins those src leaves
+    FOR r IN SELECT p.pubname FROM pg_publication_rel pr JOIN pg_publication p ON p.oid = pr.prpubid
+              WHERE pr.prrelid = src ORDER BY 1 LOOP
+        EXECUTE format('ALTER PUBLICATION %I ADD TABLE %s', r.pubname, dst);
+        EXECUTE format('ALTER PUBLICATION %I DROP TABLE %s', r.pubname, src);
+    END LOOP;
+
+    -- the user's triggers move, in the state they were in
+    FOR i IN 1 .. coalesce(cardinality(trigs), 0) LOOP
+        EXECUTE format('DROP TRIGGER %I ON %s', trig_names[i], src);
+        EXECUTE trigs[i];
+        IF trig_states[i] <> 'O' THEN
+            EXECUTE format('ALTER TABLE %s %s TRIGGER %I', dst,
+                           CASE trig_states[i] WHEN 'D' THEN 'DISABLE' WHEN 'R' THEN 'ENABLE REPLICA'
+                                               ELSE 'ENABLE ALWAYS' END, trig_names[i]);
+        END IF;
+    END LOOP;
+
+    -- views select from dst now: same definition, same options, same OID
+    FOR i IN 1 .. coalesce(cardinality(views), 0) LOOP
+        BEGIN
+            EXECUTE views[i];
+        EXCEPTION WHEN OTHERS THEN
+            DECLARE
+                msg text;
+            BEGIN
+                GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT;
+                RAISE EXCEPTION 'cannot carry view % over to table %', view_names[i], dst_text
+                    USING ERRCODE = 'feature_not_supported',
+                          DETAIL = format('Its definition does not fit table %s: %s.', dst_text, msg),
+                          HINT = format('Drop or redefine view %s before the cutover.', view_names[i]);
+            END;
+        END;
+    END LOOP;
+
+    -- foreign keys from other tables: on dst, NOT VALID, validated after
+    FOR i IN 1 .. coalesce(cardinality(fks), 0) LOOP
+        EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', fk_children[i], fk_names[i]);
+        EXECUTE format('ALTER TABLE %s ADD CONSTRAINT %I %s%s', fk_children[i], fk_names[i],
+                       fks[i], CASE WHEN fks[i] LIKE '% NOT VALID' THEN '' ELSE ' NOT VALID' END);
+        added := added || (SELECT oid FROM pg_constraint WHERE conrelid = fk_children[i] AND conname = fk_names[i]);
+    END LOOP;
+    RETURN added;
+END
+$$;
+COMMENT ON FUNCTION backfill._cutover_swap(regclass, regclass, text) IS
+'Internal: under the lock of both tables, renames src to src_new_name and dst to src''s name, and moves to dst what names src.';
+
+-- Lock both tables ACCESS EXCLUSIVE, src first (the one writers queue on),
+-- each attempt waiting at most lock_timeout: a writer queued behind the
+-- attempt waits no longer than that.  A failed attempt is a NOTICE and a
+-- line in the server log, then a pause that doubles each time (with
+-- jitter, at most a second) lets the queued writers through.  Then the
+-- swap, in the same subtransaction, so a lock it waits for (a child table
+-- of a foreign key) is bounded alike.  Gives up with 55P03 after
+-- "attempts" attempts, everything as it was.
+CREATE FUNCTION backfill._cutover_attempts(job_id bigint, src regclass, dst regclass, src_new_name text,
+                                           lock_timeout interval, attempts integer,
+                                           OUT tries integer, OUT lock_held_ms double precision,
+                                           OUT to_validate oid[])
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    saved text := current_setting('lock_timeout');
+    timeout_ms bigint := (extract(epoch FROM lock_timeout) * 1000)::bigint;
+    locked_at timestamptz;
+    pause double precision;
+BEGIN
+    tries := 0;
+    LOOP
+        tries := tries + 1;
+        PERFORM backfill._cutover_report(job_id,
+                    format('waiting_for_lock (attempt %s of %s) on table %s', tries, attempts, src));
+        BEGIN
+            PERFORM set_config('lock_timeout', timeout_ms || 'ms', true);
+            EXECUTE format('LOCK TABLE %s, %s IN ACCESS EXCLUSIVE MODE', src, dst);
+            locked_at := clock_timestamp();
+            -- again, under the lock: a view or key made while we waited
+            PERFORM backfill._cutover_check(backfill._get_job(job_id), src, dst);
+            PERFORM backfill._cutover_report(job_id, format('swapping table %s with table %s', src, dst));
+            to_validate := backfill._cutover_swap(src, dst, src_new_name);
+            PERFORM set_config('lock_timeout', saved, true);
+            EXIT;
+        EXCEPTION WHEN lock_not_available THEN
+            PERFORM set_config('lock_timeout', saved, true);
+            RAISE NOTICE 'cutover of backfill job %: attempt % of % could not lock table % within % ms',
+                job_id, tries, attempts, src, timeout_ms;
+            RAISE LOG 'cutover of backfill job %: attempt % of % could not lock table % within % ms',
+                job_id, tries, attempts, src, timeout_ms;
+            IF tries >= attempts THEN
+                PERFORM backfill._cutover_report(job_id, 'gave up');
+                RAISE EXCEPTION 'could not lock table % for the cutover of backfill job % in % attempts',
+                    src, job_id, attempts
+                    USING ERRCODE = 'lock_not_available',
+                          DETAIL = format('Each attempt waited at most %s ms for the lock; another transaction held it or was ahead in the queue each time. Nothing was changed.', timeout_ms),
+                          HINT = 'Find the long transaction on the table in pg_locks and pg_stat_activity, or try again with more attempts or a longer lock_timeout.';
+            END IF;
+            pause := least(0.01 * power(2, tries - 1), 1.0) * (0.5 + random() / 2);
+            PERFORM pg_sleep(pause);
+        END;
+    END LOOP;
+    lock_held_ms := extract(epoch FROM clock_timestamp() - locked_at) * 1000;
+END
+$$;
+COMMENT ON FUNCTION backfill._cutover_attempts(bigint, regclass, regclass, text, interval, integer) IS
+'Internal: locks both tables of a cutover with bounded waits and retries, then swaps them.';
+
+-- the arguments every cutover function shares, checked alike
+CREATE FUNCTION backfill._cutover_arguments(lock_timeout interval, attempts integer)
+RETURNS void
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF lock_timeout IS NULL THEN
+        RAISE EXCEPTION 'argument "lock_timeout" must not be null' USING ERRCODE = 'null_value_not_allowed';
+    ELSIF attempts IS NULL THEN
+        RAISE EXCEPTION 'argument "attempts" must not be null' USING ERRCODE = 'null_value_not_allowed';
+    ELSIF lock_timeout < '1ms' OR lock_timeout > '1 hour' THEN
+        RAISE EXCEPTION 'lock_timeout must be between 1 ms and 1 hour'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'A writer queued behind the cutover''s lock waits up to this long at each attempt.';
+    ELSIF attempts < 1 OR attempts > 1000 THEN
+        RAISE EXCEPTION 'attempts must be between 1 and 1000' USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION backfill._cutover_arguments(interval, integer) IS
+'Internal: checks the lock_timeout and attempts of a cutover or rollback.';
+
+-- a job that can be turned around: its downstream maps back onto its
+-- upstream, and its owner may write the upstream; NULL if so, else why not
+CREATE FUNCTION backfill._cutover_irreversible(j backfill.job)
+RETURNS text
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    col text;
+BEGIN
+    IF j.filter IS NOT NULL THEN
+        RETURN 'the job has a filter, so the new table lacks rows the old one has';
+    ELSIF j.expressions IS NOT NULL AND EXISTS (SELECT FROM unnest(j.expressions) e WHERE e IS NOT NULL) THEN
+        RETURN 'the job has computed columns, whose values cannot be turned back into the old table''s';
+    END IF;
+    SELECT a.attname INTO col FROM pg_attribute a
+     WHERE a.attrelid = j.upstream AND a.attnum > 0 AND NOT a.attisdropped
+       AND a.attnotnull AND NOT a.atthasdef AND a.attidentity = '' AND a.attgenerated = ''
+       AND a.attname <> ALL (j.columns) LIMIT 1;
+    IF FOUND THEN
+        RETURN format('column %I of table %s is not copied, and is NOT NULL without a default', col, j.upstream);
+    END IF;
+    IF NOT has_table_privilege(j.owner, j.upstream, 'INSERT, UPDATE, DELETE') THEN
+        RETURN format('the job''s owner %s may not write table %s', j.owner, j.upstream);
+    END IF;
+    RETURN NULL;
+END
+$$;
+COMMENT ON FUNCTION backfill._cutover_irreversible(backfill.job) IS
+'Internal: why a job''s downstream could not be followed back by its upstream after a cutover, or NULL.';
+
+CREATE FUNCTION backfill.cutover(job_id bigint, old_name text DEFAULT NULL,
+                                 lock_timeout interval DEFAULT '1s', attempts integer DEFAULT 20,
+                                 fence boolean DEFAULT false,
+                                 OUT state text, OUT attempts_made integer,
+                                 OUT lock_held_ms double precision, OUT old_table regclass,
+                                 OUT rollback_possible boolean, OUT source_lsn pg_lsn)
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j backfill.job := backfill._get_job(job_id);
+    c backfill.job_cutover;
+    why text;
+    src_name text;
+    dst_name text;
+    up_text text;
+    down_text text;
+    swapped record;
+BEGIN
+    PERFORM backfill._cutover_arguments(lock_timeout, attempts);
+    IF fence IS NULL THEN
+        RAISE EXCEPTION 'argument "fence" must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    -- one cutover of a job at a time; rollback and finish take it too
+    PERFORM pg_advisory_xact_lock(hashtext('backfill.cutover'), job_id::integer);
+    SELECT * INTO c FROM backfill.job_cutover WHERE backfill.job_cutover.job_id = cutover.job_id;
+    IF c.state = 'cut_over' THEN
+        RAISE EXCEPTION 'backfill job % has already been cut over', job_id
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = format('Use backfill.rollback_cutover(%s) or backfill.finish_cutover(%s).', job_id, job_id);
+    ELSIF c.state = 'finished' THEN
+        RAISE EXCEPTION 'backfill job % has already been cut over', job_id
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = 'Its cutover has been finished: the job no longer follows any table.';
+    END IF;
+    IF j.remote THEN
+        -- a switchover (src/kinds/switchover.c): the source stops being
+        -- followed, so the job lets go of the local table at once, as
+        -- finish_cutover does; there is no rollback to keep it for
+        source_lsn := backfill._remote_switchover(job_id, fence, lock_timeout, attempts);
+        PERFORM backfill._mark_cancelled(job_id);
+        PERFORM backfill._drop_job_objects(j, false);
+        PERFORM backfill._cutover_record(job_id, 'finished', 1, j.upstream, j.downstream,
+                                         (SELECT relname FROM pg_class WHERE oid = j.upstream),
+                                         (SELECT relnamespace FROM pg_class WHERE oid = j.downstream),
+                                         (SELECT relname FROM pg_class WHERE oid = j.downstream),
+                                         false, j.into_existing, NULL, NULL, true);
+        state := 'finished';
+        attempts_made := 1;
+        RETURN;
+    END IF;
+    IF fence THEN
+        RAISE EXCEPTION 'fence applies only to a job whose upstream is on another server'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'A local cutover locks the upstream itself.';
+    END IF;
+    IF j.status <> 'finished' THEN
+        RAISE EXCEPTION 'cannot cut over backfill job % because it has not finished', job_id
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = format('Its status is %s: its downstream table is not yet equal to its upstream table.', j.status),
+                  HINT = format('Wait until it has finished: backfill.wait_job(%s).', job_id);
+    END IF;
+    src_name := (SELECT relname FROM pg_class WHERE oid = j.upstream);
+    old_name := coalesce(old_name, format('%s_before_cutover_%s', src_name, job_id));
+    IF old_name = '' OR octet_length(old_name) >= 64 THEN
+        RAISE EXCEPTION 'old name "%" is not a valid table name', old_name
+            USING ERRCODE = 'invalid_name',
+                  DETAIL = 'A table name is 1 to 63 bytes long.',
+                  HINT = 'Give a shorter name as old_name.';
+    END IF;
+    IF EXISTS (SELECT FROM pg_class WHERE relname = old_name
+                 AND relnamespace = (SELECT relnamespace FROM pg_class WHERE oid = j.upstream)) THEN
+        RAISE EXCEPTION 'relation "%" already exists in the schema of table %', old_name, j.upstream
+            USING ERRCODE = 'duplicate_table',
+                  HINT = 'Give another name as old_name.';
+    END IF;
+    PERFORM backfill._cutover_check(j, j.upstream, j.downstream);
+    why := backfill._cutover_irreversible(j);
+    IF why IS NOT NULL THEN
+        RAISE NOTICE 'backfill job % cannot be rolled back after its cutover: %', job_id, why
+            USING DETAIL = format('The old table, renamed %s, will no longer follow the new one.', old_name);
+    END IF;
+
+    dst_name := (SELECT relname FROM pg_class WHERE oid = j.downstream);
+    up_text := j.upstream::text;
+    down_text := j.downstream::text;
+    swapped := backfill._cutover_attempts(job_id, j.upstream, j.downstream, old_name, lock_timeout, attempts);
+    IF why IS NULL THEN
+        PERFORM backfill._cutover_turn(job_id, true);
+    ELSE
+        -- the old table no longer takes writes: the job has nothing to follow
+        PERFORM backfill._mark_cancelled(job_id);
+        PERFORM backfill._drop_job_objects(j, false);
+    END IF;
+    PERFORM backfill._cutover_record(job_id, 'cut_over', swapped.tries, j.upstream, j.downstream,
+                                     old_name,
+                                     (SELECT relnamespace FROM pg_class WHERE oid = j.downstream),
+                                     dst_name, why IS NULL, j.into_existing,
+                                     swapped.lock_held_ms, swapped.to_validate, false);
+    RAISE LOG 'cutover of backfill job %: table % swapped with table % (renamed %) after % attempts, lock held % ms',
+        job_id, down_text, up_text, old_name, swapped.tries, round(swapped.lock_held_ms::numeric, 1);
+    PERFORM backfill._cutover_report(job_id, 'cut over');
+    state := 'cut_over';
+    attempts_made := swapped.tries;
+    lock_held_ms := swapped.lock_held_ms;
+    old_table := j.upstream;
+    rollback_possible := why IS NULL;
+END
+$$;
+COMMENT ON FUNCTION backfill.cutover(bigint, text, interval, integer, boolean) IS
+'Gives a finished job''s downstream its upstream''s name and what names it (privileges, owner, sequences, defaults, identity, policies, comments, statistics targets, replica identity, publications, triggers, views, foreign keys), under the upstream''s lock taken with lock_timeout and retried; the old table then follows the new one until finish_cutover.';
+
+CREATE FUNCTION backfill.rollback_cutover(job_id bigint, lock_timeout interval DEFAULT '1s',
+                                          attempts integer DEFAULT 20,
+                                          OUT state text, OUT attempts_made integer,
+                                          OUT lock_held_ms double precision)
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j backfill.job := backfill._get_job(job_id);
+    c backfill.job_cutover;
+    swapped record;
+    up_text text;
+    down_text text;
+BEGIN
+    PERFORM backfill._cutover_arguments(lock_timeout, attempts);
+    PERFORM pg_advisory_xact_lock(hashtext('backfill.cutover'), job_id::integer);
+    SELECT * INTO c FROM backfill.job_cutover WHERE backfill.job_cutover.job_id = rollback_cutover.job_id;
+    IF NOT FOUND OR c.state <> 'cut_over' THEN
+        RAISE EXCEPTION 'backfill job % has not been cut over', job_id
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = CASE WHEN c.state IS NULL THEN 'It has no cutover to roll back.'
+                                ELSE format('Its cutover is %s.', replace(c.state, '_', ' ')) END;
+    ELSIF NOT c.reversible THEN
+        RAISE EXCEPTION 'cannot roll back the cutover of backfill job %', job_id
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = 'The old table has not followed the new one since the cutover: the job''s shape does not map back (the cutover said why).',
+                  HINT = format('Use backfill.finish_cutover(%s, keep => true) and copy the table back with a new job.', job_id);
+    END IF;
+    -- the job is turned around: its upstream has the name, its downstream is the old table
+    PERFORM backfill._cutover_check(j, j.upstream, j.downstream);
+    IF EXISTS (SELECT FROM pg_class WHERE relname = c.new_name AND relnamespace = c.new_schema) THEN
+        RAISE EXCEPTION 'relation "%" already exists in schema %', c.new_name, c.new_schema::regnamespace
+            USING ERRCODE = 'duplicate_table',
+                  DETAIL = 'The rollback gives the new table back the name it had before the cutover.';
+    END IF;
+    up_text := j.upstream::text;
+    down_text := j.downstream::text;
+    swapped := backfill._cutover_attempts(job_id, j.upstream, j.downstream, c.new_name, lock_timeout, attempts);
+    IF c.new_schema <> (SELECT relnamespace FROM pg_class WHERE oid = j.upstream) THEN
+        EXECUTE format('ALTER TABLE %s SET SCHEMA %I', j.upstream, c.new_schema::regnamespace);
+    END IF;
+    PERFORM backfill._cutover_turn(job_id, c.into_existing);
+    PERFORM backfill._cutover_record(job_id, 'rolled_back', swapped.tries, c.old_table, c.new_table,
+                                     c.old_name, c.new_schema, c.new_name, true, c.into_existing,
+                                     swapped.lock_held_ms, swapped.to_validate, false);
+    RAISE LOG 'rollback of the cutover of backfill job %: table % swapped back with table % (renamed %) after % attempts, lock held % ms',
+        job_id, down_text, up_text, c.new_name, swapped.tries, round(swapped.lock_held_ms::numeric, 1);
+    PERFORM backfill._cutover_report(job_id, 'rolled back');
+    state := 'rolled_back';
+    attempts_made := swapped.tries;
+    lock_held_ms := swapped.lock_held_ms;
+END
+$$;
+COMMENT ON FUNCTION backfill.rollback_cutover(bigint, interval, integer) IS
+'Swaps the tables of a cutover back, with the same locking and carrying; the job follows its upstream again, and may be cut over again.';
+
+CREATE FUNCTION backfill.finish_cutover(job_id bigint, keep boolean DEFAULT false)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j backfill.job := backfill._get_job(job_id);
+    c backfill.job_cutover;
+    fk record;
+BEGIN
+    IF keep IS NULL THEN
+        RAISE EXCEPTION 'argument "keep" must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    PERFORM pg_advisory_xact_lock(hashtext('backfill.cutover'), job_id::integer);
+    SELECT * INTO c FROM backfill.job_cutover WHERE backfill.job_cutover.job_id = finish_cutover.job_id;
+    IF NOT FOUND OR c.state <> 'cut_over' THEN
+        RAISE EXCEPTION 'backfill job % has not been cut over', job_id
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = CASE WHEN c.state IS NULL THEN 'It has no cutover to finish.'
+                                ELSE format('Its cutover is %s.', replace(c.state, '_', ' ')) END;
+    END IF;
+    -- the foreign keys the swap added NOT VALID
+    FOR fk IN SELECT k.conrelid::regclass AS child, k.conname FROM pg_constraint k
+               WHERE k.oid = ANY (c.to_validate) AND NOT k.convalidated LOOP
+        EXECUTE format('ALTER TABLE %s VALIDATE CONSTRAINT %I', fk.child, fk.conname);
+    END LOOP;
+    -- the old table stops following the new one
+    IF j.status <> 'cancelled' THEN
+        PERFORM backfill._mark_cancelled(job_id);
+        PERFORM backfill._drop_job_objects(j, false);
+    END IF;
+    IF NOT keep AND EXISTS (SELECT FROM pg_class WHERE oid = c.old_table) THEN
+        EXECUTE format('DROP TABLE %s', c.old_table::regclass);
+    END IF;
+    PERFORM backfill._cutover_record(job_id, 'finished', c.attempts, c.old_table, c.new_table,
+                                     c.old_name, c.new_schema, c.new_name, false, c.into_existing,
+                                     c.lock_held_ms, NULL, true);
+    PERFORM backfill._cutover_report(job_id, 'finished');
+END
+$$;
+COMMENT ON FUNCTION backfill.finish_cutover(bigint, boolean) IS
+'Ends a cutover: validates the foreign keys it carried, stops the old table following the new one (the job is then cancelled) and drops the old table, unless keep.';
+
+-- ---------------------------------------------------------------------------
 -- Observing jobs
 -- ---------------------------------------------------------------------------
 
@@ -1185,7 +1959,9 @@ COMMENT ON VIEW backfill.workers IS 'Background workers running jobs, with their
 -- barriers are the upstream's own, so it never lags in epochs.  Then, for a
 -- job whose upstream is on another server, how far behind its source it is
 -- (the source's WAL it has not fetched yet, and since when it has not caught
--- up) and why it waits; its progress adds its finished splits.
+-- up) and why it waits; its progress adds its finished splits.  Its cutover:
+-- waiting_for_lock (attempt n of m) while a cutover or rollback waits for
+-- its lock, else its backfill.job_cutover state, NULL if never cut over.
 CREATE VIEW backfill.jobs WITH (security_invoker = true) AS
 SELECT j.job_id, j.job_name, j.kind, j.status, j.upstream,
        j.upstream::pg_catalog.oid AS upstream_table_id,
@@ -1245,7 +2021,16 @@ SELECT j.job_id, j.job_name, j.kind, j.status, j.upstream,
           FROM backfill.job_workers() w
           JOIN pg_catalog.pg_stat_activity a ON a.pid OPERATOR(pg_catalog.=) w.pid
          WHERE w.job_id OPERATOR(pg_catalog.=) j.job_id
-           AND pg_catalog.starts_with(a.query, 'waiting for the source')) AS waiting_for
+           AND pg_catalog.starts_with(a.query, 'waiting for the source')) AS waiting_for,
+       -- a cutover in progress shows in its backend's activity (its
+       -- transaction shows nothing else until it commits); then the last one
+       coalesce((SELECT pg_catalog.min(pg_catalog.substr(a.query,
+                            pg_catalog.length(pg_catalog.format('backfill cutover of job %s: ', j.job_id)) OPERATOR(pg_catalog.+) 1))
+                   FROM pg_catalog.pg_stat_activity a
+                  WHERE a.state OPERATOR(pg_catalog.=) 'active'
+                    AND pg_catalog.starts_with(a.query, pg_catalog.format('backfill cutover of job %s: waiting_for_lock', j.job_id))),
+                (SELECT c.state FROM backfill.job_cutover c
+                  WHERE c.job_id OPERATOR(pg_catalog.=) j.job_id)) AS cutover
   FROM backfill.job j
   CROSS JOIN (SELECT oid FROM pg_catalog.pg_database
                WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) d

@@ -1,0 +1,200 @@
+/*-------------------------------------------------------------------------
+ *
+ * cutover.c
+ *	  What backfill.cutover() and backfill.rollback_cutover() ask of C: the
+ *	  job turned around at the swap, and the job's cutover row.  The
+ *	  switchover of a job whose upstream is on another server is the remote
+ *	  kind's (kinds/switchover.c), which backfill.cutover() calls.
+ *
+ * The swap itself (the lock taken with retries, the renames and everything
+ * that names the upstream carried to the downstream) is SQL, in the
+ * extension's script, run by the caller with the caller's rights: every
+ * ALTER it makes needs the privileges it would need typed by hand.
+ *
+ * The turn.  A finished local job keeps its downstream equal to its
+ * upstream through its apply trigger, in each writer's transaction.  At the
+ * swap both tables are held ACCESS EXCLUSIVE, so they are equal then; the
+ * job is turned around under that same lock: its triggers leave the old
+ * table, its catalog row names the new table as its upstream and the old
+ * one as its downstream (a table of the user's, which the job never drops),
+ * and its apply triggers go onto the new table, enabled.  From the commit
+ * on, every write to the new table reaches the old one in the writer's
+ * transaction, as every write to the old one reached the new one before:
+ * no snapshot copy is needed, and no write is lost on either side.  The
+ * rollback turns it once more.  Only a job whose downstream maps back onto
+ * its upstream column for column (no filter, no computed column) can be
+ * turned; backfill.cutover() checks that before it starts.
+ *
+ * The job's triggers are guarded by the DDL event trigger (event_trigger.c) while the
+ * job is not cancelled; as cancel_job does, the row is marked cancelled for
+ * the moment its triggers are dropped, inside the same transaction, so no
+ * one ever sees that state.
+ *
+ * May call: the kinds (their capture mode), capture/triggers.c, catalog.c and the
+ * foundations.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/relation.h"
+#include "access/xlogdefs.h"
+#include "catalog/pg_type.h"
+#include "fmgr.h"
+#include "pgstat.h"
+#include "storage/lmgr.h"
+#include "utils/builtins.h"
+#include "utils/pg_lsn.h"
+#include "utils/rel.h"
+
+#include "kind.h"
+#include "lib.h"
+#include "catalog_access.h"
+#include "capture.h"
+
+PG_FUNCTION_INFO_V1(backfill_cutover_turn);
+PG_FUNCTION_INFO_V1(backfill_cutover_record);
+PG_FUNCTION_INFO_V1(backfill_cutover_report);
+
+#define CUTOVER_RECORD_ARGS 13
+
+/*
+ * backfill._cutover_turn(job_id bigint, into_existing boolean) RETURNS void
+ *		Turn a finished local job around (see the file header): from then on
+ *		its downstream is its upstream, and the other way round;
+ *		into_existing says whether the new downstream is a table of the
+ *		user's (the old table, after the cutover) or the job's own (after the
+ *		rollback, as it was made).  The caller
+ *		holds both tables ACCESS EXCLUSIVE and has checked that the job's
+ *		columns map back.
+ */
+Datum
+backfill_cutover_turn(PG_FUNCTION_ARGS)
+{
+	int64		job_id = PG_GETARG_INT64(0);
+	Oid			types[2] = {INT8OID, BOOLOID};
+	Datum		values[2] = {Int64GetDatum(job_id), BoolGetDatum(PG_GETARG_BOOL(1))};
+	BackfillJob *job;
+	Relation	rel;
+	RoleContext rc;
+	int			guc_level;
+
+	(void) backfill_require_job_owner(job_id);
+	backfill_catalog_enter(&rc);
+	guc_level = backfill_pin_catalog_path();
+	backfill_spi_enter();
+	job = backfill_load_job(job_id, CurrentMemoryContext);
+	if (job->status != BACKFILL_STATUS_FINISHED ||
+		backfill_kind_routine(job->kind)->capture == CAPTURE_STREAM)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("backfill job %lld cannot be turned around", (long long) job_id),
+				 errdetail("Only a finished job whose upstream is local follows its downstream back.")));
+	if (!OidIsValid(job->downstream) ||
+		!CheckRelationOidLockedByMe(job->upstream, AccessExclusiveLock, false) ||
+		!CheckRelationOidLockedByMe(job->downstream, AccessExclusiveLock, false))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("backfill job %lld cannot be turned around without its tables locked",
+						(long long) job_id),
+				 errdetail("The tables must be equal while the triggers move: only backfill.cutover() and backfill.rollback_cutover() turn a job around, under the lock of both tables.")));
+
+	/* out of the guard's sight while its triggers leave the old table */
+	backfill_spi_exec_args("UPDATE backfill.job SET status = 'cancelled' WHERE job_id = $1",
+						   1, types, values, NULL, SPI_OK_UPDATE);
+	CommandCounterIncrement();
+	backfill_drop_triggers(job_id);
+	backfill_spi_exec_args("UPDATE backfill.job SET status = 'finished', "
+						   "upstream = downstream, downstream = upstream, "
+						   "downstream_name = (SELECT c.relname FROM pg_catalog.pg_class c "
+						   "                    WHERE c.oid OPERATOR(pg_catalog.=) upstream), "
+						   "into_existing = $2 "
+						   "WHERE job_id = $1",
+						   2, types, values, NULL, SPI_OK_UPDATE);
+	CommandCounterIncrement();
+
+	/* the apply triggers on what is now the upstream, enabled at once */
+	job = backfill_load_job(job_id, CurrentMemoryContext);
+	rel = relation_open(job->upstream, NoLock);
+	backfill_capture_install(rel, job->upstream_sql, job_id,
+							 backfill_kind_routine(job->kind)->capture);
+	relation_close(rel, NoLock);
+	CommandCounterIncrement();
+	backfill_capture_switch_to_apply(job);
+
+	backfill_spi_leave();
+	backfill_unpin_search_path(guc_level);
+	backfill_role_leave(&rc);
+	PG_RETURN_VOID();
+}
+
+/*
+ * backfill._cutover_record(job_id bigint, state text, attempts int,
+ *							old_table oid, new_table oid, old_name text,
+ *							new_schema oid, new_name text, reversible boolean,
+ *							into_existing boolean, lock_held_ms float8,
+ *							to_validate oid[], finished boolean)
+ *		RETURNS void
+ *
+ * The job's row of backfill.job_cutover, written as the extension's owner
+ * for a caller who owns the job, as the control functions write the job's
+ * (control.c).
+ */
+Datum
+backfill_cutover_record(PG_FUNCTION_ARGS)
+{
+	Oid			types[CUTOVER_RECORD_ARGS] = {INT8OID, TEXTOID, INT4OID, OIDOID, OIDOID,
+		TEXTOID, OIDOID, TEXTOID, BOOLOID, BOOLOID, FLOAT8OID, OIDARRAYOID, BOOLOID};
+	Datum		values[CUTOVER_RECORD_ARGS];
+	char		nulls[CUTOVER_RECORD_ARGS];
+	RoleContext rc;
+	int			guc_level;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"%s\" must not be null", "job_id")));
+	(void) backfill_require_job_owner(PG_GETARG_INT64(0));
+	for (int i = 0; i < CUTOVER_RECORD_ARGS; i++)
+	{
+		nulls[i] = PG_ARGISNULL(i) ? 'n' : ' ';
+		values[i] = PG_ARGISNULL(i) ? (Datum) 0 : PG_GETARG_DATUM(i);
+	}
+
+	backfill_catalog_enter(&rc);
+	guc_level = backfill_pin_catalog_path();
+	backfill_spi_enter();
+	backfill_spi_exec_args("INSERT INTO backfill.job_cutover AS c "
+						   "(job_id, state, attempts, old_table, new_table, old_name, "
+						   " new_schema, new_name, reversible, into_existing, lock_held_ms, "
+						   " to_validate, swapped_at, finished_at) "
+						   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, "
+						   " pg_catalog.now(), CASE WHEN $13 THEN pg_catalog.now() END) "
+						   "ON CONFLICT (job_id) DO UPDATE SET state = $2, attempts = $3, "
+						   " old_table = $4, new_table = $5, old_name = $6, new_schema = $7, "
+						   " new_name = $8, reversible = $9, into_existing = $10, "
+						   " lock_held_ms = $11, to_validate = $12, "
+						   " swapped_at = CASE WHEN $13 THEN c.swapped_at ELSE pg_catalog.now() END, "
+						   " finished_at = CASE WHEN $13 THEN pg_catalog.now() END",
+						   CUTOVER_RECORD_ARGS, types, values, nulls, SPI_OK_INSERT);
+	backfill_spi_leave();
+	backfill_unpin_search_path(guc_level);
+	backfill_role_leave(&rc);
+	PG_RETURN_VOID();
+}
+
+/*
+ * backfill._cutover_report(job_id bigint, what text) RETURNS void
+ *		What the cutover is doing, in pg_stat_activity.query, where
+ *		backfill.jobs reads it ("backfill cutover of job N: ..."): the
+ *		cutover's transaction shows nothing to others until it commits.
+ */
+Datum
+backfill_cutover_report(PG_FUNCTION_ARGS)
+{
+	pgstat_report_activity(STATE_RUNNING,
+						   psprintf("backfill cutover of job %lld: %s",
+									(long long) PG_GETARG_INT64(0),
+									text_to_cstring(PG_GETARG_TEXT_PP(1))));
+	PG_RETURN_VOID();
+}
