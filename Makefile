@@ -27,6 +27,8 @@ OBJS = \
 	src/capture/truncate_change.o \
 	src/catalog/capture_job_rows.o \
 	src/catalog/catalog.o \
+	src/catalog/cutover_rows.o \
+	src/catalog/index_rows.o \
 	src/catalog/job_holdings.o \
 	src/catalog/job_rows.o \
 	src/catalog/remote_rows.o \

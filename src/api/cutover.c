@@ -51,12 +51,11 @@
 #include "lib.h"
 #include "catalog_access.h"
 #include "capture.h"
+#include "cutover_rows.h"
 
 PG_FUNCTION_INFO_V1(backfill_cutover_turn);
 PG_FUNCTION_INFO_V1(backfill_cutover_record);
 PG_FUNCTION_INFO_V1(backfill_cutover_report);
-
-#define CUTOVER_RECORD_ARGS 13
 
 /*
  * backfill._cutover_turn(job_id bigint, into_existing boolean) RETURNS void
@@ -72,8 +71,6 @@ Datum
 backfill_cutover_turn(PG_FUNCTION_ARGS)
 {
 	int64		job_id = PG_GETARG_INT64(0);
-	Oid			types[2] = {INT8OID, BOOLOID};
-	Datum		values[2] = {Int64GetDatum(job_id), BoolGetDatum(PG_GETARG_BOOL(1))};
 	BackfillJob *job;
 	Relation	rel;
 	RoleContext rc;
@@ -100,17 +97,10 @@ backfill_cutover_turn(PG_FUNCTION_ARGS)
 				 errdetail("The tables must be equal while the triggers move: only backfill.cutover() and backfill.rollback_cutover() turn a job around, under the lock of both tables.")));
 
 	/* out of the guard's sight while its triggers leave the old table */
-	backfill_spi_exec_args("UPDATE backfill.job SET status = 'cancelled' WHERE job_id = $1",
-						   1, types, values, NULL, SPI_OK_UPDATE);
+	backfill_hide_job_status(job_id);
 	CommandCounterIncrement();
 	backfill_drop_triggers(job_id);
-	backfill_spi_exec_args("UPDATE backfill.job SET status = 'finished', "
-						   "upstream = downstream, downstream = upstream, "
-						   "downstream_name = (SELECT c.relname FROM pg_catalog.pg_class c "
-						   "                    WHERE c.oid OPERATOR(pg_catalog.=) upstream), "
-						   "into_existing = $2 "
-						   "WHERE job_id = $1",
-						   2, types, values, NULL, SPI_OK_UPDATE);
+	backfill_turn_job_row(job_id, PG_GETARG_BOOL(1));
 	CommandCounterIncrement();
 
 	/* the apply triggers on what is now the upstream, enabled at once */
@@ -143,8 +133,6 @@ backfill_cutover_turn(PG_FUNCTION_ARGS)
 Datum
 backfill_cutover_record(PG_FUNCTION_ARGS)
 {
-	Oid			types[CUTOVER_RECORD_ARGS] = {INT8OID, TEXTOID, INT4OID, OIDOID, OIDOID,
-		TEXTOID, OIDOID, TEXTOID, BOOLOID, BOOLOID, FLOAT8OID, OIDARRAYOID, BOOLOID};
 	Datum		values[CUTOVER_RECORD_ARGS];
 	char		nulls[CUTOVER_RECORD_ARGS];
 	RoleContext rc;
@@ -164,19 +152,7 @@ backfill_cutover_record(PG_FUNCTION_ARGS)
 	backfill_catalog_enter(&rc);
 	guc_level = backfill_pin_catalog_path();
 	backfill_spi_enter();
-	backfill_spi_exec_args("INSERT INTO backfill.job_cutover AS c "
-						   "(job_id, state, attempts, old_table, new_table, old_name, "
-						   " new_schema, new_name, reversible, into_existing, lock_held_ms, "
-						   " to_validate, swapped_at, finished_at) "
-						   "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, "
-						   " pg_catalog.now(), CASE WHEN $13 THEN pg_catalog.now() END) "
-						   "ON CONFLICT (job_id) DO UPDATE SET state = $2, attempts = $3, "
-						   " old_table = $4, new_table = $5, old_name = $6, new_schema = $7, "
-						   " new_name = $8, reversible = $9, into_existing = $10, "
-						   " lock_held_ms = $11, to_validate = $12, "
-						   " swapped_at = CASE WHEN $13 THEN c.swapped_at ELSE pg_catalog.now() END, "
-						   " finished_at = CASE WHEN $13 THEN pg_catalog.now() END",
-						   CUTOVER_RECORD_ARGS, types, values, nulls, SPI_OK_INSERT);
+	backfill_record_cutover(values, nulls);
 	backfill_spi_leave();
 	backfill_unpin_search_path(guc_level);
 	backfill_role_leave(&rc);

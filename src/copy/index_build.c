@@ -56,7 +56,7 @@
  * functions as the table's owner, in a security-restricted operation, as
  * always.
  *
- * May call: privilege.c and the foundations.
+ * May call: the catalog (index_rows.c), privilege.c and the foundations.
  *
  *-------------------------------------------------------------------------
  */
@@ -82,22 +82,9 @@
 
 #include "lib.h"
 #include "index_build.h"
+#include "index_rows.h"
 
 /* one index to build: head || the downstream's name || tail */
-typedef struct PendingIndex
-{
-	char	   *name;
-	char	   *head;
-	char	   *tail;
-} PendingIndex;
-
-/* whether this catalog has backfill.job_index (1.3 and later) */
-static bool
-catalog_has_job_index(void)
-{
-	return OidIsValid(get_relname_relid("job_index",
-										get_namespace_oid(BACKFILL_SCHEMA, false)));
-}
 
 /* a relation's name as pg_get_indexdef prints it */
 static char *
@@ -278,9 +265,6 @@ defer_index(int64 job_id, int position, Oid relid, const char *downstream_sql, O
 	const char *head;
 	char	   *tail;
 	char	   *drop;
-	Oid			argtypes[5] = {INT8OID, INT4OID, NAMEOID, TEXTOID, TEXTOID};
-	Datum		values[5];
-	RoleContext rc;
 
 	if (OidIsValid(conoid))
 	{
@@ -304,15 +288,7 @@ defer_index(int64 job_id, int position, Oid relid, const char *downstream_sql, O
 		drop = psprintf("DROP INDEX %s", qualified_name(indexoid));
 	}
 
-	values[0] = Int64GetDatum(job_id);
-	values[1] = Int32GetDatum(position);
-	values[2] = CStringGetDatum(name);
-	values[3] = CStringGetTextDatum(head);
-	values[4] = CStringGetTextDatum(tail);
-	backfill_catalog_enter(&rc);
-	backfill_spi_exec_args("INSERT INTO backfill.job_index (job_id, position, index_name, head, tail) "
-						   "VALUES ($1, $2, $3, $4, $5)", 5, argtypes, values, NULL, SPI_OK_INSERT);
-	backfill_role_leave(&rc);
+	backfill_record_pending_index(job_id, position, name, head, tail);
 	backfill_spi_exec(drop, SPI_OK_UTILITY);
 }
 
@@ -375,9 +351,6 @@ backfill_create_indexes(int64 job_id, Relation upstream, const char *downstream_
 {
 	if (copy_upstream)
 	{
-		Oid			argtypes[1] = {INT8OID};
-		Datum		values[1] = {Int64GetDatum(job_id)};
-		RoleContext rc;
 
 		if (into_existing)
 			ereport(ERROR,
@@ -386,12 +359,9 @@ backfill_create_indexes(int64 job_id, Relation upstream, const char *downstream_
 					 errdetail("A job with into_existing fills a table the user made, which keeps its own indexes."),
 					 errhint("Create the indexes the table needs on it, or pass indexes => false.")));
 		copy_upstream_indexes(upstream, downstream_sql, shape);
-		backfill_catalog_enter(&rc);
-		backfill_spi_exec_args("UPDATE backfill.job SET indexes = true WHERE job_id = $1",
-							   1, argtypes, values, NULL, SPI_OK_UPDATE);
-		backfill_role_leave(&rc);
+		backfill_mark_job_indexes(job_id);
 	}
-	if (build_once && catalog_has_job_index())
+	if (build_once && backfill_catalog_has_job_index())
 		defer_indexes(job_id, downstream_sql, into_existing);
 }
 
@@ -406,39 +376,17 @@ backfill_create_indexes(int64 job_id, Relation upstream, const char *downstream_
 bool
 backfill_indexes_built(BackfillJob *job, bool build)
 {
-	Oid			argtypes[1] = {INT8OID};
-	Datum		values[1] = {Int64GetDatum(job->job_id)};
-	RoleContext rc;
 	PendingIndex *pending;
 	int			npending;
 	TimestampTz start;
 	long		secs;
 	int			usecs;
 
-	if (!catalog_has_job_index())
+	if (!backfill_catalog_has_job_index())
 		return true;
-	backfill_catalog_enter(&rc);
-	backfill_spi_exec_args("SELECT index_name::pg_catalog.text, head, tail FROM backfill.job_index "
-						   "WHERE job_id = $1 ORDER BY position",
-						   1, argtypes, values, NULL, SPI_OK_SELECT);
-	backfill_role_leave(&rc);
-	npending = (int) SPI_processed;
+	npending = backfill_pending_indexes(job->job_id, &pending);
 	if (npending == 0 || !build)
-	{
-		SPI_freetuptable(SPI_tuptable);
 		return npending == 0;
-	}
-	pending = palloc(sizeof(PendingIndex) * npending);
-	for (int i = 0; i < npending; i++)
-	{
-		HeapTuple	tup = SPI_tuptable->vals[i];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-
-		pending[i].name = SPI_getvalue(tup, desc, 1);
-		pending[i].head = SPI_getvalue(tup, desc, 2);
-		pending[i].tail = SPI_getvalue(tup, desc, 3);
-	}
-	SPI_freetuptable(SPI_tuptable);
 
 	start = GetCurrentTimestamp();
 	for (int i = 0; i < npending; i++)
@@ -450,10 +398,7 @@ backfill_indexes_built(BackfillJob *job, bool build)
 								   pending[i].tail),
 						  SPI_OK_UTILITY);
 	}
-	backfill_catalog_enter(&rc);
-	backfill_spi_exec_args("DELETE FROM backfill.job_index WHERE job_id = $1",
-						   1, argtypes, values, NULL, SPI_OK_DELETE);
-	backfill_role_leave(&rc);
+	backfill_forget_pending_indexes(job->job_id);
 	TimestampDifference(start, GetCurrentTimestamp(), &secs, &usecs);
 	ereport(LOG,
 			(errmsg("backfill job %lld built %d indexes of %s in %ld ms",
