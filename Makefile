@@ -14,6 +14,7 @@ OBJS = \
 	src/capture/output_plugin.o \
 	src/capture/slot.o \
 	src/catalog/catalog.o \
+	src/catalog/job_run_rows.o \
 	src/copy/chunk.o \
 	src/copy/downstream.o \
 	src/copy/ranges.o \
@@ -34,10 +35,13 @@ OBJS = \
 	src/remote/remote.o \
 	src/runtime/driver.o \
 	src/runtime/executor.o \
+	src/runtime/extension_ddl.o \
+	src/runtime/live_actors.o \
 	src/runtime/pacing.o \
 	src/runtime/progress.o \
 	src/runtime/registry.o \
-	src/runtime/worker.o
+	src/runtime/worker.o \
+	src/runtime/worker_control.o
 DATA = sql/backfill--1.0.sql sql/backfill--1.0--1.1.sql sql/backfill--1.1--1.2.sql sql/backfill--1.2--1.3.sql
 PGFILEDESC = "backfill - resumable backfill of derived tables"
 

@@ -1,0 +1,19 @@
+/*-------------------------------------------------------------------------
+ *
+ * job_run_rows.h
+ *	  The job rows as the runtime and the kinds read and write them
+ *	  (job_run_rows.c).
+ *
+ * What the layers above this folder may call (doc/layers.md).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BACKFILL_CATALOG_JOB_RUN_ROWS_H
+#define BACKFILL_CATALOG_JOB_RUN_ROWS_H
+
+#include "backfill.h"
+
+extern void backfill_set_background(int64 job_id);
+extern Oid *backfill_live_job_upstreams(uint64 *n);
+
+#endif							/* BACKFILL_CATALOG_JOB_RUN_ROWS_H */
