@@ -134,8 +134,8 @@ backfill_prepare_run(BackfillJob *job, bool background)
 	/* the slots of cdc jobs a crash kept from dropping theirs, any job's */
 	backfill_drop_leftover_slots();
 	kind->load_state(job);
-	if (job->runs > 0 && kind->recovery_check)
-		kind->recovery_check(job);
+	if (job->runs > 0)
+		backfill_kind_recovery_check(kind, job);
 	/* create_job counted it: the first run reads the upstream only once */
 	backfill_record_start(job, background,
 						  kind->recount_total && job->runs > 0 ? count_upstream(job) : -1);
@@ -143,8 +143,7 @@ backfill_prepare_run(BackfillJob *job, bool background)
 	if (job->status == BACKFILL_STATUS_FINISHED)
 	{
 		/* a crash may have come between the finish and what follows it */
-		if (kind->after_finish)
-			kind->after_finish(job->job_id);
+		backfill_kind_after_finish(kind, job->job_id);
 		return false;
 	}
 	return true;
@@ -326,7 +325,7 @@ backfill_follow(BackfillJob *job, int32 actor_id)
 		pgstat_report_activity(STATE_RUNNING, activity);
 		if (!ActiveSnapshotSet())
 			PushActiveSnapshot(GetTransactionSnapshot());
-		kind->after_finish(job->job_id);
+		backfill_kind_after_finish(kind, job->job_id);
 		backfill_commit();
 		pgstat_report_activity(STATE_IDLE, activity);
 		backfill_sleep_ms(Max(backfill_barrier_interval_ms, 100));
@@ -359,7 +358,7 @@ open_stream(BackfillJob *job, const KindRoutine *kind, bool worker)
 		backfill_owner_enter(job->owner, false, &rc);
 		guc_level = backfill_pin_search_path(job);
 		backfill_spi_enter();
-		kind->open_stream(job);
+		backfill_kind_open_stream(kind, job);
 		backfill_spi_leave();
 		backfill_unpin_search_path(guc_level);
 		backfill_role_leave(&rc);
@@ -453,8 +452,7 @@ backfill_drive(BackfillJob *job, int actor, int max_barriers)
 				/* without a portal (a worker), SPI needs a snapshot pushed */
 				if (worker)
 					PushActiveSnapshot(GetTransactionSnapshot());
-				if (kind->after_finish)
-					kind->after_finish(job->job_id);
+				backfill_kind_after_finish(kind, job->job_id);
 				if (worker && job->follows)
 				{
 					backfill_commit();

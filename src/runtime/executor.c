@@ -258,7 +258,7 @@ actor_round(BarrierExecutor *exec, int actor, int rate_limit, TimestampTz deadli
 static bool
 barrier_full(BarrierExecutor *exec, int actor)
 {
-	return exec->kind->barrier_full != NULL && exec->kind->barrier_full(exec, actor);
+	return backfill_kind_barrier_full(exec->kind, exec, actor);
 }
 
 /*
@@ -425,8 +425,7 @@ backfill_run_finish_barrier(BarrierExecutor *exec)
 	guc_level = backfill_pin_search_path(job);
 
 	/* the writers are done: whatever they wrote is captured now */
-	if (exec->kind->final_changes)
-		exec->kind->final_changes(exec);
+	backfill_kind_final_changes(exec->kind, exec);
 	backfill_forward_changes(exec, 0, BACKFILL_VNODE_COUNT - 1);
 	backfill_capture_switch_to_apply(job);
 
@@ -460,7 +459,7 @@ backfill_run_fetch(BarrierExecutor *exec)
 	backfill_owner_enter(exec->job->owner, false, &owner);
 	guc_level = backfill_pin_search_path(exec->job);
 	backfill_spi_enter();
-	exec->kind->fetch(exec);
+	backfill_kind_fetch(exec->kind, exec);
 	backfill_spi_leave();
 	backfill_unpin_search_path(guc_level);
 	backfill_role_leave(&owner);
