@@ -143,19 +143,6 @@ backfill_check_key_unchanged(BackfillJob *job, Oid made_with)
 }
 
 /*
- * backfill_job_catalog_has
- *		Whether backfill.job has a column: the library may be newer than the
- *		catalog until ALTER EXTENSION UPDATE.
- */
-bool
-backfill_job_catalog_has(const char *column)
-{
-	Oid			relid = get_relname_relid("job", get_namespace_oid(BACKFILL_SCHEMA, false));
-
-	return OidIsValid(relid) && get_attnum(relid, column) != InvalidAttrNumber;
-}
-
-/*
  * backfill_partition_of
  *		Whether relid is a partition of ancestor, at any level.
  */
@@ -218,13 +205,13 @@ backfill_load_job(int64 job_id, MemoryContext cxt)
 	BackfillJob *job;
 	MemoryContext oldcxt;
 	bool		isnull;
-	bool		shapes;
-	bool		ranges;
+	const BackfillCatalogCaps *caps = backfill_catalog_caps();
 
-	/* a catalog older than 1.2 has neither filters nor computed columns */
-	shapes = backfill_job_catalog_has("expressions");
-	/* nor range vnodes, before their columns */
-	ranges = backfill_job_catalog_has("vnode_bounds");
+	/*
+	 * Each column a version added is read when the catalog has it: a 1.0
+	 * catalog has no snapshot_epoch, one older than 1.2 neither filters nor
+	 * computed columns, nor range vnodes, before their columns.
+	 */
 	if (SPI_execute_with_args(psprintf("SELECT job_name, kind, status, owner::pg_catalog.oid, "
 									   "upstream::pg_catalog.oid, downstream::pg_catalog.oid, "
 									   "state_table::pg_catalog.oid, change_table::pg_catalog.oid, "
@@ -233,14 +220,14 @@ backfill_load_job(int64 job_id, MemoryContext cxt)
 									   " WHERE a.job_id = j.job_id), "
 									   "runs, columns, pk_columns, coalesce(rate_limit, -1), "
 									   "run_mode = 'background', "
-	/* read by name: a 1.0 catalog has no such column yet */
-									   "coalesce((pg_catalog.to_jsonb(j) OPERATOR(pg_catalog.->>) 'snapshot_epoch')::pg_catalog.int8, 0), "
-									   "%s, %s, "
-									   "coalesce((pg_catalog.to_jsonb(j) OPERATOR(pg_catalog.->>) 'remote')::pg_catalog.bool, false) "
+									   "%s, %s, %s, %s "
 									   "FROM backfill.job j WHERE job_id = $1",
-									   shapes ? "filter, expressions, into_existing" :
+									   caps->job_snapshot_epoch ? "coalesce(snapshot_epoch, 0)" :
+									   "0::pg_catalog.int8",
+									   caps->job_expressions ? "filter, expressions, into_existing" :
 									   "NULL::pg_catalog.text, NULL::pg_catalog.text[], false",
-									   ranges ? "vnode_bounds" : "NULL::pg_catalog.text[]"),
+									   caps->job_vnode_bounds ? "vnode_bounds" : "NULL::pg_catalog.text[]",
+									   caps->job_remote ? "coalesce(remote, false)" : "false"),
 							  1, argtypes, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read backfill.job");
 	if (SPI_processed == 0)
@@ -326,12 +313,12 @@ backfill_load_job(int64 job_id, MemoryContext cxt)
 	}
 	MemoryContextSwitchTo(oldcxt);
 
-	/* by name: a 1.0 catalog has no log_store_caught_up yet */
-	if (SPI_execute_with_args("SELECT actor_id, vnode_start, vnode_end, "
-							  "coalesce((pg_catalog.to_jsonb(a) OPERATOR(pg_catalog.->>) "
-							  "'log_store_caught_up')::pg_catalog.bool, false) "
-							  "FROM backfill.actor a "
-							  "WHERE job_id = $1 ORDER BY actor_id",
+	/* a 1.0 catalog has no log_store_caught_up yet */
+	if (SPI_execute_with_args(psprintf("SELECT actor_id, vnode_start, vnode_end, %s "
+									   "FROM backfill.actor a "
+									   "WHERE job_id = $1 ORDER BY actor_id",
+									   backfill_catalog_caps()->actor_log_store_caught_up ?
+									   "coalesce(log_store_caught_up, false)" : "false"),
 							  1, argtypes, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read backfill.actor");
 	oldcxt = MemoryContextSwitchTo(cxt);
@@ -666,7 +653,7 @@ backfill_record_failure(int64 job_id, int sqlerrcode, const char *message,
 									only_if_backfilling ?
 									"CASE status WHEN 'finished' THEN status ELSE 'failed' END" :
 									"'failed'",
-									backfill_job_catalog_has("failures") ?
+									backfill_catalog_caps()->job_failures ?
 									", failures = failures + 1" : "",
 									only_if_backfilling ?
 									" AND status IN ('pending', 'backfilling', 'finished')" : ""),

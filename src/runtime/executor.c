@@ -129,8 +129,7 @@ backfill_executor_create(BackfillJob *job)
 						   "finished_at = pg_catalog.now() "
 						   "WHERE job_id = $1 AND status <> 'finished'", 2, argtypes);
 	/* a library newer than the catalog, until ALTER EXTENSION UPDATE */
-	if (get_attnum(get_relname_relid("actor", get_namespace_oid(BACKFILL_SCHEMA, false)),
-				   "throttled_by") != InvalidAttrNumber)
+	if (backfill_catalog_caps()->actor_throttled_by)
 		exec->pace_plan =
 			backfill_keep_plan(exec->plans,
 							   "UPDATE backfill.actor SET throttled_by = $2, rows_per_second = $3 "
