@@ -195,6 +195,9 @@ select_list(BackfillJob *job)
  *		SPI.  The job's state is not read here: its kind decodes it and
  *		checks the key (kind.h).
  */
+/* a column of an SPI result, by name (desc in scope) */
+#define COLUMN(name) SPI_fnumber(desc, (name))
+
 BackfillJob *
 backfill_load_job(int64 job_id, MemoryContext cxt)
 {
@@ -208,26 +211,28 @@ backfill_load_job(int64 job_id, MemoryContext cxt)
 	const BackfillCatalogCaps *caps = backfill_catalog_caps();
 
 	/*
-	 * Each column a version added is read when the catalog has it: a 1.0
-	 * catalog has no snapshot_epoch, one older than 1.2 neither filters nor
-	 * computed columns, nor range vnodes, before their columns.
+	 * Each column a version added is read when the catalog has it: one
+	 * older than 1.2 has neither filters nor computed columns, nor range
+	 * vnodes, before their columns.
 	 */
-	if (SPI_execute_with_args(psprintf("SELECT job_name, kind, status, owner::pg_catalog.oid, "
-									   "upstream::pg_catalog.oid, downstream::pg_catalog.oid, "
-									   "state_table::pg_catalog.oid, change_table::pg_catalog.oid, "
+	if (SPI_execute_with_args(psprintf("SELECT job_name, kind, status, owner::pg_catalog.oid AS owner, "
+									   "upstream::pg_catalog.oid AS upstream, "
+									   "downstream::pg_catalog.oid AS downstream, "
+									   "state_table::pg_catalog.oid AS state_table, "
+									   "change_table::pg_catalog.oid AS change_table, "
 									   "fragment_id, chunk_size, "
 									   "(SELECT coalesce(pg_catalog.max(a.epoch), 0) FROM backfill.actor a "
-									   " WHERE a.job_id = j.job_id), "
-									   "runs, columns, pk_columns, coalesce(rate_limit, -1), "
-									   "run_mode = 'background', "
-									   "%s, %s, %s, %s "
+									   " WHERE a.job_id = j.job_id) AS epoch, "
+									   "runs, columns, pk_columns, coalesce(rate_limit, -1) AS rate_limit, "
+									   "run_mode = 'background' AS background, "
+									   "%s, %s, %s "
 									   "FROM backfill.job j WHERE job_id = $1",
-									   caps->job_snapshot_epoch ? "coalesce(snapshot_epoch, 0)" :
-									   "0::pg_catalog.int8",
 									   caps->job_expressions ? "filter, expressions, into_existing" :
-									   "NULL::pg_catalog.text, NULL::pg_catalog.text[], false",
-									   caps->job_vnode_bounds ? "vnode_bounds" : "NULL::pg_catalog.text[]",
-									   caps->job_remote ? "coalesce(remote, false)" : "false"),
+									   "NULL::pg_catalog.text AS filter, NULL::pg_catalog.text[] AS expressions, "
+									   "false AS into_existing",
+									   caps->job_vnode_bounds ? "vnode_bounds" :
+									   "NULL::pg_catalog.text[] AS vnode_bounds",
+									   caps->job_remote ? "coalesce(remote, false) AS remote" : "false AS remote"),
 							  1, argtypes, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read backfill.job");
 	if (SPI_processed == 0)
@@ -240,46 +245,45 @@ backfill_load_job(int64 job_id, MemoryContext cxt)
 	desc = SPI_tuptable->tupdesc;
 	job = palloc0(sizeof(BackfillJob));
 	job->job_id = job_id;
-	job->job_name = SPI_getvalue(tup, desc, 1);
-	job->kind = backfill_parse_kind(SPI_getvalue(tup, desc, 2));
-	job->status = backfill_parse_status(SPI_getvalue(tup, desc, 3));
-	job->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 4, &isnull));
-	job->upstream = DatumGetObjectId(SPI_getbinval(tup, desc, 5, &isnull));
-	job->downstream = DatumGetObjectId(SPI_getbinval(tup, desc, 6, &isnull));
+	job->job_name = SPI_getvalue(tup, desc, COLUMN("job_name"));
+	job->kind = backfill_parse_kind(SPI_getvalue(tup, desc, COLUMN("kind")));
+	job->status = backfill_parse_status(SPI_getvalue(tup, desc, COLUMN("status")));
+	job->owner = DatumGetObjectId(SPI_getbinval(tup, desc, COLUMN("owner"), &isnull));
+	job->upstream = DatumGetObjectId(SPI_getbinval(tup, desc, COLUMN("upstream"), &isnull));
+	job->downstream = DatumGetObjectId(SPI_getbinval(tup, desc, COLUMN("downstream"), &isnull));
 	if (isnull)
 		job->downstream = InvalidOid;
-	job->state_table = DatumGetObjectId(SPI_getbinval(tup, desc, 7, &isnull));
+	job->state_table = DatumGetObjectId(SPI_getbinval(tup, desc, COLUMN("state_table"), &isnull));
 	if (isnull)
 		job->state_table = InvalidOid;
-	job->change_table = DatumGetObjectId(SPI_getbinval(tup, desc, 8, &isnull));
+	job->change_table = DatumGetObjectId(SPI_getbinval(tup, desc, COLUMN("change_table"), &isnull));
 	if (isnull)
 		job->change_table = InvalidOid;
-	job->fragment_id = DatumGetInt32(SPI_getbinval(tup, desc, 9, &isnull));
-	job->chunk_size = DatumGetInt32(SPI_getbinval(tup, desc, 10, &isnull));
-	job->epoch = DatumGetInt64(SPI_getbinval(tup, desc, 11, &isnull));
-	job->runs = DatumGetInt32(SPI_getbinval(tup, desc, 12, &isnull));
-	job->columns_sql = backfill_text_array_sql(SPI_getbinval(tup, desc, 13, &isnull),
+	job->fragment_id = DatumGetInt32(SPI_getbinval(tup, desc, COLUMN("fragment_id"), &isnull));
+	job->chunk_size = DatumGetInt32(SPI_getbinval(tup, desc, COLUMN("chunk_size"), &isnull));
+	job->epoch = DatumGetInt64(SPI_getbinval(tup, desc, COLUMN("epoch"), &isnull));
+	job->runs = DatumGetInt32(SPI_getbinval(tup, desc, COLUMN("runs"), &isnull));
+	job->columns_sql = backfill_text_array_sql(SPI_getbinval(tup, desc, COLUMN("columns"), &isnull),
 									  &job->col_names, &job->ncols);
-	(void) backfill_text_array_sql(SPI_getbinval(tup, desc, 14, &isnull), &job->pk_names, &job->npk);
-	job->rate_limit = DatumGetInt32(SPI_getbinval(tup, desc, 15, &isnull));
-	job->background = DatumGetBool(SPI_getbinval(tup, desc, 16, &isnull));
-	job->snapshot_epoch = DatumGetInt64(SPI_getbinval(tup, desc, 17, &isnull));
-	job->filter = SPI_getvalue(tup, desc, 18);
+	(void) backfill_text_array_sql(SPI_getbinval(tup, desc, COLUMN("pk_columns"), &isnull), &job->pk_names, &job->npk);
+	job->rate_limit = DatumGetInt32(SPI_getbinval(tup, desc, COLUMN("rate_limit"), &isnull));
+	job->background = DatumGetBool(SPI_getbinval(tup, desc, COLUMN("background"), &isnull));
+	job->filter = SPI_getvalue(tup, desc, COLUMN("filter"));
 	job->col_exprs = palloc0(sizeof(char *) * Max(job->ncols, 1));
 	{
-		Datum		d = SPI_getbinval(tup, desc, 19, &isnull);
+		Datum		d = SPI_getbinval(tup, desc, COLUMN("expressions"), &isnull);
 
 		if (!isnull)
 			read_expressions(job, DatumGetArrayTypeP(d));
 	}
-	job->into_existing = DatumGetBool(SPI_getbinval(tup, desc, 20, &isnull));
+	job->into_existing = DatumGetBool(SPI_getbinval(tup, desc, COLUMN("into_existing"), &isnull));
 	{
-		Datum		d = SPI_getbinval(tup, desc, 21, &isnull);
+		Datum		d = SPI_getbinval(tup, desc, COLUMN("vnode_bounds"), &isnull);
 
 		job->vnode_bounds = isnull ? NULL : DatumGetArrayTypePCopy(d);
 	}
 	job->select_sql = select_list(job);
-	if (job->kind == BACKFILL_KIND_CDC && DatumGetBool(SPI_getbinval(tup, desc, 22, &isnull)))
+	if (job->kind == BACKFILL_KIND_CDC && DatumGetBool(SPI_getbinval(tup, desc, COLUMN("remote"), &isnull)))
 	{
 		job->kind = BACKFILL_KIND_REMOTE_CDC;
 		/* its source has no trigger of ours: a worker fetches its changes */
@@ -313,12 +317,9 @@ backfill_load_job(int64 job_id, MemoryContext cxt)
 	}
 	MemoryContextSwitchTo(oldcxt);
 
-	/* a 1.0 catalog has no log_store_caught_up yet */
-	if (SPI_execute_with_args(psprintf("SELECT actor_id, vnode_start, vnode_end, %s "
-									   "FROM backfill.actor a "
-									   "WHERE job_id = $1 ORDER BY actor_id",
-									   backfill_catalog_caps()->actor_log_store_caught_up ?
-									   "coalesce(log_store_caught_up, false)" : "false"),
+	if (SPI_execute_with_args("SELECT actor_id, vnode_start, vnode_end "
+							  "FROM backfill.actor a "
+							  "WHERE job_id = $1 ORDER BY actor_id",
 							  1, argtypes, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read backfill.actor");
 	oldcxt = MemoryContextSwitchTo(cxt);
@@ -328,11 +329,9 @@ backfill_load_job(int64 job_id, MemoryContext cxt)
 	{
 		tup = SPI_tuptable->vals[i];
 		desc = SPI_tuptable->tupdesc;
-		job->actors[i].actor_id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
-		job->actors[i].vnode_start = DatumGetInt16(SPI_getbinval(tup, desc, 2, &isnull));
-		job->actors[i].vnode_end = DatumGetInt16(SPI_getbinval(tup, desc, 3, &isnull));
-		/* a snapshot job that had caught up goes on with its final barrier */
-		job->actors[i].caught_up = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull)) && !isnull;
+		job->actors[i].actor_id = DatumGetInt32(SPI_getbinval(tup, desc, COLUMN("actor_id"), &isnull));
+		job->actors[i].vnode_start = DatumGetInt16(SPI_getbinval(tup, desc, COLUMN("vnode_start"), &isnull));
+		job->actors[i].vnode_end = DatumGetInt16(SPI_getbinval(tup, desc, COLUMN("vnode_end"), &isnull));
 	}
 	MemoryContextSwitchTo(oldcxt);
 	return job;

@@ -15,5 +15,8 @@
 
 extern void backfill_set_background(int64 job_id);
 extern Oid *backfill_live_job_upstreams(uint64 *n);
+extern int64 backfill_job_snapshot_epoch(int64 job_id);
+extern void backfill_set_snapshot_epoch(int64 job_id, int64 epoch);
+extern void backfill_actors_caught_up(BackfillJob *job, bool *caught_up);
 
 #endif							/* BACKFILL_CATALOG_JOB_RUN_ROWS_H */

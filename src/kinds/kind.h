@@ -128,6 +128,12 @@ typedef struct KindRoutine
 	/* record an actor's barrier in backfill.actor */
 	void		(*update_actor) (BarrierExecutor *exec, BackfillActor *actor);
 
+	/*
+	 * The phase an actor is in when it is one of the kind's own, as
+	 * backfill.progress shows it (optional: NULL for "snapshot" or "done")
+	 */
+	const char *(*actor_phase) (BackfillJob *job, int actor);
+
 	/* whether an actor has nothing left but the final barrier */
 	bool		(*actor_finished) (BackfillJob *job, int actor);
 
@@ -223,6 +229,13 @@ static inline bool
 backfill_kind_barrier_full(const KindRoutine *kind, BarrierExecutor *exec, int actor)
 {
 	return kind->barrier_full != NULL && kind->barrier_full(exec, actor);
+}
+
+/* NULL when the kind has no phase of its own for the actor now */
+static inline const char *
+backfill_kind_actor_phase(const KindRoutine *kind, BackfillJob *job, int actor)
+{
+	return kind->actor_phase ? kind->actor_phase(job, actor) : NULL;
 }
 
 static inline void

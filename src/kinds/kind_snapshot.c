@@ -75,6 +75,7 @@
 #include "kind.h"
 #include "lib.h"
 #include "catalog_access.h"
+#include "job_run_rows.h"
 #include "copy.h"
 #include "capture.h"
 
@@ -105,14 +106,7 @@ snapshot_create_state_table(const JobDefinition *def)
 static void
 snapshot_after_create(const JobDefinition *def)
 {
-	Oid			argtypes[2] = {INT8OID, INT8OID};
-	Datum		values[2] = {Int64GetDatum(def->job_id), Int64GetDatum(backfill_next_epoch(0))};
-	RoleContext rc;
-
-	backfill_catalog_enter(&rc);
-	backfill_spi_exec_args("UPDATE backfill.job SET snapshot_epoch = $2 WHERE job_id = $1",
-						   2, argtypes, values, NULL, SPI_OK_UPDATE);
-	backfill_role_leave(&rc);
+	backfill_set_snapshot_epoch(def->job_id, backfill_next_epoch(0));
 }
 
 /*
@@ -154,6 +148,64 @@ check_snapshot_state_table(BackfillJob *job)
 							   job->state_sql, (long long) job->job_id), NULL);
 }
 
+/*
+ * The snapshot kind's own state of a job (BackfillJob.kind_data): the epoch
+ * it reads as of, and the log store phase of each actor, as load_state
+ * first read them.
+ */
+typedef struct SnapshotActor
+{
+	bool		in_log_store;	/* consumes the log store */
+	bool		caught_up;		/* its last log store barrier found little */
+	int64		lag_ms;			/* age of the oldest change it last consumed */
+} SnapshotActor;
+
+typedef struct SnapshotJob
+{
+	int64		snapshot_epoch; /* the epoch it reads as of */
+	SnapshotActor *actors;		/* one per job->actors */
+} SnapshotJob;
+
+static SnapshotJob *
+snapshot_job(BackfillJob *job)
+{
+	if (job->kind_data == NULL)
+		elog(ERROR, "the state of backfill job %lld is not loaded", (long long) job->job_id);
+	return job->kind_data;
+}
+
+/* the log store phase of the actor at index actor of job->actors */
+static SnapshotActor *
+snapshot_actor(BackfillJob *job, int actor)
+{
+	return &snapshot_job(job)->actors[actor];
+}
+
+/*
+ * Read what the job's catalog rows say of the kind, once per loaded job: a
+ * job loaded again in the same run keeps its actors' phases.
+ */
+static void
+load_snapshot_job(BackfillJob *job)
+{
+	MemoryContext cxt = GetMemoryChunkContext(job);
+	SnapshotJob *sj;
+	bool	   *caught_up;
+
+	if (job->kind_data != NULL)
+		return;
+	sj = MemoryContextAllocZero(cxt, sizeof(SnapshotJob));
+	sj->snapshot_epoch = backfill_job_snapshot_epoch(job->job_id);
+	sj->actors = MemoryContextAllocZero(cxt, sizeof(SnapshotActor) * Max(job->nactors, 1));
+	caught_up = palloc(sizeof(bool) * Max(job->nactors, 1));
+	backfill_actors_caught_up(job, caught_up);
+	/* a snapshot job that had caught up goes on with its final barrier */
+	for (int i = 0; i < job->nactors; i++)
+		sj->actors[i].caught_up = caught_up[i];
+	pfree(caught_up);
+	job->kind_data = sj;
+}
+
 /* the snapshot kind's rows: (vnode, epoch, row_count, is_epoch_finished, pk) */
 static void
 snapshot_load_state(BackfillJob *job)
@@ -166,6 +218,7 @@ snapshot_load_state(BackfillJob *job)
 	 * on the job.
 	 */
 	backfill_check_key_unchanged(job, job->change_table);
+	load_snapshot_job(job);
 	backfill_init_vnodes(job);
 	check_snapshot_state_table(job);
 	initStringInfo(&sql);
@@ -187,7 +240,7 @@ snapshot_load_state(BackfillJob *job)
 		Datum		finished;
 
 		epoch = SPI_getbinval(tup, desc, 2, &isnull);
-		if (isnull || DatumGetInt64(epoch) < job->snapshot_epoch)
+		if (isnull || DatumGetInt64(epoch) < snapshot_job(job)->snapshot_epoch)
 			backfill_state_error(job, "epoch",
 								 isnull ?
 								 psprintf("State table %s of backfill job %lld has an invalid row for vnode %d.",
@@ -195,7 +248,7 @@ snapshot_load_state(BackfillJob *job)
 								 psprintf("In state table %s of backfill job %lld, vnode %d has epoch %lld, before the job's snapshot epoch %lld.",
 										  job->state_sql, (long long) job->job_id, vnode,
 										  (long long) DatumGetInt64(epoch),
-										  (long long) job->snapshot_epoch));
+										  (long long) snapshot_job(job)->snapshot_epoch));
 		row_count = SPI_getbinval(tup, desc, 3, &isnull);
 		if (isnull || DatumGetInt64(row_count) < 0)
 			backfill_vnode_state_error(job, "row_count", vnode);
@@ -505,7 +558,7 @@ snapshot_read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
 		}
 		else
 			backfill_set_position(exec, vs, nextkey);
-		vs->epoch = job->snapshot_epoch;
+		vs->epoch = snapshot_job(job)->snapshot_epoch;
 		vs->dirty = true;
 	}
 	if (sink == NULL)
@@ -554,6 +607,7 @@ log_store_barrier(BarrierExecutor *exec, int actor)
 	BackfillJob *job = exec->job;
 	SnapshotPlans *plans = exec->kind_state;
 	BackfillActor *a = &job->actors[actor];
+	SnapshotActor *sa = snapshot_actor(job, actor);
 	int64		counts[BACKFILL_VNODE_COUNT] = {0};
 	Datum		values[2];
 	bool		isnull;
@@ -563,12 +617,12 @@ log_store_barrier(BarrierExecutor *exec, int actor)
 	int			guc_level;
 	bool		all_vnodes = a->vnode_start == 0 && a->vnode_end == BACKFILL_VNODE_COUNT - 1;
 
-	if (!a->in_log_store)
+	if (!sa->in_log_store)
 	{
 		/* inside the barrier's connection: a nested one of its own */
 		if (!snapshot_everywhere(job, false))
 			return false;
-		a->in_log_store = true;
+		sa->in_log_store = true;
 	}
 
 	/*
@@ -610,17 +664,17 @@ log_store_barrier(BarrierExecutor *exec, int actor)
 		elog(ERROR, "could not consume the log store of %s", job->upstream_sql);
 	consumed = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	oldest = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
-	a->lag_ms = 0;
+	sa->lag_ms = 0;
 	if (!isnull)
 	{
 		long		secs;
 		int			usecs;
 
 		TimestampDifference(DatumGetTimestampTz(oldest), GetCurrentTimestamp(), &secs, &usecs);
-		a->lag_ms = (int64) secs * 1000 + usecs / 1000;
+		sa->lag_ms = (int64) secs * 1000 + usecs / 1000;
 	}
 	SPI_freetuptable(SPI_tuptable);
-	a->caught_up = consumed <= job->chunk_size;
+	sa->caught_up = consumed <= job->chunk_size;
 
 	/* Consumed at the epoch that ends here, with its rows */
 	for (int v = a->vnode_start; v <= a->vnode_end; v++)
@@ -663,16 +717,17 @@ snapshot_update_actor(BarrierExecutor *exec, BackfillActor *actor)
 {
 	BackfillJob *job = exec->job;
 	SnapshotPlans *plans = exec->kind_state;
+	SnapshotActor *sa = snapshot_actor(job, actor - job->actors);
 	Datum		values[4];
 	int64		rows = 0;
 	RoleContext rc;
 
-	if (actor->in_log_store)
+	if (sa->in_log_store)
 	{
 		values[0] = Int32GetDatum(actor->actor_id);
 		values[1] = Int64GetDatum(job->epoch);
-		values[2] = Int64GetDatum(actor->lag_ms);
-		values[3] = BoolGetDatum(actor->caught_up);
+		values[2] = Int64GetDatum(sa->lag_ms);
+		values[3] = BoolGetDatum(sa->caught_up);
 		backfill_catalog_enter(&rc);
 		if (SPI_execute_plan(plans->log_store_plan, values, NULL, false, 0) != SPI_OK_UPDATE)
 			elog(ERROR, "could not update backfill.actor");
@@ -684,11 +739,20 @@ snapshot_update_actor(BarrierExecutor *exec, BackfillActor *actor)
 	backfill_record_actor(exec, actor, rows);
 }
 
+/* the log store is the snapshot kind's own phase */
+static const char *
+snapshot_actor_phase(BackfillJob *job, int actor)
+{
+	if (job->kind_data != NULL && snapshot_actor(job, actor)->in_log_store)
+		return "log store";
+	return NULL;
+}
+
 /* an actor is done when its vnodes are, and its log store has caught up */
 static bool
 snapshot_actor_finished(BackfillJob *job, int actor)
 {
-	return backfill_vnodes_finished(job, actor) && job->actors[actor].caught_up;
+	return backfill_vnodes_finished(job, actor) && snapshot_actor(job, actor)->caught_up;
 }
 
 static bool
@@ -726,6 +790,7 @@ const KindRoutine backfill_snapshot_routine = {
 	.read_chunk = snapshot_read_chunk,
 	.persist = snapshot_persist,
 	.update_actor = snapshot_update_actor,
+	.actor_phase = snapshot_actor_phase,
 	.actor_finished = snapshot_actor_finished,
 	.finished_everywhere = snapshot_finished_everywhere,
 	.recount_actors = snapshot_recount_actors,

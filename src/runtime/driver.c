@@ -239,8 +239,10 @@ client_progress(BarrierExecutor *exec)
 static const char *
 actor_phase(BackfillJob *job, int actor)
 {
-	if (job->actors[actor].in_log_store)
-		return "log store";
+	const char *phase = backfill_kind_actor_phase(backfill_kind_routine(job->kind), job, actor);
+
+	if (phase != NULL)
+		return phase;
 	if (backfill_actor_finished(job, actor))
 		return "done";
 	return "snapshot";
