@@ -371,6 +371,83 @@ image_columns(BackfillJob *job)
 }
 
 /*
+ * The fragments of a chunk's statement, each named for what it reads; the
+ * comment of snapshot_chunk_plan says why it reads so.  nargs is the number
+ * of the limit's parameter.
+ */
+
+/* the upstream's rows after the position that the log has no entry of */
+static void
+append_upstream_branch(StringInfo buf, BackfillJob *job, const char *cond_u,
+					   const char *cond_l, int nargs)
+{
+	appendStringInfo(buf, "SELECT %s FROM %s WHERE true%s%s ",
+					 job->select_sql, backfill_job_scan(job), backfill_filter_and(job), cond_u);
+	appendStringInfo(buf, "AND NOT EXISTS (SELECT FROM %s l WHERE %s%s) ",
+					 job->changes_sql,
+					 backfill_key_compare(job, backfill_pk_exprs(job, "l"), BTEqualStrategyNumber,
+										  backfill_pk_exprs(job, "u")),
+					 cond_l);
+	appendStringInfo(buf, "ORDER BY %s LIMIT $%d + 1", backfill_pk_list(job, "u"), nargs);
+}
+
+/* the log's first image of each key after the position, as f(key, o) */
+static void
+append_log_images(StringInfo buf, BackfillJob *job, const char *cond_l)
+{
+	char	   *lpk = backfill_pk_list(job, "l");
+
+	appendStringInfo(buf, "SELECT DISTINCT ON (%s) %s, l.backfill_old_row AS o ", lpk, lpk);
+	appendStringInfo(buf, "FROM %s l WHERE true%s ORDER BY %s, l.backfill_seq",
+					 job->changes_sql, cond_l, lpk);
+}
+
+/* the rows the log's images were, read as rows u of the upstream */
+static void
+append_log_branch(StringInfo buf, BackfillJob *job, const char *cond_l, int nargs)
+{
+	appendStringInfo(buf, "SELECT %s FROM (SELECT %s%s FROM (",
+					 job->select_sql, backfill_pk_list(job, "f"), image_columns(job));
+	append_log_images(buf, job, cond_l);
+	appendStringInfo(buf, ") f WHERE pg_catalog.num_nonnulls((f.o).%s) OPERATOR(pg_catalog.=) 1) u ",
+					 quote_identifier(job->pk_names[0]));
+	appendStringInfo(buf, "WHERE true%s ORDER BY %s LIMIT $%d + 1",
+					 backfill_filter_and(job), backfill_pk_list(job, "u"), nargs);
+}
+
+/* the chunk's rows: the first limit + 1 of both branches, in key order */
+static void
+append_chunk_select(StringInfo buf, BackfillJob *job, const char *cond_u,
+					const char *cond_l, int nargs)
+{
+	appendStringInfoString(buf, "SELECT x.* FROM ((");
+	append_upstream_branch(buf, job, cond_u, cond_l, nargs);
+	appendStringInfoString(buf, ") UNION ALL (");
+	append_log_branch(buf, job, cond_l, nargs);
+	appendStringInfo(buf, ")) x ORDER BY %s LIMIT $%d + 1", backfill_pk_list(job, NULL), nargs);
+}
+
+/*
+ * The chunk written into the downstream: its first limit rows of select s
+ * inserted (ins), their count per vnode (c), and the next key (nxt).
+ */
+static void
+append_chunk_insert(StringInfo buf, BackfillJob *job, const char *select, int nargs)
+{
+	char	   *pk = backfill_pk_list(job, NULL);
+
+	appendStringInfo(buf, "WITH s AS MATERIALIZED (%s), ", select);
+	appendStringInfo(buf, "ins AS (INSERT INTO %s (%s) SELECT %s FROM s ORDER BY %s LIMIT $%d RETURNING %s) ",
+					 job->downstream_sql, job->columns_sql, job->columns_sql, pk, nargs, pk);
+	appendStringInfoString(buf, "SELECT c.vnodes, c.counts, nxt.* FROM ");
+	appendStringInfo(buf, "(SELECT pg_catalog.array_agg(g.v) AS vnodes, pg_catalog.array_agg(g.n) AS counts "
+					 "FROM (SELECT %s AS v, pg_catalog.count(*) AS n FROM ins GROUP BY 1) g) c ",
+					 backfill_vnode_sql(job, pk));
+	appendStringInfo(buf, "LEFT JOIN (SELECT %s FROM s ORDER BY %s OFFSET $%d LIMIT 1) nxt ON true",
+					 pk, pk, nargs);
+}
+
+/*
  * The chunk query of phase 1: the next limit + 1 rows that pass the filter,
  * as of the snapshot epoch, from a position (inclusive) if any, of a set of
  * vnodes, in key order.  Parameters: the position ($1..$npk), the vnode
@@ -389,9 +466,6 @@ snapshot_chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter, boo
 	StringInfoData sql;
 	Oid			argtypes[3 * INDEX_MAX_KEYS + 3];
 	int			nargs = 0;
-	char	   *upk = backfill_pk_list(job, "u");
-	char	   *lpk = backfill_pk_list(job, "l");
-	char	   *pk = backfill_pk_list(job, NULL);
 	char	   *cond_u;
 	char	   *cond_l;
 
@@ -413,29 +487,11 @@ snapshot_chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter, boo
 	 * (which orders it), so that the columns and the filter are computed
 	 * from it as from a live row.  An image of no row has no key: counted
 	 * with num_nonnulls(), since IS NOT NULL of a composite key with a NULL
-	 * field is false too.
+	 * field is false too.  The fragments are built by the append_* functions
+	 * above.
 	 */
 	initStringInfo(&select);
-	appendStringInfo(&select,
-					 "SELECT x.* FROM (("
-					 "SELECT %s FROM %s WHERE true%s%s "
-					 "AND NOT EXISTS (SELECT FROM %s l WHERE %s%s) "
-					 "ORDER BY %s LIMIT $%d + 1) "
-					 "UNION ALL ("
-					 "SELECT %s FROM (SELECT %s%s FROM (SELECT DISTINCT ON (%s) %s, l.backfill_old_row AS o "
-					 "FROM %s l WHERE true%s ORDER BY %s, l.backfill_seq) f "
-					 "WHERE pg_catalog.num_nonnulls((f.o).%s) OPERATOR(pg_catalog.=) 1) u "
-					 "WHERE true%s ORDER BY %s LIMIT $%d + 1"
-					 ")) x ORDER BY %s LIMIT $%d + 1",
-					 job->select_sql, backfill_job_scan(job), backfill_filter_and(job), cond_u,
-					 job->changes_sql,
-					 backfill_key_compare(job, backfill_pk_exprs(job, "l"), BTEqualStrategyNumber,
-										  backfill_pk_exprs(job, "u")),
-					 cond_l, upk, nargs,
-					 job->select_sql, backfill_pk_list(job, "f"), image_columns(job),
-					 lpk, lpk, job->changes_sql, cond_l, lpk,
-					 quote_identifier(job->pk_names[0]), backfill_filter_and(job), upk, nargs,
-					 pk, nargs);
+	append_chunk_select(&select, job, cond_u, cond_l, nargs);
 	if (!insert)
 	{
 		*cached = backfill_keep_plan(exec->plans, select.data, nargs, argtypes);
@@ -443,16 +499,7 @@ snapshot_chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter, boo
 	}
 
 	initStringInfo(&sql);
-	appendStringInfo(&sql,
-					 "WITH s AS MATERIALIZED (%s), "
-					 "ins AS (INSERT INTO %s (%s) SELECT %s FROM s ORDER BY %s LIMIT $%d RETURNING %s) "
-					 "SELECT c.vnodes, c.counts, nxt.* FROM "
-					 "(SELECT pg_catalog.array_agg(g.v) AS vnodes, pg_catalog.array_agg(g.n) AS counts "
-					 "FROM (SELECT %s AS v, pg_catalog.count(*) AS n FROM ins GROUP BY 1) g) c "
-					 "LEFT JOIN (SELECT %s FROM s ORDER BY %s OFFSET $%d LIMIT 1) nxt ON true",
-					 select.data, job->downstream_sql, job->columns_sql, job->columns_sql,
-					 pk, nargs, pk, backfill_vnode_sql(job, pk), pk, pk, nargs);
-
+	append_chunk_insert(&sql, job, select.data, nargs);
 	*cached = backfill_keep_plan(exec->plans, sql.data, nargs, argtypes);
 	return *cached;
 }
