@@ -13,6 +13,7 @@ OBJS = \
 	src/capture/capture.o \
 	src/capture/output_plugin.o \
 	src/capture/slot.o \
+	src/catalog/barrier_rows.o \
 	src/catalog/capabilities.o \
 	src/catalog/catalog.o \
 	src/catalog/job_run_rows.o \

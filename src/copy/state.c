@@ -38,6 +38,7 @@
 
 #include "barrier.h"
 #include "lib.h"
+#include "barrier_rows.h"
 #include "catalog_access.h"
 #include "copy.h"
 
@@ -292,16 +293,7 @@ backfill_persist_vnodes(BarrierExecutor *exec, SPIPlanPtr plan)
 void
 backfill_record_actor(BarrierExecutor *exec, BackfillActor *actor, int64 rows)
 {
-	Datum		values[3];
-	RoleContext rc;
-
-	values[0] = Int32GetDatum(actor->actor_id);
-	values[1] = Int64GetDatum(exec->job->epoch);
-	values[2] = Int64GetDatum(rows);
-	backfill_catalog_enter(&rc);
-	if (SPI_execute_plan(exec->actor_plan, values, NULL, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not update backfill.actor");
-	backfill_role_leave(&rc);
+	backfill_run_record_actor(exec->actor_plan, actor->actor_id, exec->job->epoch, rows);
 }
 
 /*

@@ -75,6 +75,7 @@
 #include "kind.h"
 #include "lib.h"
 #include "catalog_access.h"
+#include "barrier_rows.h"
 #include "job_run_rows.h"
 #include "copy.h"
 #include "capture.h"
@@ -333,13 +334,7 @@ snapshot_prepare(BarrierExecutor *exec)
 					 job->changes_sql);
 	plans->log_consume_all_plan = backfill_keep_plan(exec->plans, sql.data, 0, NULL);
 
-	argtypes[0] = INT4OID;
-	argtypes[1] = INT8OID;
-	argtypes[2] = INT8OID;
-	argtypes[3] = BOOLOID;
-	plans->log_store_plan =
-		backfill_keep_plan(exec->plans, "UPDATE backfill.actor SET epoch = $2, log_store_lag_ms = $3, "
-							  "log_store_caught_up = $4 WHERE actor_id = $1", 4, argtypes);
+	plans->log_store_plan = backfill_prepare_record_log_store(exec->plans);
 }
 
 /*
@@ -765,20 +760,12 @@ snapshot_update_actor(BarrierExecutor *exec, BackfillActor *actor)
 	BackfillJob *job = exec->job;
 	SnapshotPlans *plans = exec->kind_state;
 	SnapshotActor *sa = snapshot_actor(job, actor - job->actors);
-	Datum		values[4];
 	int64		rows = 0;
-	RoleContext rc;
 
 	if (sa->in_log_store)
 	{
-		values[0] = Int32GetDatum(actor->actor_id);
-		values[1] = Int64GetDatum(job->epoch);
-		values[2] = Int64GetDatum(sa->lag_ms);
-		values[3] = BoolGetDatum(sa->caught_up);
-		backfill_catalog_enter(&rc);
-		if (SPI_execute_plan(plans->log_store_plan, values, NULL, false, 0) != SPI_OK_UPDATE)
-			elog(ERROR, "could not update backfill.actor");
-		backfill_role_leave(&rc);
+		backfill_run_record_log_store(plans->log_store_plan, actor->actor_id, job->epoch,
+									  sa->lag_ms, sa->caught_up);
 		return;
 	}
 	for (int v = actor->vnode_start; v <= actor->vnode_end; v++)
