@@ -80,6 +80,20 @@ backfill_parse_kind(const char *name)
 	pg_unreachable();
 }
 
+/*
+ * backfill_remote_kind
+ *		The kind a job of kind "kind" is when it reads a foreign table: cdc
+ *		on a foreign table is the remote cdc kind, which follows another
+ *		server's changes.  Decided here alone, for create_job (the relation
+ *		is foreign, kind.c) and for a loaded job (backfill.job.remote says
+ *		it was); a kind that cannot read one is the caller's to refuse.
+ */
+BackfillKind
+backfill_remote_kind(BackfillKind kind)
+{
+	return kind == BACKFILL_KIND_CDC ? BACKFILL_KIND_REMOTE_CDC : kind;
+}
+
 static const char *const status_names[] = {
 	[BACKFILL_STATUS_PENDING] = "pending",
 	[BACKFILL_STATUS_BACKFILLING] = "backfilling",
@@ -283,9 +297,10 @@ backfill_load_job(int64 job_id, MemoryContext cxt)
 		job->vnode_bounds = isnull ? NULL : DatumGetArrayTypePCopy(d);
 	}
 	job->select_sql = select_list(job);
-	if (job->kind == BACKFILL_KIND_CDC && DatumGetBool(SPI_getbinval(tup, desc, COLUMN("remote"), &isnull)))
+	if (DatumGetBool(SPI_getbinval(tup, desc, COLUMN("remote"), &isnull)) &&
+		backfill_remote_kind(job->kind) != job->kind)
 	{
-		job->kind = BACKFILL_KIND_REMOTE_CDC;
+		job->kind = backfill_remote_kind(job->kind);
 		/* its source has no trigger of ours: a worker fetches its changes */
 		job->follows = true;
 	}

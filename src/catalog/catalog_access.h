@@ -37,6 +37,7 @@ extern bool backfill_job_catalog_has(const char *column);
 
 extern const char *backfill_kind_name(BackfillKind kind);
 extern BackfillKind backfill_parse_kind(const char *name);
+extern BackfillKind backfill_remote_kind(BackfillKind kind);
 extern BackfillJobStatus backfill_parse_status(const char *name);
 extern bool backfill_partition_of(Oid relid, Oid ancestor);
 extern BackfillJob *backfill_load_job(int64 job_id, MemoryContext cxt);
