@@ -83,6 +83,7 @@
 #include "kind.h"
 #include "lib.h"
 #include "catalog_access.h"
+#include "job_run_rows.h"
 #include "copy.h"
 #include "capture.h"
 
@@ -680,16 +681,7 @@ cdc_after_finish(int64 job_id)
 static void
 cdc_recount_actors(int64 job_id, const char *state_sql)
 {
-	Oid			types[1] = {INT8OID};
-	Datum		values[1] = {Int64GetDatum(job_id)};
-	RoleContext rc;
-
-	backfill_catalog_enter(&rc);
-	backfill_spi_exec_args(psprintf("UPDATE backfill.actor a SET row_count = "
-									"coalesce((SELECT s.row_count FROM %s s), 0) WHERE a.job_id = $1",
-									state_sql),
-						   1, types, values, NULL, SPI_OK_UPDATE);
-	backfill_role_leave(&rc);
+	backfill_recount_actor_rows(job_id, psprintf("SELECT s.row_count FROM %s s", state_sql));
 }
 
 const KindRoutine backfill_cdc_routine = {

@@ -56,6 +56,7 @@
 #include "kind.h"
 #include "lib.h"
 #include "catalog_access.h"
+#include "job_run_rows.h"
 #include "copy.h"
 #include "capture.h"
 
@@ -167,17 +168,7 @@ log_progress(BarrierExecutor *exec, int actor)
 
 	backfill_spi_enter();
 	/* eta is in backfill.jobs from the catalog that records the pace on */
-	backfill_spi_exec_args(exec->pace_plan ?
-						   "SELECT p.progress, j.eta::text FROM backfill.ddl_progress p "
-						   "JOIN backfill.jobs j ON j.job_id = p.ddl_id WHERE p.ddl_id = $1" :
-						   "SELECT progress, NULL FROM backfill.ddl_progress WHERE ddl_id = $1",
-						   1, (Oid[]) {INT8OID}, (Datum[]) {Int64GetDatum(job->job_id)}, NULL,
-						   SPI_OK_SELECT);
-	if (SPI_processed == 1)
-	{
-		progress = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-		eta = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
-	}
+	backfill_job_progress_text(job->job_id, exec->pace_plan != NULL, &progress, &eta);
 	if (rate >= 0)
 		snprintf(rate_text, sizeof(rate_text), "%.0f rows/s", rate);
 	else
@@ -204,6 +195,7 @@ client_progress(BarrierExecutor *exec)
 	const char *throttled_by = NULL;
 	char	   *progress = NULL;
 	double		eta = -1;
+	double		left;
 
 	for (int a = 0; a < job->nactors; a++)
 	{
@@ -215,22 +207,8 @@ client_progress(BarrierExecutor *exec)
 			throttled_by = backfill_pacing_throttled_by(exec->pacing, a);
 	}
 	backfill_spi_enter();
-	backfill_spi_exec_args("SELECT p.progress, j.total_rows - "
-						   "(SELECT coalesce(pg_catalog.sum(a.row_count), 0) FROM backfill.actor a "
-						   "WHERE a.job_id = j.job_id)::float8 "
-						   "FROM backfill.ddl_progress p JOIN backfill.job j ON j.job_id = p.ddl_id "
-						   "WHERE p.ddl_id = $1",
-						   1, (Oid[]) {INT8OID}, (Datum[]) {Int64GetDatum(job->job_id)}, NULL,
-						   SPI_OK_SELECT);
-	if (SPI_processed == 1)
-	{
-		bool		isnull;
-		Datum		left = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
-
-		progress = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-		if (!isnull && rate > 0)
-			eta = Max(DatumGetFloat8(left), 0) / rate;
-	}
+	if (backfill_job_rows_left(job->job_id, &progress, &left) && rate > 0)
+		eta = Max(left, 0) / rate;
 	backfill_progress_send(job->job_id, progress, rate, eta, throttled_by);
 	backfill_spi_leave();
 }
