@@ -25,12 +25,15 @@ OBJS = \
 	src/capture/slot.o \
 	src/capture/triggers.o \
 	src/capture/truncate_change.o \
+	src/catalog/barrier_rows.o \
+	src/catalog/capabilities.o \
 	src/catalog/capture_job_rows.o \
 	src/catalog/catalog.o \
 	src/catalog/cutover_rows.o \
 	src/catalog/index_rows.o \
 	src/catalog/job_holdings.o \
 	src/catalog/job_rows.o \
+	src/catalog/job_run_rows.o \
 	src/catalog/remote_rows.o \
 	src/copy/chunk.o \
 	src/copy/downstream.o \
@@ -60,10 +63,13 @@ OBJS = \
 	src/remote/splits.o \
 	src/runtime/driver.o \
 	src/runtime/executor.o \
+	src/runtime/extension_ddl.o \
+	src/runtime/live_actors.o \
 	src/runtime/pacing.o \
 	src/runtime/progress.o \
 	src/runtime/registry.o \
-	src/runtime/worker.o
+	src/runtime/worker.o \
+	src/runtime/worker_control.o
 DATA = sql/backfill--1.3.sql sql/backfill--1.0.sql sql/backfill--1.0--1.1.sql sql/backfill--1.1--1.2.sql sql/backfill--1.2--1.3.sql
 PGFILEDESC = "backfill - resumable backfill of derived tables"
 

@@ -110,11 +110,6 @@ typedef struct BackfillActor
 	int32		actor_id;
 	int			vnode_start;	/* inclusive */
 	int			vnode_end;		/* inclusive */
-
-	/* snapshot kind: the log store phase (kind_snapshot.c) */
-	bool		in_log_store;	/* consumes the log store */
-	bool		caught_up;		/* its last log store barrier found little */
-	int64		lag_ms;			/* age of the oldest change it last consumed */
 } BackfillActor;
 
 /*
@@ -154,10 +149,10 @@ typedef struct BackfillJob
 	bool		follows;		/* once finished, a worker follows the upstream
 								 * (no trigger applies its changes) */
 	int64		epoch;			/* of the last barrier, any actor */
-	int64		snapshot_epoch; /* snapshot kind: the epoch it reads as of */
-	bool		has_cdc_offset; /* cdc kind: the state row has an offset */
-	uint64		cdc_offset;		/* cdc kind: its LSN */
 	int32		runs;
+	void	   *kind_data;		/* its kind's own state of the job and its
+								 * actors, which only the kind's file reads:
+								 * made by load_state, kept for the run */
 
 	/* SQL names, quoted and schema-qualified, fixed for the run */
 	char	   *upstream_sql;

@@ -51,6 +51,7 @@ _PG_init(void)
 	{
 		backfill_worker_init();
 		backfill_shmem_init();
+		backfill_extension_ddl_init();
 	}
 
 	/* last: reserving the prefix drops placeholders not defined by then */

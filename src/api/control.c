@@ -316,8 +316,7 @@ backfill_drop_kind_objects(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	kind = backfill_kind_routine(backfill_load_job(job_id, CurrentMemoryContext)->kind);
-	if (kind->drop_objects)
-		kind->drop_objects(job_id);
+	backfill_kind_drop_objects(kind, job_id);
 	SPI_finish();
 	PG_RETURN_VOID();
 }
@@ -342,9 +341,10 @@ backfill_unfetched_keys(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 	kind = backfill_kind_routine(backfill_load_job(job_id, CurrentMemoryContext)->kind);
-	if (kind->unfetched_keys && !PG_ARGISNULL(1))
-		foreach(lc, kind->unfetched_keys(job_id, DatumGetCString(DirectFunctionCall1(pg_lsn_out,
-																					PG_GETARG_DATUM(1)))))
+	if (!PG_ARGISNULL(1))
+		foreach(lc, backfill_kind_unfetched_keys(kind, job_id,
+												 DatumGetCString(DirectFunctionCall1(pg_lsn_out,
+																					 PG_GETARG_DATUM(1)))))
 		{
 			Datum		values[1] = {PointerGetDatum(lfirst(lc))};
 			bool		nulls[1] = {false};

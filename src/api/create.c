@@ -552,10 +552,8 @@ plan_job(const CreateArgs *args, const KindRoutine *kind, CreatePlan *plan)
 						plan->shape.filter ? "row filters" :
 						plan->shape.computed ? "computed columns" : "partitioned upstreams"),
 				 errhint("Run ALTER EXTENSION backfill UPDATE.")));
-	if (kind->check_shape)
-		kind->check_shape(plan->rel, &plan->shape, args->into_existing);
-	if (kind->check_create)
-		kind->check_create(plan->rel, args->parallelism);
+	backfill_kind_check_shape(kind, plan->rel, &plan->shape, args->into_existing);
+	backfill_kind_check_create(kind, plan->rel, args->parallelism);
 	plan->downstream_sql = args->into_existing ? NULL : downstream_name(args->name);
 }
 
@@ -718,8 +716,7 @@ create_job(FunctionCallInfo fcinfo)
 								  def.key_list, image_sql, image_ddl, def.owner);
 	job_row(&args, &plan, &def, fragment_id, total_rows, &row);
 	backfill_insert_job_rows(&row);
-	if (kind->after_create)
-		kind->after_create(&def);
+	backfill_kind_after_create(kind, &def);
 	backfill_capture_install(plan.rel, def.upstream_sql, def.job_id, kind->capture);
 	backfill_role_leave(&rc);
 	backfill_create_indexes(def.job_id, plan.rel, plan.downstream_sql, &plan.shape,

@@ -348,8 +348,7 @@ backfill_estimate_job(PG_FUNCTION_ARGS)
 	search_path = backfill_safe_search_path(npk, pk_types);
 	backfill_shape_read(upstream, PG_ARGISNULL(2) ? NULL : PG_GETARG_ARRAYTYPE_P(2), NULL,
 						npk, pk, search_path, &shape);
-	if (kind->check_create)
-		kind->check_create(upstream, parallelism);
+	backfill_kind_check_create(kind, upstream, parallelism);
 	job = sample_job(upstream, npk, pk, &shape, search_path);
 
 	limit = sample_limit(upstream, &rows);

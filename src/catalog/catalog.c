@@ -80,6 +80,20 @@ backfill_parse_kind(const char *name)
 	pg_unreachable();
 }
 
+/*
+ * backfill_remote_kind
+ *		The kind a job of kind "kind" is when it reads a foreign table: cdc
+ *		on a foreign table is the remote cdc kind, which follows another
+ *		server's changes.  Decided here alone, for create_job (the relation
+ *		is foreign, kind.c) and for a loaded job (backfill.job.remote says
+ *		it was); a kind that cannot read one is the caller's to refuse.
+ */
+BackfillKind
+backfill_remote_kind(BackfillKind kind)
+{
+	return kind == BACKFILL_KIND_CDC ? BACKFILL_KIND_REMOTE_CDC : kind;
+}
+
 static const char *const status_names[] = {
 	[BACKFILL_STATUS_PENDING] = "pending",
 	[BACKFILL_STATUS_BACKFILLING] = "backfilling",
@@ -143,19 +157,6 @@ backfill_check_key_unchanged(BackfillJob *job, Oid made_with)
 }
 
 /*
- * backfill_job_catalog_has
- *		Whether backfill.job has a column: the library may be newer than the
- *		catalog until ALTER EXTENSION UPDATE.
- */
-bool
-backfill_job_catalog_has(const char *column)
-{
-	Oid			relid = get_relname_relid("job", get_namespace_oid(BACKFILL_SCHEMA, false));
-
-	return OidIsValid(relid) && get_attnum(relid, column) != InvalidAttrNumber;
-}
-
-/*
  * backfill_partition_of
  *		Whether relid is a partition of ancestor, at any level.
  */
@@ -208,6 +209,9 @@ select_list(BackfillJob *job)
  *		SPI.  The job's state is not read here: its kind decodes it and
  *		checks the key (kind.h).
  */
+/* a column of an SPI result, by name (desc in scope) */
+#define COLUMN(name) SPI_fnumber(desc, (name))
+
 BackfillJob *
 backfill_load_job(int64 job_id, MemoryContext cxt)
 {
@@ -218,29 +222,31 @@ backfill_load_job(int64 job_id, MemoryContext cxt)
 	BackfillJob *job;
 	MemoryContext oldcxt;
 	bool		isnull;
-	bool		shapes;
-	bool		ranges;
+	const BackfillCatalogCaps *caps = backfill_catalog_caps();
 
-	/* a catalog older than 1.2 has neither filters nor computed columns */
-	shapes = backfill_job_catalog_has("expressions");
-	/* nor range vnodes, before their columns */
-	ranges = backfill_job_catalog_has("vnode_bounds");
-	if (SPI_execute_with_args(psprintf("SELECT job_name, kind, status, owner::pg_catalog.oid, "
-									   "upstream::pg_catalog.oid, downstream::pg_catalog.oid, "
-									   "state_table::pg_catalog.oid, change_table::pg_catalog.oid, "
+	/*
+	 * Each column a version added is read when the catalog has it: one
+	 * older than 1.2 has neither filters nor computed columns, nor range
+	 * vnodes, before their columns.
+	 */
+	if (SPI_execute_with_args(psprintf("SELECT job_name, kind, status, owner::pg_catalog.oid AS owner, "
+									   "upstream::pg_catalog.oid AS upstream, "
+									   "downstream::pg_catalog.oid AS downstream, "
+									   "state_table::pg_catalog.oid AS state_table, "
+									   "change_table::pg_catalog.oid AS change_table, "
 									   "fragment_id, chunk_size, "
 									   "(SELECT coalesce(pg_catalog.max(a.epoch), 0) FROM backfill.actor a "
-									   " WHERE a.job_id = j.job_id), "
-									   "runs, columns, pk_columns, coalesce(rate_limit, -1), "
-									   "run_mode = 'background', "
-	/* read by name: a 1.0 catalog has no such column yet */
-									   "coalesce((pg_catalog.to_jsonb(j) OPERATOR(pg_catalog.->>) 'snapshot_epoch')::pg_catalog.int8, 0), "
-									   "%s, %s, "
-									   "coalesce((pg_catalog.to_jsonb(j) OPERATOR(pg_catalog.->>) 'remote')::pg_catalog.bool, false) "
+									   " WHERE a.job_id = j.job_id) AS epoch, "
+									   "runs, columns, pk_columns, coalesce(rate_limit, -1) AS rate_limit, "
+									   "run_mode = 'background' AS background, "
+									   "%s, %s, %s "
 									   "FROM backfill.job j WHERE job_id = $1",
-									   shapes ? "filter, expressions, into_existing" :
-									   "NULL::pg_catalog.text, NULL::pg_catalog.text[], false",
-									   ranges ? "vnode_bounds" : "NULL::pg_catalog.text[]"),
+									   caps->job_expressions ? "filter, expressions, into_existing" :
+									   "NULL::pg_catalog.text AS filter, NULL::pg_catalog.text[] AS expressions, "
+									   "false AS into_existing",
+									   caps->job_vnode_bounds ? "vnode_bounds" :
+									   "NULL::pg_catalog.text[] AS vnode_bounds",
+									   caps->job_remote ? "coalesce(remote, false) AS remote" : "false AS remote"),
 							  1, argtypes, values, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read backfill.job");
 	if (SPI_processed == 0)
@@ -253,48 +259,48 @@ backfill_load_job(int64 job_id, MemoryContext cxt)
 	desc = SPI_tuptable->tupdesc;
 	job = palloc0(sizeof(BackfillJob));
 	job->job_id = job_id;
-	job->job_name = SPI_getvalue(tup, desc, 1);
-	job->kind = backfill_parse_kind(SPI_getvalue(tup, desc, 2));
-	job->status = backfill_parse_status(SPI_getvalue(tup, desc, 3));
-	job->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 4, &isnull));
-	job->upstream = DatumGetObjectId(SPI_getbinval(tup, desc, 5, &isnull));
-	job->downstream = DatumGetObjectId(SPI_getbinval(tup, desc, 6, &isnull));
+	job->job_name = SPI_getvalue(tup, desc, COLUMN("job_name"));
+	job->kind = backfill_parse_kind(SPI_getvalue(tup, desc, COLUMN("kind")));
+	job->status = backfill_parse_status(SPI_getvalue(tup, desc, COLUMN("status")));
+	job->owner = DatumGetObjectId(SPI_getbinval(tup, desc, COLUMN("owner"), &isnull));
+	job->upstream = DatumGetObjectId(SPI_getbinval(tup, desc, COLUMN("upstream"), &isnull));
+	job->downstream = DatumGetObjectId(SPI_getbinval(tup, desc, COLUMN("downstream"), &isnull));
 	if (isnull)
 		job->downstream = InvalidOid;
-	job->state_table = DatumGetObjectId(SPI_getbinval(tup, desc, 7, &isnull));
+	job->state_table = DatumGetObjectId(SPI_getbinval(tup, desc, COLUMN("state_table"), &isnull));
 	if (isnull)
 		job->state_table = InvalidOid;
-	job->change_table = DatumGetObjectId(SPI_getbinval(tup, desc, 8, &isnull));
+	job->change_table = DatumGetObjectId(SPI_getbinval(tup, desc, COLUMN("change_table"), &isnull));
 	if (isnull)
 		job->change_table = InvalidOid;
-	job->fragment_id = DatumGetInt32(SPI_getbinval(tup, desc, 9, &isnull));
-	job->chunk_size = DatumGetInt32(SPI_getbinval(tup, desc, 10, &isnull));
-	job->epoch = DatumGetInt64(SPI_getbinval(tup, desc, 11, &isnull));
-	job->runs = DatumGetInt32(SPI_getbinval(tup, desc, 12, &isnull));
-	job->columns_sql = backfill_text_array_sql(SPI_getbinval(tup, desc, 13, &isnull),
+	job->fragment_id = DatumGetInt32(SPI_getbinval(tup, desc, COLUMN("fragment_id"), &isnull));
+	job->chunk_size = DatumGetInt32(SPI_getbinval(tup, desc, COLUMN("chunk_size"), &isnull));
+	job->epoch = DatumGetInt64(SPI_getbinval(tup, desc, COLUMN("epoch"), &isnull));
+	job->runs = DatumGetInt32(SPI_getbinval(tup, desc, COLUMN("runs"), &isnull));
+	job->columns_sql = backfill_text_array_sql(SPI_getbinval(tup, desc, COLUMN("columns"), &isnull),
 									  &job->col_names, &job->ncols);
-	(void) backfill_text_array_sql(SPI_getbinval(tup, desc, 14, &isnull), &job->pk_names, &job->npk);
-	job->rate_limit = DatumGetInt32(SPI_getbinval(tup, desc, 15, &isnull));
-	job->background = DatumGetBool(SPI_getbinval(tup, desc, 16, &isnull));
-	job->snapshot_epoch = DatumGetInt64(SPI_getbinval(tup, desc, 17, &isnull));
-	job->filter = SPI_getvalue(tup, desc, 18);
+	(void) backfill_text_array_sql(SPI_getbinval(tup, desc, COLUMN("pk_columns"), &isnull), &job->pk_names, &job->npk);
+	job->rate_limit = DatumGetInt32(SPI_getbinval(tup, desc, COLUMN("rate_limit"), &isnull));
+	job->background = DatumGetBool(SPI_getbinval(tup, desc, COLUMN("background"), &isnull));
+	job->filter = SPI_getvalue(tup, desc, COLUMN("filter"));
 	job->col_exprs = palloc0(sizeof(char *) * Max(job->ncols, 1));
 	{
-		Datum		d = SPI_getbinval(tup, desc, 19, &isnull);
+		Datum		d = SPI_getbinval(tup, desc, COLUMN("expressions"), &isnull);
 
 		if (!isnull)
 			read_expressions(job, DatumGetArrayTypeP(d));
 	}
-	job->into_existing = DatumGetBool(SPI_getbinval(tup, desc, 20, &isnull));
+	job->into_existing = DatumGetBool(SPI_getbinval(tup, desc, COLUMN("into_existing"), &isnull));
 	{
-		Datum		d = SPI_getbinval(tup, desc, 21, &isnull);
+		Datum		d = SPI_getbinval(tup, desc, COLUMN("vnode_bounds"), &isnull);
 
 		job->vnode_bounds = isnull ? NULL : DatumGetArrayTypePCopy(d);
 	}
 	job->select_sql = select_list(job);
-	if (job->kind == BACKFILL_KIND_CDC && DatumGetBool(SPI_getbinval(tup, desc, 22, &isnull)))
+	if (DatumGetBool(SPI_getbinval(tup, desc, COLUMN("remote"), &isnull)) &&
+		backfill_remote_kind(job->kind) != job->kind)
 	{
-		job->kind = BACKFILL_KIND_REMOTE_CDC;
+		job->kind = backfill_remote_kind(job->kind);
 		/* its source has no trigger of ours: a worker fetches its changes */
 		job->follows = true;
 	}
@@ -326,10 +332,7 @@ backfill_load_job(int64 job_id, MemoryContext cxt)
 	}
 	MemoryContextSwitchTo(oldcxt);
 
-	/* by name: a 1.0 catalog has no log_store_caught_up yet */
-	if (SPI_execute_with_args("SELECT actor_id, vnode_start, vnode_end, "
-							  "coalesce((pg_catalog.to_jsonb(a) OPERATOR(pg_catalog.->>) "
-							  "'log_store_caught_up')::pg_catalog.bool, false) "
+	if (SPI_execute_with_args("SELECT actor_id, vnode_start, vnode_end "
 							  "FROM backfill.actor a "
 							  "WHERE job_id = $1 ORDER BY actor_id",
 							  1, argtypes, values, NULL, false, 0) != SPI_OK_SELECT)
@@ -341,11 +344,9 @@ backfill_load_job(int64 job_id, MemoryContext cxt)
 	{
 		tup = SPI_tuptable->vals[i];
 		desc = SPI_tuptable->tupdesc;
-		job->actors[i].actor_id = DatumGetInt32(SPI_getbinval(tup, desc, 1, &isnull));
-		job->actors[i].vnode_start = DatumGetInt16(SPI_getbinval(tup, desc, 2, &isnull));
-		job->actors[i].vnode_end = DatumGetInt16(SPI_getbinval(tup, desc, 3, &isnull));
-		/* a snapshot job that had caught up goes on with its final barrier */
-		job->actors[i].caught_up = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull)) && !isnull;
+		job->actors[i].actor_id = DatumGetInt32(SPI_getbinval(tup, desc, COLUMN("actor_id"), &isnull));
+		job->actors[i].vnode_start = DatumGetInt16(SPI_getbinval(tup, desc, COLUMN("vnode_start"), &isnull));
+		job->actors[i].vnode_end = DatumGetInt16(SPI_getbinval(tup, desc, COLUMN("vnode_end"), &isnull));
 	}
 	MemoryContextSwitchTo(oldcxt);
 	return job;
@@ -666,7 +667,7 @@ backfill_record_failure(int64 job_id, int sqlerrcode, const char *message,
 									only_if_backfilling ?
 									"CASE status WHEN 'finished' THEN status ELSE 'failed' END" :
 									"'failed'",
-									backfill_job_catalog_has("failures") ?
+									backfill_catalog_caps()->job_failures ?
 									", failures = failures + 1" : "",
 									only_if_backfilling ?
 									" AND status IN ('pending', 'backfilling', 'finished')" : ""),

@@ -2,7 +2,7 @@
  *
  * catalog_access.h
  *	  The job and actor rows of backfill.job and backfill.actor, and the job
- *	  lock (catalog.c).
+ *	  lock (catalog.c); what the installed catalog has (capabilities.c).
  *
  * What the layers above this folder may call (doc/layers.md).
  *
@@ -13,10 +13,32 @@
 
 #include "backfill.h"
 
+/*
+ * capabilities.c: the columns of backfill.job and backfill.actor that a
+ * version of the extension added, as the installed catalog has them
+ */
+typedef struct BackfillCatalogCaps
+{
+	bool		job_snapshot_epoch; /* 1.1 */
+	bool		job_remote;
+	bool		job_remote_splits;
+	bool		job_expressions;	/* 1.2: filters and computed columns */
+	bool		job_vnode_bounds;	/* range vnodes */
+	bool		job_source_columns;
+	bool		job_failures;	/* 1.3 */
+	bool		actor_log_store_caught_up;
+	bool		actor_throttled_by;
+} BackfillCatalogCaps;
+
+extern const BackfillCatalogCaps *backfill_catalog_caps(void);
+extern bool backfill_job_catalog_has(const char *column);
+
+/* catalog.c */
+
 extern const char *backfill_kind_name(BackfillKind kind);
 extern BackfillKind backfill_parse_kind(const char *name);
+extern BackfillKind backfill_remote_kind(BackfillKind kind);
 extern BackfillJobStatus backfill_parse_status(const char *name);
-extern bool backfill_job_catalog_has(const char *column);
 extern bool backfill_partition_of(Oid relid, Oid ancestor);
 extern BackfillJob *backfill_load_job(int64 job_id, MemoryContext cxt);
 extern BackfillJob *backfill_load_job_to_run(int64 job_id, MemoryContext cxt);

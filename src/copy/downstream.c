@@ -63,6 +63,7 @@
 #include "backfill.h"
 #include "lib.h"
 #include "copy.h"
+#include "job_run_rows.h"
 
 /* the table a name stands for, with the privileges the job's owner needs */
 static Oid
@@ -129,8 +130,9 @@ job_cycle(Oid upstream, Oid downstream)
 		char	   *path = linitial(paths);
 		List	   *region = partition_region(rel);
 		Datum	   *oids;
-		Oid			argtypes[1] = {OIDARRAYOID};
-		Datum		values[1];
+		int64	   *job_ids;
+		Oid		   *downstreams;
+		int			njobs;
 		ListCell   *lc;
 		int			n = 0;
 
@@ -141,20 +143,13 @@ job_cycle(Oid upstream, Oid downstream)
 		oids = palloc(sizeof(Datum) * list_length(region));
 		foreach(lc, region)
 			oids[n++] = ObjectIdGetDatum(lfirst_oid(lc));
-		values[0] = PointerGetDatum(construct_array(oids, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT));
-		backfill_spi_exec_args("SELECT j.job_id, j.downstream::pg_catalog.oid FROM backfill.job j "
-							   "WHERE j.status OPERATOR(pg_catalog.<>) 'cancelled' "
-							   "AND j.downstream IS NOT NULL "
-							   "AND j.upstream::pg_catalog.oid OPERATOR(pg_catalog.=) ANY ($1) "
-							   "ORDER BY j.job_id",
-							   1, argtypes, values, NULL, SPI_OK_SELECT);
-		for (uint64 i = 0; i < SPI_processed; i++)
+		njobs = backfill_jobs_reading(PointerGetDatum(construct_array(oids, n, OIDOID, sizeof(Oid),
+																	  true, TYPALIGN_INT)),
+									  &job_ids, &downstreams);
+		for (int i = 0; i < njobs; i++)
 		{
-			bool		isnull;
-			int64		job_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
-															 SPI_tuptable->tupdesc, 1, &isnull));
-			Oid			next = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
-															  SPI_tuptable->tupdesc, 2, &isnull));
+			int64		job_id = job_ids[i];
+			Oid			next = downstreams[i];
 
 			if (list_member_oid(seen, next))
 				continue;
@@ -171,7 +166,7 @@ job_cycle(Oid upstream, Oid downstream)
 static void
 check_table(Relation rel, Oid upstream)
 {
-	char	   *sql;
+	int64		filling;
 	bool		isnull;
 	char	   *cycle;
 
@@ -214,16 +209,12 @@ check_table(Relation rel, Oid upstream)
 						   cycle, RelationGetRelationName(rel), get_rel_name(upstream)),
 				 errhint("Drop one of those jobs first, or backfill into another table.")));
 
-	sql = psprintf("SELECT j.job_id FROM backfill.job j WHERE j.status OPERATOR(pg_catalog.<>) 'cancelled' "
-				   "AND j.downstream OPERATOR(pg_catalog.=) %u::pg_catalog.oid "
-				   "ORDER BY j.job_id LIMIT 1", RelationGetRelid(rel));
-	backfill_spi_exec(sql, SPI_OK_SELECT);
-	if (SPI_processed > 0)
+	filling = backfill_job_filling(RelationGetRelid(rel));
+	if (filling != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_IN_USE),
 				 errmsg("table \"%s\" is the downstream of backfill job %lld", RelationGetRelationName(rel),
-						(long long) DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-																SPI_tuptable->tupdesc, 1, &isnull))),
+						(long long) filling),
 				 errdetail("Two jobs cannot fill one table.")));
 
 	backfill_spi_exec(psprintf("SELECT EXISTS (SELECT FROM %s)",

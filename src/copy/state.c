@@ -38,6 +38,8 @@
 
 #include "barrier.h"
 #include "lib.h"
+#include "barrier_rows.h"
+#include "job_run_rows.h"
 #include "catalog_access.h"
 #include "copy.h"
 
@@ -292,16 +294,7 @@ backfill_persist_vnodes(BarrierExecutor *exec, SPIPlanPtr plan)
 void
 backfill_record_actor(BarrierExecutor *exec, BackfillActor *actor, int64 rows)
 {
-	Datum		values[3];
-	RoleContext rc;
-
-	values[0] = Int32GetDatum(actor->actor_id);
-	values[1] = Int64GetDatum(exec->job->epoch);
-	values[2] = Int64GetDatum(rows);
-	backfill_catalog_enter(&rc);
-	if (SPI_execute_plan(exec->actor_plan, values, NULL, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not update backfill.actor");
-	backfill_role_leave(&rc);
+	backfill_run_record_actor(exec->actor_plan, actor->actor_id, exec->job->epoch, rows);
 }
 
 /*
@@ -330,19 +323,11 @@ backfill_state_row_vnode(BackfillJob *job, HeapTuple tup, TupleDesc desc)
 void
 backfill_recount_vnode_actors(int64 job_id, const char *state_sql, bool one_total)
 {
-	Oid			types[1] = {INT8OID};
-	Datum		values[1] = {Int64GetDatum(job_id)};
-	RoleContext rc;
-
-	backfill_catalog_enter(&rc);
-	backfill_spi_exec_args(psprintf("UPDATE backfill.actor a SET row_count = coalesce((SELECT "
-									"CASE WHEN %s THEN pg_catalog.max(s.row_count) FILTER (WHERE s.vnode = a.vnode_start) "
-									"ELSE pg_catalog.sum(s.row_count) END "
-									"FROM %s s WHERE s.vnode BETWEEN a.vnode_start AND a.vnode_end), 0) "
-									"WHERE a.job_id = $1",
-									one_total ? "true" : "false", state_sql),
-						   1, types, values, NULL, SPI_OK_UPDATE);
-	backfill_role_leave(&rc);
+	backfill_recount_actor_rows(job_id,
+								psprintf("SELECT CASE WHEN %s THEN pg_catalog.max(s.row_count) FILTER (WHERE s.vnode = a.vnode_start) "
+										 "ELSE pg_catalog.sum(s.row_count) END "
+										 "FROM %s s WHERE s.vnode BETWEEN a.vnode_start AND a.vnode_end",
+										 one_total ? "true" : "false", state_sql));
 }
 
 /*

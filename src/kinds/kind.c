@@ -77,20 +77,20 @@ backfill_kind_routine(BackfillKind kind)
 
 /*
  * The kind a job of kind "kind" has when its upstream is the relation
- * upstream: cdc from a foreign table is the remote cdc kind; no other kind
- * reads a foreign table.
+ * upstream: on a foreign table, the remote kind backfill_remote_kind() says
+ * (cdc's); no other kind reads a foreign table.
  */
 BackfillKind
 backfill_kind_for_upstream(BackfillKind kind, Oid upstream)
 {
 	if (get_rel_relkind(upstream) != RELKIND_FOREIGN_TABLE)
 		return kind;
-	if (kind != BACKFILL_KIND_CDC)
+	if (backfill_remote_kind(kind) == kind)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("a backfill job of kind \"%s\" cannot read foreign table \"%s\"",
 						backfill_kind_name(kind), get_rel_name(upstream)),
 				 errdetail("Only a cdc job follows another server's changes, through its logical replication."),
 				 errhint("Use kind \"cdc\" to copy a table of another PostgreSQL server through postgres_fdw.")));
-	return BACKFILL_KIND_REMOTE_CDC;
+	return backfill_remote_kind(kind);
 }

@@ -136,6 +136,12 @@ typedef struct KindRoutine
 	/* record an actor's barrier in backfill.actor */
 	void		(*update_actor) (BarrierExecutor *exec, BackfillActor *actor);
 
+	/*
+	 * The phase an actor is in when it is one of the kind's own, as
+	 * backfill.progress shows it (optional: NULL for "snapshot" or "done")
+	 */
+	const char *(*actor_phase) (BackfillJob *job, int actor);
+
 	/* whether an actor has nothing left but the final barrier */
 	bool		(*actor_finished) (BackfillJob *job, int actor);
 
@@ -169,6 +175,116 @@ typedef struct KindRoutine
 	 */
 	void		(*reschedule_refusal) (int64 job_id, char **detail, char **hint);
 } KindRoutine;
+
+/*
+ * The optional callbacks, called through these wrappers as tableam.h's
+ * table_* functions call a TableAmRoutine: each does what a kind that does
+ * not set the callback means (nothing, no refusal, no key of its own).
+ */
+
+/* the upstream's key when the kind reads it elsewhere; 0 and nothing set: the primary key's */
+static inline int
+backfill_kind_upstream_key(const KindRoutine *kind, Relation upstream,
+						   AttrNumber **attnums, Oid **collations)
+{
+	return kind->upstream_key ? kind->upstream_key(upstream, attnums, collations) : 0;
+}
+
+static inline void
+backfill_kind_check_shape(const KindRoutine *kind, Relation upstream, const JobShape *shape,
+						  bool into_existing)
+{
+	if (kind->check_shape)
+		kind->check_shape(upstream, shape, into_existing);
+}
+
+static inline void
+backfill_kind_check_create(const KindRoutine *kind, Relation upstream, int parallelism)
+{
+	if (kind->check_create)
+		kind->check_create(upstream, parallelism);
+}
+
+static inline void
+backfill_kind_after_create(const KindRoutine *kind, const JobDefinition *def)
+{
+	if (kind->after_create)
+		kind->after_create(def);
+}
+
+static inline void
+backfill_kind_recovery_check(const KindRoutine *kind, BackfillJob *job)
+{
+	if (kind->recovery_check)
+		kind->recovery_check(job);
+}
+
+static inline void
+backfill_kind_open_stream(const KindRoutine *kind, BackfillJob *job)
+{
+	if (kind->open_stream)
+		kind->open_stream(job);
+}
+
+static inline void
+backfill_kind_fetch(const KindRoutine *kind, BarrierExecutor *exec)
+{
+	if (kind->fetch)
+		kind->fetch(exec);
+}
+
+static inline bool
+backfill_kind_barrier_full(const KindRoutine *kind, BarrierExecutor *exec, int actor)
+{
+	return kind->barrier_full != NULL && kind->barrier_full(exec, actor);
+}
+
+/* NULL when the kind has no phase of its own for the actor now */
+static inline const char *
+backfill_kind_actor_phase(const KindRoutine *kind, BackfillJob *job, int actor)
+{
+	return kind->actor_phase ? kind->actor_phase(job, actor) : NULL;
+}
+
+static inline void
+backfill_kind_final_changes(const KindRoutine *kind, BarrierExecutor *exec)
+{
+	if (kind->final_changes)
+		kind->final_changes(exec);
+}
+
+static inline void
+backfill_kind_after_finish(const KindRoutine *kind, int64 job_id)
+{
+	if (kind->after_finish)
+		kind->after_finish(job_id);
+}
+
+static inline void
+backfill_kind_drop_objects(const KindRoutine *kind, int64 job_id)
+{
+	if (kind->drop_objects)
+		kind->drop_objects(job_id);
+}
+
+/* NIL when the kind cannot tell */
+static inline List *
+backfill_kind_unfetched_keys(const KindRoutine *kind, int64 job_id, const char *since)
+{
+	return kind->unfetched_keys ? kind->unfetched_keys(job_id, since) : NIL;
+}
+
+/* whether the job can be rescheduled now; if not, the refusal's DETAIL and HINT */
+static inline bool
+backfill_kind_reschedulable(const KindRoutine *kind, int64 job_id, char **detail, char **hint)
+{
+	*detail = NULL;
+	*hint = NULL;
+	if (kind->reschedule_refusal == NULL)
+		return true;
+	kind->reschedule_refusal(job_id, detail, hint);
+	return false;
+}
 
 /* kind.c */
 extern const KindRoutine *backfill_kind_routine(BackfillKind kind);

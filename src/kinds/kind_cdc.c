@@ -83,6 +83,7 @@
 #include "kind.h"
 #include "lib.h"
 #include "catalog_access.h"
+#include "job_run_rows.h"
 #include "copy.h"
 #include "capture.h"
 
@@ -282,9 +283,28 @@ fail_restored(BackfillJob *job, const char *split, const char *offset)
 							   (long long) job->job_id, (long long) job->job_id));
 }
 
+/*
+ * The cdc kind's own state of a job (BackfillJob.kind_data), which an
+ * executor made again in the same run starts from.
+ */
+typedef struct CdcJob
+{
+	bool		has_offset;		/* the state row has an offset */
+	XLogRecPtr	offset;			/* its LSN */
+} CdcJob;
+
+static CdcJob *
+cdc_job(BackfillJob *job)
+{
+	if (job->kind_data == NULL)
+		elog(ERROR, "the state of backfill job %lld is not loaded", (long long) job->job_id);
+	return job->kind_data;
+}
+
 static void
 cdc_load_state(BackfillJob *job)
 {
+	CdcJob	   *cj;
 	StringInfoData sql;
 	char	   *split = psprintf("%u", job->upstream);
 	int			npk = job->npk;
@@ -308,8 +328,11 @@ cdc_load_state(BackfillJob *job)
 					 backfill_pk_list(job, NULL), job->state_sql);
 	if (SPI_execute(sql.data, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read state table %s", job->state_sql);
-	job->has_cdc_offset = false;
-	job->cdc_offset = InvalidXLogRecPtr;
+	if (job->kind_data == NULL)
+		job->kind_data = MemoryContextAllocZero(GetMemoryChunkContext(job), sizeof(CdcJob));
+	cj = job->kind_data;
+	cj->has_offset = false;
+	cj->offset = InvalidXLogRecPtr;
 	if (SPI_processed == 0)
 		return;					/* not started */
 	desc = SPI_tuptable->tupdesc;
@@ -347,10 +370,10 @@ cdc_load_state(BackfillJob *job)
 		if (strcmp(offset_type, "object") != 0 || offset_lsn == NULL)
 			have_error = true;
 		else
-			job->cdc_offset = pg_lsn_in_internal(offset_lsn, &have_error);
+			cj->offset = pg_lsn_in_internal(offset_lsn, &have_error);
 		if (have_error)
 			fail_with_split_error(job, "cdc_offset", split);
-		job->has_cdc_offset = true;
+		cj->has_offset = true;
 	}
 
 	/* every vnode shares the one position */
@@ -402,9 +425,9 @@ cdc_prepare(BarrierExecutor *exec)
 
 	exec->kind_state = cdc;
 	cdc->slot_name = MemoryContextStrdup(exec->cxt, backfill_slot_name(job->job_id));
-	cdc->offset = job->cdc_offset;
-	cdc->offset_known = job->has_cdc_offset;
-	cdc->fetched = job->cdc_offset;
+	cdc->offset = cdc_job(job)->offset;
+	cdc->offset_known = cdc_job(job)->has_offset;
+	cdc->fetched = cdc_job(job)->offset;
 
 	initStringInfo(&sql);
 	appendStringInfo(&sql,
@@ -491,7 +514,7 @@ cdc_open_stream(BackfillJob *job)
 										   CStringGetDatum(backfill_slot_name(job->job_id)));
 	Oid			argtypes[1] = {NAMEOID};
 
-	if (job->has_cdc_offset)
+	if (cdc_job(job)->has_offset)
 		return;
 	backfill_lock_slot_of(job->job_id);
 	if (SPI_execute_with_args("SELECT FROM pg_catalog.pg_replication_slots "
@@ -629,8 +652,8 @@ cdc_persist(BarrierExecutor *exec)
 	}
 	cdc->offset = cdc->fetched;
 	/* an executor made again in this run starts from here */
-	job->cdc_offset = cdc->offset;
-	job->has_cdc_offset = true;
+	cdc_job(job)->offset = cdc->offset;
+	cdc_job(job)->has_offset = true;
 }
 
 
@@ -658,16 +681,7 @@ cdc_after_finish(int64 job_id)
 static void
 cdc_recount_actors(int64 job_id, const char *state_sql)
 {
-	Oid			types[1] = {INT8OID};
-	Datum		values[1] = {Int64GetDatum(job_id)};
-	RoleContext rc;
-
-	backfill_catalog_enter(&rc);
-	backfill_spi_exec_args(psprintf("UPDATE backfill.actor a SET row_count = "
-									"coalesce((SELECT s.row_count FROM %s s), 0) WHERE a.job_id = $1",
-									state_sql),
-						   1, types, values, NULL, SPI_OK_UPDATE);
-	backfill_role_leave(&rc);
+	backfill_recount_actor_rows(job_id, psprintf("SELECT s.row_count FROM %s s", state_sql));
 }
 
 const KindRoutine backfill_cdc_routine = {

@@ -84,6 +84,8 @@
 #include "kind.h"
 #include "lib.h"
 #include "catalog_access.h"
+#include "barrier_rows.h"
+#include "job_run_rows.h"
 #include "copy.h"
 #include "capture.h"
 #include "index_build.h"
@@ -115,14 +117,7 @@ snapshot_create_state_table(const JobDefinition *def)
 static void
 snapshot_after_create(const JobDefinition *def)
 {
-	Oid			argtypes[2] = {INT8OID, INT8OID};
-	Datum		values[2] = {Int64GetDatum(def->job_id), Int64GetDatum(backfill_next_epoch(0))};
-	RoleContext rc;
-
-	backfill_catalog_enter(&rc);
-	backfill_spi_exec_args("UPDATE backfill.job SET snapshot_epoch = $2 WHERE job_id = $1",
-						   2, argtypes, values, NULL, SPI_OK_UPDATE);
-	backfill_role_leave(&rc);
+	backfill_set_snapshot_epoch(def->job_id, backfill_next_epoch(0));
 }
 
 /*
@@ -164,6 +159,64 @@ check_snapshot_state_table(BackfillJob *job)
 							   job->state_sql, (long long) job->job_id), NULL);
 }
 
+/*
+ * The snapshot kind's own state of a job (BackfillJob.kind_data): the epoch
+ * it reads as of, and the log store phase of each actor, as load_state
+ * first read them.
+ */
+typedef struct SnapshotActor
+{
+	bool		in_log_store;	/* consumes the log store */
+	bool		caught_up;		/* its last log store barrier found little */
+	int64		lag_ms;			/* age of the oldest change it last consumed */
+} SnapshotActor;
+
+typedef struct SnapshotJob
+{
+	int64		snapshot_epoch; /* the epoch it reads as of */
+	SnapshotActor *actors;		/* one per job->actors */
+} SnapshotJob;
+
+static SnapshotJob *
+snapshot_job(BackfillJob *job)
+{
+	if (job->kind_data == NULL)
+		elog(ERROR, "the state of backfill job %lld is not loaded", (long long) job->job_id);
+	return job->kind_data;
+}
+
+/* the log store phase of the actor at index actor of job->actors */
+static SnapshotActor *
+snapshot_actor(BackfillJob *job, int actor)
+{
+	return &snapshot_job(job)->actors[actor];
+}
+
+/*
+ * Read what the job's catalog rows say of the kind, once per loaded job: a
+ * job loaded again in the same run keeps its actors' phases.
+ */
+static void
+load_snapshot_job(BackfillJob *job)
+{
+	MemoryContext cxt = GetMemoryChunkContext(job);
+	SnapshotJob *sj;
+	bool	   *caught_up;
+
+	if (job->kind_data != NULL)
+		return;
+	sj = MemoryContextAllocZero(cxt, sizeof(SnapshotJob));
+	sj->snapshot_epoch = backfill_job_snapshot_epoch(job->job_id);
+	sj->actors = MemoryContextAllocZero(cxt, sizeof(SnapshotActor) * Max(job->nactors, 1));
+	caught_up = palloc(sizeof(bool) * Max(job->nactors, 1));
+	backfill_actors_caught_up(job, caught_up);
+	/* a snapshot job that had caught up goes on with its final barrier */
+	for (int i = 0; i < job->nactors; i++)
+		sj->actors[i].caught_up = caught_up[i];
+	pfree(caught_up);
+	job->kind_data = sj;
+}
+
 /* the snapshot kind's rows: (vnode, epoch, row_count, is_epoch_finished, pk) */
 static void
 snapshot_load_state(BackfillJob *job)
@@ -176,6 +229,7 @@ snapshot_load_state(BackfillJob *job)
 	 * on the job.
 	 */
 	backfill_check_key_unchanged(job, job->change_table);
+	load_snapshot_job(job);
 	backfill_init_vnodes(job);
 	check_snapshot_state_table(job);
 	initStringInfo(&sql);
@@ -197,7 +251,7 @@ snapshot_load_state(BackfillJob *job)
 		Datum		finished;
 
 		epoch = SPI_getbinval(tup, desc, 2, &isnull);
-		if (isnull || DatumGetInt64(epoch) < job->snapshot_epoch)
+		if (isnull || DatumGetInt64(epoch) < snapshot_job(job)->snapshot_epoch)
 			backfill_state_error(job, "epoch",
 								 isnull ?
 								 psprintf("State table %s of backfill job %lld has an invalid row for vnode %d.",
@@ -205,7 +259,7 @@ snapshot_load_state(BackfillJob *job)
 								 psprintf("In state table %s of backfill job %lld, vnode %d has epoch %lld, before the job's snapshot epoch %lld.",
 										  job->state_sql, (long long) job->job_id, vnode,
 										  (long long) DatumGetInt64(epoch),
-										  (long long) job->snapshot_epoch));
+										  (long long) snapshot_job(job)->snapshot_epoch));
 		row_count = SPI_getbinval(tup, desc, 3, &isnull);
 		if (isnull || DatumGetInt64(row_count) < 0)
 			backfill_vnode_state_error(job, "row_count", vnode);
@@ -290,13 +344,7 @@ snapshot_prepare(BarrierExecutor *exec)
 					 job->changes_sql);
 	plans->log_consume_all_plan = backfill_keep_plan(exec->plans, sql.data, 0, NULL);
 
-	argtypes[0] = INT4OID;
-	argtypes[1] = INT8OID;
-	argtypes[2] = INT8OID;
-	argtypes[3] = BOOLOID;
-	plans->log_store_plan =
-		backfill_keep_plan(exec->plans, "UPDATE backfill.actor SET epoch = $2, log_store_lag_ms = $3, "
-							  "log_store_caught_up = $4 WHERE actor_id = $1", 4, argtypes);
+	plans->log_store_plan = backfill_prepare_record_log_store(exec->plans);
 }
 
 /*
@@ -328,6 +376,83 @@ image_columns(BackfillJob *job)
 }
 
 /*
+ * The fragments of a chunk's statement, each named for what it reads; the
+ * comment of snapshot_chunk_plan says why it reads so.  nargs is the number
+ * of the limit's parameter.
+ */
+
+/* the upstream's rows after the position that the log has no entry of */
+static void
+append_upstream_branch(StringInfo buf, BackfillJob *job, const char *cond_u,
+					   const char *cond_l, int nargs)
+{
+	appendStringInfo(buf, "SELECT %s FROM %s WHERE true%s%s ",
+					 job->select_sql, backfill_job_scan(job), backfill_filter_and(job), cond_u);
+	appendStringInfo(buf, "AND NOT EXISTS (SELECT FROM %s l WHERE %s%s) ",
+					 job->changes_sql,
+					 backfill_key_compare(job, backfill_pk_exprs(job, "l"), BTEqualStrategyNumber,
+										  backfill_pk_exprs(job, "u")),
+					 cond_l);
+	appendStringInfo(buf, "ORDER BY %s LIMIT $%d + 1", backfill_pk_list(job, "u"), nargs);
+}
+
+/* the log's first image of each key after the position, as f(key, o) */
+static void
+append_log_images(StringInfo buf, BackfillJob *job, const char *cond_l)
+{
+	char	   *lpk = backfill_pk_list(job, "l");
+
+	appendStringInfo(buf, "SELECT DISTINCT ON (%s) %s, l.backfill_old_row AS o ", lpk, lpk);
+	appendStringInfo(buf, "FROM %s l WHERE true%s ORDER BY %s, l.backfill_seq",
+					 job->changes_sql, cond_l, lpk);
+}
+
+/* the rows the log's images were, read as rows u of the upstream */
+static void
+append_log_branch(StringInfo buf, BackfillJob *job, const char *cond_l, int nargs)
+{
+	appendStringInfo(buf, "SELECT %s FROM (SELECT %s%s FROM (",
+					 job->select_sql, backfill_pk_list(job, "f"), image_columns(job));
+	append_log_images(buf, job, cond_l);
+	appendStringInfo(buf, ") f WHERE pg_catalog.num_nonnulls((f.o).%s) OPERATOR(pg_catalog.=) 1) u ",
+					 quote_identifier(job->pk_names[0]));
+	appendStringInfo(buf, "WHERE true%s ORDER BY %s LIMIT $%d + 1",
+					 backfill_filter_and(job), backfill_pk_list(job, "u"), nargs);
+}
+
+/* the chunk's rows: the first limit + 1 of both branches, in key order */
+static void
+append_chunk_select(StringInfo buf, BackfillJob *job, const char *cond_u,
+					const char *cond_l, int nargs)
+{
+	appendStringInfoString(buf, "SELECT x.* FROM ((");
+	append_upstream_branch(buf, job, cond_u, cond_l, nargs);
+	appendStringInfoString(buf, ") UNION ALL (");
+	append_log_branch(buf, job, cond_l, nargs);
+	appendStringInfo(buf, ")) x ORDER BY %s LIMIT $%d + 1", backfill_pk_list(job, NULL), nargs);
+}
+
+/*
+ * The chunk written into the downstream: its first limit rows of select s
+ * inserted (ins), their count per vnode (c), and the next key (nxt).
+ */
+static void
+append_chunk_insert(StringInfo buf, BackfillJob *job, const char *select, int nargs)
+{
+	char	   *pk = backfill_pk_list(job, NULL);
+
+	appendStringInfo(buf, "WITH s AS MATERIALIZED (%s), ", select);
+	appendStringInfo(buf, "ins AS (INSERT INTO %s (%s) SELECT %s FROM s ORDER BY %s LIMIT $%d RETURNING %s) ",
+					 job->downstream_sql, job->columns_sql, job->columns_sql, pk, nargs, pk);
+	appendStringInfoString(buf, "SELECT c.vnodes, c.counts, nxt.* FROM ");
+	appendStringInfo(buf, "(SELECT pg_catalog.array_agg(g.v) AS vnodes, pg_catalog.array_agg(g.n) AS counts "
+					 "FROM (SELECT %s AS v, pg_catalog.count(*) AS n FROM ins GROUP BY 1) g) c ",
+					 backfill_vnode_sql(job, pk));
+	appendStringInfo(buf, "LEFT JOIN (SELECT %s FROM s ORDER BY %s OFFSET $%d LIMIT 1) nxt ON true",
+					 pk, pk, nargs);
+}
+
+/*
  * The chunk query of phase 1: the next limit + 1 rows that pass the filter,
  * as of the snapshot epoch, from a position (inclusive) if any, of a set of
  * vnodes, in key order.  Parameters: the position ($1..$npk), the vnode
@@ -346,9 +471,6 @@ snapshot_chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter, boo
 	StringInfoData sql;
 	Oid			argtypes[3 * INDEX_MAX_KEYS + 3];
 	int			nargs = 0;
-	char	   *upk = backfill_pk_list(job, "u");
-	char	   *lpk = backfill_pk_list(job, "l");
-	char	   *pk = backfill_pk_list(job, NULL);
 	char	   *cond_u;
 	char	   *cond_l;
 
@@ -370,29 +492,11 @@ snapshot_chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter, boo
 	 * (which orders it), so that the columns and the filter are computed
 	 * from it as from a live row.  An image of no row has no key: counted
 	 * with num_nonnulls(), since IS NOT NULL of a composite key with a NULL
-	 * field is false too.
+	 * field is false too.  The fragments are built by the append_* functions
+	 * above.
 	 */
 	initStringInfo(&select);
-	appendStringInfo(&select,
-					 "SELECT x.* FROM (("
-					 "SELECT %s FROM %s WHERE true%s%s "
-					 "AND NOT EXISTS (SELECT FROM %s l WHERE %s%s) "
-					 "ORDER BY %s LIMIT $%d + 1) "
-					 "UNION ALL ("
-					 "SELECT %s FROM (SELECT %s%s FROM (SELECT DISTINCT ON (%s) %s, l.backfill_old_row AS o "
-					 "FROM %s l WHERE true%s ORDER BY %s, l.backfill_seq) f "
-					 "WHERE pg_catalog.num_nonnulls((f.o).%s) OPERATOR(pg_catalog.=) 1) u "
-					 "WHERE true%s ORDER BY %s LIMIT $%d + 1"
-					 ")) x ORDER BY %s LIMIT $%d + 1",
-					 job->select_sql, backfill_job_scan(job), backfill_filter_and(job), cond_u,
-					 job->changes_sql,
-					 backfill_key_compare(job, backfill_pk_exprs(job, "l"), BTEqualStrategyNumber,
-										  backfill_pk_exprs(job, "u")),
-					 cond_l, upk, nargs,
-					 job->select_sql, backfill_pk_list(job, "f"), image_columns(job),
-					 lpk, lpk, job->changes_sql, cond_l, lpk,
-					 quote_identifier(job->pk_names[0]), backfill_filter_and(job), upk, nargs,
-					 pk, nargs);
+	append_chunk_select(&select, job, cond_u, cond_l, nargs);
 	if (!insert)
 	{
 		*cached = backfill_keep_plan(exec->plans, select.data, nargs, argtypes);
@@ -400,16 +504,7 @@ snapshot_chunk_plan(BarrierExecutor *exec, bool has_pos, VnodeFilter filter, boo
 	}
 
 	initStringInfo(&sql);
-	appendStringInfo(&sql,
-					 "WITH s AS MATERIALIZED (%s), "
-					 "ins AS (INSERT INTO %s (%s) SELECT %s FROM s ORDER BY %s LIMIT $%d RETURNING %s) "
-					 "SELECT c.vnodes, c.counts, nxt.* FROM "
-					 "(SELECT pg_catalog.array_agg(g.v) AS vnodes, pg_catalog.array_agg(g.n) AS counts "
-					 "FROM (SELECT %s AS v, pg_catalog.count(*) AS n FROM ins GROUP BY 1) g) c "
-					 "LEFT JOIN (SELECT %s FROM s ORDER BY %s OFFSET $%d LIMIT 1) nxt ON true",
-					 select.data, job->downstream_sql, job->columns_sql, job->columns_sql,
-					 pk, nargs, pk, backfill_vnode_sql(job, pk), pk, pk, nargs);
-
+	append_chunk_insert(&sql, job, select.data, nargs);
 	*cached = backfill_keep_plan(exec->plans, sql.data, nargs, argtypes);
 	return *cached;
 }
@@ -515,7 +610,7 @@ snapshot_read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
 		}
 		else
 			backfill_set_position(exec, vs, nextkey);
-		vs->epoch = job->snapshot_epoch;
+		vs->epoch = snapshot_job(job)->snapshot_epoch;
 		vs->dirty = true;
 	}
 	if (sink == NULL)
@@ -564,6 +659,7 @@ log_store_barrier(BarrierExecutor *exec, int actor)
 	BackfillJob *job = exec->job;
 	SnapshotPlans *plans = exec->kind_state;
 	BackfillActor *a = &job->actors[actor];
+	SnapshotActor *sa = snapshot_actor(job, actor);
 	int64		counts[BACKFILL_VNODE_COUNT] = {0};
 	Datum		values[2];
 	bool		isnull;
@@ -573,7 +669,7 @@ log_store_barrier(BarrierExecutor *exec, int actor)
 	int			guc_level;
 	bool		all_vnodes = a->vnode_start == 0 && a->vnode_end == BACKFILL_VNODE_COUNT - 1;
 
-	if (!a->in_log_store)
+	if (!sa->in_log_store)
 	{
 		/* inside the barrier's connection: a nested one of its own */
 		if (!snapshot_everywhere(job, false))
@@ -581,7 +677,7 @@ log_store_barrier(BarrierExecutor *exec, int actor)
 		/* the downstream's indexes, built once by the first actor */
 		if (!backfill_indexes_built(job, actor == 0))
 			return false;
-		a->in_log_store = true;
+		sa->in_log_store = true;
 	}
 
 	/*
@@ -623,17 +719,17 @@ log_store_barrier(BarrierExecutor *exec, int actor)
 		elog(ERROR, "could not consume the log store of %s", job->upstream_sql);
 	consumed = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	oldest = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
-	a->lag_ms = 0;
+	sa->lag_ms = 0;
 	if (!isnull)
 	{
 		long		secs;
 		int			usecs;
 
 		TimestampDifference(DatumGetTimestampTz(oldest), GetCurrentTimestamp(), &secs, &usecs);
-		a->lag_ms = (int64) secs * 1000 + usecs / 1000;
+		sa->lag_ms = (int64) secs * 1000 + usecs / 1000;
 	}
 	SPI_freetuptable(SPI_tuptable);
-	a->caught_up = consumed <= job->chunk_size;
+	sa->caught_up = consumed <= job->chunk_size;
 
 	/* Consumed at the epoch that ends here, with its rows */
 	for (int v = a->vnode_start; v <= a->vnode_end; v++)
@@ -676,20 +772,13 @@ snapshot_update_actor(BarrierExecutor *exec, BackfillActor *actor)
 {
 	BackfillJob *job = exec->job;
 	SnapshotPlans *plans = exec->kind_state;
-	Datum		values[4];
+	SnapshotActor *sa = snapshot_actor(job, actor - job->actors);
 	int64		rows = 0;
-	RoleContext rc;
 
-	if (actor->in_log_store)
+	if (sa->in_log_store)
 	{
-		values[0] = Int32GetDatum(actor->actor_id);
-		values[1] = Int64GetDatum(job->epoch);
-		values[2] = Int64GetDatum(actor->lag_ms);
-		values[3] = BoolGetDatum(actor->caught_up);
-		backfill_catalog_enter(&rc);
-		if (SPI_execute_plan(plans->log_store_plan, values, NULL, false, 0) != SPI_OK_UPDATE)
-			elog(ERROR, "could not update backfill.actor");
-		backfill_role_leave(&rc);
+		backfill_run_record_log_store(plans->log_store_plan, actor->actor_id, job->epoch,
+									  sa->lag_ms, sa->caught_up);
 		return;
 	}
 	for (int v = actor->vnode_start; v <= actor->vnode_end; v++)
@@ -697,11 +786,20 @@ snapshot_update_actor(BarrierExecutor *exec, BackfillActor *actor)
 	backfill_record_actor(exec, actor, rows);
 }
 
+/* the log store is the snapshot kind's own phase */
+static const char *
+snapshot_actor_phase(BackfillJob *job, int actor)
+{
+	if (job->kind_data != NULL && snapshot_actor(job, actor)->in_log_store)
+		return "log store";
+	return NULL;
+}
+
 /* an actor is done when its vnodes are, and its log store has caught up */
 static bool
 snapshot_actor_finished(BackfillJob *job, int actor)
 {
-	return backfill_vnodes_finished(job, actor) && job->actors[actor].caught_up;
+	return backfill_vnodes_finished(job, actor) && snapshot_actor(job, actor)->caught_up;
 }
 
 static bool
@@ -740,6 +838,7 @@ const KindRoutine backfill_snapshot_routine = {
 	.read_chunk = snapshot_read_chunk,
 	.persist = snapshot_persist,
 	.update_actor = snapshot_update_actor,
+	.actor_phase = snapshot_actor_phase,
 	.actor_finished = snapshot_actor_finished,
 	.finished_everywhere = snapshot_finished_everywhere,
 	.recount_actors = snapshot_recount_actors,

@@ -56,6 +56,7 @@
 #include "kind.h"
 #include "lib.h"
 #include "catalog_access.h"
+#include "job_run_rows.h"
 #include "copy.h"
 #include "capture.h"
 
@@ -134,8 +135,8 @@ backfill_prepare_run(BackfillJob *job, bool background)
 	/* the slots of cdc jobs a crash kept from dropping theirs, any job's */
 	backfill_drop_leftover_slots();
 	kind->load_state(job);
-	if (job->runs > 0 && kind->recovery_check)
-		kind->recovery_check(job);
+	if (job->runs > 0)
+		backfill_kind_recovery_check(kind, job);
 	/* create_job counted it: the first run reads the upstream only once */
 	backfill_record_start(job, background,
 						  kind->recount_total && job->runs > 0 ? count_upstream(job) : -1);
@@ -143,8 +144,7 @@ backfill_prepare_run(BackfillJob *job, bool background)
 	if (job->status == BACKFILL_STATUS_FINISHED)
 	{
 		/* a crash may have come between the finish and what follows it */
-		if (kind->after_finish)
-			kind->after_finish(job->job_id);
+		backfill_kind_after_finish(kind, job->job_id);
 		return false;
 	}
 	return true;
@@ -168,17 +168,7 @@ log_progress(BarrierExecutor *exec, int actor)
 
 	backfill_spi_enter();
 	/* eta is in backfill.jobs from the catalog that records the pace on */
-	backfill_spi_exec_args(exec->pace_plan ?
-						   "SELECT p.progress, j.eta::text FROM backfill.ddl_progress p "
-						   "JOIN backfill.jobs j ON j.job_id = p.ddl_id WHERE p.ddl_id = $1" :
-						   "SELECT progress, NULL FROM backfill.ddl_progress WHERE ddl_id = $1",
-						   1, (Oid[]) {INT8OID}, (Datum[]) {Int64GetDatum(job->job_id)}, NULL,
-						   SPI_OK_SELECT);
-	if (SPI_processed == 1)
-	{
-		progress = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-		eta = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
-	}
+	backfill_job_progress_text(job->job_id, exec->pace_plan != NULL, &progress, &eta);
 	if (rate >= 0)
 		snprintf(rate_text, sizeof(rate_text), "%.0f rows/s", rate);
 	else
@@ -205,6 +195,7 @@ client_progress(BarrierExecutor *exec)
 	const char *throttled_by = NULL;
 	char	   *progress = NULL;
 	double		eta = -1;
+	double		left;
 
 	for (int a = 0; a < job->nactors; a++)
 	{
@@ -216,22 +207,8 @@ client_progress(BarrierExecutor *exec)
 			throttled_by = backfill_pacing_throttled_by(exec->pacing, a);
 	}
 	backfill_spi_enter();
-	backfill_spi_exec_args("SELECT p.progress, j.total_rows - "
-						   "(SELECT coalesce(pg_catalog.sum(a.row_count), 0) FROM backfill.actor a "
-						   "WHERE a.job_id = j.job_id)::float8 "
-						   "FROM backfill.ddl_progress p JOIN backfill.job j ON j.job_id = p.ddl_id "
-						   "WHERE p.ddl_id = $1",
-						   1, (Oid[]) {INT8OID}, (Datum[]) {Int64GetDatum(job->job_id)}, NULL,
-						   SPI_OK_SELECT);
-	if (SPI_processed == 1)
-	{
-		bool		isnull;
-		Datum		left = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
-
-		progress = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-		if (!isnull && rate > 0)
-			eta = Max(DatumGetFloat8(left), 0) / rate;
-	}
+	if (backfill_job_rows_left(job->job_id, &progress, &left) && rate > 0)
+		eta = Max(left, 0) / rate;
 	backfill_progress_send(job->job_id, progress, rate, eta, throttled_by);
 	backfill_spi_leave();
 }
@@ -240,8 +217,10 @@ client_progress(BarrierExecutor *exec)
 static const char *
 actor_phase(BackfillJob *job, int actor)
 {
-	if (job->actors[actor].in_log_store)
-		return "log store";
+	const char *phase = backfill_kind_actor_phase(backfill_kind_routine(job->kind), job, actor);
+
+	if (phase != NULL)
+		return phase;
 	if (backfill_actor_finished(job, actor))
 		return "done";
 	return "snapshot";
@@ -326,7 +305,7 @@ backfill_follow(BackfillJob *job, int32 actor_id)
 		pgstat_report_activity(STATE_RUNNING, activity);
 		if (!ActiveSnapshotSet())
 			PushActiveSnapshot(GetTransactionSnapshot());
-		kind->after_finish(job->job_id);
+		backfill_kind_after_finish(kind, job->job_id);
 		backfill_commit();
 		pgstat_report_activity(STATE_IDLE, activity);
 		backfill_sleep_ms(Max(backfill_barrier_interval_ms, 100));
@@ -359,7 +338,7 @@ open_stream(BackfillJob *job, const KindRoutine *kind, bool worker)
 		backfill_owner_enter(job->owner, false, &rc);
 		guc_level = backfill_pin_search_path(job);
 		backfill_spi_enter();
-		kind->open_stream(job);
+		backfill_kind_open_stream(kind, job);
 		backfill_spi_leave();
 		backfill_unpin_search_path(guc_level);
 		backfill_role_leave(&rc);
@@ -453,8 +432,7 @@ backfill_drive(BackfillJob *job, int actor, int max_barriers)
 				/* without a portal (a worker), SPI needs a snapshot pushed */
 				if (worker)
 					PushActiveSnapshot(GetTransactionSnapshot());
-				if (kind->after_finish)
-					kind->after_finish(job->job_id);
+				backfill_kind_after_finish(kind, job->job_id);
 				if (worker && job->follows)
 				{
 					backfill_commit();

@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * driver.h
- *	  The barrier loop of a run (driver.c), the worker registry and the live
- *	  actors (registry.c), the lines of progress sent to the client
+ *	  The barrier loop of a run (driver.c), the worker registry (registry.c)
+ *	  and the live actors (live_actors.c), the guard of DROP / ALTER
+ *	  EXTENSION (extension_ddl.c), the lines of progress sent to the client
  *	  (progress.c) and the workers (worker.c).
  *	  _PG_init calls each file's init.
  *
@@ -36,7 +37,7 @@ extern bool backfill_wait_prepared(int64 job_id);
 extern void backfill_attach_worker(int64 job_id, int32 actor_id);
 extern void backfill_worker_locked_job(void);
 
-/* registry.c: the live actors that backfill.progress shows */
+/* live_actors.c: the live actors that backfill.progress shows */
 #define BACKFILL_PHASE_LEN 24
 #define BACKFILL_THROTTLED_LEN 96
 #define BACKFILL_POSITION_LEN 128
@@ -55,6 +56,9 @@ typedef struct BackfillLiveReport
 extern void backfill_live_begin(BackfillJob *job, int actor, const char *phase);
 extern void backfill_live_report(int64 job_id, int32 actor_id, const BackfillLiveReport *report);
 extern void backfill_live_end(void);
+
+/* extension_ddl.c: the guard of DROP / ALTER EXTENSION, installed with the registry */
+extern void backfill_extension_ddl_init(void);
 
 /* progress.c: the lines of progress sent to the client */
 extern void backfill_progress_init(void);

@@ -71,6 +71,7 @@
 
 #include "kind.h"
 #include "lib.h"
+#include "barrier_rows.h"
 #include "catalog_access.h"
 #include "capture.h"
 
@@ -90,8 +91,6 @@ backfill_executor_create(BackfillJob *job)
 	MemoryContext cxt = AllocSetContextCreate(GetMemoryChunkContext(job), "backfill executor",
 											  ALLOCSET_DEFAULT_SIZES);
 	BarrierExecutor *exec = MemoryContextAllocZero(cxt, sizeof(BarrierExecutor));
-	Oid			argtypes[2] = {INT8OID, INT8OID};
-	Oid			argtypes3[3];
 	int			guc_level;
 
 	exec->job = job;
@@ -115,26 +114,11 @@ backfill_executor_create(BackfillJob *job)
 	exec->rate_next = MemoryContextAllocZero(cxt, sizeof(TimestampTz) * Max(job->nactors, 1));
 	exec->batch = MemoryContextAllocZero(cxt, sizeof(int) * Max(job->nactors, 1));
 
-	argtypes3[0] = INT4OID;
-	argtypes3[1] = INT8OID;
-	argtypes3[2] = INT8OID;
-	exec->actor_plan = backfill_keep_plan(exec->plans,
-										  "UPDATE backfill.actor SET epoch = $2, row_count = $3 "
-										  "WHERE actor_id = $1", 3, argtypes3);
+	exec->actor_plan = backfill_prepare_record_actor(exec->plans);
 	exec->kind->prepare(exec);
-	exec->finish_plan =
-		backfill_keep_plan(exec->plans,
-						   "WITH a AS (UPDATE backfill.actor SET epoch = $2 WHERE job_id = $1) "
-						   "UPDATE backfill.job SET status = 'finished', "
-						   "finished_at = pg_catalog.now() "
-						   "WHERE job_id = $1 AND status <> 'finished'", 2, argtypes);
-	/* a library newer than the catalog, until ALTER EXTENSION UPDATE */
-	if (get_attnum(get_relname_relid("actor", get_namespace_oid(BACKFILL_SCHEMA, false)),
-				   "throttled_by") != InvalidAttrNumber)
-		exec->pace_plan =
-			backfill_keep_plan(exec->plans,
-							   "UPDATE backfill.actor SET throttled_by = $2, rows_per_second = $3 "
-							   "WHERE actor_id = $1", 3, (Oid[]) {INT4OID, TEXTOID, FLOAT8OID});
+	exec->finish_plan = backfill_prepare_finish_job(exec->plans);
+	/* NULL on a catalog older than the library, until ALTER EXTENSION UPDATE */
+	exec->pace_plan = backfill_prepare_record_pace(exec->plans);
 	exec->pacing = backfill_pacing_create(job, GetMemoryChunkContext(job));
 	backfill_unpin_search_path(guc_level);
 
@@ -258,7 +242,7 @@ actor_round(BarrierExecutor *exec, int actor, int rate_limit, TimestampTz deadli
 static bool
 barrier_full(BarrierExecutor *exec, int actor)
 {
-	return exec->kind->barrier_full != NULL && exec->kind->barrier_full(exec, actor);
+	return backfill_kind_barrier_full(exec->kind, exec, actor);
 }
 
 /*
@@ -271,9 +255,6 @@ record_pace(BarrierExecutor *exec, int actor)
 {
 	const char *throttled_by;
 	double		rate;
-	Datum		values[3];
-	char		nulls[3] = {' ', ' ', ' '};
-	RoleContext rc;
 
 	backfill_pacing_end(exec->pacing, actor);
 	if (exec->pace_plan == NULL)
@@ -282,17 +263,7 @@ record_pace(BarrierExecutor *exec, int actor)
 	/* an actor whose vnodes have finished adds nothing to the job's rate */
 	rate = backfill_vnodes_finished(exec->job, actor) ? 0 :
 		backfill_pacing_rows_per_second(exec->pacing, actor);
-	values[0] = Int32GetDatum(exec->job->actors[actor].actor_id);
-	values[1] = throttled_by ? CStringGetTextDatum(throttled_by) : (Datum) 0;
-	values[2] = Float8GetDatum(rate);
-	if (throttled_by == NULL)
-		nulls[1] = 'n';
-	if (rate < 0)
-		nulls[2] = 'n';
-	backfill_catalog_enter(&rc);
-	if (SPI_execute_plan(exec->pace_plan, values, nulls, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not update backfill.actor");
-	backfill_role_leave(&rc);
+	backfill_run_record_pace(exec->pace_plan, exec->job->actors[actor].actor_id, throttled_by, rate);
 }
 
 /*
@@ -390,12 +361,8 @@ backfill_run_finish_barrier(BarrierExecutor *exec)
 {
 	BackfillJob *job = exec->job;
 	MemoryContext old;
-	Datum		values[2];
-	char	   *sql;
-	bool		isnull;
 	bool		finished;
 	int			guc_level;
-	RoleContext rc;
 	RoleContext owner;
 
 	/*
@@ -409,11 +376,7 @@ backfill_run_finish_barrier(BarrierExecutor *exec)
 
 	/* when every actor finishes at once, the first one finishes the job */
 	backfill_spi_enter();
-	sql = psprintf("SELECT status = 'finished' FROM backfill.job WHERE job_id = %lld",
-				   (long long) job->job_id);
-	if (SPI_execute(sql, false, 0) != SPI_OK_SELECT || SPI_processed != 1)
-		elog(ERROR, "could not read backfill job %lld", (long long) job->job_id);
-	finished = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	finished = backfill_job_has_finished(job->job_id);
 	if (finished)
 	{
 		backfill_spi_leave();
@@ -425,18 +388,12 @@ backfill_run_finish_barrier(BarrierExecutor *exec)
 	guc_level = backfill_pin_search_path(job);
 
 	/* the writers are done: whatever they wrote is captured now */
-	if (exec->kind->final_changes)
-		exec->kind->final_changes(exec);
+	backfill_kind_final_changes(exec->kind, exec);
 	backfill_forward_changes(exec, 0, BACKFILL_VNODE_COUNT - 1);
 	backfill_capture_switch_to_apply(job);
 
 	job->epoch = backfill_next_epoch(job->epoch);
-	values[0] = Int64GetDatum(job->job_id);
-	values[1] = Int64GetDatum(job->epoch);
-	backfill_catalog_enter(&rc);
-	if (SPI_execute_plan(exec->finish_plan, values, NULL, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not update backfill.job");
-	backfill_role_leave(&rc);
+	backfill_run_finish_job(exec->finish_plan, job->job_id, job->epoch);
 	backfill_spi_leave();
 	backfill_unpin_search_path(guc_level);
 	backfill_role_leave(&owner);
@@ -460,7 +417,7 @@ backfill_run_fetch(BarrierExecutor *exec)
 	backfill_owner_enter(exec->job->owner, false, &owner);
 	guc_level = backfill_pin_search_path(exec->job);
 	backfill_spi_enter();
-	exec->kind->fetch(exec);
+	backfill_kind_fetch(exec->kind, exec);
 	backfill_spi_leave();
 	backfill_unpin_search_path(guc_level);
 	backfill_role_leave(&owner);

@@ -49,26 +49,10 @@
  * immediate stop also sends SIGTERM, which ends the barrier in flight
  * (rolled back).  The caller waits until every worker has left.
  *
- * DROP EXTENSION and ALTER EXTENSION UPDATE would take locks on the
- * extension's catalogs and functions in an order the workers' barriers take
- * them the other way round, and deadlock with them: a ProcessUtility hook
- * (installed with the registry, which is where workers can exist) stops the
- * workers of this database first for DROP EXTENSION backfill CASCADE, as
- * drop_job stops a job's, and locks the jobs' upstreams against writers
- * (whose triggers would deadlock with the drop as well); it refuses a DROP
- * without CASCADE and an ALTER EXTENSION UPDATE while workers run, naming
- * the jobs.
- *
- * The live actors: every actor that runs now, in a worker or in a session's
- * CALL backfill.run_job, has an entry that its process writes after each
- * barrier (phase, rows, barriers, position, pace) and that backfill.progress
- * reads, as a backend's st_progress_param is read by pg_stat_progress_*.
- * Only what changes between two commits or is known to the running process
- * alone lives here; what the catalogs hold (the job's name, its total) is
- * joined in by the view.  There are max_worker_processes entries for the
- * workers plus BACKFILL_SESSION_ACTORS for runs in sessions; an actor that
- * finds none free is not shown.  A process frees its entries when its run
- * ends and, whatever happens, when it exits.
+ * The DROP EXTENSION / ALTER EXTENSION UPDATE guard (extension_ddl.c), the
+ * live actors that backfill.progress shows (live_actors.c) and the SQL
+ * functions that start and stop workers (worker_control.c) reach the
+ * registry through registry_internal.h; only this file knows its structs.
  *
  * May call: catalog.c, privilege.c and the foundations.
  *
@@ -76,7 +60,6 @@
  */
 #include "postgres.h"
 
-#include "commands/extension.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -89,34 +72,17 @@
 #include "storage/procarray.h"
 #include "storage/shmem.h"
 #include "catalog/pg_authid.h"
-#include "catalog/pg_class.h"
-#include "catalog/pg_inherits.h"
-#include "catalog/pg_type.h"
-#include "storage/lmgr.h"
-#include "tcop/utility.h"
-#include "utils/acl.h"
 #include "utils/syscache.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
-#include "utils/lsyscache.h"
 #include "utils/timestamp.h"
-#include "utils/wait_event.h"
 
 #include "driver.h"
 #include "lib.h"
 #include "catalog_access.h"
-#include "capture.h"
+#include "registry_internal.h"
 
 PG_FUNCTION_INFO_V1(backfill_job_workers);
-PG_FUNCTION_INFO_V1(backfill_start_job);
-PG_FUNCTION_INFO_V1(backfill_stop_job_workers);
-PG_FUNCTION_INFO_V1(backfill_stop_and_lock_job);
-PG_FUNCTION_INFO_V1(backfill_job_is_running);
-PG_FUNCTION_INFO_V1(backfill_check_workers_1_3);
-PG_FUNCTION_INFO_V1(backfill_live_actors);
-
-/* entries of the live actors for runs in sessions, beyond the workers' */
-#define BACKFILL_SESSION_ACTORS 128
 
 typedef enum PrepareState
 {
@@ -158,34 +124,13 @@ typedef struct BackfillWorkerSlot
 	BackgroundWorkerHandle handle;	/* of the worker's registration */
 } BackfillWorkerSlot;
 
-/* an actor that runs now, as its process last published it */
-typedef struct BackfillLiveActor
-{
-	Oid			dboid;			/* the database of the job */
-	int64		job_id;			/* 0: free */
-	int32		actor_id;
-	pid_t		pid;
-	Oid			owner;			/* the job's, whose members may read it */
-	bool		background;		/* a worker's, not a session's */
-	char		phase[BACKFILL_PHASE_LEN];
-	int64		rows;
-	int64		barriers;
-	int64		epoch;
-	double		rows_per_second;	/* -1: unknown */
-	TimestampTz started_at;
-	TimestampTz barrier_at;		/* 0: no barrier yet */
-	char		throttled_by[BACKFILL_THROTTLED_LEN];
-	char		position[BACKFILL_POSITION_LEN];
-} BackfillLiveActor;
-
 typedef struct BackfillShared
 {
 	LWLock	   *lock;
 	int			nslots;
-	int			nlive;
 	BackfillRun *runs;			/* nslots of each, after the struct */
 	BackfillWorkerSlot *workers;
-	BackfillLiveActor *live;	/* nlive, after the workers */
+	/* then the live actors' entries (live_actors.c) */
 } BackfillShared;
 
 bool		backfill_preloaded = false;
@@ -193,7 +138,6 @@ bool		backfill_preloaded = false;
 static BackfillShared *shared = NULL;
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
-static ProcessUtility_hook_type prev_process_utility = NULL;
 
 /* backfill.max_workers and backfill.max_workers_per_role; -1: no cap */
 static int	backfill_max_workers = 8;
@@ -204,22 +148,13 @@ static int64 my_job_id = 0;
 static int32 my_actor_id = 0;
 static bool my_job_locked = false;
 
-/* whether this process has registered its live entries' exit callback */
-static bool live_callback = false;
-
-static int
-live_count(void)
-{
-	return max_worker_processes + BACKFILL_SESSION_ACTORS;
-}
-
 static Size
 shared_size(void)
 {
 	return add_size(MAXALIGN(sizeof(BackfillShared)),
 					add_size(add_size(mul_size(max_worker_processes, sizeof(BackfillRun)),
 									  mul_size(max_worker_processes, sizeof(BackfillWorkerSlot))),
-							 mul_size(live_count(), sizeof(BackfillLiveActor))));
+							 backfill_live_shmem_size()));
 }
 
 static void
@@ -246,19 +181,13 @@ shmem_startup(void)
 		memset(shared, 0, shared_size());
 		shared->lock = &(GetNamedLWLockTranche("backfill"))->lock;
 		shared->nslots = max_worker_processes;
-		shared->nlive = live_count();
 	}
 	/* pointers are per process: recompute them */
 	shared->runs = (BackfillRun *) ((char *) shared + MAXALIGN(sizeof(BackfillShared)));
 	shared->workers = (BackfillWorkerSlot *) (shared->runs + shared->nslots);
-	shared->live = (BackfillLiveActor *) (shared->workers + shared->nslots);
+	backfill_live_attach((char *) (shared->workers + shared->nslots), shared->lock);
 	LWLockRelease(AddinShmemInitLock);
 }
-
-static void registry_process_utility(PlannedStmt *pstmt, const char *queryString,
-									 bool readOnlyTree, ProcessUtilityContext context,
-									 ParamListInfo params, QueryEnvironment *queryEnv,
-									 DestReceiver *dest, QueryCompletion *qc);
 
 /*
  * backfill_shmem_init
@@ -272,8 +201,6 @@ backfill_shmem_init(void)
 	shmem_request_hook = shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = shmem_startup;
-	prev_process_utility = ProcessUtility_hook;
-	ProcessUtility_hook = registry_process_utility;
 }
 
 /*
@@ -306,8 +233,13 @@ backfill_worker_caps_init(void)
 							NULL, NULL, NULL);
 }
 
-static void
-require_preloaded(const char *funcname)
+/*
+ * backfill_require_preloaded
+ *		Refuse funcname, which needs background workers, when the library
+ *		was not preloaded.
+ */
+void
+backfill_require_preloaded(const char *funcname)
 {
 	if (!backfill_preloaded || shared == NULL)
 		ereport(ERROR,
@@ -484,7 +416,7 @@ backfill_launch_job(BackfillJob *job)
 
 	bool		capped;
 
-	require_preloaded("backfill.start_job()");
+	backfill_require_preloaded("backfill.start_job()");
 	check_owner_login(job);
 	/* looked up before the lock: a catalog read may fail */
 	capped = !superuser_arg(job->owner);
@@ -875,493 +807,68 @@ backfill_job_workers(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-/*
- * backfill.start_job(job_id bigint) RETURNS void
- *
- * A finished job has nothing to start, unless it follows its upstream in a
- * worker (job->follows): then one worker does, until stop_job.  Holds the
- * job lock until the caller commits, so the workers, which wait for it,
- * start from what the caller's transaction committed.
- */
-Datum
-backfill_start_job(PG_FUNCTION_ARGS)
+/* ---- what the guard of extension_ddl.c, the live actors and the SQL functions need ---- */
+
+/* whether this process is attached to the registry: the library was preloaded */
+bool
+backfill_registry_attached(void)
 {
-	int64		job_id;
-	BackfillJob *job;
-	RoleContext rc;
-
-	require_preloaded("backfill.start_job()");
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("argument \"job_id\" must not be null")));
-	job_id = PG_GETARG_INT64(0);
-
-	SPI_connect();
-	job = backfill_load_job_to_run(job_id, CurrentMemoryContext);
-	/* the slots of cdc jobs a crash kept from dropping theirs, any job's */
-	backfill_drop_leftover_slots();
-	/* a job that follows its upstream without a trigger needs a worker */
-	if (job->status == BACKFILL_STATUS_FINISHED && !job->follows)
-	{
-		ereport(NOTICE,
-				(errmsg("backfill job %lld has already finished", (long long) job_id),
-				 errdetail("Its downstream table follows the upstream without workers.")));
-		SPI_finish();
-		PG_RETURN_VOID();
-	}
-	/* not run by a session now; held until commit */
-	backfill_lock_job(job_id, false);
-	/* the launcher relaunches it after a crash, even one right after this */
-	backfill_catalog_enter(&rc);
-	if (SPI_execute_with_args("UPDATE backfill.job SET run_mode = 'background' WHERE job_id = $1",
-							  1, (Oid[]) {INT8OID}, (Datum[]) {Int64GetDatum(job_id)},
-							  NULL, false, 0) != SPI_OK_UPDATE)
-		elog(ERROR, "could not update backfill.job");
-	backfill_role_leave(&rc);
-	backfill_launch_job(job);
-	SPI_finish();
-	PG_RETURN_VOID();
+	return backfill_preloaded && shared != NULL;
 }
 
 /*
- * backfill._stop_workers(job_id bigint, immediate boolean) RETURNS boolean
+ * backfill_job_runs_in_background
+ *		Whether workers run the job of this database now.  False when the
+ *		library is not preloaded.
  */
-Datum
-backfill_stop_job_workers(PG_FUNCTION_ARGS)
+bool
+backfill_job_runs_in_background(int64 job_id)
 {
-	(void) backfill_require_job_owner(PG_GETARG_INT64(0));
-	PG_RETURN_BOOL(backfill_stop_workers(PG_GETARG_INT64(0), PG_GETARG_BOOL(1)));
-}
-
-/*
- * backfill._stop_and_lock_job(job_id bigint) RETURNS boolean
- *		For cancel_job, drop_job and reschedule: stop the job's background
- *		workers at once, then take the job lock for this transaction; fail if
- *		a session runs the job.  Returns whether workers were running.
- */
-Datum
-backfill_stop_and_lock_job(PG_FUNCTION_ARGS)
-{
-	int64		job_id = PG_GETARG_INT64(0);
-	bool		stopped;
-
-	(void) backfill_require_job_owner(job_id);
-	stopped = backfill_stop_workers(job_id, true);
-
-	if (stopped)
-		backfill_wait_job_lock(job_id);
-	else
-		backfill_lock_job(job_id, false);
-	PG_RETURN_BOOL(stopped);
-}
-
-/*
- * backfill._job_is_running(job_id bigint) RETURNS boolean
- *		Whether workers or a session run the job now.
- */
-Datum
-backfill_job_is_running(PG_FUNCTION_ARGS)
-{
-	int64		job_id = PG_GETARG_INT64(0);
 	bool		running = false;
 
-	if (backfill_preloaded && shared != NULL)
+	if (backfill_registry_attached())
 	{
 		LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 		reap_dead_slots();
 		running = (find_run(job_id) != NULL);
 		LWLockRelease(shared->lock);
 	}
-	PG_RETURN_BOOL(running || backfill_job_lock_held(job_id));
+	return running;
 }
 
 /*
- * backfill._check_workers(job_id bigint, parallelism integer) RETURNS void
- *		For reschedule, before it stops the job's workers: refuse, as a
- *		launch would, a parallelism whose workers the caps do not allow, so
- *		that a refused reschedule leaves the job running as it was.  Nothing
- *		to check when the job does not run in the background.
+ * backfill_check_worker_caps
+ *		For reschedule: if the job runs in the background, refuse nworkers
+ *		workers in place of its own that the caps do not allow, as a launch
+ *		would (capped: the owner is not a superuser).  The registry must be
+ *		attached.
  */
-Datum
-backfill_check_workers_1_3(PG_FUNCTION_ARGS)
+void
+backfill_check_worker_caps(BackfillJob *job, int nworkers, bool capped)
 {
-	int64		job_id;
-	int32		parallelism;
-	BackfillJob job;
-	bool		capped;
-	bool		isnull;
-	Datum		status;
-	int			nworkers;
-
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
-		PG_RETURN_VOID();
-	job_id = PG_GETARG_INT64(0);
-	parallelism = PG_GETARG_INT32(1);
-	memset(&job, 0, sizeof(job));
-	job.job_id = job_id;
-	job.owner = backfill_require_job_owner(job_id);
-	if (!backfill_preloaded || shared == NULL)
-		PG_RETURN_VOID();
-	status = backfill_job_column(job_id, "status", &isnull);
-	/* a finished job runs one worker, which follows its upstream */
-	nworkers = (!isnull && backfill_parse_status(TextDatumGetCString(status)) == BACKFILL_STATUS_FINISHED) ? 1 : parallelism;
-	capped = !superuser_arg(job.owner);
-
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 	reap_dead_slots();
-	if (find_run(job_id) != NULL)
-		check_worker_caps(&job, nworkers, capped, true);
+	if (find_run(job->job_id) != NULL)
+		check_worker_caps(job, nworkers, capped, true);
 	LWLockRelease(shared->lock);
-	PG_RETURN_VOID();
 }
 
-/* ---- DROP EXTENSION and ALTER EXTENSION UPDATE ---- */
-
 /*
- * The jobs of this database that run in background workers now, as "3, 5",
- * and how many; NULL when none does.
+ * backfill_running_jobs
+ *		The ids of the jobs of this database that run in background workers
+ *		now, palloc'd, and how many (*njobs).  The registry must be attached.
  */
-static char *
-running_jobs(int *njobs)
+int64 *
+backfill_running_jobs(int *njobs)
 {
-	StringInfoData buf;
+	int64	   *job_ids = palloc(sizeof(int64) * shared->nslots);
 
-	initStringInfo(&buf);
 	*njobs = 0;
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 	reap_dead_slots();
 	for (int i = 0; i < shared->nslots; i++)
 		if (shared->runs[i].job_id != 0 && shared->runs[i].dboid == MyDatabaseId)
-			appendStringInfo(&buf, "%s%lld", (*njobs)++ > 0 ? ", " : "",
-							 (long long) shared->runs[i].job_id);
+			job_ids[(*njobs)++] = shared->runs[i].job_id;
 	LWLockRelease(shared->lock);
-	return *njobs > 0 ? buf.data : NULL;
-}
-
-/*
- * Lock the upstream of every job that is not cancelled, and its partitions,
- * root to leaves, in the mode DROP TRIGGER takes, before DROP EXTENSION
- * CASCADE drops the jobs' tables and triggers: it may reach a change table
- * before its upstream's trigger, which a writer in flight, holding the
- * upstream and wanting the change table, would deadlock with.  Writers wait
- * for the drop instead, as drop_job makes them, which drops the triggers
- * first.
- */
-static void
-lock_upstreams_for_drop(void)
-{
-	RoleContext rc;
-	Oid		   *upstreams;
-	uint64		n;
-
-	SPI_connect();
-	backfill_catalog_enter(&rc);
-	if (SPI_execute("SELECT DISTINCT upstream::pg_catalog.oid FROM backfill.job "
-					"WHERE status OPERATOR(pg_catalog.<>) 'cancelled' ORDER BY 1",
-					true, 0) != SPI_OK_SELECT)
-		elog(ERROR, "could not read backfill.job");
-	n = SPI_processed;
-	upstreams = palloc(sizeof(Oid) * Max(n, 1));
-	for (uint64 i = 0; i < n; i++)
-	{
-		bool		isnull;
-
-		upstreams[i] = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[i],
-													  SPI_tuptable->tupdesc, 1, &isnull));
-	}
-	backfill_role_leave(&rc);
-	SPI_finish();
-
-	for (uint64 i = 0; i < n; i++)
-	{
-		if (get_rel_relkind(upstreams[i]) == RELKIND_PARTITIONED_TABLE)
-			(void) find_all_inheritors(upstreams[i], AccessExclusiveLock, NULL);
-		else
-			LockRelationOid(upstreams[i], AccessExclusiveLock);
-	}
-}
-
-/*
- * Before DROP EXTENSION backfill: with CASCADE, stop the workers of this
- * database's jobs at once, as drop_job does (the barrier in flight rolls
- * back; the jobs go with the extension anyway); without it, refuse while
- * they run.  Only for the extension's owner: anyone else is refused by the
- * command itself, and must not stop anything first.
- */
-static void
-before_drop_extension(DropBehavior behavior)
-{
-	Oid			extoid = get_extension_oid(BACKFILL_SCHEMA, true);
-	int64	   *job_ids;
-	int			njobs = 0;
-	char	   *list;
-
-	if (!OidIsValid(extoid) || !pg_extension_ownercheck(extoid, GetUserId()))
-		return;
-	list = running_jobs(&njobs);
-	if (list == NULL)
-	{
-		if (behavior == DROP_CASCADE)
-			lock_upstreams_for_drop();
-		return;
-	}
-	if (behavior != DROP_CASCADE)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_IN_USE),
-				 errmsg("cannot drop extension \"%s\" while background workers run its jobs",
-						BACKFILL_SCHEMA),
-				 errdetail_plural("Backfill job %s runs in background workers in this database.",
-								  "Backfill jobs %s run in background workers in this database.",
-								  njobs, list),
-				 errhint("Stop them with backfill.stop_job() first, or drop the extension with CASCADE, which stops them.")));
-
-	/* stop each; one started meanwhile is stopped by the next round */
-	for (;;)
-	{
-		job_ids = palloc(sizeof(int64) * shared->nslots);
-		njobs = 0;
-		LWLockAcquire(shared->lock, LW_SHARED);
-		for (int i = 0; i < shared->nslots; i++)
-			if (shared->runs[i].job_id != 0 && shared->runs[i].dboid == MyDatabaseId)
-				job_ids[njobs++] = shared->runs[i].job_id;
-		LWLockRelease(shared->lock);
-		if (njobs == 0)
-			break;
-		for (int i = 0; i < njobs; i++)
-			(void) backfill_stop_workers(job_ids[i], true);
-		pfree(job_ids);
-	}
-	lock_upstreams_for_drop();
-}
-
-/*
- * Before ALTER EXTENSION backfill UPDATE: refuse while workers run this
- * database's jobs, naming them.  The workers run the barriers of the old
- * catalog with the new library, and a restart under the new one is for
- * their user to choose: stop_job, then start_job after the update.
- */
-static void
-before_update_extension(void)
-{
-	Oid			extoid = get_extension_oid(BACKFILL_SCHEMA, true);
-	int			njobs = 0;
-	char	   *list;
-
-	if (!OidIsValid(extoid) || !pg_extension_ownercheck(extoid, GetUserId()))
-		return;
-	list = running_jobs(&njobs);
-	if (list == NULL)
-		return;
-	ereport(ERROR,
-			(errcode(ERRCODE_OBJECT_IN_USE),
-			 errmsg("cannot update extension \"%s\" while background workers run its jobs",
-					BACKFILL_SCHEMA),
-			 errdetail_plural("Backfill job %s runs in background workers in this database.",
-							  "Backfill jobs %s run in background workers in this database.",
-							  njobs, list),
-			 errhint("Stop them with backfill.stop_job(), update the extension, then start them again with backfill.start_job().")));
-}
-
-static void
-registry_process_utility(PlannedStmt *pstmt, const char *queryString,
-						 bool readOnlyTree, ProcessUtilityContext context,
-						 ParamListInfo params, QueryEnvironment *queryEnv,
-						 DestReceiver *dest, QueryCompletion *qc)
-{
-	Node	   *parsetree = pstmt->utilityStmt;
-
-	if (shared != NULL && IsA(parsetree, DropStmt) &&
-		((DropStmt *) parsetree)->removeType == OBJECT_EXTENSION)
-	{
-		DropStmt   *stmt = (DropStmt *) parsetree;
-		ListCell   *lc;
-
-		foreach(lc, stmt->objects)
-			if (strcmp(strVal(lfirst(lc)), BACKFILL_SCHEMA) == 0)
-				before_drop_extension(stmt->behavior);
-	}
-	else if (shared != NULL && IsA(parsetree, AlterExtensionStmt) &&
-			 strcmp(((AlterExtensionStmt *) parsetree)->extname, BACKFILL_SCHEMA) == 0)
-		before_update_extension();
-
-	if (prev_process_utility)
-		prev_process_utility(pstmt, queryString, readOnlyTree, context, params,
-							 queryEnv, dest, qc);
-	else
-		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context, params,
-								queryEnv, dest, qc);
-}
-/* ---- the live actors (backfill.progress) ---- */
-
-/* free this process's live entries.  Lock not held. */
-static void
-live_release_mine(void)
-{
-	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
-	for (int i = 0; i < shared->nlive; i++)
-		if (shared->live[i].job_id != 0 && shared->live[i].pid == MyProcPid)
-			memset(&shared->live[i], 0, sizeof(BackfillLiveActor));
-	LWLockRelease(shared->lock);
-}
-
-static void
-live_at_exit(int code pg_attribute_unused(), Datum arg pg_attribute_unused())
-{
-	if (shared != NULL)
-		live_release_mine();
-}
-
-/* this process's entry of the actor, or NULL.  Lock held. */
-static BackfillLiveActor *
-live_find(int64 job_id, int32 actor_id)
-{
-	for (int i = 0; i < shared->nlive; i++)
-		if (shared->live[i].job_id == job_id && shared->live[i].actor_id == actor_id &&
-			shared->live[i].pid == MyProcPid)
-			return &shared->live[i];
-	return NULL;
-}
-
-/*
- * backfill_live_begin
- *		Take the live entries of the actors this process runs: one actor (its
- *		index, in a worker) or every actor of the job (-1, in a session), in
- *		phase "phase".  An actor that has its entry already keeps it as it
- *		is.  Does nothing when the library is not preloaded.
- */
-void
-backfill_live_begin(BackfillJob *job, int actor, const char *phase)
-{
-	if (!backfill_preloaded || shared == NULL)
-		return;
-	if (!live_callback)
-	{
-		before_shmem_exit(live_at_exit, (Datum) 0);
-		live_callback = true;
-	}
-	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
-	for (int a = 0; a < job->nactors; a++)
-	{
-		BackfillLiveActor *e;
-
-		if ((actor >= 0 && a != actor) || live_find(job->job_id, job->actors[a].actor_id))
-			continue;
-		e = NULL;
-		for (int i = 0; i < shared->nlive && e == NULL; i++)
-			if (shared->live[i].job_id == 0)
-				e = &shared->live[i];
-		if (e == NULL)
-			break;				/* not shown: see the file header */
-		memset(e, 0, sizeof(BackfillLiveActor));
-		e->dboid = MyDatabaseId;
-		e->job_id = job->job_id;
-		e->actor_id = job->actors[a].actor_id;
-		e->pid = MyProcPid;
-		e->owner = job->owner;
-		e->background = actor >= 0;
-		strlcpy(e->phase, phase, sizeof(e->phase));
-		e->rows_per_second = -1;
-		e->started_at = GetCurrentTimestamp();
-	}
-	LWLockRelease(shared->lock);
-}
-
-/*
- * backfill_live_report
- *		Publish what an actor of this process did: its phase, and, after a
- *		barrier (report->barrier), its rows, epoch, pace and position.
- */
-void
-backfill_live_report(int64 job_id, int32 actor_id, const BackfillLiveReport *report)
-{
-	BackfillLiveActor *e;
-
-	if (!backfill_preloaded || shared == NULL)
-		return;
-	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
-	e = live_find(job_id, actor_id);
-	if (e != NULL)
-	{
-		strlcpy(e->phase, report->phase, sizeof(e->phase));
-		if (report->barrier)
-		{
-			e->barriers++;
-			e->barrier_at = GetCurrentTimestamp();
-			e->rows = report->rows;
-			e->epoch = report->epoch;
-			e->rows_per_second = report->rows_per_second;
-			strlcpy(e->throttled_by, report->throttled_by ? report->throttled_by : "",
-					sizeof(e->throttled_by));
-			strlcpy(e->position, report->position ? report->position : "",
-					sizeof(e->position));
-		}
-	}
-	LWLockRelease(shared->lock);
-}
-
-/* free the live entries of this process: its run has ended */
-void
-backfill_live_end(void)
-{
-	if (backfill_preloaded && shared != NULL)
-		live_release_mine();
-}
-
-/*
- * backfill._live_actors() RETURNS SETOF record: the live entries of the jobs
- * whose owner the current user has the privileges of, or every one for a
- * member of pg_read_all_stats, as pg_stat_activity shows its rows.  Empty
- * when the library is not preloaded.
- */
-Datum
-backfill_live_actors(PG_FUNCTION_ARGS)
-{
-	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	bool		all_stats;
-	BackfillLiveActor *copy;
-	int			n = 0;
-
-	InitMaterializedSRF(fcinfo, 0);
-	if (!backfill_preloaded || shared == NULL)
-		PG_RETURN_VOID();
-	all_stats = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
-
-	/* copied under the lock, then formed outside it */
-	copy = palloc(sizeof(BackfillLiveActor) * shared->nlive);
-	LWLockAcquire(shared->lock, LW_SHARED);
-	for (int i = 0; i < shared->nlive; i++)
-		if (shared->live[i].job_id != 0 && shared->live[i].dboid == MyDatabaseId)
-			copy[n++] = shared->live[i];
-	LWLockRelease(shared->lock);
-
-	for (int i = 0; i < n; i++)
-	{
-		BackfillLiveActor *e = &copy[i];
-		Datum		values[13];
-		bool		nulls[13];
-
-		if (!all_stats && !has_privs_of_role(GetUserId(), e->owner))
-			continue;
-		memset(nulls, false, sizeof(nulls));
-		values[0] = Int32GetDatum((int32) e->pid);
-		values[1] = Int64GetDatum(e->job_id);
-		values[2] = Int32GetDatum(e->actor_id);
-		values[3] = CStringGetTextDatum(e->background ? "background" : "foreground");
-		values[4] = CStringGetTextDatum(e->phase);
-		values[5] = Int64GetDatum(e->rows);
-		values[6] = CStringGetTextDatum(e->position);
-		nulls[6] = (e->position[0] == '\0');
-		values[7] = Int64GetDatum(e->barriers);
-		values[8] = Int64GetDatum(e->epoch);
-		values[9] = Float8GetDatum(e->rows_per_second);
-		nulls[9] = (e->rows_per_second < 0);
-		values[10] = CStringGetTextDatum(e->throttled_by);
-		nulls[10] = (e->throttled_by[0] == '\0');
-		values[11] = TimestampTzGetDatum(e->started_at);
-		values[12] = TimestampTzGetDatum(e->barrier_at);
-		nulls[12] = (e->barrier_at == 0);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
-	}
-	PG_RETURN_VOID();
+	return job_ids;
 }

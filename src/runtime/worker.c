@@ -74,6 +74,7 @@
 #include "kind.h"
 #include "lib.h"
 #include "catalog_access.h"
+#include "job_run_rows.h"
 #include "capture.h"
 
 PGDLLEXPORT void backfill_actor_main(Datum main_arg);
@@ -287,6 +288,7 @@ launch_jobs(void)
 											  ALLOCSET_DEFAULT_SIZES);
 	int64	   *volatile job_ids = NULL;
 	volatile int njobs = 0;
+	int			n;
 
 	/* an error here (say, a catalog of another version) must not loop */
 	PG_TRY();
@@ -294,20 +296,8 @@ launch_jobs(void)
 		backfill_xact_begin(false);
 		if (SPI_execute("SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'backfill'",
 						true, 0) == SPI_OK_SELECT && SPI_processed == 1 &&
-			SPI_execute("SELECT job_id FROM backfill.job WHERE run_mode = 'background' "
-						"AND status IN ('pending', 'backfilling', 'finished') ORDER BY job_id",
-						true, 0) == SPI_OK_SELECT)
-		{
-			njobs = (int) SPI_processed;
-			job_ids = MemoryContextAlloc(cxt, sizeof(int64) * Max(njobs, 1));
-			for (int i = 0; i < njobs; i++)
-			{
-				bool		isnull;
-
-				job_ids[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
-														 SPI_tuptable->tupdesc, 1, &isnull));
-			}
-		}
+			(job_ids = backfill_jobs_to_relaunch(&n, cxt)) != NULL)
+			njobs = n;
 		backfill_xact_end();
 	}
 	PG_CATCH();
