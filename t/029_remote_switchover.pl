@@ -330,13 +330,19 @@ is(source_objects(), '1 1', 'her slot and publication are untouched');
 # the superuser has no user mapping of his own: the job uses hers
 $local->safe_psql('postgres', 'DROP USER MAPPING FOR CURRENT_USER SERVER src');
 ($ret, $lsn, $err) = $local->psql('postgres',
-	"SELECT backfill._remote_switchover($job3, true, '1s', 3)");
-is($ret, 0, 'a superuser switches over her job, through her user mapping') or diag($err);
+	"SELECT source_lsn FROM backfill.cutover($job3, fence => true, lock_timeout => '1s', attempts => 3)");
+is($ret, 0, 'a superuser cuts her job over (a switchover), through her user mapping') or diag($err);
+like($lsn, qr{^[0-9A-F]+/[0-9A-F]+$}, 'backfill.cutover returns the source LSN it switched at');
 is(app_privileges('s'), 'f f f t', 'her source role fenced the table it owns');
 is($local->safe_psql('postgres', q{
 SELECT count(*) || ' ' || max(id) || ' ' || nextval('alice.s_new_id_seq') FROM alice.s_new}),
 	'350 350 351', 'her table has every row and its sequence continues after the source\'s');
 is(source_objects(), '0 0', 'her slot and publication are dropped');
+is($local->safe_psql('postgres', "SELECT status || ' ' || cutover FROM backfill.jobs WHERE job_id = $job3"),
+	'cancelled finished', 'the job lets go of the local table: cancelled, its cutover finished');
+$local->safe_psql('postgres', "SELECT backfill.drop_job($job3)");
+is($local->safe_psql('postgres', "SELECT count(*) FROM alice.s_new"), '350',
+	'drop_job leaves the switched-over table in place');
 
 $source->stop;
 $local->stop;
