@@ -9,28 +9,13 @@
  * backfill.actor; its progress in its own state table, laid out as
  * RisingWave's state tables of its kind (each kind's file says how).
  *
- * The sources are cut in folders by layer, and a file calls only files of
- * the layers below its own (scripts/check_layers.sh checks it).  Each
- * folder's header declares what the layers above it may call:
- *
- *	api/		entry points: _PG_init (backfill.c), create.c (create.h),
- *				upstream.c (upstream.h), estimate.c, run.c, control.c,
- *				event_trigger.c and its ddl_*.c (ddl.h)
- *	runtime/	driver.c (driver.h), executor.c, worker.c,
- *				registry.c (the worker registry), pacing.c (pacing.h),
- *				progress.c
- *	kinds/		kind.c and one file per kind behind kind.h
- *	capture/	triggers.c, capture_change.c, apply_change.c, apply_direct.c,
- *				truncate_change.c, partitions.c, firing.c, slot.c,
- *				output_plugin.c (capture.h; capture_internal.h inside)
- *	remote/		remote.c, pgoutput.c (remote.h)
- *	copy/		chunk.c, sink.c, state.c, shape.c, downstream.c, ranges.c
- *				(copy.h)
- *	catalog/	catalog.c (catalog_access.h), job_rows.c (job_rows.h),
- *				job_holdings.c (job_holdings.h), capture_job_rows.c
- *				(capture_job_rows.h)
- *	lib/		sql.c, xact.c, vnode.c, rw_debug.c, privilege.c (lib.h),
- *				compat.h
+ * The sources are cut in folders by layer: src/LAYERS is the map, which
+ * doc/layers.md renders with each folder's files, and a file calls only
+ * files of its own folder and of the folders its folder may depend on
+ * (scripts/check_layers.sh checks it from the includes and the call graph).
+ * Each folder's headers declare what the layers above it may call; this
+ * file and barrier.h (the barrier executor's state) hold the types they
+ * share.
  *
  *-------------------------------------------------------------------------
  */

@@ -1,10 +1,10 @@
 /*-------------------------------------------------------------------------
  *
  * barrier.h
- *	  The barrier executor's state, and the services that read and write
- *	  for it: chunk.c (groups of vnodes, reading the upstream in key order),
- *	  sink.c, pacing.c (whether an actor may read now), the per-vnode
- *	  persisting of state.c, executor.c itself.
+ *	  The barrier executor's state: the types every layer that reads or
+ *	  writes for a barrier shares.  The services themselves are declared by
+ *	  their folders: the copy layer's in copy/barrier_io.h (chunk.c, sink.c,
+ *	  state.c), the runtime's in runtime/executor.h and runtime/pacing.h.
  *
  * The executor (executor.c) owns the struct; a kind (kind.h) fills the
  * plans and keeps what only it needs behind kind_state.
@@ -76,65 +76,5 @@ typedef struct BarrierExecutor
 	SPIPlanPtr	pace_plan;		/* records an actor's pace; NULL on a catalog before 1.2 */
 	void	   *kind_state;		/* what the kind keeps for the run */
 } BarrierExecutor;
-
-/* chunk.c */
-extern bool backfill_same_position(BarrierExecutor *exec, VnodeState *a, VnodeState *b);
-extern int	backfill_actor_groups(BarrierExecutor *exec, int actor, VnodeGroup *groups);
-extern void backfill_set_position(BarrierExecutor *exec, VnodeState *vs, Datum *pos);
-extern VnodeFilter backfill_group_filter(BarrierExecutor *exec, VnodeGroup *group);
-extern char *backfill_chunk_conditions(BackfillJob *job, const char *alias, int cmp,
-									   bool has_pos, VnodeFilter filter, Oid *argtypes,
-									   int *nargs);
-extern int	backfill_group_params(BarrierExecutor *exec, VnodeGroup *group,
-								  VnodeFilter filter, Datum *values);
-extern bool backfill_vnodes_finished(BackfillJob *job, int actor);
-extern int	backfill_plan_by_index_begin(void);
-extern void backfill_plan_by_index_end(int level);
-extern int64 backfill_read_live_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit,
-									  bool per_vnode_counts);
-extern void backfill_prepare_forward(BarrierExecutor *exec, const char *matching);
-extern void backfill_forward_changes(BarrierExecutor *exec, int lo, int hi);
-extern void backfill_forward_actors_changes(BarrierExecutor *exec, int first, int last,
-											TimestampTz deadline);
-extern int64 backfill_read_chunk_per_vnode(BarrierExecutor *exec, VnodeGroup *group,
-										   int64 limit);
-extern int64 backfill_read_chunk_per_actor(BarrierExecutor *exec, VnodeGroup *group,
-										   int64 limit);
-
-/* sink.c */
-typedef struct ChunkSink ChunkSink;
-extern ChunkSink *backfill_sink_begin(BarrierExecutor *exec, int64 insert_limit,
-									  bool count_vnodes);
-extern void backfill_sink_run(ChunkSink *sink, SPIPlanPtr plan, Datum *values);
-extern int64 backfill_sink_end(ChunkSink *sink, int64 *vnode_rows, Datum *last_key,
-							   bool *has_last, Datum *next_key, bool *has_next);
-
-/* pacing.c */
-extern PacingState *backfill_pacing_create(BackfillJob *job, MemoryContext cxt);
-extern void backfill_pacing_begin(PacingState *ps, int first, int last);
-extern TimestampTz backfill_pacing_hold(PacingState *ps, int actor);
-extern void backfill_pacing_held_by(PacingState *ps, int actor, const char *reason);
-extern int64 backfill_pacing_chunk_rows(PacingState *ps, int64 limit);
-extern void backfill_pacing_read(PacingState *ps, int actor, int64 rows);
-extern void backfill_pacing_end(PacingState *ps, int actor);
-extern const char *backfill_pacing_throttled_by(PacingState *ps, int actor);
-extern bool backfill_pacing_held(PacingState *ps);
-extern double backfill_pacing_rows_per_second(PacingState *ps, int actor);
-
-/* state.c */
-extern void backfill_persist_vnodes(BarrierExecutor *exec, SPIPlanPtr plan);
-extern void backfill_record_actor(BarrierExecutor *exec, BackfillActor *actor, int64 rows);
-extern VnodeState *backfill_state_row_vnode(BackfillJob *job, HeapTuple tup, TupleDesc desc);
-
-/* executor.c */
-extern BarrierExecutor *backfill_executor_create(BackfillJob *job);
-extern BarrierExecutor *backfill_executor_refresh(BarrierExecutor *exec);
-extern void backfill_executor_free(BarrierExecutor *exec);
-extern int64 backfill_run_barrier(BarrierExecutor *exec, int actor, int interval_ms,
-								  int rate_limit);
-extern bool backfill_run_finish_barrier(BarrierExecutor *exec);
-extern void backfill_run_fetch(BarrierExecutor *exec);
-extern bool backfill_actor_finished(BackfillJob *job, int actor);
-extern bool backfill_all_finished(BackfillJob *job);
 
 #endif							/* BACKFILL_BARRIER_H */

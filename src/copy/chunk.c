@@ -30,7 +30,7 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 
-#include "barrier.h"
+#include "barrier_io.h"
 #include "lib.h"
 
 /* whether two vnodes have the same position */

@@ -49,7 +49,7 @@
 #include "utils/rel.h"
 #include "utils/rls.h"
 
-#include "barrier.h"
+#include "barrier_io.h"
 #include "lib.h"
 
 /* as COPY FROM's buffer */

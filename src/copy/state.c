@@ -36,7 +36,7 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
-#include "barrier.h"
+#include "barrier_io.h"
 #include "lib.h"
 #include "barrier_rows.h"
 #include "job_run_rows.h"

@@ -21,6 +21,7 @@
 #define BACKFILL_KIND_H
 
 #include "barrier.h"
+#include "barrier_io.h"
 #include "copy.h"
 #include "capture.h"
 

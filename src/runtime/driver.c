@@ -59,6 +59,8 @@
 #include "job_run_rows.h"
 #include "copy.h"
 #include "capture.h"
+#include "executor.h"
+#include "pacing.h"
 
 /*
  * backfill.barrier_interval_ms: how long an executor reads snapshot chunks

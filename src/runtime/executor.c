@@ -74,6 +74,8 @@
 #include "barrier_rows.h"
 #include "catalog_access.h"
 #include "capture.h"
+#include "executor.h"
+#include "pacing.h"
 
 /* the most chunks, and rows, one statement reads in a barrier */
 #define BACKFILL_MAX_BATCH_CHUNKS	1024
