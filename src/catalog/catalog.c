@@ -800,12 +800,13 @@ backfill_next_id(const char *sequence)
 }
 
 /*
- * The catalog writes of the control functions (cancel_job, drop_job,
- * stop_job, alter_rate_limit, reschedule, recreate_job), made as the
- * extension's owner once control.c has checked the caller's right.
+ * A catalog write of one job, made as the extension's owner once the caller's
+ * right was checked: $1 the job id, $2 an optional bigint argument.  The
+ * control functions' (cancel_job, drop_job, stop_job, alter_rate_limit,
+ * reschedule, recreate_job) below, and the other catalog files'.
  */
-static void
-catalog_write(const char *sql, int64 job_id, bool arg_null, int64 arg, int expected)
+void
+backfill_catalog_write(const char *sql, int64 job_id, bool arg_null, int64 arg, int expected)
 {
 	Oid			types[2] = {INT8OID, INT8OID};
 	Datum		values[2] = {Int64GetDatum(job_id), Int64GetDatum(arg)};
@@ -821,7 +822,7 @@ catalog_write(const char *sql, int64 job_id, bool arg_null, int64 arg, int expec
 void
 backfill_mark_cancelled(int64 job_id)
 {
-	catalog_write("UPDATE backfill.job SET status = 'cancelled', downstream = NULL, "
+	backfill_catalog_write("UPDATE backfill.job SET status = 'cancelled', downstream = NULL, "
 				  "state_table = NULL, change_table = NULL WHERE job_id = $1",
 				  job_id, true, 0, SPI_OK_UPDATE);
 }
@@ -830,14 +831,14 @@ backfill_mark_cancelled(int64 job_id)
 void
 backfill_delete_job_rows(int64 job_id)
 {
-	catalog_write("DELETE FROM backfill.job WHERE job_id = $1", job_id, true, 0, SPI_OK_DELETE);
+	backfill_catalog_write("DELETE FROM backfill.job WHERE job_id = $1", job_id, true, 0, SPI_OK_DELETE);
 }
 
 /* run_mode foreground: the launcher leaves it alone */
 void
 backfill_set_foreground(int64 job_id)
 {
-	catalog_write("UPDATE backfill.job SET run_mode = 'foreground' "
+	backfill_catalog_write("UPDATE backfill.job SET run_mode = 'foreground' "
 				  "WHERE job_id = $1 AND run_mode = 'background'",
 				  job_id, true, 0, SPI_OK_UPDATE);
 }
@@ -846,7 +847,7 @@ backfill_set_foreground(int64 job_id)
 void
 backfill_set_rate_limit(int64 job_id, bool none, int64 rows_per_second)
 {
-	catalog_write("UPDATE backfill.job SET rate_limit = $2::pg_catalog.int4 WHERE job_id = $1",
+	backfill_catalog_write("UPDATE backfill.job SET rate_limit = $2::pg_catalog.int4 WHERE job_id = $1",
 				  job_id, none, rows_per_second, SPI_OK_UPDATE);
 }
 
@@ -854,7 +855,7 @@ backfill_set_rate_limit(int64 job_id, bool none, int64 rows_per_second)
 void
 backfill_copy_names(int64 job_id, int64 from_job_id)
 {
-	catalog_write("UPDATE backfill.job j SET job_name = o.job_name, ddl_statement = o.ddl_statement "
+	backfill_catalog_write("UPDATE backfill.job j SET job_name = o.job_name, ddl_statement = o.ddl_statement "
 				  "FROM backfill.job o WHERE j.job_id = $1 AND o.job_id = $2",
 				  job_id, false, from_job_id, SPI_OK_UPDATE);
 }
@@ -890,6 +891,6 @@ backfill_replace_actors(int64 job_id, int parallelism)
 						   " WHERE j.job_id = $1 ORDER BY i",
 						   3, types, values, NULL, SPI_OK_INSERT);
 	backfill_role_leave(&rc);
-	catalog_write("UPDATE backfill.job SET parallelism = $2 WHERE job_id = $1",
+	backfill_catalog_write("UPDATE backfill.job SET parallelism = $2 WHERE job_id = $1",
 				  job_id, false, parallelism, SPI_OK_UPDATE);
 }

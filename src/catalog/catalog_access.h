@@ -62,6 +62,8 @@ extern void backfill_record_failure(int64 job_id, int sqlerrcode, const char *me
 									const char *detail, bool only_if_backfilling);
 extern void backfill_record_start(BackfillJob *job, bool background, int64 total_rows);
 extern int64 backfill_next_id(const char *sequence);
+extern void backfill_catalog_write(const char *sql, int64 job_id, bool arg_null, int64 arg,
+								   int expected);
 extern void backfill_mark_cancelled(int64 job_id);
 extern void backfill_delete_job_rows(int64 job_id);
 extern void backfill_set_foreground(int64 job_id);

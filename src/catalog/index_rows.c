@@ -9,7 +9,7 @@
  * in a catalog context (privilege.c) on behalf of a caller whose right was
  * checked first.  The caller is connected to SPI; nothing here commits.
  *
- * May call: the foundations.
+ * May call: catalog.c and the foundations.
  *
  *-------------------------------------------------------------------------
  */
@@ -23,6 +23,7 @@
 
 #include "backfill.h"
 #include "lib.h"
+#include "catalog_access.h"
 #include "index_rows.h"
 
 /* whether this catalog has backfill.job_index (1.3 and later) */
@@ -89,26 +90,14 @@ backfill_pending_indexes(int64 job_id, PendingIndex **pending)
 void
 backfill_forget_pending_indexes(int64 job_id)
 {
-	Oid			argtypes[1] = {INT8OID};
-	Datum		values[1] = {Int64GetDatum(job_id)};
-	RoleContext rc;
-
-	backfill_catalog_enter(&rc);
-	backfill_spi_exec_args("DELETE FROM backfill.job_index WHERE job_id = $1",
-						   1, argtypes, values, NULL, SPI_OK_DELETE);
-	backfill_role_leave(&rc);
+	backfill_catalog_write("DELETE FROM backfill.job_index WHERE job_id = $1",
+						   job_id, true, 0, SPI_OK_DELETE);
 }
 
 /* the job gave its downstream the upstream's other indexes */
 void
 backfill_mark_job_indexes(int64 job_id)
 {
-	Oid			argtypes[1] = {INT8OID};
-	Datum		values[1] = {Int64GetDatum(job_id)};
-	RoleContext rc;
-
-	backfill_catalog_enter(&rc);
-	backfill_spi_exec_args("UPDATE backfill.job SET indexes = true WHERE job_id = $1",
-						   1, argtypes, values, NULL, SPI_OK_UPDATE);
-	backfill_role_leave(&rc);
+	backfill_catalog_write("UPDATE backfill.job SET indexes = true WHERE job_id = $1",
+						   job_id, true, 0, SPI_OK_UPDATE);
 }
