@@ -630,14 +630,14 @@ BEGIN
     IF EXISTS (SELECT FROM pg_class WHERE oid = j.state_table) THEN
         EXECUTE format('DROP TABLE %s', j.state_table);
     END IF;
-    IF j.kind = 'cdc' AND NOT j.remote THEN
-        PERFORM backfill._drop_slot(j.job_id);
-    END IF;
-    IF j.remote THEN
-        PERFORM backfill._drop_kind_objects(j.job_id);
-    END IF;
+    -- what its kind owns outside its tables (src/kinds/kind.h, drop_objects):
+    -- a cdc job's slot, dropped at commit; the slot and the publication of a
+    -- job whose upstream is on another server
+    PERFORM backfill._drop_kind_objects(j.job_id);
 END
 $$;
+COMMENT ON FUNCTION backfill._drop_kind_objects(bigint) IS
+'Internal: drops what the kind of a job the caller owns keeps outside its tables: a cdc job''s replication slot (when the transaction commits), the replication slot and publication on the source of a remote job.';
 
 -- ---------------------------------------------------------------------------
 -- Cut over (src/api/cutover.c, doc/cutover.md): a finished local job's

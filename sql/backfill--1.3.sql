@@ -455,7 +455,7 @@ AS 'MODULE_PATHNAME', 'backfill_drop_kind_objects'
 LANGUAGE C VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._drop_kind_objects(bigint) IS
-'Internal: drops what a job the caller owns has outside this database (the replication slot and publication on the source of a remote job).';
+'Internal: drops what the kind of a job the caller owns keeps outside its tables: a cdc job''s replication slot (when the transaction commits), the replication slot and publication on the source of a remote job.';
 
 CREATE FUNCTION backfill._unfetched_keys(job_id bigint, since pg_lsn)
 RETURNS SETOF text[]
@@ -506,12 +506,10 @@ BEGIN
     IF EXISTS (SELECT FROM pg_class WHERE oid = j.state_table) THEN
         EXECUTE format('DROP TABLE %s', j.state_table);
     END IF;
-    IF j.kind = 'cdc' AND NOT j.remote THEN
-        PERFORM backfill._drop_slot(j.job_id);
-    END IF;
-    IF j.remote THEN
-        PERFORM backfill._drop_kind_objects(j.job_id);
-    END IF;
+    -- what its kind owns outside its tables (src/kinds/kind.h, drop_objects):
+    -- a cdc job's slot, dropped at commit; the slot and the publication of a
+    -- job whose upstream is on another server
+    PERFORM backfill._drop_kind_objects(j.job_id);
 END
 $$;
 COMMENT ON FUNCTION backfill._drop_job_objects(backfill.job, boolean) IS 'Internal: drops the triggers and tables of a job.';

@@ -303,20 +303,33 @@ backfill_job_catalog(PG_FUNCTION_ARGS)
 
 /*
  * backfill._drop_kind_objects(job_id bigint) RETURNS void
- *		What the job's kind owns outside this database (the slot and the
- *		publication of a job whose upstream is on another server), for
- *		cancel_job and drop_job.
+ *		What the job's kind owns outside its tables (a cdc job's slot, when
+ *		the transaction commits; the slot and the publication of a job whose
+ *		upstream is on another server), for cancel_job and drop_job.
  */
 Datum
 backfill_drop_kind_objects(PG_FUNCTION_ARGS)
 {
 	int64		job_id = owned_job(fcinfo, 0, "job_id");
-	const KindRoutine *kind;
+	bool		isnull;
+	bool		remote;
+	Datum		kindname;
+	BackfillKind kind;
 
+	/*
+	 * The kind from the job's row alone: its tables may be gone already
+	 * (_drop_job_objects drops them first), so the job is not loaded
+	 */
+	kindname = backfill_job_column(job_id, "kind", &isnull);
+	if (isnull)
+		PG_RETURN_VOID();		/* dropped meanwhile: nothing of it is left */
+	kind = backfill_parse_kind(TextDatumGetCString(kindname));
+	remote = DatumGetBool(backfill_job_column(job_id, "remote", &isnull)) && !isnull;
+	if (remote)
+		kind = backfill_remote_kind(kind);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	kind = backfill_kind_routine(backfill_load_job(job_id, CurrentMemoryContext)->kind);
-	backfill_kind_drop_objects(kind, job_id);
+	backfill_kind_drop_objects(backfill_kind_routine(kind), job_id);
 	SPI_finish();
 	PG_RETURN_VOID();
 }

@@ -51,6 +51,7 @@ extern void backfill_capture_init(void);
 extern char *backfill_slot_name(int64 job_id);
 extern bool backfill_plugin_approved(void);
 extern void backfill_lock_slot_of(int64 job_id);
+extern void backfill_drop_slot_at_commit(int64 job_id);
 extern void backfill_origin_enter(int64 job_id);
 extern void backfill_origin_leave(void);
 extern void backfill_drop_slot_now(int64 job_id);

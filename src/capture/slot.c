@@ -292,16 +292,28 @@ register_commit_callback(void)
 Datum
 backfill_drop_slot(PG_FUNCTION_ARGS)
 {
+	(void) backfill_require_job_owner(PG_GETARG_INT64(0));
+	backfill_drop_slot_at_commit(PG_GETARG_INT64(0));
+	PG_RETURN_VOID();
+}
+
+/*
+ * backfill_drop_slot_at_commit
+ *		Drop the slot of a job when the transaction commits (a slot is not
+ *		transactional: dropped before, a rollback could not bring it back).
+ *		The cdc kind's drop_objects, for cancel_job and drop_job.
+ */
+void
+backfill_drop_slot_at_commit(int64 job_id)
+{
 	MemoryContext old;
 
-	(void) backfill_require_job_owner(PG_GETARG_INT64(0));
 	/* a leftover sweep (below) then leaves the slot to us, or has dropped it */
-	backfill_lock_slot_of(PG_GETARG_INT64(0));
+	backfill_lock_slot_of(job_id);
 	register_commit_callback();
 	old = MemoryContextSwitchTo(TopMemoryContext);
-	slots_at_commit = lappend(slots_at_commit, backfill_slot_name(PG_GETARG_INT64(0)));
+	slots_at_commit = lappend(slots_at_commit, backfill_slot_name(job_id));
 	MemoryContextSwitchTo(old);
-	PG_RETURN_VOID();
 }
 
 /*

@@ -155,7 +155,10 @@ typedef struct KindRoutine
 	/* after the final barrier's commit, and at any later start (optional) */
 	void		(*after_finish) (int64 job_id);
 
-	/* drop what the job owns outside this database, for cancel_job and drop_job (optional) */
+	/*
+	 * drop what the job owns outside its tables (a slot here, a slot and a
+	 * publication on another server), for cancel_job and drop_job (optional)
+	 */
 	void		(*drop_objects) (int64 job_id);
 
 	/*

@@ -678,6 +678,13 @@ cdc_after_finish(int64 job_id)
 	backfill_drop_slot_now(job_id);
 }
 
+/* kind.h: drop_objects: the job's slot, when the transaction commits */
+static void
+cdc_drop_objects(int64 job_id)
+{
+	backfill_drop_slot_at_commit(job_id);
+}
+
 static void
 cdc_recount_actors(int64 job_id, const char *state_sql)
 {
@@ -704,5 +711,6 @@ const KindRoutine backfill_cdc_routine = {
 	.finished_everywhere = cdc_finished_everywhere,
 	.final_changes = cdc_fetch,
 	.after_finish = cdc_after_finish,
+	.drop_objects = cdc_drop_objects,
 	.recount_actors = cdc_recount_actors,
 };
