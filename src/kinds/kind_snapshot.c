@@ -625,12 +625,16 @@ snapshot_read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
 static bool
 snapshot_everywhere(BackfillJob *job, bool log_store_too)
 {
-	return backfill_spi_true(psprintf("SELECT (SELECT pg_catalog.count(*) = %d AND pg_catalog.bool_and(is_epoch_finished) "
-				   "        FROM %s WHERE vnode BETWEEN 0 AND %d) "
-				   "   AND (NOT %s OR (SELECT pg_catalog.bool_and(log_store_caught_up) "
-				   "                   FROM backfill.actor WHERE job_id = %lld))",
-				   BACKFILL_VNODE_COUNT, job->state_sql, BACKFILL_VNODE_COUNT - 1,
-				   log_store_too ? "true" : "false", (long long) job->job_id));
+	Oid			types[2] = {INT8OID, BOOLOID};
+	Datum		values[2] = {Int64GetDatum(job->job_id), BoolGetDatum(log_store_too)};
+
+	return backfill_spi_true_args(psprintf("SELECT (SELECT pg_catalog.count(*) = %d AND pg_catalog.bool_and(is_epoch_finished) "
+										   "        FROM %s WHERE vnode BETWEEN 0 AND %d) "
+										   "   AND (NOT $2 OR (SELECT pg_catalog.bool_and(log_store_caught_up) "
+										   "                   FROM backfill.actor WHERE job_id = $1))",
+										   BACKFILL_VNODE_COUNT, job->state_sql,
+										   BACKFILL_VNODE_COUNT - 1),
+								  2, types, values);
 }
 
 /* count the vnodes of the rows a forwarding statement returned */

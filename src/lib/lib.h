@@ -48,6 +48,7 @@ extern void backfill_spi_enter(void);
 extern void backfill_spi_leave(void);
 extern void backfill_spi_exec(const char *sql, int expected);
 extern bool backfill_spi_true(const char *sql);
+extern bool backfill_spi_true_args(const char *sql, int nargs, Oid *types, Datum *values);
 extern int64 backfill_count_rows(const char *upstream_sql, bool partitioned, const char *filter);
 extern void backfill_spi_exec_args(const char *sql, int nargs, Oid *types, Datum *values,
 								   const char *nulls, int expected);

@@ -622,16 +622,22 @@ backfill_spi_leave(void)
  * backfill_spi_true
  *		Whether a query of one boolean value returns true (not false, not
  *		NULL), in an SPI connection of its own, so that it can run inside a
- *		barrier's.
+ *		barrier's.  backfill_spi_true_args binds $1 to $nargs.
  */
 bool
 backfill_spi_true(const char *sql)
+{
+	return backfill_spi_true_args(sql, 0, NULL, NULL);
+}
+
+bool
+backfill_spi_true_args(const char *sql, int nargs, Oid *types, Datum *values)
 {
 	bool		isnull;
 	bool		result;
 
 	backfill_spi_enter();
-	backfill_spi_exec(sql, SPI_OK_SELECT);
+	backfill_spi_exec_args(sql, nargs, types, values, NULL, SPI_OK_SELECT);
 	result = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	backfill_spi_leave();
 	return !isnull && result;
