@@ -44,6 +44,7 @@ static const struct
 	{"vnode_bounds", offsetof(BackfillCatalogCaps, job_vnode_bounds)},
 	{"source_columns", offsetof(BackfillCatalogCaps, job_source_columns)},
 	{"failures", offsetof(BackfillCatalogCaps, job_failures)},
+	{"indexes", offsetof(BackfillCatalogCaps, job_indexes)},
 };
 
 static void

@@ -15,24 +15,14 @@
  */
 #include "postgres.h"
 
-#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "utils/builtins.h"
-#include "utils/lsyscache.h"
 
 #include "backfill.h"
 #include "lib.h"
 #include "catalog_access.h"
 #include "index_rows.h"
-
-/* whether this catalog has backfill.job_index (1.3 and later) */
-bool
-backfill_catalog_has_job_index(void)
-{
-	return OidIsValid(get_relname_relid("job_index",
-										get_namespace_oid(BACKFILL_SCHEMA, false)));
-}
 
 /* an index of the job's downstream to build after its snapshot */
 void

@@ -21,7 +21,6 @@ typedef struct PendingIndex
 	char	   *tail;
 } PendingIndex;
 
-extern bool backfill_catalog_has_job_index(void);
 extern void backfill_record_pending_index(int64 job_id, int position, const char *name,
 										  const char *head, const char *tail);
 extern int	backfill_pending_indexes(int64 job_id, PendingIndex **pending);

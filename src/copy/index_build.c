@@ -56,7 +56,8 @@
  * functions as the table's owner, in a security-restricted operation, as
  * always.
  *
- * May call: the catalog (index_rows.c), privilege.c and the foundations.
+ * May call: the catalog (index_rows.c, its capabilities), privilege.c and
+ * the foundations.
  *
  *-------------------------------------------------------------------------
  */
@@ -82,6 +83,7 @@
 
 #include "lib.h"
 #include "index_build.h"
+#include "catalog_access.h"
 #include "index_rows.h"
 
 /* one index to build: head || the downstream's name || tail */
@@ -361,7 +363,7 @@ backfill_create_indexes(int64 job_id, Relation upstream, const char *downstream_
 		copy_upstream_indexes(upstream, downstream_sql, shape);
 		backfill_mark_job_indexes(job_id);
 	}
-	if (build_once && backfill_catalog_has_job_index())
+	if (build_once && backfill_job_catalog_has("indexes"))
 		defer_indexes(job_id, downstream_sql, into_existing);
 }
 
@@ -382,7 +384,7 @@ backfill_indexes_built(BackfillJob *job, bool build)
 	long		secs;
 	int			usecs;
 
-	if (!backfill_catalog_has_job_index())
+	if (!backfill_job_catalog_has("indexes"))
 		return true;
 	npending = backfill_pending_indexes(job->job_id, &pending);
 	if (npending == 0 || !build)
