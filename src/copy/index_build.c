@@ -21,6 +21,11 @@
  *	  them), of a snapshot that no change reaches (they go to the log).  No
  *	  statement looks a key up downstream before the log store, which
  *	  deletes and upserts by key;
+ *	- the cdc kind on a foreign table (kinds/kind_remote.c) COPYs each
+ *	  split's rows from the source; while its downstream waits for its
+ *	  indexes it applies no change (they wait in its change table, in commit
+ *	  order, until the final barrier), and a split deletes its range only
+ *	  when it is read again after a crash;
  *	- the other kinds forward changes to the rows already copied from the
  *	  first barrier on (a delete and an upsert by key, or the apply trigger's
  *	  ON CONFLICT), so they need the key's index throughout; they keep their
@@ -45,8 +50,9 @@
  * them is qualified; the downstream's own name is spliced in when they run,
  * as a job reads its tables' names afresh at each run.
  *
+ * The remote kind builds them in its final barrier (one process runs it).
  * After the snapshot (backfill_indexes_built, from the kind's log store
- * barrier, kind_snapshot.c), the first actor builds them, in order, in its
+ * barrier, kind_snapshot.c), the snapshot kind's first actor builds them, in order, in its
  * barrier's transaction, then deletes their rows; every other actor waits,
  * barrier after barrier, until it sees none, and only then applies its log.
  * One builder, so no two builds race, and since the rows go in the same

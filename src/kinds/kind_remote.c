@@ -63,6 +63,20 @@
  * the split's range downstream, so rows deleted on the source meanwhile do
  * not stay, and every apply is by key, so applying twice changes nothing.
  *
+ * Indexes built once (builds_indexes_once, copy/index_build.c).  The
+ * downstream has no index while the splits are copied: COPY writes the
+ * heap alone, and the final barrier builds the key's index and the others,
+ * sorted, before it applies the change table.  Nothing needs a key looked
+ * up before that: no change is applied while the downstream waits for its
+ * indexes (each waits in the change table, in commit order, as those of
+ * keys not read yet wait for their chunk, and applying them all at the end
+ * leaves each key's last image just as applying them barrier by barrier
+ * does), and a split read from its start deletes its range only when rows
+ * of it were committed, which happens once per split read again after a
+ * crash, at most one per actor.  The build is in the final barrier's
+ * transaction: a crash during it rolls both back, and the next run builds
+ * again from the committed copy without reading the source again.
+ *
  * After the finish the job follows the source: its final barrier applies
  * what is fetched, then fetches and applies, one fetch per transaction,
  * until it has reached what the source had committed (after_finish); a
@@ -87,8 +101,8 @@
  * written in backfill.job and backfill.actor in catalog/remote_rows.c.
  *
  * May call: remote_job.c, remote_keys.c, remote_changes.c, remote/,
- * remote_rows.c, catalog.c, state.c, capture (the slot lock), privilege.c
- * and the foundations.
+ * remote_rows.c, catalog.c, state.c, index_build.c, capture (the slot
+ * lock), privilege.c and the foundations.
  *
  *-------------------------------------------------------------------------
  */
@@ -117,6 +131,7 @@
 #include "copy.h"
 #include "capture.h"
 #include "remote_job.h"
+#include "index_build.h"
 
 static const char *const remote_reserved_columns[] = {
 	"split_id", "backfill_finished", "row_count", "cdc_offset_low", "cdc_offset_high",
@@ -491,21 +506,34 @@ remote_unfetched_keys(int64 job_id, const char *since_text)
 
 /* ---- applying ---- */
 
-/* kind.h: barrier_changes */
+/*
+ * kind.h: barrier_changes.  While the downstream waits for its indexes
+ * (builds_indexes_once), nothing is applied: an apply upserts and deletes by
+ * key, and the changes of the keys already read wait in the change table,
+ * in commit order, for the final barrier, as those of the keys not read yet
+ * wait for their chunk.
+ */
 static void
 remote_barrier_changes(BarrierExecutor *exec, int first, int last,
 					   TimestampTz deadline pg_attribute_unused())
 {
 	RemoteJob  *rj = exec->kind_state;
+	bool		apply = backfill_indexes_built(rj->job, false);
 
 	for (int a = first; a <= last; a++)
 	{
 		rj->full[a] = false;
-		apply_changes(rj, a);
+		if (apply)
+			apply_changes(rj, a);
 	}
 }
 
-/* kind.h: final_changes: fetch, then every change applies */
+/*
+ * kind.h: final_changes: fetch, build the downstream's indexes if it waits
+ * for them (in this transaction, so a crash during the build rolls it back
+ * with the final barrier, and the next run builds them again from the
+ * committed copy), then every change applies.
+ */
 static void
 remote_final_changes(BarrierExecutor *exec)
 {
@@ -513,6 +541,7 @@ remote_final_changes(BarrierExecutor *exec)
 
 	backfill_lock_slot_of(rj->job->job_id);
 	(void) fetch_once(rj, true);
+	(void) backfill_indexes_built(rj->job, true);
 	apply_changes(rj, -1);
 }
 
@@ -551,12 +580,22 @@ remote_read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
 	conn = remote_job_connect(rj);
 	backfill_remote_chunk_start(conn, &snapshot, &lsn);
 
-	/* a split read from its start: what an earlier read left goes */
+	/*
+	 * A split read from its start: what an earlier read left goes.  Its
+	 * row_count is the committed one (a failed barrier drops the executor,
+	 * and the next run loads the state again), and rows of the split, read
+	 * or applied, commit with their count: none counted, none there.  So a
+	 * split never started deletes nothing, which matters while the
+	 * downstream has no index to find its range by (builds_indexes_once).
+	 */
 	if (rj->pos[a] == NULL)
 	{
-		memset(&kc, 0, sizeof(kc));
-		cond_range(&kc, rj, "t", j, NULL, NULL);
-		spi_cond(&kc, psprintf("DELETE FROM %s t WHERE %s", job->downstream_sql, kc.sql.data), SPI_OK_DELETE);
+		if (vs->row_count > 0)
+		{
+			memset(&kc, 0, sizeof(kc));
+			cond_range(&kc, rj, "t", j, NULL, NULL);
+			spi_cond(&kc, psprintf("DELETE FROM %s t WHERE %s", job->downstream_sql, kc.sql.data), SPI_OK_DELETE);
+		}
 		vs->row_count = 0;
 		rj->low[j] = lsn;
 	}
@@ -781,6 +820,7 @@ const KindRoutine backfill_remote_cdc_routine = {
 	.needs_job_column = "remote_splits",
 	.needs_version = "1.2",
 	.cuts_splits = true,
+	.builds_indexes_once = true,
 	.upstream_key = remote_upstream_key,
 	.check_shape = remote_check_shape,
 	.check_create = remote_check_create,
