@@ -275,7 +275,9 @@ committed_offset(RemoteJob *rj, XLogRecPtr *offset)
 /*
  * Whether the transaction's snapshot sees the offset as committed: another
  * actor's fetch may have committed one since it was taken, and this
- * transaction, REPEATABLE READ, could not record its own after it.
+ * transaction, when REPEATABLE READ (the final barrier's), could not record
+ * its own after it.  A fetch before a barrier is READ COMMITTED
+ * (backfill_next_fetch) and always sees it.
  */
 bool
 snapshot_sees_offset(RemoteJob *rj, bool has_offset, XLogRecPtr offset)

@@ -61,6 +61,7 @@ extern void backfill_kept_plans_free(KeptPlans *kept);
 extern void backfill_xact_pin_path(void);
 extern void backfill_commit(void);
 extern void backfill_next_barrier(bool with_snapshot);
+extern void backfill_next_fetch(void);
 extern void backfill_xact_begin(bool nonatomic);
 extern void backfill_xact_end(void);
 extern void backfill_xact_abort(void);

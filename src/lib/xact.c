@@ -81,6 +81,27 @@ backfill_next_barrier(bool with_snapshot)
 }
 
 /*
+ * backfill_next_fetch
+ *		Commit, and start the transaction of the fetch before a barrier
+ *		(kind.h: fetch) READ COMMITTED.  A fetch takes its job's slot lock
+ *		first, then reads the offset the fetch before it committed and
+ *		records its own: each statement must see what the holder of the lock
+ *		before it committed.  Under one snapshot taken before the lock, the
+ *		actors of a job in their workers would fail one another's update of
+ *		the job's row ("could not serialize access"), and a worker retries
+ *		such a failure only after a pause.
+ */
+void
+backfill_next_fetch(void)
+{
+	backfill_commit();
+	Assert(!FirstSnapshotSet);
+	XactIsoLevel = XACT_READ_COMMITTED;
+	if (ActivePortal == NULL)
+		PushActiveSnapshot(GetTransactionSnapshot());
+}
+
+/*
  * backfill_xact_begin
  *		Start a transaction of a background worker, connected to SPI
  *		(non-atomic when it is to commit barriers), with a snapshot.

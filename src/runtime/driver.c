@@ -400,7 +400,7 @@ backfill_drive(BackfillJob *job, int actor, int max_barriers)
 		/* without a portal (a worker), each transaction pushes a snapshot */
 		if (kind->fetch)
 		{
-			backfill_next_barrier(true);
+			backfill_next_fetch();
 			exec = backfill_executor_refresh(exec);
 			backfill_run_fetch(exec);
 		}
