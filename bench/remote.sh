@@ -1,32 +1,48 @@
 #!/bin/bash
 # bench/remote.sh: copying a table from another server (see bench/README.md).
 #
-#   bash bench/remote.sh [--rows N]
+#   bash bench/remote.sh [--rows N] [--runs K]
 #
 # Two throw-away clusters on this machine (source: wal_level = logical; local:
 # the library preloaded, postgres_fdw), N rows (default 1000000) on the
-# source.  Measures, in one run:
-#   1. the initial copy by logical replication (CREATE SUBSCRIPTION ... WITH
-#      (copy_data = true), timed until pg_subscription_rel says 'r') and by a
-#      remote cdc job at parallelism 1, 2 and 4 (start_job, timed until
-#      finished);
-#   2. the same killed (kill -9 of the local postmaster) at half way: the rows
-#      copied again (the subscription starts its table over; the job re-reads
-#      its unfinished splits);
-#   3. the writers' TPS on the source (pgbench, 10 s) with no copy and during
-#      a copy at parallelism 4.
+# source.  Measures, K times (default 3), the initial copy of the table by:
+#   - logical replication (CREATE SUBSCRIPTION ... WITH (copy_data = true),
+#     timed until pg_subscription_rel says 'r');
+#   - pgcopydb (Debian's package, installed by this script when missing):
+#     clone --table-jobs 1 --index-jobs 1 into an empty database, timed
+#     from start to end (schema, data, index, vacuum);
+#   - a remote cdc job at parallelism 1, 2 and 4 (start_job, timed until
+#     finished; its downstream's key index is built once, after the copy);
+# and prints the medians, each ratio the median of the per-run ratios, and
+# whether the targets are met; and the CPU time the whole machine spent on
+# each copy (both servers and the kernel, from /proc/stat): with source and
+# copy on the same cores, what parallelism can gain is bounded by it.  Once:
+#   - the same killed (kill -9 of the local postmaster) at half way: the rows
+#     copied again (the subscription starts its table over; the job re-reads
+#     its unfinished splits);
+#   - the writers' TPS on the source (pgbench, 10 s) with no copy and during
+#     a copy at parallelism 4.
 # BIN (default /usr/lib/postgresql/15/bin) names the installation to use.
 set -euo pipefail
 
 ROWS=1000000
+RUNS=3
 while [ $# -gt 0 ]; do
     case "$1" in
         --rows) ROWS=$2; shift 2 ;;
-        -h|--help) sed -n 2,18p "$0"; exit 0 ;;
+        --runs) RUNS=$2; shift 2 ;;
+        -h|--help) sed -n 2,24p "$0"; exit 0 ;;
         *) echo "unknown option: $1" >&2; exit 2 ;;
     esac
 done
 BIN=${BIN:-/usr/lib/postgresql/15/bin}
+if ! command -v pgcopydb >/dev/null; then
+    if [ "$(id -u)" = 0 ]; then
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -q pgcopydb >/dev/null
+    else
+        echo "pgcopydb is not installed: apt-get install pgcopydb" >&2; exit 2
+    fi
+fi
 RUNAS=()
 [ "$(id -u)" = 0 ] && RUNAS=(runuser -u postgres --)
 DIR=$(mktemp -d /tmp/backfill-remote-bench.XXXXXX)
@@ -44,6 +60,11 @@ trap cleanup EXIT
 sq() { "${RUNAS[@]}" "$BIN/psql" -X -At -h "$DIR" -p "$SPORT" -d postgres -v ON_ERROR_STOP=1 "$@"; }
 lq() { "${RUNAS[@]}" "$BIN/psql" -X -At -h "$DIR" -p "$LPORT" -d postgres -v ON_ERROR_STOP=1 "$@"; }
 now() { date +%s.%N; }
+# CPU time spent by the whole machine so far, in seconds (every core: user,
+# nice, system, irq, softirq, steal; /proc/stat counts in USER_HZ ticks)
+cpu_busy() { awk -v hz="$(getconf CLK_TCK)" '/^cpu / {print ($2 + $3 + $4 + $7 + $8 + $9) / hz}' /proc/stat; }
+# after a timed copy: its CPU seconds, from cpu_busy at its start (CPU0)
+cpu_since() { echo "$(cpu_busy) - $CPU0" | bc; }
 log() { echo "$*" >&2; }
 
 for n in src loc; do
@@ -88,7 +109,7 @@ CREATE SCHEMA remote;
 IMPORT FOREIGN SCHEMA public LIMIT TO (t) FROM SERVER src INTO remote;
 EOF
 
-# ---- logical replication's initial sync ----
+# ---- the timed copies, RUNS times ----
 sub_ready() { lq -c "SELECT count(*) = 1 AND bool_and(srsubstate = 'r') FROM pg_subscription_rel"; }
 sub_drop() {
     lq -q -c "DROP SUBSCRIPTION IF EXISTS bench_sub"
@@ -98,31 +119,63 @@ sub_create() {
 }
 # the subscriber's table has the source's name
 lq -q -c "CREATE TABLE public.t (id int PRIMARY KEY, a int, b text)"
-
-log "logical replication: initial sync"
-t0=$(now); sub_create
-until [ "$(sub_ready)" = t ]; do sleep 0.1; done
-t1=$(now)
-SUB_S=$(echo "$t1 - $t0" | bc)
-sub_drop; lq -q -c "TRUNCATE public.t"; lq -q -c "CHECKPOINT"
-
-# ---- the remote cdc job ----
+sub_run() {
+    local t0 t1
+    lq -q -c "CHECKPOINT"
+    CPU0=$(cpu_busy); t0=$(now); sub_create
+    until [ "$(sub_ready)" = t ]; do sleep 0.02; done
+    t1=$(now); cpu=$(cpu_since)
+    sub_drop; lq -q -c "TRUNCATE public.t"
+    echo "$(echo "$t1 - $t0" | bc) $cpu"
+}
+pgcopydb_run() {
+    local r=$1 t0 t1
+    lq -q -c "CREATE DATABASE pgc_$r"
+    lq -q -c "CHECKPOINT"
+    CPU0=$(cpu_busy); t0=$(now)
+    "${RUNAS[@]}" env PATH="$BIN:$PATH" pgcopydb clone --dir "$DIR/pgcopydb_$r" \
+        --source "host=$DIR port=$SPORT dbname=postgres" --target "host=$DIR port=$LPORT dbname=pgc_$r" \
+        --table-jobs 1 --index-jobs 1 --no-owner --no-acl >"$DIR/pgcopydb_$r.log" 2>&1 \
+        || { echo "pgcopydb failed: see $DIR/pgcopydb_$r.log" >&2; tail -20 "$DIR/pgcopydb_$r.log" >&2; exit 1; }
+    t1=$(now); cpu=$(cpu_since)
+    [ "$(lq -d "pgc_$r" -c "SELECT count(*) FROM public.t")" = "$ROWS" ] \
+        || { echo "pgcopydb copied a wrong number of rows" >&2; exit 1; }
+    lq -q -c "DROP DATABASE pgc_$r"
+    echo "$(echo "$t1 - $t0" | bc) $cpu"
+}
 job_run() {
-    local p=$1 job
+    local p=$1 job t0 t1
     job=$(lq -c "SELECT backfill.create_job('copy_$p', 'remote.t', kind => 'cdc', parallelism => $p)")
     lq -q -c "CHECKPOINT"
-    t0=$(now)
+    CPU0=$(cpu_busy); t0=$(now)
     lq -q -c "SELECT backfill.start_job($job)" >/dev/null
-    until [ "$(lq -c "SELECT status FROM backfill.jobs WHERE job_id = $job")" = finished ]; do sleep 0.1; done
-    t1=$(now)
-    echo "$(echo "$t1 - $t0" | bc) $job"
-}
-declare -A JOB_S
-for p in 1 2 4; do
-    log "remote cdc job, parallelism $p"
-    read -r s job < <(job_run $p)
-    JOB_S[$p]=$s
+    until [ "$(lq -c "SELECT status FROM backfill.jobs WHERE job_id = $job")" = finished ]; do sleep 0.02; done
+    t1=$(now); cpu=$(cpu_since)
+    [ "$(lq -c "SELECT count(*) FROM copy_$p")" = "$ROWS" ] \
+        || { echo "the job copied a wrong number of rows" >&2; exit 1; }
     lq -q -c "SELECT backfill.drop_job($job)" >/dev/null
+    echo "$(echo "$t1 - $t0" | bc) $cpu"
+}
+declare -A S C
+for r in $(seq 1 "$RUNS"); do
+    log "run $r: logical replication's initial sync"
+    read -r "S[sub,$r]" "C[sub,$r]" < <(sub_run)
+    log "run $r: pgcopydb clone --table-jobs 1"
+    read -r "S[pgcopydb,$r]" "C[pgcopydb,$r]" < <(pgcopydb_run "$r")
+    for p in 1 2 4; do
+        log "run $r: remote cdc job, parallelism $p"
+        read -r "S[p$p,$r]" "C[p$p,$r]" < <(job_run $p)
+    done
+    log "run $r: subscription ${S[sub,$r]} s (CPU ${C[sub,$r]} s), pgcopydb ${S[pgcopydb,$r]} s (${C[pgcopydb,$r]}), job p1 ${S[p1,$r]} s (${C[p1,$r]}), p2 ${S[p2,$r]} s (${C[p2,$r]}), p4 ${S[p4,$r]} s (${C[p4,$r]})"
+done
+median() { sort -g | awk '{v[NR] = $1} END {if (NR == 0) print 0; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+med() { for r in $(seq 1 "$RUNS"); do echo "${S[$1,$r]}"; done | median; }
+cpu_med() { for r in $(seq 1 "$RUNS"); do echo "${C[$1,$r]}"; done | median; }
+# speed of A to B (the inverse ratio of their times), the median of the runs'
+speed() { for r in $(seq 1 "$RUNS"); do echo "${S[$2,$r]} / ${S[$1,$r]}" | bc -l; done | median; }
+BEST=p1
+for p in p2 p4; do
+    if [ "$(echo "$(speed $p sub) > $(speed $BEST sub)" | bc -l)" = 1 ]; then BEST=$p; fi
 done
 
 # ---- killed at half way ----
@@ -172,13 +225,30 @@ lq -q -c "SELECT backfill.start_job($job)" >/dev/null
 TPS1=$(tps)
 lq -q -c "SELECT backfill.drop_job($job)" >/dev/null
 
+FAILS=0
+target() {  # name value bound: prints the target's line, counts a miss
+    local res=PASS
+    [ "$(echo "$2 >= $3" | bc -l)" = 1 ] || { res=FAIL; FAILS=$((FAILS + 1)); }
+    printf '%-48s %.2f  >= %.2f  %s\n' "$1" "$2" "$3" "$res"
+}
+echo "backfill remote benchmark: $(git -C "$(dirname "$0")" log --oneline -1 2>/dev/null || echo unknown); rows $ROWS, runs $RUNS, $(nproc) cores"
 printf '%-48s %s\n' "rows" "$ROWS"
-printf '%-48s %.2f s\n' "logical replication initial sync" "$SUB_S"
+printf '%-48s %.2f s\n' "logical replication initial sync" "$(med sub)"
+printf '%-48s %.2f s  (%.2f of the subscription'"'"'s speed)\n' "pgcopydb clone --table-jobs 1" "$(med pgcopydb)" "$(speed pgcopydb sub)"
 for p in 1 2 4; do
-    printf '%-48s %.2f s  (%.2f of the subscription'"'"'s speed)\n' "remote cdc job, parallelism $p" "${JOB_S[$p]}" "$(echo "$SUB_S / ${JOB_S[$p]}" | bc -l)"
+    printf '%-48s %.2f s  (%.2f of the subscription'"'"'s speed, %.2f of pgcopydb'"'"'s)\n' "remote cdc job, parallelism $p" \
+        "$(med p$p)" "$(speed p$p sub)" "$(speed p$p pgcopydb)"
 done
+printf '%-48s %.2f / %.2f / %.2f / %.2f / %.2f s\n' "CPU time, subscription / pgcopydb / p1 / p2 / p4" \
+    "$(cpu_med sub)" "$(cpu_med pgcopydb)" "$(cpu_med p1)" "$(cpu_med p2)" "$(cpu_med p4)"
+target "target: p1 vs the subscription" "$(speed p1 sub)" 1.0
+target "target: best (${BEST/p/parallelism }) vs the subscription" "$(speed $BEST sub)" 1.2
+target "target: best vs pgcopydb" "$(speed $BEST pgcopydb)" 1.5
 printf '%-48s %s rows (it starts over)\n' "killed at half: subscription copies again" "$SUB_AGAIN"
 printf '%-48s %s\n' "killed at half: job (p=4) reads again" "$JOB_AGAIN"
 printf '%-48s %s\n' "killed at half: job differences after finish" "$DIFF"
 printf '%-48s %s\n' "writers' TPS on the source, no copy" "$TPS0"
 printf '%-48s %s  (%.2f of no copy)\n' "writers' TPS during a copy at parallelism 4" "$TPS1" "$(echo "$TPS1 / $TPS0" | bc -l)"
+echo
+echo "exit code: $(( FAILS > 0 ? 1 : 0 )) ($FAILS target(s) missed)"
+[ "$FAILS" = 0 ]
