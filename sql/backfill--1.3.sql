@@ -1176,10 +1176,28 @@ DECLARE
     fk_children regclass[];
     fk_names name[];
     added oid[] := '{}';
+    src_indexes name[];
+    dst_indexes name[];
     r record;
     g record;
     i integer;
 BEGIN
+    -- each of dst's indexes defined as one of src's (the same method,
+    -- columns, expressions, predicate and uniqueness), one to one
+    SELECT array_agg(p.src_index ORDER BY p.n), array_agg(p.dst_index ORDER BY p.n)
+      INTO src_indexes, dst_indexes
+      FROM (SELECT si.relname AS src_index, di.relname AS dst_index,
+                   row_number() OVER (ORDER BY si.oid) AS n,
+                   row_number() OVER (PARTITION BY si.oid ORDER BY di.oid) AS nth_dst,
+                   row_number() OVER (PARTITION BY di.oid ORDER BY si.oid) AS nth_src
+              FROM pg_index sx JOIN pg_class si ON si.oid = sx.indexrelid,
+                   pg_index dx JOIN pg_class di ON di.oid = dx.indexrelid
+             WHERE sx.indrelid = src AND dx.indrelid = dst
+               AND sx.indisunique = dx.indisunique AND sx.indisprimary = dx.indisprimary
+               AND substr(pg_get_indexdef(si.oid), strpos(pg_get_indexdef(si.oid), ' USING '))
+                 = substr(pg_get_indexdef(di.oid), strpos(pg_get_indexdef(di.oid), ' USING '))) p
+     WHERE p.nth_dst = 1 AND p.nth_src = 1 AND p.src_index <> p.dst_index;
+
     -- definitions first, printed with src's name, which dst will have
     SELECT array_agg(format('CREATE OR REPLACE VIEW %s%s AS %s', v.oid::regclass,
                             CASE WHEN v.reloptions IS NOT NULL
@@ -1211,6 +1229,13 @@ BEGIN
         EXECUTE format('ALTER TABLE %s SET SCHEMA %I', dst, src_schema);
     END IF;
     EXECUTE format('ALTER TABLE %s RENAME TO %I', dst, src_name);
+    -- the indexes' names too, swapped (so a rollback swaps them back): the
+    -- key's index of orders is orders_pkey again; a constraint's follows
+    FOR i IN 1 .. coalesce(cardinality(src_indexes), 0) LOOP
+        EXECUTE format('ALTER INDEX %I.%I RENAME TO %I', src_schema, src_indexes[i], 'backfill_cutover_' || src::oid || '_' || i);
+        EXECUTE format('ALTER INDEX %I.%I RENAME TO %I', src_schema, dst_indexes[i], src_indexes[i]);
+        EXECUTE format('ALTER INDEX %I.%I RENAME TO %I', src_schema, 'backfill_cutover_' || src::oid || '_' || i, dst_indexes[i]);
+    END LOOP;
 
     -- the owner, then the privileges: exactly src's
     IF (SELECT relowner FROM pg_class WHERE oid = dst) <> s.relowner THEN
@@ -1357,7 +1382,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION backfill._cutover_swap(regclass, regclass, text) IS
-'Internal: under the lock of both tables, renames src to src_new_name and dst to src''s name, and moves to dst what names src.';
+'Internal: under the lock of both tables, renames src to src_new_name and dst to src''s name, swaps the names of their indexes of the same definition, and moves to dst what names src.';
 
 -- Lock both tables ACCESS EXCLUSIVE, src first (the one writers queue on),
 -- each attempt waiting at most lock_timeout: a writer queued behind the

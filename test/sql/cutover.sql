@@ -96,6 +96,10 @@ SELECT c.relname, c.oid = j.upstream AS is_job_upstream
  ORDER BY 1;
 SELECT count(*), sum(amount) FROM co_orders;
 SELECT count(*), sum(amount) FROM co_orders_before_cutover_1;
+-- the indexes' names are swapped too, their constraints' with them
+SELECT i.indrelid::regclass, i.indexrelid::regclass, c.conname
+  FROM pg_index i LEFT JOIN pg_constraint c ON c.conindid = i.indexrelid AND c.conrelid = i.indrelid
+ WHERE i.indrelid IN ('co_orders'::regclass, 'co_orders_before_cutover_1'::regclass) ORDER BY 1, 2;
 -- privileges, owner, comments, statistics targets
 SELECT relacl, relowner::regrole FROM pg_class WHERE oid = 'co_orders'::regclass;
 SELECT attname, attacl, attstattarget, col_description(attrelid, attnum)
@@ -138,6 +142,9 @@ SELECT c.relname, c.oid = j.upstream AS is_job_upstream
   FROM pg_class c, backfill.job j WHERE j.job_id = :job AND c.relname LIKE 'co_orders%' AND c.relkind = 'r'
  ORDER BY 1;
 SELECT job_id, status, cutover FROM backfill.jobs WHERE job_id = :job;
+SELECT i.indrelid::regclass, i.indexrelid::regclass, c.conname
+  FROM pg_index i LEFT JOIN pg_constraint c ON c.conindid = i.indexrelid AND c.conrelid = i.indrelid
+ WHERE i.indrelid IN ('co_orders'::regclass, 'co_orders_new'::regclass) ORDER BY 1, 2;
 SELECT polrelid::regclass FROM pg_policy WHERE polname = 'co_orders_small';
 SELECT tgname, tgrelid::regclass, tgenabled FROM pg_trigger WHERE tgname LIKE 'co_orders_%' ORDER BY 1;
 SELECT conrelid::regclass, confrelid::regclass, convalidated FROM pg_constraint

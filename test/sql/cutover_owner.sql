@@ -10,6 +10,7 @@
 \set SHOW_CONTEXT never
 SET backfill.barrier_interval_ms = 0;
 DO $$BEGIN PERFORM backfill.drop_job(job_id) FROM backfill.job; END$$;   -- earlier files' jobs
+SELECT pg_catalog.setval('backfill.job_id_seq', 1, false);
 CREATE ROLE cuo_plain LOGIN;
 GRANT CREATE ON SCHEMA public TO cuo_plain;
 
