@@ -117,6 +117,26 @@ backfill_check_key_hashable(Relation rel, int npk, const AttrNumber *pk, const c
 }
 
 /*
+ * The first foreign table among the partitions of a partitioned table, at
+ * any level, or InvalidOid.  Only for an error's text: the partitions'
+ * kinds are read without locking them.
+ */
+static Oid
+first_foreign_partition(Relation rel)
+{
+	List	   *parts;
+	ListCell   *lc;
+
+	if (rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
+		return InvalidOid;
+	parts = find_all_inheritors(RelationGetRelid(rel), NoLock, NULL);
+	foreach(lc, parts)
+		if (get_rel_relkind(lfirst_oid(lc)) == RELKIND_FOREIGN_TABLE)
+			return lfirst_oid(lc);
+	return InvalidOid;
+}
+
+/*
  * The key of the upstream, from its primary key index: attribute numbers in
  * key order, and the index's collations.  The key must use default btree
  * operator classes, since positions are compared with the types' default
@@ -134,7 +154,18 @@ backfill_upstream_key(Relation rel, AttrNumber **attnums, Oid **collations)
 
 	if (!OidIsValid(RelationGetPrimaryKeyIndex(rel)))
 	{
+		Oid			foreign_part = first_foreign_partition(rel);
+
 		check_key_not_deferrable(rel);
+		/* the hint below cannot be followed for such a table: say why */
+		if (OidIsValid(foreign_part))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("table \"%s\" has a partition on another server",
+							RelationGetRelationName(rel)),
+					 errdetail("Partition \"%s\" is a foreign table. PostgreSQL gives a partitioned table with foreign partitions no primary key, and a backfill reads its upstream in primary key order.",
+							   get_rel_name(foreign_part)),
+					 errhint("Copy each foreign partition with a job of its own: kind => 'cdc' reads a foreign table of postgres_fdw from its server.")));
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("table \"%s\" has no primary key",

@@ -52,10 +52,21 @@ $$;
 -- a server that does not exist cannot be named by a foreign table
 CREATE FOREIGN TABLE remote_ft3 (id int) SERVER remote_unknown;
 
+-- a partitioned table with a partition on another server (two levels down)
+CREATE TABLE remote_parted (id int, v text) PARTITION BY RANGE (id);
+CREATE TABLE remote_parted_here PARTITION OF remote_parted FOR VALUES FROM (0) TO (100);
+CREATE TABLE remote_parted_sub PARTITION OF remote_parted FOR VALUES FROM (100) TO (300)
+    PARTITION BY RANGE (id);
+CREATE FOREIGN TABLE remote_parted_there PARTITION OF remote_parted_sub
+    FOR VALUES FROM (100) TO (200) SERVER remote_nowhere;
+SELECT backfill.create_job('remote_parted_copy', 'remote_parted', kind => 'cdc');
+SELECT backfill.create_job('remote_parted_copy', 'remote_parted');
+DROP TABLE remote_parted;
+
 -- nothing was left behind
 SELECT count(*) - :jobs_before AS new_jobs FROM backfill.job;
 SELECT count(*) AS downstream_tables FROM pg_class
- WHERE relname IN ('remote_arr', 'remote_snap', 'remote_ns', 'remote_cdc', 'remote_cdc2');
+ WHERE relname IN ('remote_arr', 'remote_snap', 'remote_ns', 'remote_cdc', 'remote_cdc2', 'remote_parted_copy');
 
 DROP FOREIGN TABLE remote_ft, remote_ft2;
 DROP USER MAPPING FOR CURRENT_USER SERVER remote_nowhere;
