@@ -514,6 +514,37 @@ hand_written() {  # prefix run tps-function
     val "CALL hw_remove()" >/dev/null
 }
 
+# a job's phases for each capture (trigger: arrangement; cdc): no job,
+# during its backfill at RATE rows/s, after it finished; sets
+# R[PREFIX.CAPTURE.{none,during,after},run]
+job_phases() {  # prefix run tps-function label
+    local p=$1 r=$2 tps=$3 label=$4 cap kind id st bad i
+    for cap in trigger cdc; do
+        kind=arrangement; [ "$cap" = cdc ] && kind=cdc
+        [ "${AVAIL[$kind]}" = 1 ] || continue
+        prep_writers
+        R[$p.$cap.none,$r]=$($tps)
+        id=$(val "SELECT backfill.create_job('down', 'up', kind => '$kind', parallelism => 1, rate_limit => $RATE)")
+        val "SELECT backfill.start_job($id)" >/dev/null
+        # wait until the job has committed a barrier
+        for i in $(seq 1 100); do
+            [ "$(val "SELECT row_count > 0 FROM backfill.jobs WHERE job_id = $id")" = t ] && break; sleep 0.1
+        done
+        prep_writers
+        R[$p.$cap.during,$r]=$($tps)
+        st=$(val "SELECT status FROM backfill.jobs WHERE job_id = $id")
+        [ "$st" = backfilling ] || { echo "the job was $st at the end of the 'during' pgbench run; lower the rate" >&2; exit 3; }
+        val "SELECT backfill.alter_rate_limit($id, NULL)" >/dev/null
+        val "SELECT backfill.wait_job($id)" >/dev/null
+        prep_writers
+        R[$p.$cap.after,$r]=$($tps)
+        bad=$(val "SELECT count(*) FROM backfill.verify_job($id)")
+        [ "$bad" = 0 ] || { echo "verify_job($id): $bad differences after the $label" >&2; exit 3; }
+        val "SELECT backfill.drop_job($id)" >/dev/null
+        log "  run $r: $label, $cap capture: tps none ${R[$p.$cap.none,$r]} during ${R[$p.$cap.during,$r]} after ${R[$p.$cap.after,$r]}"
+    done
+}
+
 # the rate limit keeps the job backfilling for the whole pgbench run: at most
 # a third of the table in the pgbench time, per actor (one actor)
 RATE=$(( ROWS / (3 * PGB_SECS) ))
@@ -542,30 +573,7 @@ for r in $(seq 1 "$RUNS"); do
     hand_written w "$r" pgbench_tps
     log "  run $r: hand-written trigger: tps none ${R[w.hw.none,$r]} during ${R[w.hw.during,$r]} after ${R[w.hw.after,$r]}"
 
-    for cap in trigger cdc; do
-        kind=arrangement; [ "$cap" = cdc ] && kind=cdc
-        [ "${AVAIL[$kind]}" = 1 ] || continue
-        prep_writers
-        R[w.$cap.none,$r]=$(pgbench_tps)
-        id=$(val "SELECT backfill.create_job('down', 'up', kind => '$kind', parallelism => 1, rate_limit => $RATE)")
-        val "SELECT backfill.start_job($id)" >/dev/null
-        # wait until the job has committed a barrier
-        for i in $(seq 1 100); do
-            [ "$(val "SELECT row_count > 0 FROM backfill.jobs WHERE job_id = $id")" = t ] && break; sleep 0.1
-        done
-        prep_writers
-        R[w.$cap.during,$r]=$(pgbench_tps)
-        st=$(val "SELECT status FROM backfill.jobs WHERE job_id = $id")
-        [ "$st" = backfilling ] || { echo "the job was $st at the end of the 'during' pgbench run; lower the rate" >&2; exit 3; }
-        val "SELECT backfill.alter_rate_limit($id, NULL)" >/dev/null
-        val "SELECT backfill.wait_job($id)" >/dev/null
-        prep_writers
-        R[w.$cap.after,$r]=$(pgbench_tps)
-        bad=$(val "SELECT count(*) FROM backfill.verify_job($id)")
-        [ "$bad" = 0 ] || { echo "verify_job($id): $bad differences after the writers" >&2; exit 3; }
-        val "SELECT backfill.drop_job($id)" >/dev/null
-        log "  run $r: $cap capture: tps none ${R[w.$cap.none,$r]} during ${R[w.$cap.during,$r]} after ${R[w.$cap.after,$r]}"
-    done
+    job_phases w "$r" pgbench_tps "writers"
 done
 
 # ---------------------------------------------------------------- 2b. writers, 100-row statements
@@ -597,29 +605,7 @@ log "2b. writers, 100-row statements: $CLIENTS clients, ${PGB_SECS}s each, rate 
 for r in $(seq 1 "$RUNS"); do
     hand_written w100 "$r" pgbench_tps100
     log "  run $r: 100-row statements, hand-written trigger: tps none ${R[w100.hw.none,$r]} during ${R[w100.hw.during,$r]} after ${R[w100.hw.after,$r]}"
-    for cap in trigger cdc; do
-        kind=arrangement; [ "$cap" = cdc ] && kind=cdc
-        [ "${AVAIL[$kind]}" = 1 ] || continue
-        prep_writers
-        R[w100.$cap.none,$r]=$(pgbench_tps100)
-        id=$(val "SELECT backfill.create_job('down', 'up', kind => '$kind', parallelism => 1, rate_limit => $RATE)")
-        val "SELECT backfill.start_job($id)" >/dev/null
-        for i in $(seq 1 100); do
-            [ "$(val "SELECT row_count > 0 FROM backfill.jobs WHERE job_id = $id")" = t ] && break; sleep 0.1
-        done
-        prep_writers
-        R[w100.$cap.during,$r]=$(pgbench_tps100)
-        st=$(val "SELECT status FROM backfill.jobs WHERE job_id = $id")
-        [ "$st" = backfilling ] || { echo "the job was $st at the end of the 'during' pgbench run; lower the rate" >&2; exit 3; }
-        val "SELECT backfill.alter_rate_limit($id, NULL)" >/dev/null
-        val "SELECT backfill.wait_job($id)" >/dev/null
-        prep_writers
-        R[w100.$cap.after,$r]=$(pgbench_tps100)
-        bad=$(val "SELECT count(*) FROM backfill.verify_job($id)")
-        [ "$bad" = 0 ] || { echo "verify_job($id): $bad differences after the 100-row writers" >&2; exit 3; }
-        val "SELECT backfill.drop_job($id)" >/dev/null
-        log "  run $r: 100-row statements, $cap capture: tps none ${R[w100.$cap.none,$r]} during ${R[w100.$cap.during,$r]} after ${R[w100.$cap.after,$r]}"
-    done
+    job_phases w100 "$r" pgbench_tps100 "100-row statements"
 done
 
 # ---------------------------------------------------------------- 5. log store catch-up
