@@ -52,9 +52,10 @@
  *
  * The remote kind builds them in its final barrier (one process runs it).
  * After the snapshot (backfill_indexes_built, from the kind's log store
- * barrier, kind_snapshot.c), the snapshot kind's first actor builds them, in order, in its
- * barrier's transaction, then deletes their rows; every other actor waits,
- * barrier after barrier, until it sees none, and only then applies its log.
+ * barrier, kind_snapshot.c), the snapshot kind's first actor builds them,
+ * in order, in its barrier's transaction, then deletes their rows; every
+ * other actor waits, barrier after barrier, until it sees none, and only
+ * then applies its log.
  * One builder, so no two builds race, and since the rows go in the same
  * commit as the indexes, a crash or a kill during the build rolls both back
  * and the restarted job builds again from the committed snapshot: nothing

@@ -518,12 +518,13 @@ remote_barrier_changes(BarrierExecutor *exec, int first, int last,
 					   TimestampTz deadline pg_attribute_unused())
 {
 	RemoteJob  *rj = exec->kind_state;
-	bool		apply = backfill_indexes_built(rj->job, false);
 
+	if (!rj->indexes_built)
+		rj->indexes_built = backfill_indexes_built(rj->job, false);
 	for (int a = first; a <= last; a++)
 	{
 		rj->full[a] = false;
-		if (apply)
+		if (rj->indexes_built)
 			apply_changes(rj, a);
 	}
 }

@@ -51,6 +51,7 @@ typedef struct RemoteJob
 	int		   *end_split;		/* exclusive */
 	char	 ***pos;			/* NULL: the current split is not started */
 	bool	   *full;			/* a split finished in this barrier */
+	bool		indexes_built;	/* seen built once: they stay so for the run */
 
 	/* per split: the offsets of its reading */
 	XLogRecPtr *low;
