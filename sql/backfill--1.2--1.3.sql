@@ -221,6 +221,7 @@ DECLARE
     vnode_u text;
     key_types text;
     first_type text;
+    part_cases text := '';
 BEGIN
     IF j.status = 'cancelled' THEN
         RAISE EXCEPTION 'backfill job % has been cancelled', job_id
@@ -258,22 +259,36 @@ BEGIN
             -- the keys of finished splits: [bound split_id - 1, bound split_id)
             -- (compared through the key type's btree operators, as the
             -- splits were cut: an hstore key has no >= of that name)
+            -- and, over several servers, in the split's partition: its
+            -- partition constraint, on the key's columns, which hold the
+            -- partition keys (a NULL bound is the partition's start or end)
+            IF j.remote_partitions IS NOT NULL THEN
+                SELECT format(' AND CASE s.split_id %s END',
+                              string_agg(format('WHEN %s THEN (%s)', p.split_id,
+                                                pg_get_partition_constraintdef(p.partition)),
+                                         ' ' ORDER BY p.split_id))
+                  INTO part_cases
+                  FROM backfill.job_splits(j.job_id) p;
+            END IF;
             covered := format('EXISTS (SELECT FROM %1$s s WHERE s.backfill_finished '
                               'AND ((%2$L::text[])[s.split_id] IS NULL OR EXISTS (SELECT FROM '
                               '(SELECT ((%2$L::text[])[s.split_id])::%4$s AS %3$I) b WHERE %5$s)) '
                               'AND ((%2$L::text[])[s.split_id + 1] IS NULL OR EXISTS (SELECT FROM '
-                              '(SELECT ((%2$L::text[])[s.split_id + 1])::%4$s AS %3$I) b WHERE %6$s)))',
+                              '(SELECT ((%2$L::text[])[s.split_id + 1])::%4$s AS %3$I) b WHERE %6$s))%7$s)',
                               j.state_table, coalesce(j.remote_splits, '{}'), j.pk_columns[1], first_type,
                               backfill._key_compare_sql(j.upstream, j.pk_columns[1:1], 'u', '>=', 'b'),
-                              backfill._key_compare_sql(j.upstream, j.pk_columns[1:1], 'u', '<', 'b'));
+                              backfill._key_compare_sql(j.upstream, j.pk_columns[1:1], 'u', '<', 'b'),
+                              part_cases);
             scan_d := format('(SELECT u.* FROM %s u WHERE %s)', j.downstream, covered);
         END IF;
         -- no fetch from here on; the source's snapshot, then what its slot
         -- holds after it, from the offset the comparison's snapshot sees
         PERFORM backfill._lock_slot(j.job_id);
         EXECUTE format('SELECT FROM %s LIMIT 1', scan_u);
+        -- (a job over several servers reads each one's offset itself)
         decoded := format('SELECT ROW(%s) AS k FROM backfill._unfetched_keys(%s, '
-                          '(SELECT j.remote_lsn FROM backfill.job j WHERE j.job_id = %s)) p(k)',
+                          '(SELECT CASE WHEN j.remote_partitions IS NULL THEN j.remote_lsn '
+                          'ELSE ''0/0''::pg_lsn END FROM backfill.job j WHERE j.job_id = %s)) p(k)',
                           key_types, j.job_id, j.job_id);
         pending := format('(EXISTS (SELECT FROM %s c WHERE ROW(%s) = coalesce(u.k, d.k)) '
                           'OR coalesce(u.k, d.k) IN (SELECT w.k FROM w))',
@@ -1439,6 +1454,73 @@ COMMENT ON FUNCTION backfill.finish_cutover(bigint, boolean) IS
 'Ends a cutover: validates the foreign keys it carried, stops the old table following the new one (the job is then cancelled) and drops the old table, unless keep.';
 
 -- ---------------------------------------------------------------------------
+-- Copy from several servers (src/kinds/kind_remote.c, doc/sharded.md): a cdc
+-- job whose upstream is a partitioned table whose leaves are all foreign
+-- tables of postgres_fdw reads each partition from its server, in splits of
+-- its own, and follows each server through a slot and a publication there.
+-- ---------------------------------------------------------------------------
+
+-- the partitions, in the order of the splits' parts: remote_splits has a
+-- NULL bound between two partitions' splits
+ALTER TABLE backfill.job ADD COLUMN remote_partitions regclass[];
+COMMENT ON COLUMN backfill.job.remote_partitions IS
+'For a job over a partitioned table of foreign tables: its foreign partitions, in the order of its splits (a NULL bound in remote_splits ends one partition''s splits). NULL for any other job.';
+
+-- the offset of the change stream on each server of such a job, as the
+-- job's own columns keep it for a job of one server
+CREATE TABLE backfill.job_source (
+    job_id bigint NOT NULL REFERENCES backfill.job ON DELETE CASCADE,
+    source integer NOT NULL,
+    server name NOT NULL,
+    remote_lsn pg_lsn,
+    remote_source_lsn pg_lsn,
+    remote_caught_up_at timestamptz,
+    remote_last_commit timestamptz,
+    PRIMARY KEY (job_id, source)
+);
+COMMENT ON TABLE backfill.job_source IS
+'The servers of a job over foreign partitions of several servers (source: their order, that of their first partition): per server, the offset of its change stream (remote_lsn), the end of its flushed WAL at the last fetch, when a fetch last caught up with it and the commit time of the last transaction fetched.';
+SELECT pg_catalog.pg_extension_config_dump('backfill.job_source', '');
+GRANT SELECT ON backfill.job_source TO PUBLIC;
+ALTER TABLE backfill.job_source ENABLE ROW LEVEL SECURITY;
+CREATE POLICY job_source_owner ON backfill.job_source FOR SELECT
+    USING (EXISTS (SELECT FROM backfill.job j WHERE j.job_id OPERATOR(pg_catalog.=) job_source.job_id));
+
+-- each split of a remote job with its partition, its server and its range
+-- of the first key column (NULL: the partition's start or end)
+CREATE FUNCTION backfill.job_splits(job_id bigint)
+RETURNS TABLE (split_id integer, partition regclass, server name,
+               lower_bound text, upper_bound text)
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+BEGIN ATOMIC
+    SELECT sp.i::pg_catalog.int4,
+           coalesce(j.remote_partitions[pt.part OPERATOR(pg_catalog.+) 1], j.upstream),
+           s.srvname,
+           j.remote_splits[sp.i],
+           j.remote_splits[sp.i OPERATOR(pg_catalog.+) 1]
+      FROM backfill.job j
+      CROSS JOIN LATERAL pg_catalog.generate_series(0, coalesce(pg_catalog.cardinality(j.remote_splits), 0)) sp(i)
+      CROSS JOIN LATERAL (SELECT pg_catalog.count(*) FILTER (WHERE b.b IS NULL)::pg_catalog.int4 AS part
+                            FROM pg_catalog.unnest(j.remote_splits[1:sp.i]) b(b)) pt
+      LEFT JOIN pg_catalog.pg_foreign_table f
+        ON f.ftrelid OPERATOR(pg_catalog.=) coalesce(j.remote_partitions[pt.part OPERATOR(pg_catalog.+) 1], j.upstream)
+      LEFT JOIN pg_catalog.pg_foreign_server s ON s.oid OPERATOR(pg_catalog.=) f.ftserver
+     WHERE j.job_id OPERATOR(pg_catalog.=) job_splits.job_id AND j.remote
+     ORDER BY sp.i;
+END;
+COMMENT ON FUNCTION backfill.job_splits(bigint) IS
+'The splits of a job whose upstream is on other servers: each split''s foreign table (a partition of a sharded upstream), its server and its bounds on the first key column (NULL: unbounded).';
+
+-- a foreign table created as a partition of a sharded upstream is refused,
+-- as one attached (src/api/ddl_partitions.c): the DDL trigger of CREATE
+-- TABLE ... PARTITION OF also fires for CREATE FOREIGN TABLE
+DROP EVENT TRIGGER backfill_ddl_alter;
+CREATE EVENT TRIGGER backfill_ddl_alter ON ddl_command_end
+    WHEN TAG IN ('ALTER TABLE', 'CREATE TABLE', 'CREATE FOREIGN TABLE')
+    EXECUTE FUNCTION backfill._on_ddl();
+
+-- ---------------------------------------------------------------------------
 -- Cut over: backfill.jobs gains the column cutover (the view of 1.2, whole,
 -- with one more column): waiting_for_lock (attempt n of m) while a cutover
 -- or rollback waits for its lock, else the job's backfill.job_cutover state
@@ -1473,6 +1555,17 @@ SELECT j.job_id, j.job_name, j.kind, j.status, j.upstream,
        CASE
            WHEN j.status OPERATOR(pg_catalog.=) 'finished' THEN '100%'
            WHEN j.status OPERATOR(pg_catalog.=) 'cancelled' THEN NULL
+           WHEN j.remote AND j.remote_partitions IS NOT NULL
+           THEN (SELECT pg_catalog.format('%s [servers: %s/%s, splits: %s/%s]',
+                            backfill._rw_progress(coalesce(p.row_count, 0)::bigint, j.total_rows),
+                            pg_catalog.count(*) FILTER (WHERE v.finished OPERATOR(pg_catalog.=) v.splits),
+                            pg_catalog.count(*), pg_catalog.sum(v.finished), pg_catalog.sum(v.splits))
+                   FROM (SELECT sp.server, pg_catalog.count(*) AS splits,
+                                pg_catalog.count(*) FILTER (WHERE s.backfill_finished) AS finished
+                           FROM backfill.job_splits(j.job_id) sp
+                           LEFT JOIN backfill.job_state(j.job_id) s
+                             ON s.vnode OPERATOR(pg_catalog.=) sp.split_id
+                          GROUP BY sp.server) v)
            WHEN j.remote
            THEN pg_catalog.format('%s [splits: %s/%s]',
                     backfill._rw_progress(coalesce(p.row_count, 0)::bigint, j.total_rows),
@@ -1494,8 +1587,18 @@ SELECT j.job_id, j.job_name, j.kind, j.status, j.upstream,
                     backfill._rw_progress(coalesce(p.row_count, 0)::bigint, j.total_rows))
        END AS progress,
        j.remote,
-       CASE WHEN j.remote THEN j.remote_source_lsn OPERATOR(pg_catalog.-) j.remote_lsn END AS lag_bytes,
-       CASE WHEN j.remote AND j.remote_lsn OPERATOR(pg_catalog.>=) j.remote_source_lsn
+       -- over several servers: the sum of their lags, and the longest
+       CASE WHEN j.remote_partitions IS NOT NULL
+            THEN (SELECT pg_catalog.sum(o.remote_source_lsn OPERATOR(pg_catalog.-) o.remote_lsn)
+                    FROM backfill.job_source o WHERE o.job_id OPERATOR(pg_catalog.=) j.job_id)
+            WHEN j.remote THEN j.remote_source_lsn OPERATOR(pg_catalog.-) j.remote_lsn END AS lag_bytes,
+       CASE WHEN j.remote_partitions IS NOT NULL
+            THEN (SELECT pg_catalog.max(CASE WHEN o.remote_lsn OPERATOR(pg_catalog.>=) o.remote_source_lsn
+                                             THEN '0'::pg_catalog.interval
+                                             ELSE pg_catalog.now() OPERATOR(pg_catalog.-)
+                                                  coalesce(o.remote_caught_up_at, j.created_at) END)
+                    FROM backfill.job_source o WHERE o.job_id OPERATOR(pg_catalog.=) j.job_id)
+            WHEN j.remote AND j.remote_lsn OPERATOR(pg_catalog.>=) j.remote_source_lsn
             THEN '0'::pg_catalog.interval
             WHEN j.remote
             THEN pg_catalog.now() OPERATOR(pg_catalog.-) coalesce(j.remote_caught_up_at, j.created_at)

@@ -38,6 +38,7 @@
 #include "job_holdings.h"
 #include "copy.h"
 #include "ddl.h"
+#include "remote.h"
 
 static void
 refuse_drop(int64 job_id, const char *what, const char *name)
@@ -304,9 +305,10 @@ check_job_after_alter(const JobHolding *job, Oid relid, bool restoring)
 	 * the key, as every run checks it: its change table has the key it was
 	 * made with, whatever its kind (but while a restore adds it).  A foreign
 	 * upstream has no primary key here: its key is the source table's, which
-	 * every run reads on the source.
+	 * every run reads on the source; so does a partitioned table of foreign
+	 * tables.
 	 */
-	if (!restoring && get_rel_relkind(upstream) != RELKIND_FOREIGN_TABLE)
+	if (!restoring && backfill_remote_leaves(upstream) == NIL)
 	{
 		BackfillJob *job = backfill_load_job(job_id, CurrentMemoryContext);
 

@@ -11,7 +11,8 @@
  * event_trigger.c, which calls these checks as the extension's owner.
  *
  * May call: the command's names (ddl_command.c), capture/, catalog.c,
- * job_holdings.c and the foundations.
+ * job_holdings.c, remote.c (a sharded upstream's leaves) and the
+ * foundations.
  *
  *-------------------------------------------------------------------------
  */
@@ -28,6 +29,7 @@
 #include "job_holdings.h"
 #include "capture.h"
 #include "ddl.h"
+#include "remote.h"
 
 /*
  * A table under the upstream of a cdc job that has not finished (relid
@@ -94,6 +96,33 @@ backfill_check_set_unlogged(EventTriggerData *trigdata)
 	backfill_foreach_alter_cmd(trigdata, check_set_unlogged_cmd);
 }
 
+/*
+ * A partition joining or leaving the upstream of a job that reads foreign
+ * partitions from their servers (a sharded upstream): refused, for as long
+ * as the job exists.  The job reads the partitions create_job found, each
+ * in splits of its own, and follows their servers through a slot and a
+ * publication of their tables; a partition joining would need splits and
+ * perhaps a server of its own, and one leaving would leave its rows and
+ * its server's changes behind.
+ */
+static void
+check_sharded_partition_moved(BackfillJob *job, Oid relid, Oid partition, bool joined)
+{
+	if (backfill_remote_leaves(job->upstream) == NIL &&
+		get_rel_relkind(partition) != RELKIND_FOREIGN_TABLE)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_IN_USE),
+			 joined ?
+			 errmsg("cannot add partition \"%s\" to table \"%s\" while backfill job %lld copies it from other servers",
+					get_rel_name(partition), get_rel_name(relid), (long long) job->job_id) :
+			 errmsg("cannot detach partition \"%s\" from table \"%s\" while backfill job %lld copies it from other servers",
+					get_rel_name(partition), get_rel_name(relid), (long long) job->job_id),
+			 errdetail("The job reads the partitions it found when it was created, each from its server, and follows those servers' changes to them."),
+			 errhint("Change the partitions once the job is dropped with backfill.drop_job(%lld), then create a job again.",
+					 (long long) job->job_id)));
+}
+
 /* a partition joined (attached, created) or left (detached) relid */
 static void
 partition_moved(Oid relid, Oid partition, bool joined)
@@ -106,8 +135,12 @@ partition_moved(Oid relid, Oid partition, bool joined)
 	n = backfill_jobs_over(relid, false, &ids);
 
 	for (int i = 0; i < n; i++)
-		backfill_capture_partition(backfill_load_job(ids[i], CurrentMemoryContext),
-								   partition, joined);
+	{
+		BackfillJob *job = backfill_load_job(ids[i], CurrentMemoryContext);
+
+		check_sharded_partition_moved(job, relid, partition, joined);
+		backfill_capture_partition(job, partition, joined);
+	}
 }
 
 /* an ATTACH or DETACH PARTITION of an ALTER TABLE (partition_changes) */
@@ -123,8 +156,9 @@ partition_cmd(AlterTableStmt *stmt, AlterTableCmd *cmd)
 
 /*
  * ddl_command_end of ALTER TABLE ... ATTACH or DETACH PARTITION, and of
- * CREATE TABLE ... PARTITION OF, under the upstream of a job: the rows that
- * join or leave it do so in the downstream too, exactly once (capture/partitions.c).
+ * CREATE [FOREIGN] TABLE ... PARTITION OF, under the upstream of a job: the
+ * rows that join or leave it do so in the downstream too, exactly once
+ * (capture/partitions.c); under a sharded upstream, refused.
  */
 void
 backfill_partition_changes(EventTriggerData *trigdata)
@@ -140,7 +174,8 @@ backfill_partition_changes(EventTriggerData *trigdata)
 		return;
 	}
 	if (SPI_execute("SELECT objid FROM pg_catalog.pg_event_trigger_ddl_commands() "
-					"WHERE command_tag = 'CREATE TABLE' AND object_type = 'table'",
+					"WHERE (command_tag, object_type) IN (('CREATE TABLE', 'table'), "
+					"('CREATE FOREIGN TABLE', 'foreign table'))",
 					true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the DDL commands");
 	created = SPI_tuptable;
@@ -189,6 +224,31 @@ backfill_check_detach_concurrently(EventTriggerData *trigdata)
 }
 
 /*
+ * sql_drop: a foreign partition of a sharded upstream dropped, for as long
+ * as a job reads it (check_sharded_partition_moved says why).
+ */
+static void
+check_sharded_partition_drops(void)
+{
+	if (!backfill_job_catalog_has("remote_partitions"))
+		return;
+	if (SPI_execute("SELECT j.job_id, d.object_identity FROM pg_catalog.pg_event_trigger_dropped_objects() d "
+					"JOIN backfill.job j ON d.objid OPERATOR(pg_catalog.=) ANY (j.remote_partitions::pg_catalog.oid[]) "
+					"WHERE d.object_type = 'foreign table' AND j.status OPERATOR(pg_catalog.<>) 'cancelled' "
+					"ORDER BY j.job_id LIMIT 1", true, 0) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the dropped objects");
+	if (SPI_processed > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+				 errmsg("cannot drop foreign table %s because backfill job %s reads it from its server",
+						backfill_spi_column_text(SPI_tuptable, 0, "object_identity"),
+						backfill_spi_column_text(SPI_tuptable, 0, "job_id")),
+				 errdetail("It is a partition of the job's upstream, whose rows and changes the job copies."),
+				 errhint("Drop the job first with backfill.drop_job(%s).",
+						 backfill_spi_column_text(SPI_tuptable, 0, "job_id"))));
+}
+
+/*
  * sql_drop: a partition of a job's upstream dropped.  It carries clones of
  * the job's row triggers, dropped with it; a job's trigger dropped with its
  * table, which is not the job's upstream (refused already), tells.  Refused:
@@ -209,6 +269,7 @@ backfill_check_partition_drops(void)
 		elog(ERROR, "could not read the dropped objects");
 	dropped = SPI_tuptable;
 	ndropped = SPI_processed;
+	check_sharded_partition_drops();
 	for (uint64 d = 0; d < ndropped; d++)
 	{
 		int64		job_id = backfill_trigger_job(backfill_spi_column_text(dropped, d, "trigger_name"));

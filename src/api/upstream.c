@@ -165,7 +165,7 @@ backfill_upstream_key(Relation rel, AttrNumber **attnums, Oid **collations)
 							RelationGetRelationName(rel)),
 					 errdetail("Partition \"%s\" is a foreign table. PostgreSQL gives a partitioned table with foreign partitions no primary key, and a backfill reads its upstream in primary key order.",
 							   get_rel_name(foreign_part)),
-					 errhint("Copy each foreign partition with a job of its own: kind => 'cdc' reads a foreign table of postgres_fdw from its server.")));
+					 errhint("A job of kind \"cdc\" reads a partitioned table whose partitions are all foreign tables of postgres_fdw, each from its server.")));
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("table \"%s\" has no primary key",
@@ -218,7 +218,8 @@ backfill_upstream_key(Relation rel, AttrNumber **attnums, Oid **collations)
  * checked before any lock (a user who may not use it must not queue on it).
  * Returned open, locked in lockmode until the transaction ends, with its
  * partitions at every level: writers may write straight into them.  With
- * foreign, a foreign table instead (a kind that reads another server).
+ * foreign, a foreign table, or a partitioned table of foreign tables,
+ * instead (a kind that reads other servers).
  * create_job and estimate_job both open theirs here.
  */
 Relation
@@ -245,7 +246,8 @@ backfill_open_upstream(Oid upstream_oid, LOCKMODE lockmode,
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("relation with OID %u does not exist", upstream_oid)));
-	if (foreign ? rel->rd_rel->relkind != RELKIND_FOREIGN_TABLE :
+	if (foreign ? (rel->rd_rel->relkind != RELKIND_FOREIGN_TABLE &&
+				   rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE) :
 		(rel->rd_rel->relkind != RELKIND_RELATION &&
 		 rel->rd_rel->relkind != RELKIND_PARTITIONED_TABLE))
 		ereport(ERROR,

@@ -45,6 +45,7 @@ static const struct
 	{"source_columns", offsetof(BackfillCatalogCaps, job_source_columns)},
 	{"failures", offsetof(BackfillCatalogCaps, job_failures)},
 	{"indexes", offsetof(BackfillCatalogCaps, job_indexes)},
+	{"remote_partitions", offsetof(BackfillCatalogCaps, job_remote_partitions)},
 };
 
 static void

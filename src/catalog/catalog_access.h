@@ -27,6 +27,7 @@ typedef struct BackfillCatalogCaps
 	bool		job_source_columns;
 	bool		job_failures;	/* 1.3 */
 	bool		job_indexes;	/* 1.3, with backfill.job_index */
+	bool		job_remote_partitions;	/* 1.3, with backfill.job_source */
 	bool		actor_log_store_caught_up;
 	bool		actor_throttled_by;
 } BackfillCatalogCaps;

@@ -18,9 +18,11 @@
 
 extern char **backfill_job_split_bounds(int64 job_id, int *nbounds);
 extern void backfill_job_set_splits(int64 job_id, Datum bounds);
-extern bool backfill_job_remote_offset(int64 job_id, XLogRecPtr *offset);
-extern bool backfill_job_remote_offset_seen(int64 job_id, XLogRecPtr *offset);
-extern void backfill_job_record_remote_offset(int64 job_id, XLogRecPtr offset,
+extern void backfill_job_set_partitions(int64 job_id, Datum partitions, Datum servers);
+extern Oid *backfill_job_remote_partitions(int64 job_id, int *npartitions);
+extern bool backfill_job_remote_offset(int64 job_id, int source, XLogRecPtr *offset);
+extern bool backfill_job_remote_offset_seen(int64 job_id, int source, XLogRecPtr *offset);
+extern void backfill_job_record_remote_offset(int64 job_id, int source, XLogRecPtr offset,
 											  XLogRecPtr source_end, TimestampTz commit_time);
 extern char *backfill_remote_live_jobs(void);
 extern void backfill_actor_rows_reset(int64 job_id);

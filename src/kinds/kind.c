@@ -3,7 +3,7 @@
  * kind.c
  *	  The routine of each kind of job.
  *
- * May call: the kinds' files (their routines only), catalog.c.
+ * May call: the kinds' files (their routines only), catalog.c, remote.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -14,6 +14,7 @@
 
 #include "kind.h"
 #include "catalog_access.h"
+#include "remote.h"
 
 static const KindRoutine *const routines[BACKFILL_NUM_KINDS] = {
 	[BACKFILL_KIND_NO_SHUFFLE] = &backfill_no_shuffle_routine,
@@ -77,18 +78,23 @@ backfill_kind_routine(BackfillKind kind)
 
 /*
  * The kind a job of kind "kind" has when its upstream is the relation
- * upstream: on a foreign table, the remote kind backfill_remote_kind() says
- * (cdc's); no other kind reads a foreign table.
+ * upstream: on a foreign table, or a partitioned table whose leaves are
+ * foreign tables (a sharded upstream, remote.c's backfill_remote_leaves),
+ * the remote kind backfill_remote_kind() says (cdc's); no other kind reads
+ * a foreign table.
  */
 BackfillKind
 backfill_kind_for_upstream(BackfillKind kind, Oid upstream)
 {
-	if (get_rel_relkind(upstream) != RELKIND_FOREIGN_TABLE)
+	if (backfill_remote_leaves(upstream) == NIL)
 		return kind;
 	if (backfill_remote_kind(kind) == kind)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 get_rel_relkind(upstream) == RELKIND_FOREIGN_TABLE ?
 				 errmsg("a backfill job of kind \"%s\" cannot read foreign table \"%s\"",
+						backfill_kind_name(kind), get_rel_name(upstream)) :
+				 errmsg("a backfill job of kind \"%s\" cannot read table \"%s\", whose partitions are on other servers",
 						backfill_kind_name(kind), get_rel_name(upstream)),
 				 errdetail("Only a cdc job follows another server's changes, through its logical replication."),
 				 errhint("Use kind \"cdc\" to copy a table of another PostgreSQL server through postgres_fdw.")));

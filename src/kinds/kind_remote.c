@@ -77,6 +77,26 @@
  * transaction: a crash during it rolls both back, and the next run builds
  * again from the committed copy without reading the source again.
  *
+ * Several servers (doc/sharded.md).  The upstream may also be a
+ * partitioned table whose leaves, at any level, are all foreign tables (a
+ * sharded upstream; remote.c's backfill_remote_leaves finds them, grouped
+ * by server).  Each is a part of the job: it is cut into splits of its own
+ * from its server's statistics, the parts' splits one after the other (a
+ * NULL bound between two parts, backfill.job.remote_partitions their
+ * order), so each actor's consecutive splits lie on one server or two, and
+ * the actors read the servers at once.  Each server is a source with its
+ * own slot and publication (of its parts' tables, same name on each) and
+ * its own offset (backfill.job_source); a fetch visits each, and each
+ * change is stored with its part (backfill_part).  The partition keys must
+ * be columns of the key, which every part's table has the same on its
+ * server: a key then lives in one part, its changes all come from one
+ * server in that server's commit order, and the argument above holds per
+ * key.  Covered keys are those of (part, key) ranges; a split read again
+ * deletes its range downstream within its partition's constraint.  Before
+ * the final barrier, a fetch that cannot reach a server leaves it out (in a
+ * subtransaction), so the actors of the others go on in their workers; the
+ * final barrier needs all of them.
+ *
  * After the finish the job follows the source: its final barrier applies
  * what is fetched, then fetches and applies, one fetch per transaction,
  * until it has reached what the source had committed (after_finish); a
@@ -108,9 +128,11 @@
  */
 #include "postgres.h"
 
+#include "access/relation.h"
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
@@ -119,6 +141,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/partcache.h"
 #include "utils/pg_lsn.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
@@ -141,18 +164,19 @@ static const char *const remote_reserved_columns[] = {
 /* ---- create_job ---- */
 
 /*
- * The key of the source table, by its primary key there: the foreign
- * table's attribute numbers in key order, and their collations here.
+ * The names of the columns of the primary key of foreign table relid's
+ * table on its server, in key order, read as the current user.
  */
-static int
-remote_upstream_key(Relation rel, AttrNumber **attnums, Oid **collations)
+static char **
+source_key_names(Oid relid, int *nkeys)
 {
 	RemoteTable table;
 	RemoteConn *conn;
 	RemoteRows *rows;
 	const char *params[1];
+	char	  **names;
 
-	backfill_remote_table(RelationGetRelid(rel), &table);
+	backfill_remote_table(relid, &table);
 	conn = backfill_remote_connect(table.serverid, GetUserId(), "backfill create_job");
 	params[0] = table.qualified;
 	rows = backfill_remote_query(conn,
@@ -169,7 +193,7 @@ remote_upstream_key(Relation rel, AttrNumber **attnums, Oid **collations)
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("table \"%s.%s\" does not exist on server \"%s\"",
 						table.nspname, table.relname, table.server_name),
-				 errdetail("Foreign table \"%s\" names it.", RelationGetRelationName(rel))));
+				 errdetail("Foreign table \"%s\" names it.", get_rel_name(relid))));
 	if (backfill_remote_value(rows, 0, 0) == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -177,23 +201,117 @@ remote_upstream_key(Relation rel, AttrNumber **attnums, Oid **collations)
 						table.nspname, table.relname, table.server_name),
 				 errdetail("A backfill reads the upstream in primary key order and records its progress as a primary key."),
 				 errhint("Add a primary key to the table on the source.")));
-	*attnums = palloc(sizeof(AttrNumber) * rows->nrows);
-	*collations = palloc(sizeof(Oid) * rows->nrows);
+	names = palloc(sizeof(char *) * rows->nrows);
 	for (int k = 0; k < rows->nrows; k++)
+		names[k] = backfill_remote_value(rows, k, 0);
+	*nkeys = rows->nrows;
+	return names;
+}
+
+/*
+ * A sharded upstream's partition keys, at every level, must be columns of
+ * the key: PostgreSQL asks the same of a unique index on a partitioned
+ * table.  Then a key is in one partition only, so its changes all come
+ * from one server, in that server's commit order, and a change of the
+ * partition key is a change of the key, a delete and an insert of two
+ * keys whose order does not matter.
+ */
+static void
+check_partition_keys(Relation rel, int npk, const AttrNumber *pk)
+{
+	ListCell   *lc;
+
+	foreach(lc, find_all_inheritors(RelationGetRelid(rel), NoLock, NULL))
 	{
-		char	   *name = backfill_remote_value(rows, k, 0);
-		AttrNumber	att = get_attnum(RelationGetRelid(rel), name);
+		Relation	part;
+		PartitionKey key;
+
+		if (get_rel_relkind(lfirst_oid(lc)) != RELKIND_PARTITIONED_TABLE)
+			continue;
+		part = relation_open(lfirst_oid(lc), NoLock);
+		key = RelationGetPartitionKey(part);
+		for (int i = 0; i < get_partition_natts(key); i++)
+		{
+			AttrNumber	att = get_partition_col_attnum(key, i);
+			const char *name = att == 0 ? NULL : get_attname(RelationGetRelid(part), att, false);
+			bool		in_key = false;
+
+			/* a partition's columns are the parent's, by name */
+			for (int k = 0; name != NULL && k < npk; k++)
+				in_key |= strcmp(name, get_attname(RelationGetRelid(rel), pk[k], false)) == 0;
+			if (in_key)
+				continue;
+			if (name == NULL)
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("the partition key of table \"%s\" is not in the primary key of its partitions' tables",
+								RelationGetRelationName(part)),
+						 errdetail("It partitions by an expression."),
+						 errhint("A job over partitions on several servers needs each key in one partition: partition by columns of the sources' primary key.")));
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("the partition key of table \"%s\" is not in the primary key of its partitions' tables",
+							RelationGetRelationName(part)),
+					 errdetail("Column \"%s\" partitions it and is not a column of the primary key on the sources.",
+							   name),
+					 errhint("A job over partitions on several servers needs each key in one partition: partition by columns of the sources' primary key.")));
+		}
+		relation_close(part, NoLock);
+	}
+}
+
+/*
+ * The key of the source table, by its primary key there: the foreign
+ * table's attribute numbers in key order, and their collations here.  For
+ * a sharded upstream, the key every partition's table has on its server,
+ * which must be the same columns, in the same order, and hold the
+ * partition keys.
+ */
+static int
+remote_upstream_key(Relation rel, AttrNumber **attnums, Oid **collations)
+{
+	List	   *leaves = backfill_remote_leaves(RelationGetRelid(rel));
+	int			npk;
+	char	  **names = source_key_names(linitial_oid(leaves), &npk);
+	ListCell   *lc;
+
+	for_each_from(lc, leaves, 1)
+	{
+		int			n;
+		char	  **other = source_key_names(lfirst_oid(lc), &n);
+		bool		same = (n == npk);
+
+		for (int k = 0; same && k < n; k++)
+			same = strcmp(names[k], other[k]) == 0;
+		if (!same)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("the tables of the partitions of table \"%s\" have different primary keys on their servers",
+							RelationGetRelationName(rel)),
+					 errdetail("The table of partition \"%s\" has a primary key of other columns than that of partition \"%s\".",
+							   get_rel_name(lfirst_oid(lc)), get_rel_name(linitial_oid(leaves))),
+					 errhint("Give every partition's table the same primary key on its server.")));
+	}
+	*attnums = palloc(sizeof(AttrNumber) * npk);
+	*collations = palloc(sizeof(Oid) * npk);
+	for (int k = 0; k < npk; k++)
+	{
+		AttrNumber	att = get_attnum(RelationGetRelid(rel), names[k]);
 
 		if (att == InvalidAttrNumber)
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_COLUMN),
-					 errmsg("foreign table \"%s\" has no column \"%s\"", RelationGetRelationName(rel), name),
-					 errdetail("Column \"%s\" is in the primary key of table \"%s.%s\" on server \"%s\".",
-							   name, table.nspname, table.relname, table.server_name)));
+					 errmsg("%s \"%s\" has no column \"%s\"",
+							rel->rd_rel->relkind == RELKIND_FOREIGN_TABLE ? "foreign table" : "table",
+							RelationGetRelationName(rel), names[k]),
+					 errdetail("Column \"%s\" is in the primary key of the source table of \"%s\".",
+							   names[k], get_rel_name(linitial_oid(leaves)))));
 		(*attnums)[k] = att;
 		(*collations)[k] = TupleDescAttr(RelationGetDescr(rel), att - 1)->attcollation;
 	}
-	return rows->nrows;
+	if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+		check_partition_keys(rel, npk, *attnums);
+	return npk;
 }
 
 /*
@@ -219,43 +337,52 @@ remote_check_shape(Relation upstream, const JobShape *shape, bool into_existing)
 }
 
 /*
- * What the source must offer: logical decoding, a free slot, and a role that
- * may replicate.
+ * What each source must offer: logical decoding, a free slot, and a role
+ * that may replicate.
  */
 static void
 remote_check_create(Relation upstream, int parallelism pg_attribute_unused())
 {
-	RemoteTable table;
-	RemoteConn *conn;
-	RemoteRows *rows;
+	List	   *servers = NIL;
+	ListCell   *lc;
 
-	backfill_remote_table(RelationGetRelid(upstream), &table);
-	conn = backfill_remote_connect(table.serverid, GetUserId(), "backfill create_job");
-	rows = backfill_remote_query(conn,
-								 "SELECT pg_catalog.current_setting('wal_level'), "
-								 "(SELECT r.rolreplication OR r.rolsuper FROM pg_catalog.pg_roles r "
-								 "WHERE r.rolname = current_user)::text, "
-								 "(pg_catalog.current_setting('max_replication_slots')::int - "
-								 "(SELECT pg_catalog.count(*) FROM pg_catalog.pg_replication_slots))::text",
-								 0, NULL);
-	if (strcmp(backfill_remote_value(rows, 0, 0), "logical") != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("server \"%s\" does not have \"wal_level\" set to \"logical\"", table.server_name),
-				 errdetail("Its wal_level is \"%s\"; a cdc job reads the source's changes through a logical replication slot.",
-						   backfill_remote_value(rows, 0, 0)),
-				 errhint("Set wal_level = logical on the source and restart it.")));
-	if (strcmp(backfill_remote_value(rows, 0, 1), "true") != 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("the role of the user mapping for server \"%s\" may not replicate", table.server_name),
-				 errdetail("A cdc job owns a logical replication slot on the source."),
-				 errhint("Give that role the REPLICATION attribute on the source.")));
-	if (atoi(backfill_remote_value(rows, 0, 2)) <= 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
-				 errmsg("server \"%s\" has no free replication slot", table.server_name),
-				 errhint("Raise max_replication_slots on the source, or drop a slot it no longer needs.")));
+	foreach(lc, backfill_remote_leaves(RelationGetRelid(upstream)))
+	{
+		RemoteTable table;
+		RemoteConn *conn;
+		RemoteRows *rows;
+
+		backfill_remote_table(lfirst_oid(lc), &table);
+		if (list_member_oid(servers, table.serverid))
+			continue;
+		servers = lappend_oid(servers, table.serverid);
+		conn = backfill_remote_connect(table.serverid, GetUserId(), "backfill create_job");
+		rows = backfill_remote_query(conn,
+									 "SELECT pg_catalog.current_setting('wal_level'), "
+									 "(SELECT r.rolreplication OR r.rolsuper FROM pg_catalog.pg_roles r "
+									 "WHERE r.rolname = current_user)::text, "
+									 "(pg_catalog.current_setting('max_replication_slots')::int - "
+									 "(SELECT pg_catalog.count(*) FROM pg_catalog.pg_replication_slots))::text",
+									 0, NULL);
+		if (strcmp(backfill_remote_value(rows, 0, 0), "logical") != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("server \"%s\" does not have \"wal_level\" set to \"logical\"", table.server_name),
+					 errdetail("Its wal_level is \"%s\"; a cdc job reads the source's changes through a logical replication slot.",
+							   backfill_remote_value(rows, 0, 0)),
+					 errhint("Set wal_level = logical on the source and restart it.")));
+		if (strcmp(backfill_remote_value(rows, 0, 1), "true") != 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("the role of the user mapping for server \"%s\" may not replicate", table.server_name),
+					 errdetail("A cdc job owns a logical replication slot on the source."),
+					 errhint("Give that role the REPLICATION attribute on the source.")));
+		if (atoi(backfill_remote_value(rows, 0, 2)) <= 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONFIGURATION_LIMIT_EXCEEDED),
+					 errmsg("server \"%s\" has no free replication slot", table.server_name),
+					 errhint("Raise max_replication_slots on the source, or drop a slot it no longer needs.")));
+	}
 }
 
 /* the state table in RisingWave's v2 layout, and the change table */
@@ -267,43 +394,90 @@ remote_create_state_table(const JobDefinition *def)
 									   "cdc_offset_low pg_catalog.jsonb, cdc_offset_high pg_catalog.jsonb)",
 									   def->state_sql),
 							  def->state_sql, def->owner);
+	/* a sharded job's changes know their partition: backfill_part */
 	backfill_create_job_table(psprintf("CREATE TABLE %s (backfill_lsn pg_catalog.pg_lsn, "
 									   "backfill_order pg_catalog.int4, backfill_xid pg_catalog.xid8, "
-									   "backfill_op pg_catalog.\"char\", %s, backfill_row %s); "
+									   "backfill_op pg_catalog.\"char\", %s, backfill_row %s%s); "
 									   "CREATE INDEX ON %s (%s)",
 									   def->changes_sql, def->key_ddl + 2, def->downstream_sql,
+									   def->upstream->rd_rel->relkind == RELKIND_PARTITIONED_TABLE ?
+									   ", backfill_part pg_catalog.int4 NOT NULL" : "",
 									   def->changes_sql, def->key_list),
 							  def->changes_sql, def->owner);
 }
 
-/* after the catalog rows: cut the splits and mark the job remote */
+/*
+ * After the catalog rows: cut the splits and mark the job remote.  A
+ * sharded job's splits are its partitions', one after the other in the
+ * order backfill_remote_leaves gives (each partition cut from its own
+ * server's statistics, a NULL bound between two partitions), and its
+ * partitions and servers are recorded.
+ */
 static void
 remote_after_create(const JobDefinition *def)
 {
-	RemoteTable table;
-	RemoteConn *conn;
+	List	   *leaves = backfill_remote_leaves(RelationGetRelid(def->upstream));
+	int			nparts = list_length(leaves);
 	int			nsplits = def->parallelism *
 		Min(BACKFILL_REMOTE_SPLITS_PER_ACTOR, BACKFILL_VNODE_COUNT / def->parallelism);
 	char	   *key = pstrdup(def->key_list);
 	char	   *comma = strchr(key, ',');
+	ArrayBuildState *bounds = initArrayResult(TEXTOID, CurrentMemoryContext, false);
+	ArrayBuildState *parts = initArrayResult(OIDOID, CurrentMemoryContext, false);
+	ArrayBuildState *servers = initArrayResult(TEXTOID, CurrentMemoryContext, false);
+	List	   *seen = NIL;
+	ListCell   *lc;
 
-	backfill_remote_table(RelationGetRelid(def->upstream), &table);
-
-	/*
-	 * As the job's owner, through its user mapping, as every later
-	 * connection of the job: the caller runs this in the catalog context,
-	 * where the current user is the extension's owner, whose mapping could
-	 * show the statistics and rows of the source that the job's own role
-	 * may not see.
-	 */
-	conn = backfill_remote_connect(table.serverid, def->owner, "backfill create_job");
+	if (nparts > BACKFILL_VNODE_COUNT)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("table \"%s\" has %d partitions on other servers, more than a job reads",
+						RelationGetRelationName(def->upstream), nparts),
+				 errdetail("A job reads at most %d partitions, one split of each or more.", BACKFILL_VNODE_COUNT),
+				 errhint("Copy the partitions with several jobs, over partitioned tables of fewer partitions.")));
 	if (comma != NULL)
 		*comma = '\0';
 	/* key_list is quoted; the statistics know the column by its name */
 	key = get_attname(RelationGetRelid(def->upstream),
 					  get_attnum(RelationGetRelid(def->upstream), key[0] == '"' ?
 								 pnstrdup(key + 1, strlen(key) - 2) : key), false);
-	backfill_job_set_splits(def->job_id, backfill_remote_cut_splits(conn, &table, key, nsplits));
+	foreach(lc, leaves)
+	{
+		RemoteTable table;
+		RemoteConn *conn;
+		Datum	   *elems;
+		int			n;
+
+		backfill_remote_table(lfirst_oid(lc), &table);
+
+		/*
+		 * As the job's owner, through its user mapping, as every later
+		 * connection of the job: the caller runs this in the catalog
+		 * context, where the current user is the extension's owner, whose
+		 * mapping could show the statistics and rows of the source that the
+		 * job's own role may not see.
+		 */
+		conn = backfill_remote_connect(table.serverid, def->owner, "backfill create_job");
+		deconstruct_array(DatumGetArrayTypeP(backfill_remote_cut_splits(conn, &table, key,
+																		Max(1, nsplits / nparts))),
+						  TEXTOID, -1, false, TYPALIGN_INT, &elems, NULL, &n);
+		if (foreach_current_index(lc) > 0)
+			bounds = accumArrayResult(bounds, (Datum) 0, true, TEXTOID, CurrentMemoryContext);
+		for (int i = 0; i < n; i++)
+			bounds = accumArrayResult(bounds, elems[i], false, TEXTOID, CurrentMemoryContext);
+		parts = accumArrayResult(parts, ObjectIdGetDatum(lfirst_oid(lc)), false, OIDOID,
+								 CurrentMemoryContext);
+		if (!list_member_oid(seen, table.serverid))
+		{
+			seen = lappend_oid(seen, table.serverid);
+			servers = accumArrayResult(servers, CStringGetTextDatum(table.server_name), false,
+									   TEXTOID, CurrentMemoryContext);
+		}
+	}
+	backfill_job_set_splits(def->job_id, makeArrayResult(bounds, CurrentMemoryContext));
+	if (def->upstream->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+		backfill_job_set_partitions(def->job_id, makeArrayResult(parts, CurrentMemoryContext),
+									makeArrayResult(servers, CurrentMemoryContext));
 }
 
 /* ---- the state ---- */
@@ -429,8 +603,13 @@ remote_fetch(BarrierExecutor *exec)
 {
 	RemoteJob  *rj = exec->kind_state;
 
+	/*
+	 * a sharded job's actors of the servers that answer go on while one
+	 * does not: its changes wait in its slot, and the actors reading its
+	 * splits wait for it, each in its worker
+	 */
 	backfill_lock_slot_of(rj->job->job_id);
-	(void) fetch_once(rj, true);
+	(void) fetch_once(rj, true, rj->sharded);
 }
 
 /*
@@ -450,56 +629,65 @@ remote_unfetched_keys(int64 job_id, const char *since_text)
 {
 	BackfillJob *job = backfill_load_job(job_id, CurrentMemoryContext);
 	RemoteJob  *rj = remote_job_make(job);
-	RemoteConn *conn;
-	RemoteRows *rows;
-	RemoteDecoder dec;
-	char	   *confirmed;
-	bool		err = false;
-	XLogRecPtr	since = pg_lsn_in_internal(since_text, &err);
 	List	   *keys = NIL;
-	ListCell   *lc;
 
 	backfill_lock_slot_of(job_id);
-	conn = remote_job_connect(rj);
-
-	/* what the source wrote so far, flushed */
-	backfill_remote_flush_writes(conn);
-	confirmed = backfill_remote_slot_confirmed(conn, rj->name);
-	if (confirmed == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("replication slot \"%s\" of backfill job %lld does not exist on server \"%s\"",
-						rj->name, (long long) job_id, rj->table.server_name),
-				 errdetail("The changes of the source since the job's offset are lost."),
-				 errhint("Cancel the job with backfill.cancel_job(%lld) and create it again with backfill.recreate_job(%lld).",
-						 (long long) job_id, (long long) job_id)));
-	if (pg_lsn_in_internal(confirmed, &err) > since)
-		ereport(ERROR,
-				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-				 errmsg("could not compare backfill job %lld with its source", (long long) job_id),
-				 errdetail("The job fetched changes of the source that this statement's snapshot does not see."),
-				 errhint("Run backfill.verify_job(%lld) again.", (long long) job_id)));
-	rows = backfill_remote_peek(conn, rj->name, NULL, 0);
-	decode_messages(rj, rows, &dec);
-	foreach(lc, dec.changes)
+	for (int s = 0; s < rj->nsources; s++)
 	{
-		RemoteChange *c = lfirst(lc);
-		Datum	   *key = palloc(sizeof(Datum) * job->npk);
-		bool	   *nulls = palloc(sizeof(bool) * job->npk);
-		int			dims[1] = {job->npk};
-		int			lbs[1] = {1};
+		RemoteConn *conn;
+		RemoteRows *rows;
+		RemoteDecoder dec;
+		char	   *confirmed;
+		bool		err = false;
+		XLogRecPtr	since;
+		ListCell   *lc;
 
-		if (c->commit_lsn < since)
-			continue;			/* fetched already */
-		for (int k = 0; k < job->npk; k++)
+		/* a sharded job's offset on each server, as the caller's snapshot sees it */
+		if (!rj->sharded)
+			since = pg_lsn_in_internal(since_text, &err);
+		else if (!backfill_job_remote_offset_seen(job_id, s, &since))
+			continue;			/* nothing fetched there yet */
+		conn = remote_source_connect(rj, s);
+
+		/* what the source wrote so far, flushed */
+		backfill_remote_flush_writes(conn);
+		confirmed = backfill_remote_slot_confirmed(conn, rj->name);
+		if (confirmed == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("replication slot \"%s\" of backfill job %lld does not exist on server \"%s\"",
+							rj->name, (long long) job_id, rj->sources[s].server_name),
+					 errdetail("The changes of the source since the job's offset are lost."),
+					 errhint("Cancel the job with backfill.cancel_job(%lld) and create it again with backfill.recreate_job(%lld).",
+							 (long long) job_id, (long long) job_id)));
+		if (pg_lsn_in_internal(confirmed, &err) > since)
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("could not compare backfill job %lld with its source", (long long) job_id),
+					 errdetail("The job fetched changes of the source that this statement's snapshot does not see."),
+					 errhint("Run backfill.verify_job(%lld) again.", (long long) job_id)));
+		rows = backfill_remote_peek(conn, rj->name, NULL, 0);
+		decode_messages(rj, s, rows, &dec);
+		foreach(lc, dec.changes)
 		{
-			char	   *v = c->values[rj->pk_cols[k]];
+			RemoteChange *c = lfirst(lc);
+			Datum	   *key = palloc(sizeof(Datum) * job->npk);
+			bool	   *nulls = palloc(sizeof(bool) * job->npk);
+			int			dims[1] = {job->npk};
+			int			lbs[1] = {1};
 
-			nulls[k] = (v == NULL);
-			key[k] = v ? CStringGetTextDatum(v) : (Datum) 0;
+			if (c->commit_lsn < since)
+				continue;		/* fetched already */
+			for (int k = 0; k < job->npk; k++)
+			{
+				char	   *v = c->values[rj->pk_cols[k]];
+
+				nulls[k] = (v == NULL);
+				key[k] = v ? CStringGetTextDatum(v) : (Datum) 0;
+			}
+			keys = lappend(keys, construct_md_array(key, nulls, 1, dims, lbs, TEXTOID, -1, false,
+													TYPALIGN_INT));
 		}
-		keys = lappend(keys, construct_md_array(key, nulls, 1, dims, lbs, TEXTOID, -1, false,
-												TYPALIGN_INT));
 	}
 	return keys;
 }
@@ -541,12 +729,37 @@ remote_final_changes(BarrierExecutor *exec)
 	RemoteJob  *rj = exec->kind_state;
 
 	backfill_lock_slot_of(rj->job->job_id);
-	(void) fetch_once(rj, true);
+	(void) fetch_once(rj, true, false);
 	(void) backfill_indexes_built(rj->job, true);
 	apply_changes(rj, -1);
 }
 
 /* ---- reading ---- */
+
+/*
+ * " AND" the partition constraint of a sharded job's part, on the
+ * downstream's columns (those of the key, which holds the partition keys),
+ * or "" for a job of one table.  Caller is connected to SPI.
+ */
+static const char *
+part_condition(RemoteJob *rj, RemotePart *part)
+{
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(part->relid)};
+
+	if (!rj->sharded)
+		return "";
+	if (part->constraint_sql == NULL)
+	{
+		backfill_spi_exec_args("SELECT pg_catalog.pg_get_partition_constraintdef($1) AS c",
+							   1, types, values, NULL, SPI_OK_SELECT);
+		part->constraint_sql =
+			MemoryContextStrdup(GetMemoryChunkContext(rj),
+								psprintf(" AND (%s)", SPI_getvalue(SPI_tuptable->vals[0],
+																  SPI_tuptable->tupdesc, 1)));
+	}
+	return part->constraint_sql;
+}
 
 /*
  * kind.h: read_chunk.  Reads the next chunk of the group's actor's current
@@ -570,6 +783,7 @@ remote_read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
 	Relation	rel;
 	List	   *attnames = NIL;
 	VnodeState *vs;
+	RemotePart *part;
 
 	for (int s = rj->first_split[a]; s < rj->end_split[a] && j < 0; s++)
 		if (!job->vnodes[split_vnode(rj, a, s)].finished)
@@ -577,8 +791,9 @@ remote_read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
 	if (j < 0 || rj->full[a])
 		return 0;
 	vs = &job->vnodes[split_vnode(rj, a, j)];
+	part = part_of_split(rj, j);
 	limit = Max(limit, 1);
-	conn = remote_job_connect(rj);
+	conn = remote_source_connect(rj, part->source);
 	backfill_remote_chunk_start(conn, &snapshot, &lsn);
 
 	/*
@@ -595,7 +810,8 @@ remote_read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
 		{
 			memset(&kc, 0, sizeof(kc));
 			cond_range(&kc, rj, "t", j, NULL, NULL);
-			spi_cond(&kc, psprintf("DELETE FROM %s t WHERE %s", job->downstream_sql, kc.sql.data), SPI_OK_DELETE);
+			spi_cond(&kc, psprintf("DELETE FROM %s t WHERE %s%s", job->downstream_sql, kc.sql.data,
+								   part_condition(rj, part)), SPI_OK_DELETE);
 		}
 		vs->row_count = 0;
 		rj->low[j] = lsn;
@@ -608,7 +824,7 @@ remote_read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
 	for (int c = 0; c < job->ncols; c++)
 		attnames = lappend(attnames, makeString(job->col_names[c]));
 	rel = table_open(job->downstream, RowExclusiveLock);
-	rows = backfill_remote_read_range(conn, rel, attnames, job->columns_sql, rj->table.qualified,
+	rows = backfill_remote_read_range(conn, rel, attnames, job->columns_sql, part->table.qualified,
 									  kc.sql.data, backfill_pk_list(job, "t"), limit, &last);
 	table_close(rel, NoLock);
 	backfill_remote_chunk_end(conn);
@@ -621,6 +837,8 @@ remote_read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
 	cond_range(&kc, rj, "c", j, rj->pos[a], end);
 	kc.values[kc.nparams] = CStringGetTextDatum(snapshot);
 	kc.types[kc.nparams++] = TEXTOID;
+	if (rj->sharded)
+		appendStringInfo(&kc.sql, " AND c.backfill_part = %d", rj->split_part[j]);
 	spi_cond(&kc, psprintf("DELETE FROM %s c WHERE %s AND pg_catalog.pg_visible_in_snapshot(c.backfill_xid, $%d::pg_catalog.pg_snapshot)",
 						   job->changes_sql, kc.sql.data, kc.nparams), SPI_OK_DELETE);
 
@@ -743,7 +961,8 @@ remote_after_finish(int64 job_id)
 				prepare_apply(rj);
 				prepare_insert(rj);
 				backfill_lock_slot_of(job_id);
-				done = fetch_once(rj, true) ||
+				/* in a worker, a sharded job follows the servers that answer */
+				done = fetch_once(rj, true, IsBackgroundWorker && rj->sharded) ||
 					(IsBackgroundWorker && ++fetches >= BACKFILL_REMOTE_FOLLOW_FETCHES);
 				apply_changes(rj, -1);
 				SPI_freeplan(rj->apply_plan);
@@ -775,36 +994,47 @@ remote_drop_objects(int64 job_id)
 {
 	Oid			upstream = backfill_job_upstream(job_id);
 	Oid			owner = backfill_job_owner(job_id);
-	RemoteTable table;
 	char	   *name = remote_object_name(job_id, false);
+	List	   *servers = NIL;
+	ListCell   *lc;
 
-	if (!OidIsValid(upstream) || get_rel_relkind(upstream) != RELKIND_FOREIGN_TABLE)
+	if (!OidIsValid(upstream))
 		return;
-	backfill_remote_table(upstream, &table);
-	PG_TRY();
+	foreach(lc, backfill_remote_leaves(upstream))
 	{
-		RemoteConn *conn = backfill_remote_connect(table.serverid, owner,
-												   psprintf("backfill job %lld", (long long) job_id));
+		RemoteTable table;
+		MemoryContext cxt = CurrentMemoryContext;
 
-		backfill_remote_drop_slot(conn, name);
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
+		backfill_remote_table(lfirst_oid(lc), &table);
+		if (list_member_oid(servers, table.serverid))
+			continue;
+		servers = lappend_oid(servers, table.serverid);
+		PG_TRY();
+		{
+			RemoteConn *conn = backfill_remote_connect(table.serverid, owner,
+													   psprintf("backfill job %lld", (long long) job_id));
 
-		/* a source that is down keeps them until a later fetch sweeps them */
-		if (geterrcode() != ERRCODE_CONNECTION_FAILURE)
-			PG_RE_THROW();
-		edata = CopyErrorData();
-		FlushErrorState();
-		ereport(WARNING,
-				(errcode(edata->sqlerrcode),
-				 errmsg("could not drop replication slot and publication \"%s\" on server \"%s\"",
-						name, table.server_name),
-				 errdetail_internal("%s", edata->detail ? edata->detail : edata->message),
-				 errhint("The next fetch of a job on that server drops them, or drop them on the source.")));
+			backfill_remote_drop_slot(conn, name);
+		}
+		PG_CATCH();
+		{
+			ErrorData  *edata;
+
+			/* a source that is down keeps them until a later fetch sweeps them */
+			if (geterrcode() != ERRCODE_CONNECTION_FAILURE)
+				PG_RE_THROW();
+			MemoryContextSwitchTo(cxt);
+			edata = CopyErrorData();
+			FlushErrorState();
+			ereport(WARNING,
+					(errcode(edata->sqlerrcode),
+					 errmsg("could not drop replication slot and publication \"%s\" on server \"%s\"",
+							name, table.server_name),
+					 errdetail_internal("%s", edata->detail ? edata->detail : edata->message),
+					 errhint("The next fetch of a job on that server drops them, or drop them on the source.")));
+		}
+		PG_END_TRY();
 	}
-	PG_END_TRY();
 }
 
 static void

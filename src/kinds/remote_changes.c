@@ -49,6 +49,7 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 #include "utils/pg_lsn.h"
+#include "utils/resowner.h"
 #include "utils/snapmgr.h"
 
 #include "lib.h"
@@ -60,7 +61,11 @@
 /*
  * The covered keys of an actor, on the change table c: in its range, and
  * below the current split ($3 = 0: $4 its lower bound), at or below the
- * position ($3 = 1: $5...), or anywhere ($3 = 2).
+ * position ($3 = 1: $5...), or anywhere ($3 = 2).  A sharded job's splits
+ * follow one another part by part, so its ranges are of (part, key): the
+ * actor's first and last splits' parts are $n+5 and $n+6, the current
+ * split's $n+7 (n the key's columns), and a NULL bound is its part's start
+ * or end.
  */
 static char *
 covered_sql(RemoteJob *rj)
@@ -69,21 +74,38 @@ covered_sql(RemoteJob *rj)
 	char	  **c = backfill_pk_exprs(job, "c");
 	char	  **pos = palloc(sizeof(char *) * job->npk);
 	char	   *bound[1];
+	char	   *lo;
+	char	   *hi;
+	char	   *below_lo;
+	char	   *upto_pos;
+	int			n = job->npk;
 	StringInfoData sql;
 
-	initStringInfo(&sql);
 	bound[0] = psprintf("$1::%s", rj->key_types[0]);
-	appendStringInfo(&sql, "($1 IS NULL OR %s) ",
-					 backfill_key_compare_types(1, job->pk_types, c, BTGreaterEqualStrategyNumber, bound));
+	lo = psprintf("($1 IS NULL OR %s)",
+				  backfill_key_compare_types(1, job->pk_types, c, BTGreaterEqualStrategyNumber, bound));
 	bound[0] = psprintf("$2::%s", rj->key_types[0]);
-	appendStringInfo(&sql, "AND ($2 IS NULL OR %s) ",
-					 backfill_key_compare_types(1, job->pk_types, c, BTLessStrategyNumber, bound));
+	hi = psprintf("($2 IS NULL OR %s)",
+				  backfill_key_compare_types(1, job->pk_types, c, BTLessStrategyNumber, bound));
 	bound[0] = psprintf("$4::%s", rj->key_types[0]);
-	for (int k = 0; k < job->npk; k++)
+	below_lo = backfill_key_compare_types(1, job->pk_types, c, BTLessStrategyNumber, bound);
+	for (int k = 0; k < n; k++)
 		pos[k] = psprintf("$%d::%s", 5 + k, rj->key_types[k]);
-	appendStringInfo(&sql, "AND CASE $3 WHEN 2 THEN true WHEN 0 THEN %s ELSE %s END",
-					 backfill_key_compare_types(1, job->pk_types, c, BTLessStrategyNumber, bound),
-					 backfill_key_compare(job, c, BTLessEqualStrategyNumber, pos));
+	upto_pos = backfill_key_compare(job, c, BTLessEqualStrategyNumber, pos);
+
+	initStringInfo(&sql);
+	if (!rj->sharded)
+		appendStringInfo(&sql, "%s AND %s AND CASE $3 WHEN 2 THEN true WHEN 0 THEN %s ELSE %s END",
+						 lo, hi, below_lo, upto_pos);
+	else
+		appendStringInfo(&sql,
+						 "(c.backfill_part > $%d OR (c.backfill_part = $%d AND %s)) "
+						 "AND (c.backfill_part < $%d OR (c.backfill_part = $%d AND %s)) "
+						 "AND CASE $3 WHEN 2 THEN true "
+						 "WHEN 0 THEN c.backfill_part < $%d OR (c.backfill_part = $%d AND %s) "
+						 "ELSE c.backfill_part < $%d OR (c.backfill_part = $%d AND %s) END",
+						 n + 5, n + 5, lo, n + 6, n + 6, hi,
+						 n + 7, n + 7, below_lo, n + 7, n + 7, upto_pos);
 	return sql.data;
 }
 
@@ -112,7 +134,7 @@ prepare_apply(RemoteJob *rj)
 	StringInfoData sql;
 	StringInfoData set;
 	StringInfoData keys;
-	Oid			types[INDEX_MAX_KEYS + 4];
+	Oid			types[INDEX_MAX_KEYS + 7];
 
 	initStringInfo(&set);
 	for (int c = 0; c < job->ncols; c++)
@@ -127,8 +149,9 @@ prepare_apply(RemoteJob *rj)
 							 quote_identifier(job->col_names[c]));
 	}
 	initStringInfo(&keys);
+	appendStringInfoString(&keys, rj->sharded ? "l.backfill_part" : "0 AS backfill_part");
 	for (int k = 0; k < job->npk; k++)
-		appendStringInfo(&keys, "%sl.%s::text", k > 0 ? ", " : "", quote_identifier(job->pk_names[k]));
+		appendStringInfo(&keys, ", l.%s::text", quote_identifier(job->pk_names[k]));
 	initStringInfo(&sql);
 	appendStringInfo(&sql,
 					 "WITH c AS (DELETE FROM %s c WHERE %s RETURNING c.*), "
@@ -150,7 +173,9 @@ prepare_apply(RemoteJob *rj)
 	types[3] = TEXTOID;
 	for (int k = 0; k < job->npk; k++)
 		types[4 + k] = TEXTOID;
-	rj->apply_plan = remote_plan(rj, sql.data, 4 + job->npk, types);
+	for (int i = 0; i < 3; i++)
+		types[4 + job->npk + i] = INT4OID;
+	rj->apply_plan = remote_plan(rj, sql.data, 4 + job->npk + (rj->sharded ? 3 : 0), types);
 }
 
 /* the insert of one decoded change: all parameters text */
@@ -159,19 +184,22 @@ prepare_insert(RemoteJob *rj)
 {
 	BackfillJob *job = rj->job;
 	StringInfoData sql;
-	Oid			types[INDEX_MAX_KEYS + 4 + 1600];
-	int			n = 4 + job->npk + job->ncols;
+	Oid			types[INDEX_MAX_KEYS + 5 + 1600];
+	int			n = 4 + job->npk + job->ncols + (rj->sharded ? 1 : 0);
 
 	initStringInfo(&sql);
-	appendStringInfo(&sql, "INSERT INTO %s (backfill_lsn, backfill_order, backfill_xid, backfill_op, %s, backfill_row) "
+	appendStringInfo(&sql, "INSERT INTO %s (backfill_lsn, backfill_order, backfill_xid, backfill_op, %s, backfill_row%s) "
 					 "VALUES ($1::pg_catalog.pg_lsn, $2::pg_catalog.int4, $3::pg_catalog.xid8, $4::pg_catalog.\"char\"",
-					 job->changes_sql, backfill_pk_list(job, NULL));
+					 job->changes_sql, backfill_pk_list(job, NULL), rj->sharded ? ", backfill_part" : "");
 	for (int k = 0; k < job->npk; k++)
 		appendStringInfo(&sql, ", $%d::%s", 5 + k, rj->key_types[k]);
 	appendStringInfoString(&sql, ", CASE WHEN $4 = 'u' THEN ROW(");
 	for (int c = 0; c < job->ncols; c++)
 		appendStringInfo(&sql, "%s$%d::%s", c > 0 ? ", " : "", 5 + job->npk + c, rj->col_types[c]);
-	appendStringInfo(&sql, ")::%s END)", job->downstream_sql);
+	appendStringInfo(&sql, ")::%s END", job->downstream_sql);
+	if (rj->sharded)
+		appendStringInfo(&sql, ", $%d::pg_catalog.int4", n);
+	appendStringInfoChar(&sql, ')');
 	for (int i = 0; i < n; i++)
 		types[i] = TEXTOID;
 	rj->insert_plan = remote_plan(rj, sql.data, n, types);
@@ -179,11 +207,26 @@ prepare_insert(RemoteJob *rj)
 
 /* ---- fetching ---- */
 
-/* the job's publication and slot on the source, made if missing */
-XLogRecPtr
-ensure_slot(RemoteJob *rj, RemoteConn *conn, bool has_offset)
+/* the job's tables on source s, quoted and qualified there, comma-separated */
+static char *
+source_tables(RemoteJob *rj, int source)
 {
-	return backfill_remote_ensure_slot(conn, &rj->table, rj->name, rj->job->job_id, has_offset);
+	StringInfoData list;
+
+	initStringInfo(&list);
+	for (int p = 0; p < rj->nparts; p++)
+		if (rj->parts[p].source == source)
+			appendStringInfo(&list, "%s%s", list.len > 0 ? ", " : "", rj->parts[p].table.qualified);
+	return list.data;
+}
+
+/* the job's publication and slot on source s, made if missing */
+XLogRecPtr
+ensure_slot(RemoteJob *rj, RemoteConn *conn, int source, bool has_offset)
+{
+	return backfill_remote_ensure_slot(conn, source_tables(rj, source),
+									   rj->sources[source].server_name, rj->name,
+									   rj->job->job_id, has_offset);
 }
 
 /* whether this process has swept a server for orphans, by server OID */
@@ -226,7 +269,7 @@ void
 store_changes(RemoteJob *rj, RemoteDecoder *dec, XLogRecPtr offset, uint64 xmax)
 {
 	BackfillJob *job = rj->job;
-	int			n = 4 + job->npk + job->ncols;
+	int			n = 5 + job->npk + job->ncols;
 	Datum	   *values = palloc(sizeof(Datum) * n);
 	char	   *nulls = palloc(n);
 	ListCell   *lc;
@@ -234,6 +277,7 @@ store_changes(RemoteJob *rj, RemoteDecoder *dec, XLogRecPtr offset, uint64 xmax)
 	foreach(lc, dec->changes)
 	{
 		RemoteChange *c = lfirst(lc);
+		RemoteTable *table = &rj->parts[c->part].table;
 		char		op = c->kind == REMOTE_UPSERT ? 'u' : c->kind == REMOTE_DELETE ? 'd' : 'r';
 
 		if (c->commit_lsn < offset)
@@ -251,7 +295,7 @@ store_changes(RemoteJob *rj, RemoteDecoder *dec, XLogRecPtr offset, uint64 xmax)
 				ereport(ERROR,
 						(errcode(ERRCODE_PROTOCOL_VIOLATION),
 						 errmsg("a change of table \"%s.%s\" on server \"%s\" has no value for key column \"%s\"",
-								rj->table.nspname, rj->table.relname, rj->table.server_name,
+								table->nspname, table->relname, table->server_name,
 								job->pk_names[k])));
 			values[4 + k] = CStringGetTextDatum(v);
 		}
@@ -260,49 +304,70 @@ store_changes(RemoteJob *rj, RemoteDecoder *dec, XLogRecPtr offset, uint64 xmax)
 			values[4 + job->npk + i] = c->values[i] ? CStringGetTextDatum(c->values[i]) : (Datum) 0;
 			nulls[4 + job->npk + i] = c->values[i] ? ' ' : 'n';
 		}
+		values[4 + job->npk + job->ncols] = CStringGetTextDatum(psprintf("%d", c->part));
 		if (SPI_execute_plan(rj->insert_plan, values, nulls, false, 0) != SPI_OK_INSERT)
 			elog(ERROR, "could not insert into %s", job->changes_sql);
 	}
 }
 
-/* the job's offset, as committed */
-bool
-committed_offset(RemoteJob *rj, XLogRecPtr *offset)
+/*
+ * The catalog's index of source s's offset: -1, the job's own columns, for
+ * a job of one server
+ */
+static int
+offset_source(RemoteJob *rj, int source)
 {
-	return backfill_job_remote_offset(rj->job->job_id, offset);
+	return rj->sharded ? source : -1;
+}
+
+/* the job's offset on source s, as committed */
+bool
+committed_offset(RemoteJob *rj, int source, XLogRecPtr *offset)
+{
+	return backfill_job_remote_offset(rj->job->job_id, offset_source(rj, source), offset);
 }
 
 /*
- * Whether the transaction's snapshot sees the offset as committed: another
- * actor's fetch may have committed one since it was taken, and this
- * transaction, when REPEATABLE READ (the final barrier's), could not record
- * its own after it.  A fetch before a barrier is READ COMMITTED
- * (backfill_next_fetch) and always sees it.
+ * Whether the transaction's snapshot sees the offset on source s as
+ * committed: another actor's fetch may have committed one since it was
+ * taken, and this transaction, when REPEATABLE READ (the final barrier's),
+ * could not record its own after it.  A fetch before a barrier is READ
+ * COMMITTED (backfill_next_fetch) and always sees it.
  */
 bool
-snapshot_sees_offset(RemoteJob *rj, bool has_offset, XLogRecPtr offset)
+snapshot_sees_offset(RemoteJob *rj, int source, bool has_offset, XLogRecPtr offset)
 {
 	XLogRecPtr	seen;
 
-	if (!backfill_job_remote_offset_seen(rj->job->job_id, &seen))
+	if (!backfill_job_remote_offset_seen(rj->job->job_id, offset_source(rj, source), &seen))
 		return !has_offset;
 	return has_offset && seen == offset;
 }
 
-/* record a fetch's offset, the source's WAL end it saw, its last commit time */
+/* record a fetch's offset on source s, the WAL end it saw, its last commit time */
 void
-record_offset(RemoteJob *rj, XLogRecPtr offset, XLogRecPtr source_end, TimestampTz commit_time)
+record_offset(RemoteJob *rj, int source, XLogRecPtr offset, XLogRecPtr source_end,
+			  TimestampTz commit_time)
 {
-	backfill_job_record_remote_offset(rj->job->job_id, offset, source_end, commit_time);
+	backfill_job_record_remote_offset(rj->job->job_id, offset_source(rj, source), offset,
+									  source_end, commit_time);
 }
 
-/* decode the messages of a peek at the slot (bytea as text) into dec */
+/* decode the messages of a peek at source s's slot (bytea as text) into dec */
 void
-decode_messages(RemoteJob *rj, RemoteRows *rows, RemoteDecoder *dec)
+decode_messages(RemoteJob *rj, int source, RemoteRows *rows, RemoteDecoder *dec)
 {
 	memset(dec, 0, sizeof(*dec));
-	dec->nspname = rj->table.nspname;
-	dec->relname = rj->table.relname;
+	dec->tables = palloc0(sizeof(RemoteDecoderTable) * rj->nparts);
+	for (int p = 0; p < rj->nparts; p++)
+		if (rj->parts[p].source == source)
+		{
+			RemoteDecoderTable *t = &dec->tables[dec->ntables++];
+
+			t->nspname = rj->parts[p].table.nspname;
+			t->relname = rj->parts[p].table.relname;
+			t->part = p;
+		}
 	dec->ncols = rj->job->ncols;
 	dec->col_names = rj->job->col_names;
 	dec->npk = rj->job->npk;
@@ -311,18 +376,17 @@ decode_messages(RemoteJob *rj, RemoteRows *rows, RemoteDecoder *dec)
 }
 
 /*
- * One fetch (see the file header).  Returns whether it reached the end of
- * the source's WAL as it was when it started; skips it, returning true, when
- * first and another fetch committed since the transaction's snapshot (the
- * next barrier's fetch does it).  Caller is connected to SPI, as the job's
- * owner, and holds the slot lock.
+ * One fetch from source s (see the file header).  Returns whether it
+ * reached the end of the source's WAL as it was when it started; skips it,
+ * returning true, when first and another fetch committed since the
+ * transaction's snapshot (the next barrier's fetch does it).
  */
-bool
-fetch_once(RemoteJob *rj, bool first)
+static bool
+fetch_source(RemoteJob *rj, int source, bool first)
 {
-	RemoteConn *conn = remote_job_connect(rj);
+	RemoteConn *conn = remote_source_connect(rj, source);
 	XLogRecPtr	offset;
-	bool		has_offset = committed_offset(rj, &offset);
+	bool		has_offset = committed_offset(rj, source, &offset);
 	XLogRecPtr	confirmed;
 	RemoteRows *rows;
 	RemoteDecoder dec;
@@ -331,10 +395,10 @@ fetch_once(RemoteJob *rj, bool first)
 	XLogRecPtr	fetched;
 	uint64		xmax;
 
-	if (first && !snapshot_sees_offset(rj, has_offset, offset))
+	if (first && !snapshot_sees_offset(rj, source, has_offset, offset))
 		return true;
-	confirmed = ensure_slot(rj, conn, has_offset);
-	sweep_orphans(conn, rj->table.serverid);
+	confirmed = ensure_slot(rj, conn, source, has_offset);
+	sweep_orphans(conn, rj->sources[source].serverid);
 	if (!has_offset)
 		offset = confirmed;
 	if (confirmed < offset)
@@ -342,56 +406,130 @@ fetch_once(RemoteJob *rj, bool first)
 	upto = backfill_remote_flushed(conn, &xmax, &upto_text);
 
 	rows = backfill_remote_peek(conn, rj->name, upto_text, BACKFILL_REMOTE_FETCH_CHANGES);
-	decode_messages(rj, rows, &dec);
+	decode_messages(rj, source, rows, &dec);
 	store_changes(rj, &dec, offset, xmax);
 	fetched = rows->nrows < BACKFILL_REMOTE_FETCH_CHANGES ? upto : dec.last_end;
 	fetched = Max(fetched, offset);
-	record_offset(rj, fetched, upto, dec.last_commit_time);
+	record_offset(rj, source, fetched, upto, dec.last_commit_time);
 	return fetched >= upto;
+}
+
+/*
+ * One fetch from each of the job's sources.  Returns whether each reached
+ * the end of its WAL as it was.  With tolerant, a source that cannot be
+ * reached (SQLSTATE class 08) is left out, in a subtransaction rolled back,
+ * with a LOG line: its changes wait in its slot for a later fetch, the
+ * others' go on (a sharded job's barriers before its last); else the
+ * error goes on.  Caller is connected to SPI, as the job's owner, and
+ * holds the slot lock.
+ */
+bool
+fetch_once(RemoteJob *rj, bool first, bool tolerant)
+{
+	volatile bool reached = true;
+
+	for (volatile int s = 0; s < rj->nsources; s++)
+	{
+		MemoryContext cxt = CurrentMemoryContext;
+		ResourceOwner owner;
+
+		if (!tolerant)
+		{
+			reached = fetch_source(rj, s, first) && reached;
+			continue;
+		}
+		owner = backfill_subxact_begin();
+		PG_TRY();
+		{
+			reached = fetch_source(rj, s, first) && reached;
+			backfill_subxact_release(owner);
+		}
+		PG_CATCH();
+		{
+			ErrorData  *edata;
+
+			MemoryContextSwitchTo(cxt);
+			edata = CopyErrorData();
+			if (ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_CONNECTION_EXCEPTION)
+				PG_RE_THROW();
+			FlushErrorState();
+			backfill_subxact_rollback(owner);
+			ereport(LOG,
+					(errmsg("backfill job %lld: could not fetch the changes of server \"%s\"; the other servers' go on",
+							(long long) rj->job->job_id, rj->sources[s].server_name),
+					 errdetail_internal("%s", edata->detail ? edata->detail : edata->message),
+					 errhidestmt(true)));
+			reached = false;
+		}
+		PG_END_TRY();
+	}
+	return reached;
 }
 
 /* ---- applying ---- */
 
-/* read again from the source the rows of keys, into the downstream */
-void
-refetch(RemoteJob *rj, SPITupleTable *tuptable, uint64 nkeys)
+/*
+ * Read again from the source the rows of the keys of part "part" among
+ * the apply's (its first column the part, the others the key), into the
+ * downstream.
+ */
+static void
+refetch_part(RemoteJob *rj, int part, SPITupleTable *tuptable, uint64 nkeys)
 {
 	BackfillJob *job = rj->job;
-	RemoteConn *conn = remote_job_connect(rj);
-	Relation	rel = table_open(job->downstream, RowExclusiveLock);
+	RemotePart *p = &rj->parts[part];
+	RemoteConn *conn;
+	Relation	rel;
 	List	   *attnames = NIL;
-	/* COPY FROM wants one; a worker following the source has none */
-	bool		pushed = !ActiveSnapshotSet();
+	uint64	   *rows = palloc(sizeof(uint64) * Max(nkeys, 1));
+	uint64		nrows = 0;
 
-	if (pushed)
-		PushActiveSnapshot(GetTransactionSnapshot());
-
+	for (uint64 i = 0; i < nkeys; i++)
+		if (strcmp(SPI_getvalue(tuptable->vals[i], tuptable->tupdesc, 1), psprintf("%d", part)) == 0)
+			rows[nrows++] = i;
+	if (nrows == 0)
+		return;
+	conn = remote_source_connect(rj, p->source);
+	rel = table_open(job->downstream, RowExclusiveLock);
 	for (int c = 0; c < job->ncols; c++)
 		attnames = lappend(attnames, makeString(job->col_names[c]));
-	for (uint64 first = 0; first < nkeys; first += BACKFILL_REMOTE_REFETCH_BATCH)
+	for (uint64 first = 0; first < nrows; first += BACKFILL_REMOTE_REFETCH_BATCH)
 	{
 		KeyCond		kc;
 
 		memset(&kc, 0, sizeof(kc));
 		kc.conn = conn;
 		initStringInfo(&kc.sql);
-		for (uint64 i = first; i < Min(nkeys, first + BACKFILL_REMOTE_REFETCH_BATCH); i++)
+		for (uint64 i = first; i < Min(nrows, first + BACKFILL_REMOTE_REFETCH_BATCH); i++)
 		{
 			appendStringInfoString(&kc.sql, i > first ? ", (" : "(");
 			for (int k = 0; k < job->npk; k++)
 			{
 				if (k > 0)
 					appendStringInfoString(&kc.sql, ", ");
-				cond_value(&kc, SPI_getvalue(tuptable->vals[i], tuptable->tupdesc,
+				cond_value(&kc, SPI_getvalue(tuptable->vals[rows[i]], tuptable->tupdesc,
 											 SPI_fnumber(tuptable->tupdesc, job->pk_names[k])),
 						   rj->key_types[k]);
 			}
 			appendStringInfoChar(&kc.sql, ')');
 		}
-		(void) backfill_remote_read_keys(conn, rel, attnames, job->columns_sql, rj->table.qualified,
+		(void) backfill_remote_read_keys(conn, rel, attnames, job->columns_sql, p->table.qualified,
 										 backfill_pk_list(job, "t"), kc.sql.data);
 	}
 	table_close(rel, NoLock);
+}
+
+/* read again from the sources the rows of the apply's keys, into the downstream */
+void
+refetch(RemoteJob *rj, SPITupleTable *tuptable, uint64 nkeys)
+{
+	/* COPY FROM wants one; a worker following the source has none */
+	bool		pushed = !ActiveSnapshotSet();
+
+	if (pushed)
+		PushActiveSnapshot(GetTransactionSnapshot());
+	for (int p = 0; p < rj->nparts; p++)
+		refetch_part(rj, p, tuptable, nkeys);
 	if (pushed)
 		PopActiveSnapshot();
 }
@@ -401,14 +539,21 @@ void
 apply_changes(RemoteJob *rj, int actor)
 {
 	BackfillJob *job = rj->job;
-	Datum		values[INDEX_MAX_KEYS + 4];
-	char		nulls[INDEX_MAX_KEYS + 4];
+	Datum		values[INDEX_MAX_KEYS + 7];
+	char		nulls[INDEX_MAX_KEYS + 7];
 	int			mode = 2;
 	int			cur = -1;
+	int			n = job->npk;
 
 	memset(nulls, 'n', sizeof(nulls));
 	values[2] = Int32GetDatum(2);
 	nulls[2] = ' ';
+	/* every part, unless an actor's splits say which */
+	values[n + 4] = Int32GetDatum(0);
+	values[n + 5] = Int32GetDatum(rj->nparts - 1);
+	values[n + 6] = Int32GetDatum(0);
+	for (int i = 0; i < 3; i++)
+		nulls[n + 4 + i] = ' ';
 	if (actor >= 0)
 	{
 		char	   *lo = split_lo(rj, rj->first_split[actor]);
@@ -420,11 +565,16 @@ apply_changes(RemoteJob *rj, int actor)
 			values[0] = CStringGetTextDatum(lo), nulls[0] = ' ';
 		if (hi)
 			values[1] = CStringGetTextDatum(hi), nulls[1] = ' ';
+		values[n + 4] = Int32GetDatum(rj->split_part[rj->first_split[actor]]);
+		values[n + 5] = Int32GetDatum(rj->split_part[rj->end_split[actor] - 1]);
 		for (int j = rj->first_split[actor]; j < rj->end_split[actor] && cur < 0; j++)
 			if (!job->vnodes[split_vnode(rj, actor, j)].finished)
 				cur = j;
 		if (cur >= 0)
+		{
 			mode = rj->pos[actor] ? 1 : 0;
+			values[n + 6] = Int32GetDatum(rj->split_part[cur]);
+		}
 	}
 	values[2] = Int32GetDatum(mode);
 	if (mode == 0 && split_lo(rj, cur) != NULL)
@@ -436,4 +586,3 @@ apply_changes(RemoteJob *rj, int actor)
 	if (SPI_processed > 0)
 		refetch(rj, SPI_tuptable, SPI_processed);
 }
-

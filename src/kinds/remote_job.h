@@ -34,14 +34,39 @@
 /* keys read again from the source per statement */
 #define BACKFILL_REMOTE_REFETCH_BATCH 500
 
-/* what the kind keeps for a job: its splits, its source, its statements */
+/*
+ * A part of the job's upstream: the foreign table itself, or one of the
+ * foreign partitions of a sharded upstream (a partitioned table whose
+ * leaves are foreign tables), with the server it is read from.
+ */
+typedef struct RemotePart
+{
+	Oid			relid;			/* the foreign table here */
+	RemoteTable table;			/* where it lives */
+	int			source;			/* its server, an index into sources */
+	char	   *constraint_sql; /* sharded: its partition constraint, else NULL */
+} RemotePart;
+
+/* a server the job reads: its slot, publication and offset are its own */
+typedef struct RemoteSource
+{
+	Oid			serverid;
+	char	   *server_name;
+} RemoteSource;
+
+/* what the kind keeps for a job: its splits, its sources, its statements */
 typedef struct RemoteJob
 {
 	BackfillJob *job;
-	RemoteTable table;
-	char	   *name;			/* of the slot and the publication */
+	bool		sharded;		/* the upstream is partitioned */
+	int			nparts;
+	RemotePart *parts;
+	int			nsources;
+	RemoteSource *sources;
+	char	   *name;			/* of the slot and the publication, on each source */
 	int			nsplits;
-	char	  **bounds;			/* nsplits - 1 inner bounds, text */
+	char	  **bounds;			/* nsplits - 1 inner bounds, text; NULL between parts */
+	int		   *split_part;		/* per split, its part */
 	char	  **key_types;		/* per key column, its type's name */
 	char	  **col_types;		/* per column */
 	int		   *pk_cols;		/* per key column, its index in the columns */
@@ -68,7 +93,9 @@ extern char *remote_object_name(int64 job_id, bool prefix_only);
 extern int	split_vnode(RemoteJob *rj, int actor, int j);
 extern char *split_lo(RemoteJob *rj, int j);
 extern char *split_hi(RemoteJob *rj, int j);
+extern RemotePart *part_of_split(RemoteJob *rj, int j);
 extern RemoteJob *remote_job_make(BackfillJob *job);
+extern RemoteConn *remote_source_connect(RemoteJob *rj, int source);
 extern RemoteConn *remote_job_connect(RemoteJob *rj);
 
 /* remote_keys.c: key conditions, for the source (literals) or here (parameters) */
@@ -95,15 +122,15 @@ extern void spi_cond(KeyCond *kc, const char *sql, int expected);
 extern SPIPlanPtr remote_plan(RemoteJob *rj, const char *sql, int nargs, Oid *types);
 extern void prepare_apply(RemoteJob *rj);
 extern void prepare_insert(RemoteJob *rj);
-extern XLogRecPtr ensure_slot(RemoteJob *rj, RemoteConn *conn, bool has_offset);
+extern XLogRecPtr ensure_slot(RemoteJob *rj, RemoteConn *conn, int source, bool has_offset);
 extern void sweep_orphans(RemoteConn *conn, Oid serverid);
 extern void store_changes(RemoteJob *rj, RemoteDecoder *dec, XLogRecPtr offset, uint64 xmax);
-extern bool committed_offset(RemoteJob *rj, XLogRecPtr *offset);
-extern bool snapshot_sees_offset(RemoteJob *rj, bool has_offset, XLogRecPtr offset);
-extern void record_offset(RemoteJob *rj, XLogRecPtr offset, XLogRecPtr source_end,
+extern bool committed_offset(RemoteJob *rj, int source, XLogRecPtr *offset);
+extern bool snapshot_sees_offset(RemoteJob *rj, int source, bool has_offset, XLogRecPtr offset);
+extern void record_offset(RemoteJob *rj, int source, XLogRecPtr offset, XLogRecPtr source_end,
 						  TimestampTz commit_time);
-extern void decode_messages(RemoteJob *rj, RemoteRows *rows, RemoteDecoder *dec);
-extern bool fetch_once(RemoteJob *rj, bool first);
+extern void decode_messages(RemoteJob *rj, int source, RemoteRows *rows, RemoteDecoder *dec);
+extern bool fetch_once(RemoteJob *rj, bool first, bool tolerant);
 extern void refetch(RemoteJob *rj, SPITupleTable *tuptable, uint64 nkeys);
 extern void apply_changes(RemoteJob *rj, int actor);
 

@@ -56,6 +56,15 @@
  * Steps 2 to 4 run in a subtransaction: when one fails, it is rolled back,
  * then the fence is undone on the source, then the error goes on.
  *
+ * A job over the foreign partitions of several servers (kind_remote.c)
+ * switches over from all of them at once: each partition's table is fenced
+ * on its server (all, or none: a fence that fails gives back those made
+ * before it), each server has its own target and is waited for, the one
+ * fetch takes the changes of every server, the sequences are carried over
+ * from each partition's table (the highest wins), and the slot and
+ * publication go on each server.  It returns no single offset: each
+ * server's is in backfill.job_source.
+ *
  * May call: the remote kind's files (remote_job.h), remote.c,
  * capture/slot.c (the slot lock), catalog.c, privilege.c and the foundations.
  *
@@ -97,26 +106,38 @@ typedef struct FenceGrant
 	bool		grantable;
 } FenceGrant;
 
+/*
+ * A table the switchover fences: the job's foreign table, or each foreign
+ * partition of a sharded upstream, on its server
+ */
+typedef struct FenceTarget
+{
+	Oid			relid;			/* the foreign table here */
+	RemoteTable table;
+	int			source;			/* its server among the job's */
+	char	   *display;		/* "nsp.rel", for messages */
+	List	   *revoked;		/* FenceGrant *, once the fence committed */
+	bool		fenced;
+	RemoteConn *conn;			/* of the fence's transaction */
+} FenceTarget;
+
 typedef struct Switchover
 {
 	BackfillJob *job;
 	struct RemoteJob *rj;
-	RemoteTable table;
-	char	   *display;		/* "nsp.rel", for messages */
+	int			ntargets;
+	FenceTarget *targets;
 	int			lock_timeout_ms;
-	List	   *revoked;		/* FenceGrant *, once the fence committed */
-	bool		fenced;
-	RemoteConn *conn;			/* of the fence's transaction */
 	int			sequences;		/* set here */
 } Switchover;
 
 /* "INSERT (col) ON TABLE t" or "INSERT ON TABLE t" */
 static char *
-grant_target(Switchover *sw, FenceGrant *g)
+grant_target(FenceTarget *t, FenceGrant *g)
 {
 	return psprintf("%s%s%s%s ON TABLE %s", g->privilege,
 					g->column ? " (" : "", g->column ? quote_identifier(g->column) : "",
-					g->column ? ")" : "", sw->table.qualified);
+					g->column ? ")" : "", t->table.qualified);
 }
 
 /*
@@ -124,22 +145,22 @@ grant_target(Switchover *sw, FenceGrant *g)
  * header).  A lock timeout raises 55P03, as the source raised it.
  */
 static void
-fence_once(Switchover *sw, MemoryContext cxt)
+fence_once(Switchover *sw, FenceTarget *t, MemoryContext cxt)
 {
-	RemoteConn *conn = remote_job_connect(sw->rj);
-	const char *params[1] = {sw->table.qualified};
+	RemoteConn *conn = remote_source_connect(sw->rj, t->source);
+	const char *params[1] = {t->table.qualified};
 	const char *timeout = psprintf("%dms", sw->lock_timeout_ms);
 	RemoteRows *rows;
 	List	   *grants = NIL;
 	ListCell   *lc;
 
 	/* a failure before the COMMIT closes it, and the source's transaction */
-	sw->conn = conn;
+	t->conn = conn;
 
 	(void) backfill_remote_query(conn, "BEGIN", 0, NULL);
 	(void) backfill_remote_query(conn, "SELECT pg_catalog.set_config('lock_timeout', $1, true)",
 								 1, &timeout);
-	(void) backfill_remote_query(conn, psprintf("LOCK TABLE %s IN SHARE MODE", sw->table.qualified),
+	(void) backfill_remote_query(conn, psprintf("LOCK TABLE %s IN SHARE MODE", t->table.qualified),
 								 0, NULL);
 	rows = backfill_remote_query(conn,
 								 "SELECT pg_catalog.pg_has_role(c.relowner, 'USAGE'), "
@@ -149,8 +170,8 @@ fence_once(Switchover *sw, MemoryContext cxt)
 	if (strcmp(backfill_remote_value(rows, 0, 0), "t") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("cannot fence table \"%s\" on server \"%s\"", sw->display,
-						sw->table.server_name),
+				 errmsg("cannot fence table \"%s\" on server \"%s\"", t->display,
+						t->table.server_name),
 				 errdetail("Role \"%s\" of the user mapping of the job's owner does not have the privileges of the table's owner \"%s\" there, which revoking its write privileges needs.",
 						   backfill_remote_value(rows, 0, 2), backfill_remote_value(rows, 0, 1)),
 				 errhint("Stop the writers yourself and switch over with fence => false, or map the job's owner to the table's owner.")));
@@ -180,8 +201,8 @@ fence_once(Switchover *sw, MemoryContext cxt)
 		if (strcmp(backfill_remote_value(rows, i, 4), "t") != 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("cannot fence table \"%s\" on server \"%s\"", sw->display,
-							sw->table.server_name),
+					 errmsg("cannot fence table \"%s\" on server \"%s\"", t->display,
+							t->table.server_name),
 					 errdetail("Role \"%s\" granted %s on it to %s, and only the grants of the table's owner can be given back if the switchover fails.",
 							   backfill_remote_value(rows, i, 5), backfill_remote_value(rows, i, 1),
 							   backfill_remote_value(rows, i, 0) ?
@@ -200,13 +221,13 @@ fence_once(Switchover *sw, MemoryContext cxt)
 	{
 		FenceGrant *g = lfirst(lc);
 
-		(void) backfill_remote_query(conn, psprintf("REVOKE %s FROM %s", grant_target(sw, g),
+		(void) backfill_remote_query(conn, psprintf("REVOKE %s FROM %s", grant_target(t, g),
 													g->grantee ? quote_identifier(g->grantee) : "PUBLIC"),
 									 0, NULL);
 	}
 	(void) backfill_remote_query(conn, "COMMIT", 0, NULL);
-	sw->revoked = grants;
-	sw->fenced = true;
+	t->revoked = grants;
+	t->fenced = true;
 }
 
 /*
@@ -215,19 +236,19 @@ fence_once(Switchover *sw, MemoryContext cxt)
  * with it the source's transaction).
  */
 static void
-fence(Switchover *sw, int attempts)
+fence(Switchover *sw, FenceTarget *t, int attempts)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	volatile int attempt = 0;
 
-	while (!sw->fenced)
+	while (!t->fenced)
 	{
 		ResourceOwner owner = backfill_subxact_begin();
 
 		attempt++;
 		PG_TRY();
 		{
-			fence_once(sw, cxt);
+			fence_once(sw, t, cxt);
 			backfill_subxact_release(owner);
 		}
 		PG_CATCH();
@@ -240,28 +261,28 @@ fence(Switchover *sw, int attempts)
 			FlushErrorState();
 			backfill_subxact_rollback(owner);
 			/* an error of ours leaves the source's transaction open: close it */
-			if (sw->conn != NULL)
-				backfill_remote_disconnect(sw->conn);
-			sw->conn = NULL;
+			if (t->conn != NULL)
+				backfill_remote_disconnect(t->conn);
+			t->conn = NULL;
 			if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
 				ReThrowError(edata);
 			if (attempt >= attempts)
 				ereport(ERROR,
 						(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
 						 errmsg("could not lock table \"%s\" on server \"%s\" to fence it",
-								sw->display, sw->table.server_name),
+								t->display, t->table.server_name),
 						 errdetail("Each of %d attempts waited %d ms for the lock and gave up; nothing was changed.",
 								   attempts, sw->lock_timeout_ms),
 						 errhint("Look for long transactions on the table on the source, or switch over with a longer lock_timeout or more attempts.")));
 			backoff = Min(50L << Min(attempt - 1, 10), BACKFILL_SWITCHOVER_MAX_BACKOFF_MS);
 			ereport(NOTICE,
 					(errmsg("could not lock table \"%s\" on server \"%s\" within %d ms, attempt %d of %d; trying again in %ld ms",
-							sw->display, sw->table.server_name, sw->lock_timeout_ms,
+							t->display, t->table.server_name, sw->lock_timeout_ms,
 							attempt, attempts, backoff)));
 			ereport(LOG,
 					(errmsg("backfill job %lld: switchover attempt %d of %d could not lock table \"%s\" on server \"%s\" within %d ms",
-							(long long) sw->job->job_id, attempt, attempts, sw->display,
-							sw->table.server_name, sw->lock_timeout_ms),
+							(long long) sw->job->job_id, attempt, attempts, t->display,
+							t->table.server_name, sw->lock_timeout_ms),
 					 errhidestmt(true)));
 			backfill_sleep_ms(backoff);
 		}
@@ -275,7 +296,7 @@ fence(Switchover *sw, int attempts)
  * what to run there.
  */
 static void
-unfence(Switchover *sw)
+unfence_target(Switchover *sw, FenceTarget *t)
 {
 	StringInfoData sql;
 	MemoryContext cxt = CurrentMemoryContext;
@@ -283,27 +304,27 @@ unfence(Switchover *sw)
 	ListCell   *lc;
 
 	initStringInfo(&sql);
-	foreach(lc, sw->revoked)
+	foreach(lc, t->revoked)
 	{
 		FenceGrant *g = lfirst(lc);
 
-		appendStringInfo(&sql, "GRANT %s TO %s%s; ", grant_target(sw, g),
+		appendStringInfo(&sql, "GRANT %s TO %s%s; ", grant_target(t, g),
 						 g->grantee ? quote_identifier(g->grantee) : "PUBLIC",
 						 g->grantable ? " WITH GRANT OPTION" : "");
 	}
-	if (sw->revoked == NIL)
+	if (t->revoked == NIL)
 		return;
 	owner = backfill_subxact_begin();
 	PG_TRY();
 	{
-		RemoteConn *conn = remote_job_connect(sw->rj);
+		RemoteConn *conn = remote_source_connect(sw->rj, t->source);
 
 		(void) backfill_remote_query(conn, "BEGIN", 0, NULL);
-		foreach(lc, sw->revoked)
+		foreach(lc, t->revoked)
 		{
 			FenceGrant *g = lfirst(lc);
 
-			(void) backfill_remote_query(conn, psprintf("GRANT %s TO %s%s", grant_target(sw, g),
+			(void) backfill_remote_query(conn, psprintf("GRANT %s TO %s%s", grant_target(t, g),
 														g->grantee ? quote_identifier(g->grantee) : "PUBLIC",
 														g->grantable ? " WITH GRANT OPTION" : ""),
 										 0, NULL);
@@ -322,18 +343,26 @@ unfence(Switchover *sw)
 		ereport(WARNING,
 				(errcode(edata->sqlerrcode),
 				 errmsg("could not give back the write privileges on table \"%s\" on server \"%s\"",
-						sw->display, sw->table.server_name),
+						t->display, t->table.server_name),
 				 errdetail_internal("%s", edata->detail ? edata->detail : edata->message),
 				 errhint("Run on the source: %s", sql.data)));
 	}
 	PG_END_TRY();
 }
 
-/* the source's WAL insert position now */
-static XLogRecPtr
-source_insert_lsn(Switchover *sw)
+/* give back what every fence revoked */
+static void
+unfence(Switchover *sw)
 {
-	RemoteRows *rows = backfill_remote_query(remote_job_connect(sw->rj),
+	for (int i = 0; i < sw->ntargets; i++)
+		unfence_target(sw, &sw->targets[i]);
+}
+
+/* source s's WAL insert position now */
+static XLogRecPtr
+source_insert_lsn(Switchover *sw, int source)
+{
+	RemoteRows *rows = backfill_remote_query(remote_source_connect(sw->rj, source),
 											 "SELECT pg_catalog.pg_current_wal_insert_lsn()::text",
 											 0, NULL);
 	bool		err = false;
@@ -341,15 +370,15 @@ source_insert_lsn(Switchover *sw)
 	return pg_lsn_in_internal(backfill_remote_value(rows, 0, 0), &err);
 }
 
-/* wait until the source has flushed its WAL up to target: a fetch reads flushed WAL only */
+/* wait until source s has flushed its WAL up to target: a fetch reads flushed WAL only */
 static void
-wait_source_flush(Switchover *sw, XLogRecPtr target)
+wait_source_flush(Switchover *sw, int source, XLogRecPtr target)
 {
 	const char *params[1] = {psprintf("%X/%X", LSN_FORMAT_ARGS(target))};
 
 	for (;;)
 	{
-		RemoteRows *rows = backfill_remote_query(remote_job_connect(sw->rj),
+		RemoteRows *rows = backfill_remote_query(remote_source_connect(sw->rj, source),
 												 "SELECT pg_catalog.pg_current_wal_flush_lsn() >= $1::pg_catalog.pg_lsn",
 												 1, params);
 
@@ -383,10 +412,10 @@ source_column(Oid foreign_table, const char *name)
  * the job's owner.
  */
 static void
-copy_sequences(Switchover *sw)
+copy_sequences(Switchover *sw, FenceTarget *t)
 {
 	BackfillJob *job = sw->job;
-	RemoteConn *conn = remote_job_connect(sw->rj);
+	RemoteConn *conn = remote_source_connect(sw->rj, t->source);
 
 	for (int c = 0; c < job->ncols; c++)
 	{
@@ -406,8 +435,8 @@ copy_sequences(Switchover *sw)
 		if (local_seq == NULL)
 			continue;
 
-		params[0] = sw->table.qualified;
-		params[1] = source_column(job->upstream, job->col_names[c]);
+		params[0] = t->table.qualified;
+		params[1] = source_column(t->relid, job->col_names[c]);
 		rows = backfill_remote_query(conn,
 									 "SELECT pg_catalog.pg_sequence_last_value(s::pg_catalog.regclass)::text "
 									 "FROM pg_catalog.pg_get_serial_sequence($1, $2) s WHERE s IS NOT NULL",
@@ -435,9 +464,9 @@ copy_sequences(Switchover *sw)
  * there by a job that still exists would hold the source's WAL for good.
  */
 static void
-drop_slot_and_publication(Switchover *sw)
+drop_slot_and_publication(Switchover *sw, int source)
 {
-	RemoteConn *conn = remote_job_connect(sw->rj);
+	RemoteConn *conn = remote_source_connect(sw->rj, source);
 	const char *params[1] = {remote_object_name(sw->job->job_id, false)};
 
 	/* the publication first: a fetch makes it again, not the slot */
@@ -448,35 +477,50 @@ drop_slot_and_publication(Switchover *sw)
 								 1, params);
 }
 
-/* steps 2 to 4 of the file header; returns the job's offset */
+/*
+ * Steps 2 to 4 of the file header, on each of the job's servers; returns
+ * the job's offset on its one server, or InvalidXLogRecPtr for a job of
+ * several (each one's is in backfill.job_source).
+ */
 static XLogRecPtr
-catch_up_and_stop(Switchover *sw, XLogRecPtr target)
+catch_up_and_stop(Switchover *sw)
 {
+	struct RemoteJob *rj = sw->rj;
 	int64		job_id = sw->job->job_id;
-	bool		isnull;
-	XLogRecPtr	offset;
+	XLogRecPtr *target = palloc(sizeof(XLogRecPtr) * rj->nsources);
+	XLogRecPtr	offset = InvalidXLogRecPtr;
 
-	wait_source_flush(sw, target);
-	prepare_apply(sw->rj);
-	prepare_insert(sw->rj);
+	for (int s = 0; s < rj->nsources; s++)
+		target[s] = source_insert_lsn(sw, s);
+	for (int s = 0; s < rj->nsources; s++)
+		wait_source_flush(sw, s, target[s]);
+	prepare_apply(rj);
+	prepare_insert(rj);
 	backfill_lock_slot_of(job_id);
-	(void) fetch_once(sw->rj, false);
-	offset = DatumGetLSN(backfill_job_column(job_id, "remote_lsn", &isnull));
-	if (isnull || offset < target)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("backfill job %lld is too far behind its source to switch over",
-						(long long) job_id),
-				 errdetail("One fetch took the changes of table \"%s\" on server \"%s\" up to %X/%X, short of %X/%X, the source's position after the fence.",
-						   sw->display, sw->table.server_name,
-						   LSN_FORMAT_ARGS(isnull ? InvalidXLogRecPtr : offset), LSN_FORMAT_ARGS(target)),
-				 errhint("Let the job catch up first (CALL backfill.run_job(%lld), or backfill.start_job(%lld)), then switch over again.",
-						 (long long) job_id, (long long) job_id)));
-	apply_changes(sw->rj, -1);
-	copy_sequences(sw);
+	(void) fetch_once(rj, false, false);
+	for (int s = 0; s < rj->nsources; s++)
+	{
+		bool		has_offset = committed_offset(rj, s, &offset);
+
+		if (!has_offset || offset < target[s])
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("backfill job %lld is too far behind its source to switch over",
+							(long long) job_id),
+					 errdetail("One fetch took the changes of server \"%s\" up to %X/%X, short of %X/%X, the source's position after the fence.",
+							   rj->sources[s].server_name,
+							   LSN_FORMAT_ARGS(has_offset ? offset : InvalidXLogRecPtr),
+							   LSN_FORMAT_ARGS(target[s])),
+					 errhint("Let the job catch up first (CALL backfill.run_job(%lld), or backfill.start_job(%lld)), then switch over again.",
+							 (long long) job_id, (long long) job_id)));
+	}
+	apply_changes(rj, -1);
+	for (int i = 0; i < sw->ntargets; i++)
+		copy_sequences(sw, &sw->targets[i]);
 	backfill_set_foreground(job_id);
-	drop_slot_and_publication(sw);
-	return offset;
+	for (int s = 0; s < rj->nsources; s++)
+		drop_slot_and_publication(sw, s);
+	return rj->sharded ? InvalidXLogRecPtr : offset;
 }
 
 /*
@@ -531,40 +575,69 @@ backfill_remote_switchover(int64 job_id, bool fence_writes, int lock_timeout_ms,
 	if (!backfill_job_lock_mine(job_id))
 		elog(ERROR, "the switchover of backfill job %lld needs the job lock", (long long) job_id);
 
-	backfill_remote_table(sw->job->upstream, &sw->table);
-	sw->display = psprintf("%s.%s", sw->table.nspname, sw->table.relname);
 	backfill_owner_enter(sw->job->owner, false, &rc);
 	guc_level = backfill_pin_search_path(sw->job);
 	sw->rj = remote_job_make(sw->job);
+	/* the tables to fence: the foreign table, or each foreign partition */
+	sw->ntargets = sw->rj->nparts;
+	sw->targets = palloc0(sizeof(FenceTarget) * sw->ntargets);
+	for (int i = 0; i < sw->ntargets; i++)
+	{
+		FenceTarget *t = &sw->targets[i];
+
+		t->relid = sw->rj->parts[i].relid;
+		t->table = sw->rj->parts[i].table;
+		t->source = sw->rj->parts[i].source;
+		t->display = psprintf("%s.%s", t->table.nspname, t->table.relname);
+	}
 
 	/*
 	 * A job switched over already, or whose slot is gone, has nothing to
 	 * switch at: refused before the fence, and before a fetch would make
 	 * its publication again.
 	 */
+	for (int s = 0; s < sw->rj->nsources; s++)
 	{
 		const char *params[1] = {remote_object_name(job_id, false)};
 
-		if (backfill_remote_query(remote_job_connect(sw->rj),
+		if (backfill_remote_query(remote_source_connect(sw->rj, s),
 								  "SELECT FROM pg_catalog.pg_replication_slots WHERE slot_name = $1",
 								  1, params)->nrows == 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("backfill job %lld has no replication slot on server \"%s\"",
-							(long long) job_id, sw->table.server_name),
+							(long long) job_id, sw->rj->sources[s].server_name),
 					 errdetail("Replication slot \"%s\" does not exist: the job was switched over already, or the slot was dropped.",
 							   params[0]),
 					 errhint("To copy the table again, create the job again with backfill.recreate_job(%lld).",
 							 (long long) job_id)));
 	}
 
+	/* every table fenced, or none: a fence that fails gives back the others' */
 	if (fence_writes)
-		fence(sw, attempts);
+	{
+		PG_TRY();
+		{
+			for (int i = 0; i < sw->ntargets; i++)
+				fence(sw, &sw->targets[i], attempts);
+		}
+		PG_CATCH();
+		{
+			ErrorData  *edata;
+
+			MemoryContextSwitchTo(cxt);
+			edata = CopyErrorData();
+			FlushErrorState();
+			unfence(sw);
+			ReThrowError(edata);
+		}
+		PG_END_TRY();
+	}
 
 	owner = backfill_subxact_begin();
 	PG_TRY();
 	{
-		offset = catch_up_and_stop(sw, source_insert_lsn(sw));
+		offset = catch_up_and_stop(sw);
 		backfill_subxact_release(owner);
 	}
 	PG_CATCH();
@@ -582,17 +655,26 @@ backfill_remote_switchover(int64 job_id, bool fence_writes, int lock_timeout_ms,
 
 	backfill_unpin_search_path(guc_level);
 	backfill_role_leave(&rc);
-	ereport(LOG,
-			(errmsg("backfill job %lld switched over from table \"%s\" on server \"%s\" at %X/%X",
-					(long long) job_id, sw->display, sw->table.server_name,
-					LSN_FORMAT_ARGS(offset)),
-			 errdetail("%s %d of its sequences were set; it took %ld ms.",
-					   fence_writes ?
-					   psprintf("The source table was fenced, %d write grants revoked.", list_length(sw->revoked)) :
-					   "The source table was not fenced.",
-					   sw->sequences,
-					   (long) (TimestampDifferenceMilliseconds(start, GetCurrentTimestamp()))),
-			 errhidestmt(true)));
+	{
+		int			revoked = 0;
+
+		for (int i = 0; i < sw->ntargets; i++)
+			revoked += list_length(sw->targets[i].revoked);
+		ereport(LOG,
+				(sw->rj->sharded ?
+				 errmsg("backfill job %lld switched over from %d tables on %d servers",
+						(long long) job_id, sw->ntargets, sw->rj->nsources) :
+				 errmsg("backfill job %lld switched over from table \"%s\" on server \"%s\" at %X/%X",
+						(long long) job_id, sw->targets[0].display, sw->targets[0].table.server_name,
+						LSN_FORMAT_ARGS(offset)),
+				 errdetail("%s %d of its sequences were set; it took %ld ms.",
+						   fence_writes ?
+						   psprintf("The source tables were fenced, %d write grants revoked.", revoked) :
+						   "The source tables were not fenced.",
+						   sw->sequences,
+						   (long) (TimestampDifferenceMilliseconds(start, GetCurrentTimestamp()))),
+				 errhidestmt(true)));
+	}
 	return offset;
 }
 
@@ -643,5 +725,8 @@ backfill_remote_switchover_1_3(PG_FUNCTION_ARGS)
 						   (Datum[]) {Int64GetDatum(job_id)}, NULL, SPI_OK_SELECT);
 	lsn = backfill_remote_switchover(job_id, PG_GETARG_BOOL(1), (int) timeout_ms, attempts);
 	SPI_finish();
+	/* a job of several servers switched at an offset on each */
+	if (XLogRecPtrIsInvalid(lsn))
+		PG_RETURN_NULL();
 	PG_RETURN_LSN(lsn);
 }

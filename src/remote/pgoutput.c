@@ -16,17 +16,19 @@
  * TOASTed value: an update did not touch it and the WAL does not carry
  * it), 't' (text: length, bytes) or 'b' (binary, not asked for here).
  *
- * Only the job's table is decoded: a Relation message gives its OID and
- * the position of each of the job's columns among its attributes (by
- * name).  Each change becomes a RemoteChange with the values of the job's
- * columns as text:
+ * Only the job's tables are decoded (one, or those of the source's
+ * partitions of a sharded upstream): a Relation message gives a table's OID
+ * and the position of each of the job's columns among its attributes (by
+ * name, as each table may order them its own way).  Each change becomes a
+ * RemoteChange with its table's part of the job and the values of the
+ * job's columns as text:
  *   - an insert, or an update, is an upsert of its new row, or a refetch
  *	   when a column of it is 'u';
  *   - a delete is a delete of its old key;
  *   - an update whose old key is in the message ('K' or 'O': the key
  *	   changed, or REPLICA IDENTITY FULL) and differs from the new one is a
  *	   delete of the old key, then the upsert.
- * A Truncate of the table is an error the caller reports.  Data of other
+ * A Truncate of one of them is an error the caller reports.  Data of other
  * tables (none: the publication has only the job's) is skipped.
  *
  * May call: the foundations.
@@ -39,23 +41,33 @@
 
 #include "remote.h"
 
-/* one tuple of a message: the job's columns, and whether any was 'u' */
+/* the job's table of the source whose OID is relid, or NULL: another table's */
+static RemoteDecoderTable *
+table_of(RemoteDecoder *dec, uint32 relid)
+{
+	for (int t = 0; t < dec->ntables; t++)
+		if (dec->tables[t].relid == relid && relid != 0)
+			return &dec->tables[t];
+	return NULL;
+}
+
+/* one tuple of a message of table t: the job's columns, and whether any was 'u' */
 static char **
-read_tuple(RemoteDecoder *dec, StringInfo msg, bool *unchanged)
+read_tuple(RemoteDecoder *dec, RemoteDecoderTable *t, StringInfo msg, bool *unchanged)
 {
 	int			natts = pq_getmsgint(msg, 2);
 	char	  **values = palloc0(sizeof(char *) * dec->ncols);
 
 	*unchanged = false;
-	if (natts != dec->natts)
+	if (natts != t->natts)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROTOCOL_VIOLATION),
 				 errmsg("a change of table \"%s.%s\" has %d columns, its relation message %d",
-						dec->nspname, dec->relname, natts, dec->natts)));
+						t->nspname, t->relname, natts, t->natts)));
 	for (int i = 0; i < natts; i++)
 	{
 		char		kind = pq_getmsgbyte(msg);
-		int			col = dec->att_col[i];
+		int			col = t->att_col[i];
 
 		switch (kind)
 		{
@@ -78,18 +90,19 @@ read_tuple(RemoteDecoder *dec, StringInfo msg, bool *unchanged)
 				ereport(ERROR,
 						(errcode(ERRCODE_PROTOCOL_VIOLATION),
 						 errmsg("unrecognized tuple data kind \"%c\" in a change of table \"%s.%s\"",
-								kind, dec->nspname, dec->relname)));
+								kind, t->nspname, t->relname)));
 		}
 	}
 	return values;
 }
 
 static void
-add_change(RemoteDecoder *dec, RemoteChangeKind kind, char **values)
+add_change(RemoteDecoder *dec, RemoteDecoderTable *t, RemoteChangeKind kind, char **values)
 {
 	RemoteChange *c = palloc(sizeof(RemoteChange));
 
 	c->kind = kind;
+	c->part = t->part;
 	c->commit_lsn = dec->commit_lsn;
 	c->xid = dec->xid;
 	c->seq = dec->seq++;
@@ -112,7 +125,10 @@ same_key(RemoteDecoder *dec, char **a, char **b)
 	return true;
 }
 
-/* a Relation message: the job's table's OID and the place of its columns */
+/*
+ * a Relation message: the OID of one of the job's tables and the place of
+ * its columns (each table of the source has its own order of them)
+ */
 static void
 read_relation(RemoteDecoder *dec, StringInfo msg)
 {
@@ -121,14 +137,19 @@ read_relation(RemoteDecoder *dec, StringInfo msg)
 	const char *relname = pq_getmsgstring(msg);
 	int			natts;
 	bool	   *seen;
+	RemoteDecoderTable *t = NULL;
 
 	(void) pq_getmsgbyte(msg);	/* replica identity */
 	natts = pq_getmsgint(msg, 2);
-	if (strcmp(nspname, dec->nspname) != 0 || strcmp(relname, dec->relname) != 0)
+	for (int i = 0; i < dec->ntables; i++)
+		if (strcmp(nspname, dec->tables[i].nspname) == 0 &&
+			strcmp(relname, dec->tables[i].relname) == 0)
+			t = &dec->tables[i];
+	if (t == NULL)
 		return;
-	dec->relid = relid;
-	dec->natts = natts;
-	dec->att_col = palloc(sizeof(int) * Max(natts, 1));
+	t->relid = relid;
+	t->natts = natts;
+	t->att_col = palloc(sizeof(int) * Max(natts, 1));
 	seen = palloc0(sizeof(bool) * Max(dec->ncols, 1));
 	for (int i = 0; i < natts; i++)
 	{
@@ -138,11 +159,11 @@ read_relation(RemoteDecoder *dec, StringInfo msg)
 		attname = pq_getmsgstring(msg);
 		(void) pq_getmsgint(msg, 4);	/* type */
 		(void) pq_getmsgint(msg, 4);	/* typmod */
-		dec->att_col[i] = -1;
+		t->att_col[i] = -1;
 		for (int c = 0; c < dec->ncols; c++)
 			if (strcmp(attname, dec->col_names[c]) == 0)
 			{
-				dec->att_col[i] = c;
+				t->att_col[i] = c;
 				seen[c] = true;
 			}
 	}
@@ -151,28 +172,28 @@ read_relation(RemoteDecoder *dec, StringInfo msg)
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_COLUMN),
 					 errmsg("column \"%s\" of table \"%s.%s\" no longer exists on the source",
-							dec->col_names[c], dec->nspname, dec->relname)));
+							dec->col_names[c], t->nspname, t->relname)));
 }
 
 /* an Insert, Update or Delete of the job's table */
 static void
 read_row_change(RemoteDecoder *dec, char action, StringInfo msg)
 {
-	uint32		relid = pq_getmsgint(msg, 4);
+	RemoteDecoderTable *t = table_of(dec, pq_getmsgint(msg, 4));
 	char		tag;
 	char	  **old = NULL;
 	char	  **new;
 	bool		unchanged;
 
-	if (relid != dec->relid)
+	if (t == NULL)
 		return;					/* another table's */
 	tag = pq_getmsgbyte(msg);
 	if (action != 'I' && (tag == 'K' || tag == 'O'))
 	{
-		old = read_tuple(dec, msg, &unchanged);
+		old = read_tuple(dec, t, msg, &unchanged);
 		if (action == 'D')
 		{
-			add_change(dec, REMOTE_DELETE, old);
+			add_change(dec, t, REMOTE_DELETE, old);
 			return;
 		}
 		tag = pq_getmsgbyte(msg);
@@ -181,11 +202,11 @@ read_row_change(RemoteDecoder *dec, char action, StringInfo msg)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROTOCOL_VIOLATION),
 				 errmsg("unexpected tag \"%c\" in a change of table \"%s.%s\"",
-						tag, dec->nspname, dec->relname)));
-	new = read_tuple(dec, msg, &unchanged);
+						tag, t->nspname, t->relname)));
+	new = read_tuple(dec, t, msg, &unchanged);
 	if (old != NULL && !same_key(dec, old, new))
-		add_change(dec, REMOTE_DELETE, old);
-	add_change(dec, unchanged ? REMOTE_REFETCH : REMOTE_UPSERT, new);
+		add_change(dec, t, REMOTE_DELETE, old);
+	add_change(dec, t, unchanged ? REMOTE_REFETCH : REMOTE_UPSERT, new);
 }
 
 /*
@@ -232,13 +253,17 @@ backfill_pgoutput_decode(RemoteDecoder *dec, const char *data, int len)
 
 				(void) pq_getmsgbyte(&msg); /* options */
 				for (int i = 0; i < nrels; i++)
-					if (pq_getmsgint(&msg, 4) == dec->relid)
+				{
+					RemoteDecoderTable *t = table_of(dec, pq_getmsgint(&msg, 4));
+
+					if (t != NULL)
 						ereport(ERROR,
 								(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 								 errmsg("table \"%s.%s\" was truncated on the source",
-										dec->nspname, dec->relname),
+										t->nspname, t->relname),
 								 errdetail("A job whose upstream is on another server does not follow TRUNCATE."),
 								 errhint("Drop the job and create it again.")));
+				}
 				break;
 			}
 		case 'Y':

@@ -41,6 +41,8 @@
 #include "postgres.h"
 
 #include "access/reloptions.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_user_mapping.h"
 #include "commands/copy.h"
 #include "commands/defrem.h"
@@ -173,6 +175,69 @@ backfill_remote_table(Oid foreign_table, RemoteTable *table)
 			table->relname = defGetString(def);
 	}
 	table->qualified = quote_qualified_identifier(table->nspname, table->relname);
+}
+
+/* leaves of a sharded upstream, ordered by server name, then by name here */
+static int
+leaf_order(const ListCell *a, const ListCell *b)
+{
+	Oid			x = lfirst_oid(a);
+	Oid			y = lfirst_oid(b);
+	int			c = strcmp(GetForeignServer(GetForeignTable(x)->serverid)->servername,
+						   GetForeignServer(GetForeignTable(y)->serverid)->servername);
+
+	if (c == 0)
+		c = strcmp(get_namespace_name(get_rel_namespace(x)), get_namespace_name(get_rel_namespace(y)));
+	return c != 0 ? c : strcmp(get_rel_name(x), get_rel_name(y));
+}
+
+/*
+ * backfill_remote_leaves
+ *		The foreign tables a job whose upstream is relid reads on other
+ *		servers: relid itself when it is a foreign table; the leaf
+ *		partitions of a partitioned table whose leaves, at every level, are
+ *		all foreign tables, grouped by server (by the server's name, then the
+ *		partitions' names), so that consecutive splits, and so each actor's,
+ *		are on one server; NIL for any other table.  A partitioned table
+ *		with leaves of both sorts is refused: its local partitions' changes
+ *		would come through the capture's triggers and the others' through
+ *		their servers' logical replication, with no order between the two.
+ *		Reads the partitions without locking them: the caller locks the tree.
+ */
+List *
+backfill_remote_leaves(Oid relid)
+{
+	char		relkind = get_rel_relkind(relid);
+	List	   *leaves = NIL;
+	Oid			local_leaf = InvalidOid;
+	ListCell   *lc;
+
+	if (relkind == RELKIND_FOREIGN_TABLE)
+		return list_make1_oid(relid);
+	if (relkind != RELKIND_PARTITIONED_TABLE)
+		return NIL;
+	foreach(lc, find_all_inheritors(relid, NoLock, NULL))
+	{
+		Oid			part = lfirst_oid(lc);
+		char		kind = get_rel_relkind(part);
+
+		if (kind == RELKIND_FOREIGN_TABLE)
+			leaves = lappend_oid(leaves, part);
+		else if (kind != RELKIND_PARTITIONED_TABLE && !OidIsValid(local_leaf))
+			local_leaf = part;
+	}
+	if (leaves == NIL)
+		return NIL;
+	if (OidIsValid(local_leaf))
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("table \"%s\" has partitions both here and on other servers",
+						get_rel_name(relid)),
+				 errdetail("Partition \"%s\" is a table of this server and partition \"%s\" a foreign table. A job follows the changes of local partitions through triggers and those of foreign partitions through their servers' logical replication, and the two have no common order.",
+						   get_rel_name(local_leaf), get_rel_name(linitial_oid(leaves))),
+				 errhint("Copy the local partitions and the foreign ones with a job each, on partitioned tables of their own.")));
+	list_sort(leaves, leaf_order);
+	return leaves;
 }
 
 /* a message of libpq with the connection's passwords replaced */

@@ -41,6 +41,7 @@ typedef struct RemoteTable
 } RemoteTable;
 
 extern void backfill_remote_table(Oid foreign_table, RemoteTable *table);
+extern List *backfill_remote_leaves(Oid relid);
 extern RemoteConn *backfill_remote_connect(Oid serverid, Oid userid, const char *appname);
 extern void backfill_remote_disconnect(RemoteConn *conn);
 extern RemoteRows *backfill_remote_query(RemoteConn *conn, const char *sql, int nparams,
@@ -64,23 +65,32 @@ typedef struct RemoteChange
 	XLogRecPtr	commit_lsn;		/* of its transaction */
 	uint32		xid;			/* its transaction's */
 	int			seq;			/* its order in the transaction */
+	int			part;			/* the part of the job its table is */
 	char	  **values;			/* per column of the job, text; NULL for null */
 } RemoteChange;
+
+/* one table of the source the decoder follows, and what it learned of it */
+typedef struct RemoteDecoderTable
+{
+	const char *nspname;		/* on the source */
+	const char *relname;
+	int			part;			/* the job's part it is */
+	uint32		relid;			/* its OID, once a Relation message named it */
+	int			natts;
+	int		   *att_col;		/* per attribute of the Relation message: its column, or -1 */
+} RemoteDecoderTable;
 
 /* what the decoder needs to know of the job, and what it found */
 typedef struct RemoteDecoder
 {
-	const char *nspname;		/* the source table */
-	const char *relname;
+	int			ntables;		/* the source's tables of the job */
+	RemoteDecoderTable *tables;
 	int			ncols;			/* the job's columns, by name */
 	char	  **col_names;
 	int			npk;			/* the key's columns: indexes into col_names */
 	int		   *pk_cols;
 
 	/* per fetch */
-	uint32		relid;			/* the source table's OID, once a Relation message named it */
-	int			natts;
-	int		   *att_col;		/* per attribute of the Relation message: its column, or -1 */
 	XLogRecPtr	commit_lsn;		/* of the transaction being decoded */
 	uint32		xid;
 	int			seq;
@@ -92,8 +102,9 @@ typedef struct RemoteDecoder
 extern void backfill_pgoutput_decode(RemoteDecoder *dec, const char *data, int len);
 
 /* replication.c: a job's publication and logical slot on the source */
-extern XLogRecPtr backfill_remote_ensure_slot(RemoteConn *conn, const RemoteTable *table,
-											  const char *name, int64 job_id, bool has_offset);
+extern XLogRecPtr backfill_remote_ensure_slot(RemoteConn *conn, const char *tables,
+											  const char *server_name, const char *name,
+											  int64 job_id, bool has_offset);
 extern char *backfill_remote_slot_confirmed(RemoteConn *conn, const char *name);
 extern void backfill_remote_advance_slot(RemoteConn *conn, const char *name, XLogRecPtr offset);
 extern XLogRecPtr backfill_remote_flushed(RemoteConn *conn, uint64 *xmax, char **text);

@@ -6,7 +6,8 @@
  *	  dropping it, and sweeping those of jobs that no longer exist.
  *
  * Each remote job has one publication FOR TABLE and one logical slot with
- * pgoutput on the source, both named by the kind (kinds/kind_remote.c:
+ * pgoutput on each source (a sharded job's publication on a server has
+ * the tables of its partitions there), both named by the kind (kinds/kind_remote.c:
  * backfill_<system identifier>_<database OID>_<job id>).  The publication
  * is made first: pgoutput reads it with the catalog as of each change.  The
  * slot is only peeked at (pg_logical_slot_peek_binary_changes) and advanced
@@ -29,16 +30,17 @@
 
 /*
  * backfill_remote_ensure_slot
- *		Make the job's publication of table and its slot, both named name, if
- *		missing; return the slot's confirmed offset (a new slot's start).
- *		A slot missing when the job has an offset (has_offset) is an error:
- *		the source's changes since that offset are lost.
+ *		Make the job's publication of tables (quoted, qualified names of the
+ *		source, comma-separated) and its slot, both named name, if missing,
+ *		on server_name; return the slot's confirmed offset (a new slot's
+ *		start).  A slot missing when the job has an offset (has_offset) is
+ *		an error: the source's changes since that offset are lost.
  */
 XLogRecPtr
-backfill_remote_ensure_slot(RemoteConn *conn, const RemoteTable *table, const char *name,
-							int64 job_id, bool has_offset)
+backfill_remote_ensure_slot(RemoteConn *conn, const char *tables, const char *server_name,
+							const char *name, int64 job_id, bool has_offset)
 {
-	const char *params[2] = {name, table->qualified};
+	const char *params[1] = {name};
 	RemoteRows *rows;
 	bool		err = false;
 	XLogRecPtr	lsn;
@@ -46,7 +48,7 @@ backfill_remote_ensure_slot(RemoteConn *conn, const RemoteTable *table, const ch
 	rows = backfill_remote_query(conn, "SELECT FROM pg_catalog.pg_publication WHERE pubname = $1", 1, params);
 	if (rows->nrows == 0)
 		(void) backfill_remote_query(conn, psprintf("CREATE PUBLICATION %s FOR TABLE %s",
-													quote_identifier(name), table->qualified),
+													quote_identifier(name), tables),
 									 0, NULL);
 	rows = backfill_remote_query(conn, "SELECT confirmed_flush_lsn::text FROM pg_catalog.pg_replication_slots "
 								 "WHERE slot_name = $1", 1, params);
@@ -56,7 +58,7 @@ backfill_remote_ensure_slot(RemoteConn *conn, const RemoteTable *table, const ch
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("replication slot \"%s\" of backfill job %lld does not exist on server \"%s\"",
-							name, (long long) job_id, table->server_name),
+							name, (long long) job_id, server_name),
 					 errdetail("The changes of the source since the job's offset are lost."),
 					 errhint("Cancel the job with backfill.cancel_job(%lld) and create it again with backfill.recreate_job(%lld).",
 							 (long long) job_id, (long long) job_id)));

@@ -261,10 +261,15 @@ backfill_actor_main(Datum main_arg pg_attribute_unused())
 				retries++;
 			else
 			{
-				/* backfill.workers and backfill.jobs show why it waits */
+				/*
+				 * backfill.workers and backfill.jobs show why it waits: the
+				 * message names the server, libpq's detail what failed
+				 */
 				pgstat_report_activity(STATE_IDLE,
-									   psprintf("waiting for the source: %s",
-												edata->detail ? edata->detail : edata->message));
+									   edata->detail ?
+									   psprintf("waiting for the source: %s: %s",
+												edata->message, edata->detail) :
+									   psprintf("waiting for the source: %s", edata->message));
 				wait_ms = Min(wait_ms * 2, BACKFILL_MAX_WAIT_MS);
 			}
 			MemoryContextReset(cxt);

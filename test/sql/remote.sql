@@ -63,10 +63,29 @@ SELECT backfill.create_job('remote_parted_copy', 'remote_parted', kind => 'cdc')
 SELECT backfill.create_job('remote_parted_copy', 'remote_parted');
 DROP TABLE remote_parted;
 
+-- a partitioned table whose partitions are all foreign tables (a sharded
+-- upstream): only kind cdc reads it, from each partition's server, and
+-- create_job connects to each (the first here does not answer)
+CREATE TABLE remote_sharded (id int, v text) PARTITION BY RANGE (id);
+CREATE FOREIGN TABLE remote_sharded_a PARTITION OF remote_sharded FOR VALUES FROM (0) TO (100)
+    SERVER remote_nowhere OPTIONS (schema_name 'public', table_name 'a');
+SELECT backfill.create_job('remote_sharded_copy', 'remote_sharded', kind => 'arrangement');
+DO $$
+BEGIN
+    PERFORM backfill.create_job('remote_sharded_copy', 'remote_sharded', kind => 'cdc');
+EXCEPTION WHEN OTHERS THEN
+    RAISE NOTICE 'SQLSTATE %: %', SQLSTATE, SQLERRM;
+END
+$$;
+-- a local partition beside them: refused (the mixed case above)
+CREATE TABLE remote_sharded_b PARTITION OF remote_sharded FOR VALUES FROM (100) TO (200);
+SELECT backfill.create_job('remote_sharded_copy', 'remote_sharded', kind => 'cdc');
+DROP TABLE remote_sharded;
+
 -- nothing was left behind
 SELECT count(*) - :jobs_before AS new_jobs FROM backfill.job;
 SELECT count(*) AS downstream_tables FROM pg_class
- WHERE relname IN ('remote_arr', 'remote_snap', 'remote_ns', 'remote_cdc', 'remote_cdc2', 'remote_parted_copy');
+ WHERE relname IN ('remote_arr', 'remote_snap', 'remote_ns', 'remote_cdc', 'remote_cdc2', 'remote_parted_copy', 'remote_sharded_copy');
 
 DROP FOREIGN TABLE remote_ft, remote_ft2;
 DROP USER MAPPING FOR CURRENT_USER SERVER remote_nowhere;
