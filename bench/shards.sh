@@ -11,16 +11,17 @@
 # the key whose three partitions are the sources' tables as postgres_fdw
 # foreign tables.  Measures, K times (default 3), one contender after the
 # other on fresh targets, the initial copy of the three tables by:
-#   - logical replication: three subscriptions, one per source, created
-#     together (copy_data = true) into the three partitions of a local
-#     partitioned table, timed until pg_subscription_rel says 'r' for all
-#     three;
+#   - logical replication: three subscriptions, one per source
+#     (copy_data = true), into the three partitions of a local partitioned
+#     table, made disabled and enabled in one transaction, timed from it
+#     until pg_subscription_rel says 'r' for all three;
 #   - one cdc job over `shards`, parallelism 3 and 6 (start_job, timed until
 #     finished);
 # checks that each copied every row, and prints the medians, each ratio the
 # median of the per-run ratios (the subscriptions' time over the job's:
-# above 1 the job is faster), the CPU time the whole machine spent on each
-# copy, and whether the target is met (the job at parallelism 3 at least the
+# above 1 the job is faster), the CPU time the whole machine and the four
+# clusters alone spent on each copy, the rows each read on the sources per
+# row, and whether the target is met (the job at parallelism 3 at least the
 # subscriptions' speed; exit 1 when missed).  Once: the writers' TPS on the
 # three sources (a pgbench on each at once, S seconds, default 10) with no
 # copy and during the copy of a job at parallelism 3, and the job's copy
@@ -38,7 +39,7 @@ while [ $# -gt 0 ]; do
         --runs) RUNS=$2; shift 2 ;;
         --pgbench-seconds) PGB_SECS=$2; shift 2 ;;
         --quick) ROWS=60000; RUNS=1; PGB_SECS=3; shift ;;
-        -h|--help) sed -n 2,29p "$0"; exit 0 ;;
+        -h|--help) sed -n 2,30p "$0"; exit 0 ;;
         *) echo "unknown option: $1" >&2; exit 2 ;;
     esac
 done
@@ -56,6 +57,7 @@ DIR=$(mktemp -d /tmp/backfill-shards-bench.XXXXXX)
 BASE=$(( 40000 + RANDOM % 10000 ))
 declare -A PORT=([loc]=$BASE [s1]=$(( BASE + 1 )) [s2]=$(( BASE + 2 )) [s3]=$(( BASE + 3 )))
 START=$(date +%s)
+LOAD0=$(cut -d' ' -f1-3 /proc/loadavg)
 
 cleanup() {
     for n in loc s1 s2 s3; do
@@ -71,7 +73,23 @@ now() { date +%s.%N; }
 # CPU time spent by the whole machine so far, in seconds (every core: user,
 # nice, system, irq, softirq, steal; /proc/stat counts in USER_HZ ticks)
 cpu_busy() { awk -v hz="$(getconf CLK_TCK)" '/^cpu / {print ($2 + $3 + $4 + $7 + $8 + $9) / hz}' /proc/stat; }
+# CPU time spent so far by the four clusters' processes alone (the machine
+# is shared): each postmaster's own and its exited children's (cutime,
+# cstime), and its live children's; in seconds
+cpu_ours() {
+    local n pm pids
+    for n in loc s1 s2 s3; do
+        pm=$(head -1 "$DIR/$n/postmaster.pid")
+        pids="$pm $(pgrep -P "$pm" | tr '\n' ' ')"
+        for p in $pids; do
+            # fields after the command's closing parenthesis: utime is the 12th
+            sed 's/^.*) //' "/proc/$p/stat" 2>/dev/null | awk -v pm="$p" -v top="$pm" \
+                '{print $12 + $13 + (pm == top ? $14 + $15 : 0)}'
+        done
+    done | awk -v hz="$(getconf CLK_TCK)" '{s += $1} END {print s / hz}'
+}
 cpu_since() { echo "$(cpu_busy) - $CPU0" | bc; }
+ours_since() { echo "$(cpu_ours) - $OURS0" | bc; }
 log() { echo "$*" >&2; }
 
 for n in loc s1 s2 s3; do
@@ -130,6 +148,15 @@ CREATE TABLE public.t_$k PARTITION OF sub_t FOR VALUES FROM ($(( (k - 1) * STRID
 EOF
 done
 
+# rows read from the sources' tables so far (sequential and index fetches),
+# summed over the three: the statistics counters, which a backend flushes
+# at least once a second while it runs and when it exits
+src_reads() {
+    local k
+    for k in 1 2 3; do
+        q "s$k" -c "SELECT seq_tup_read + coalesce(idx_tup_fetch, 0) FROM pg_stat_user_tables WHERE relname = 't_$k'"
+    done | awk '{s += $1} END {print s}'
+}
 checkpoint() { for n in s1 s2 s3 loc; do q "$n" -q -c "CHECKPOINT"; done; }
 # waits in the server, polling every 10 ms: a client polling with a psql
 # per look would cost the machine as much CPU as a copy's own processes
@@ -141,48 +168,60 @@ job_finished() {
     echo "job $1 did not finish:" >&2; lq -c "SELECT * FROM backfill.jobs WHERE job_id = $1" >&2; exit 1
 }
 sub_create() {
-    echo "CREATE SUBSCRIPTION bench_sub_$1 CONNECTION 'host=$DIR port=${PORT[s$1]} dbname=postgres' PUBLICATION bench_pub WITH (copy_data = true)"
+    echo "CREATE SUBSCRIPTION bench_sub_$1 CONNECTION 'host=$DIR port=${PORT[s$1]} dbname=postgres' PUBLICATION bench_pub WITH (copy_data = true, enabled = false)"
 }
+# The three subscriptions are made disabled (each makes its slot on its
+# source), then enabled in one transaction, which the timing starts with:
+# the launcher starts the apply workers of every enabled subscription when
+# it wakes, then waits wal_retrieve_retry_interval (5 s) before it starts
+# more, so subscriptions enabled one after the other would start 5 s apart.
 sub_run() {
-    local t0 t1 n
+    local t0 t1 n r0
+    lq -q -c "SET client_min_messages = warning" -c "$(sub_create 1)" -c "$(sub_create 2)" -c "$(sub_create 3)"
     checkpoint
-    CPU0=$(cpu_busy); t0=$(now)
-    # CREATE SUBSCRIPTION returns once its slot is made; the three table
-    # syncs then run at once
-    lq -q -c "SET client_min_messages = warning" -c "$(sub_create 1)" -c "$(sub_create 2)" -c "$(sub_create 3)" -c "$SUB_WAIT"
-    t1=$(now); cpu=$(cpu_since)
+    r0=$(src_reads)
+    CPU0=$(cpu_busy); OURS0=$(cpu_ours); t0=$(now)
+    lq -q -c "BEGIN" -c "ALTER SUBSCRIPTION bench_sub_1 ENABLE" -c "ALTER SUBSCRIPTION bench_sub_2 ENABLE" \
+        -c "ALTER SUBSCRIPTION bench_sub_3 ENABLE" -c "COMMIT" -c "$SUB_WAIT"
+    t1=$(now); cpu=$(cpu_since); ours=$(ours_since)
     n=$(lq -c "SELECT count(*) FROM sub_t")
     [ "$n" = "$ROWS" ] || { echo "the subscriptions copied $n rows, not $ROWS" >&2; exit 1; }
     for k in 1 2 3; do lq -q -c "SET client_min_messages = warning" -c "DROP SUBSCRIPTION bench_sub_$k"; done
     lq -q -c "TRUNCATE sub_t"
-    echo "$(echo "$t1 - $t0" | bc) $cpu"
+    sleep 1
+    printf '%s %s %.3f %s\n' "$(echo "$t1 - $t0" | bc)" "$cpu" "$(echo "($(src_reads) - $r0) / $ROWS" | bc -l)" "$ours"
 }
 job_run() {
-    local p=$1 job t0 t1 n
+    local p=$1 job t0 t1 n r0
     job=$(lq -c "SELECT backfill.create_job('copy_$p', 'shards', kind => 'cdc', parallelism => $p)")
     checkpoint
-    CPU0=$(cpu_busy); t0=$(now)
+    sleep 1
+    r0=$(src_reads)
+    CPU0=$(cpu_busy); OURS0=$(cpu_ours); t0=$(now)
     lq -q -c "SELECT backfill.start_job($job)" -c "$(job_wait "$job")" >/dev/null
-    t1=$(now); cpu=$(cpu_since)
+    t1=$(now); cpu=$(cpu_since); ours=$(ours_since)
     job_finished "$job"
     n=$(lq -c "SELECT count(*) FROM copy_$p")
     [ "$n" = "$ROWS" ] || { echo "the job (parallelism $p) copied $n rows, not $ROWS" >&2; exit 1; }
     lq -q -c "SELECT backfill.drop_job($job)" >/dev/null
-    echo "$(echo "$t1 - $t0" | bc) $cpu"
+    sleep 1
+    printf '%s %s %.3f %s\n' "$(echo "$t1 - $t0" | bc)" "$cpu" "$(echo "($(src_reads) - $r0) / $ROWS" | bc -l)" "$ours"
 }
-declare -A S C
+declare -A S C R O
 for r in $(seq 1 "$RUNS"); do
     log "run $r: three subscriptions' initial syncs at once"
-    read -r "S[sub,$r]" "C[sub,$r]" < <(sub_run)
+    read -r "S[sub,$r]" "C[sub,$r]" "R[sub,$r]" "O[sub,$r]" < <(sub_run)
     for p in 3 6; do
         log "run $r: one cdc job over the three sources, parallelism $p"
-        read -r "S[p$p,$r]" "C[p$p,$r]" < <(job_run $p)
+        read -r "S[p$p,$r]" "C[p$p,$r]" "R[p$p,$r]" "O[p$p,$r]" < <(job_run $p)
     done
-    log "run $r: subscriptions ${S[sub,$r]} s (CPU ${C[sub,$r]} s), job p3 ${S[p3,$r]} s (${C[p3,$r]}), p6 ${S[p6,$r]} s (${C[p6,$r]})"
+    log "run $r: subscriptions ${S[sub,$r]} s (CPU machine ${C[sub,$r]} s, clusters ${O[sub,$r]} s, rows read ${R[sub,$r]}), job p3 ${S[p3,$r]} s (${C[p3,$r]}, ${O[p3,$r]}, ${R[p3,$r]}), p6 ${S[p6,$r]} s (${C[p6,$r]}, ${O[p6,$r]}, ${R[p6,$r]})"
 done
 median() { sort -g | awk '{v[NR] = $1} END {if (NR == 0) print 0; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 med() { for r in $(seq 1 "$RUNS"); do echo "${S[$1,$r]}"; done | median; }
 cpu_med() { for r in $(seq 1 "$RUNS"); do echo "${C[$1,$r]}"; done | median; }
+ours_med() { for r in $(seq 1 "$RUNS"); do echo "${O[$1,$r]}"; done | median; }
+reads_med() { for r in $(seq 1 "$RUNS"); do echo "${R[$1,$r]}"; done | median; }
 # speed of A to B (B's time over A's), the median of the runs'
 speed() { for r in $(seq 1 "$RUNS"); do echo "${S[$2,$r]} / ${S[$1,$r]}" | bc -l; done | median; }
 
@@ -230,13 +269,15 @@ target() {  # name value bound: prints the target's line, counts a miss
     [ "$(echo "$2 >= $3" | bc -l)" = 1 ] || { res=FAIL; FAILS=$((FAILS + 1)); }
     printf '%-52s %.2f  >= %.2f  %s\n' "$1" "$2" "$3" "$res"
 }
-echo "backfill shards benchmark: $(git -C "$(dirname "$0")" log --oneline -1 2>/dev/null || echo unknown); rows $ROWS over $NSRC sources, runs $RUNS, $(nproc) cores, $(( $(date +%s) - START )) s"
+echo "backfill shards benchmark: $(git -C "$(dirname "$0")" log --oneline -1 2>/dev/null || echo unknown); rows $ROWS over $NSRC sources, runs $RUNS, $(nproc) cores, $(( $(date +%s) - START )) s, load average at the start $LOAD0"
 printf '%-52s %.2f s\n' "3 subscriptions at once, until all are ready" "$(med sub)"
 for p in 3 6; do
     printf '%-52s %.2f s  (%.2f of the subscriptions'"'"' speed)\n' "one cdc job over the 3 sources, parallelism $p" \
         "$(med p$p)" "$(speed p$p sub)"
 done
-printf '%-52s %.2f / %.2f / %.2f s\n' "CPU time, subscriptions / p3 / p6" "$(cpu_med sub)" "$(cpu_med p3)" "$(cpu_med p6)"
+printf '%-52s %.2f / %.2f / %.2f s\n' "CPU time of the machine, sub / p3 / p6" "$(cpu_med sub)" "$(cpu_med p3)" "$(cpu_med p6)"
+printf '%-52s %.2f / %.2f / %.2f s\n' "CPU time of the 4 clusters, sub / p3 / p6" "$(ours_med sub)" "$(ours_med p3)" "$(ours_med p6)"
+printf '%-52s %.2f / %.2f / %.2f\n' "rows read on the sources per row, sub / p3 / p6" "$(reads_med sub)" "$(reads_med p3)" "$(reads_med p6)"
 target "target: job p3 vs the subscriptions" "$(speed p3 sub)" 1.0
 printf '%-52s %.2f  (info)\n' "job p6 vs the subscriptions" "$(speed p6 sub)"
 printf '%-52s %s\n' "writers' TPS on the 3 sources, no copy (sum)" "$TPS0"
