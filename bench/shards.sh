@@ -20,9 +20,10 @@
 # checks that each copied every row, and prints the medians, each ratio the
 # median of the per-run ratios (the subscriptions' time over the job's:
 # above 1 the job is faster), the CPU time the whole machine and the four
-# clusters alone spent on each copy, the rows each read on the sources per
-# row, and whether the target is met (the job at parallelism 3 at least the
-# subscriptions' speed; exit 1 when missed).  Once: the writers' TPS on the
+# clusters alone (and the local one's share) spent on each copy, the rows
+# each read on the sources per row, and whether the target is met (the
+# job at parallelism 3 at least the subscriptions' speed; exit 1 when
+# missed).  Once: the writers' TPS on the
 # three sources (a pgbench on each at once, S seconds, by default 60% of
 # the job's median time at parallelism 3, so that it ends first) with no
 # copy and during the copy of a job at parallelism 3, and the job's copy
@@ -40,7 +41,7 @@ while [ $# -gt 0 ]; do
         --runs) RUNS=$2; shift 2 ;;
         --pgbench-seconds) PGB_SECS=$2; shift 2 ;;
         --quick) ROWS=60000; RUNS=1; shift ;;
-        -h|--help) sed -n 2,30p "$0"; exit 0 ;;
+        -h|--help) sed -n 2,31p "$0"; exit 0 ;;
         *) echo "unknown option: $1" >&2; exit 2 ;;
     esac
 done
@@ -78,8 +79,8 @@ cpu_busy() { awk -v hz="$(getconf CLK_TCK)" '/^cpu / {print ($2 + $3 + $4 + $7 +
 # is shared): each postmaster's own and its exited children's (cutime,
 # cstime), and its live children's; in seconds
 cpu_ours() {
-    local n pm pids
-    for n in loc s1 s2 s3; do
+    local n pm pids p
+    for n in ${1:-loc s1 s2 s3}; do
         pm=$(head -1 "$DIR/$n/postmaster.pid")
         pids="$pm $(pgrep -P "$pm" | tr '\n' ' ')"
         for p in $pids; do
@@ -90,7 +91,9 @@ cpu_ours() {
     done | awk -v hz="$(getconf CLK_TCK)" '{s += $1} END {print s / hz}'
 }
 cpu_since() { echo "$(cpu_busy) - $CPU0" | bc; }
+# the local cluster's share of it since OURS0: LOC0 at the start
 ours_since() { echo "$(cpu_ours) - $OURS0" | bc; }
+loc_since() { echo "$(cpu_ours loc) - $LOC0" | bc; }
 log() { echo "$*" >&2; }
 
 for n in loc s1 s2 s3; do
@@ -181,16 +184,16 @@ sub_run() {
     lq -q -c "SET client_min_messages = warning" -c "$(sub_create 1)" -c "$(sub_create 2)" -c "$(sub_create 3)"
     checkpoint
     r0=$(src_reads)
-    CPU0=$(cpu_busy); OURS0=$(cpu_ours); t0=$(now)
+    CPU0=$(cpu_busy); OURS0=$(cpu_ours); LOC0=$(cpu_ours loc); t0=$(now)
     lq -q -c "BEGIN" -c "ALTER SUBSCRIPTION bench_sub_1 ENABLE" -c "ALTER SUBSCRIPTION bench_sub_2 ENABLE" \
         -c "ALTER SUBSCRIPTION bench_sub_3 ENABLE" -c "COMMIT" -c "$SUB_WAIT"
-    t1=$(now); cpu=$(cpu_since); ours=$(ours_since)
+    t1=$(now); cpu=$(cpu_since); ours=$(ours_since); loc=$(loc_since)
     n=$(lq -c "SELECT count(*) FROM sub_t")
     [ "$n" = "$ROWS" ] || { echo "the subscriptions copied $n rows, not $ROWS" >&2; exit 1; }
     for k in 1 2 3; do lq -q -c "SET client_min_messages = warning" -c "DROP SUBSCRIPTION bench_sub_$k"; done
     lq -q -c "TRUNCATE sub_t"
     sleep 1
-    printf '%s %s %.3f %s\n' "$(echo "$t1 - $t0" | bc)" "$cpu" "$(echo "($(src_reads) - $r0) / $ROWS" | bc -l)" "$ours"
+    printf '%s %s %.3f %s %s\n' "$(echo "$t1 - $t0" | bc)" "$cpu" "$(echo "($(src_reads) - $r0) / $ROWS" | bc -l)" "$ours" "$loc"
 }
 job_run() {
     local p=$1 job t0 t1 n r0
@@ -198,30 +201,31 @@ job_run() {
     checkpoint
     sleep 1
     r0=$(src_reads)
-    CPU0=$(cpu_busy); OURS0=$(cpu_ours); t0=$(now)
+    CPU0=$(cpu_busy); OURS0=$(cpu_ours); LOC0=$(cpu_ours loc); t0=$(now)
     lq -q -c "SELECT backfill.start_job($job)" -c "$(job_wait "$job")" >/dev/null
-    t1=$(now); cpu=$(cpu_since); ours=$(ours_since)
+    t1=$(now); cpu=$(cpu_since); ours=$(ours_since); loc=$(loc_since)
     job_finished "$job"
     n=$(lq -c "SELECT count(*) FROM copy_$p")
     [ "$n" = "$ROWS" ] || { echo "the job (parallelism $p) copied $n rows, not $ROWS" >&2; exit 1; }
     lq -q -c "SELECT backfill.drop_job($job)" >/dev/null
     sleep 1
-    printf '%s %s %.3f %s\n' "$(echo "$t1 - $t0" | bc)" "$cpu" "$(echo "($(src_reads) - $r0) / $ROWS" | bc -l)" "$ours"
+    printf '%s %s %.3f %s %s\n' "$(echo "$t1 - $t0" | bc)" "$cpu" "$(echo "($(src_reads) - $r0) / $ROWS" | bc -l)" "$ours" "$loc"
 }
-declare -A S C R O
+declare -A S C R O L
 for r in $(seq 1 "$RUNS"); do
     log "run $r: three subscriptions' initial syncs at once"
-    read -r "S[sub,$r]" "C[sub,$r]" "R[sub,$r]" "O[sub,$r]" < <(sub_run)
+    read -r "S[sub,$r]" "C[sub,$r]" "R[sub,$r]" "O[sub,$r]" "L[sub,$r]" < <(sub_run)
     for p in 3 6; do
         log "run $r: one cdc job over the three sources, parallelism $p"
-        read -r "S[p$p,$r]" "C[p$p,$r]" "R[p$p,$r]" "O[p$p,$r]" < <(job_run $p)
+        read -r "S[p$p,$r]" "C[p$p,$r]" "R[p$p,$r]" "O[p$p,$r]" "L[p$p,$r]" < <(job_run $p)
     done
-    log "run $r: subscriptions ${S[sub,$r]} s (CPU machine ${C[sub,$r]} s, clusters ${O[sub,$r]} s, rows read ${R[sub,$r]}), job p3 ${S[p3,$r]} s (${C[p3,$r]}, ${O[p3,$r]}, ${R[p3,$r]}), p6 ${S[p6,$r]} s (${C[p6,$r]}, ${O[p6,$r]}, ${R[p6,$r]})"
+    log "run $r: subscriptions ${S[sub,$r]} s (CPU machine ${C[sub,$r]} s, clusters ${O[sub,$r]} s, local ${L[sub,$r]} s, rows read ${R[sub,$r]}), job p3 ${S[p3,$r]} s (${C[p3,$r]}, ${O[p3,$r]}, ${L[p3,$r]}, ${R[p3,$r]}), p6 ${S[p6,$r]} s (${C[p6,$r]}, ${O[p6,$r]}, ${L[p6,$r]}, ${R[p6,$r]})"
 done
 median() { sort -g | awk '{v[NR] = $1} END {if (NR == 0) print 0; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
 med() { for r in $(seq 1 "$RUNS"); do echo "${S[$1,$r]}"; done | median; }
 cpu_med() { for r in $(seq 1 "$RUNS"); do echo "${C[$1,$r]}"; done | median; }
 ours_med() { for r in $(seq 1 "$RUNS"); do echo "${O[$1,$r]}"; done | median; }
+loc_med() { for r in $(seq 1 "$RUNS"); do echo "${L[$1,$r]}"; done | median; }
 reads_med() { for r in $(seq 1 "$RUNS"); do echo "${R[$1,$r]}"; done | median; }
 # speed of A to B (B's time over A's), the median of the runs'
 speed() { for r in $(seq 1 "$RUNS"); do echo "${S[$2,$r]} / ${S[$1,$r]}" | bc -l; done | median; }
@@ -283,6 +287,7 @@ for p in 3 6; do
 done
 printf '%-52s %.2f / %.2f / %.2f s\n' "CPU time of the machine, sub / p3 / p6" "$(cpu_med sub)" "$(cpu_med p3)" "$(cpu_med p6)"
 printf '%-52s %.2f / %.2f / %.2f s\n' "CPU time of the 4 clusters, sub / p3 / p6" "$(ours_med sub)" "$(ours_med p3)" "$(ours_med p6)"
+printf '%-52s %.2f / %.2f / %.2f s\n' "  of which the local cluster's, sub / p3 / p6" "$(loc_med sub)" "$(loc_med p3)" "$(loc_med p6)"
 printf '%-52s %.2f / %.2f / %.2f\n' "rows read on the sources per row, sub / p3 / p6" "$(reads_med sub)" "$(reads_med p3)" "$(reads_med p6)"
 target "target: job p3 vs the subscriptions" "$(speed p3 sub)" 1.0
 printf '%-52s %.2f  (info)\n' "job p6 vs the subscriptions" "$(speed p6 sub)"
