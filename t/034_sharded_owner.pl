@@ -13,8 +13,10 @@
 #   partitioned table but not on a partition, cannot create one over it
 #   (the job reads each partition on its own);
 # - a superuser with no user mapping of its own runs her job after new
-#   writes on both sources (every connection is hers), verifies it and drops
-#   it: no slot or publication is left on either server.
+#   writes on both sources (every connection is hers), verifies it and
+#   switches it over from both: each server fenced (a writer's grant taken
+#   back), every write committed before the fences copied, no slot or
+#   publication left on either server.
 
 use strict;
 use warnings;
@@ -148,12 +150,33 @@ is(differences(), '0 0',
 	'a superuser without mappings runs her finished job: it catches up with both servers as her');
 is($local->safe_psql('postgres', "SELECT count(*) FROM backfill.verify_job($job)"), '0',
 	'verify_job as a superuser finds no difference');
-$local->safe_psql('postgres', "SELECT backfill.drop_job($job)");
+
+# ---- a superuser switches her job over from both servers ----
+# writer_src may write to both tables by alice_src's grant; the fence takes
+# it back on each server
 for my $i (1, 2)
 {
+	$sources[ $i - 1 ]->safe_psql('postgres', qq{
+CREATE ROLE writer_src LOGIN;
+SET ROLE alice_src;
+GRANT INSERT, UPDATE ON t$i TO writer_src;
+RESET ROLE;
+SET ROLE writer_src;
+INSERT INTO t$i VALUES ($i * 100000 + 7001, 'before the switchover');
+});
+}
+is($local->safe_psql('postgres',
+		"SELECT state || ' ' || (source_lsn IS NULL) FROM backfill.cutover($job, fence => true)"),
+	'finished true', 'the switchover of a job of two servers finishes, with no single source LSN');
+is(differences(), '0 0', 'her copy has every write the servers committed before their fences');
+for my $i (1, 2)
+{
+	my ($ret, $out2, $err2) = $sources[ $i - 1 ]->psql('postgres',
+		"SET ROLE writer_src; INSERT INTO t$i VALUES ($i * 100000 + 7002, 'after')");
+	like($err2, qr/permission denied for table t$i/, "shard$i is fenced: writer_src may no longer write");
 	is($sources[ $i - 1 ]->safe_psql('postgres', q{
 SELECT (SELECT count(*) FROM pg_replication_slots) || ' ' || (SELECT count(*) FROM pg_publication)}),
-		'0 0', "no slot or publication is left on shard$i after drop_job");
+		'0 0', "no slot or publication is left on shard$i after the switchover");
 }
 
 $_->stop for @sources;
