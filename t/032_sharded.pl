@@ -8,9 +8,12 @@
 # of a seventh foreign partition and a DETACH of one, refused and changing
 # nothing; kill -9 of one source's postmaster, while the job goes on with the
 # other servers and says which one it waits for, then that source started
-# again; kill -9 of the local server.  Afterwards each source table equals
-# the downstream rows of its partition's range both ways, verify_job finds
-# nothing, and drop_job leaves no slot and no publication on any source.
+# again (verify_job then finds nothing, the sources still written); kill -9
+# of the local server.  Afterwards each source table equals the downstream
+# rows of its partition's range both ways, verify_job finds nothing, each
+# server has its offset in backfill.job_source, the finished job follows
+# every source, and drop_job leaves no slot and no publication on any
+# source.
 
 use strict;
 use warnings;
@@ -310,6 +313,10 @@ is($local->safe_psql('postgres', "SELECT count(*) FROM merged"),
 	'as many rows downstream as in the six partitions');
 is($local->safe_psql('postgres', "SELECT count(*) FROM backfill.verify_job($job)"),
 	'0', 'verify_job finds nothing');
+is($local->safe_psql('postgres', qq{
+SELECT string_agg(server || ' ' || (remote_lsn IS NOT NULL), ', ' ORDER BY source)
+  FROM backfill.job_source WHERE job_id = $job}),
+	's1 true, s2 true, s3 true', 'backfill.job_source: an offset of each server');
 
 # the finished job still follows every source
 for my $server (qw(s1 s2 s3))
