@@ -1945,9 +1945,15 @@ BEGIN
             scan_d := format('(SELECT u.* FROM %s u WHERE %s)', j.downstream, covered);
         END IF;
         -- no fetch from here on; the source's snapshot, then what its slot
-        -- holds after it, from the offset the comparison's snapshot sees
+        -- holds after it, from the offset the comparison's snapshot sees.
+        -- The snapshot is postgres_fdw's, one per server, taken by a first
+        -- read of each foreign table as the job's owner, whose user mappings
+        -- the comparison uses (a LIMIT over the partitioned table would
+        -- read its first partition only)
         PERFORM backfill._lock_slot(j.job_id);
-        EXECUTE format('SELECT FROM %s LIMIT 1', scan_u);
+        PERFORM FROM backfill._verify_rows(j.job_id,
+            (SELECT string_agg(format('(SELECT NULL::text, NULL::text FROM %s LIMIT 1)', p.p), ' UNION ALL ')
+               FROM unnest(coalesce(j.remote_partitions, ARRAY[j.upstream])) p(p)));
         -- (a job over several servers reads each one's offset itself)
         decoded := format('SELECT ROW(%s) AS k FROM backfill._unfetched_keys(%s, '
                           '(SELECT CASE WHEN j.remote_partitions IS NULL THEN j.remote_lsn '

@@ -137,6 +137,7 @@
 #include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "tcop/pquery.h"
+#include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -351,7 +352,16 @@ remote_check_create(Relation upstream, int parallelism pg_attribute_unused())
 		RemoteTable table;
 		RemoteConn *conn;
 		RemoteRows *rows;
+		AclResult	aclresult;
 
+		/*
+		 * A sharded upstream's partitions are read one by one, each from
+		 * its server (verify_job's first read of each too): the caller
+		 * reads each, not only through the partitioned table.
+		 */
+		aclresult = pg_class_aclcheck(lfirst_oid(lc), GetUserId(), ACL_SELECT);
+		if (aclresult != ACLCHECK_OK)
+			aclcheck_error(aclresult, OBJECT_FOREIGN_TABLE, get_rel_name(lfirst_oid(lc)));
 		backfill_remote_table(lfirst_oid(lc), &table);
 		if (list_member_oid(servers, table.serverid))
 			continue;

@@ -414,14 +414,50 @@ fetch_source(RemoteJob *rj, int source, bool first)
 	return fetched >= upto;
 }
 
+/* the servers this process's fetches left out, by OID, until they answer */
+static List *servers_left_out = NIL;
+
+/*
+ * Say in the server log that a fetch left server s out, or that it answers
+ * again: once each time, not at every barrier while it is down.
+ */
+static void
+note_left_out(RemoteJob *rj, int source, bool left_out, ErrorData *edata)
+{
+	Oid			serverid = rj->sources[source].serverid;
+	MemoryContext old;
+
+	if (left_out == list_member_oid(servers_left_out, serverid))
+		return;
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	if (left_out)
+	{
+		servers_left_out = lappend_oid(servers_left_out, serverid);
+		ereport(LOG,
+				(errmsg("backfill job %lld: could not fetch the changes of server \"%s\"; the other servers' go on",
+						(long long) rj->job->job_id, rj->sources[source].server_name),
+				 errdetail_internal("%s", edata->detail ? edata->detail : edata->message),
+				 errhidestmt(true)));
+	}
+	else
+	{
+		servers_left_out = list_delete_oid(servers_left_out, serverid);
+		ereport(LOG,
+				(errmsg("backfill job %lld: server \"%s\" answers again",
+						(long long) rj->job->job_id, rj->sources[source].server_name),
+				 errhidestmt(true)));
+	}
+	MemoryContextSwitchTo(old);
+}
+
 /*
  * One fetch from each of the job's sources.  Returns whether each reached
  * the end of its WAL as it was.  With tolerant, a source that cannot be
  * reached (SQLSTATE class 08) is left out, in a subtransaction rolled back,
- * with a LOG line: its changes wait in its slot for a later fetch, the
- * others' go on (a sharded job's barriers before its last); else the
- * error goes on.  Caller is connected to SPI, as the job's owner, and
- * holds the slot lock.
+ * with a LOG line the first time: its changes wait in its slot for a later
+ * fetch, the others' go on (a sharded job's barriers before its last);
+ * else the error goes on.  Caller is connected to SPI, as the job's owner,
+ * and holds the slot lock.
  */
 bool
 fetch_once(RemoteJob *rj, bool first, bool tolerant)
@@ -443,6 +479,7 @@ fetch_once(RemoteJob *rj, bool first, bool tolerant)
 		{
 			reached = fetch_source(rj, s, first) && reached;
 			backfill_subxact_release(owner);
+			note_left_out(rj, s, false, NULL);
 		}
 		PG_CATCH();
 		{
@@ -454,11 +491,7 @@ fetch_once(RemoteJob *rj, bool first, bool tolerant)
 				PG_RE_THROW();
 			FlushErrorState();
 			backfill_subxact_rollback(owner);
-			ereport(LOG,
-					(errmsg("backfill job %lld: could not fetch the changes of server \"%s\"; the other servers' go on",
-							(long long) rj->job->job_id, rj->sources[s].server_name),
-					 errdetail_internal("%s", edata->detail ? edata->detail : edata->message),
-					 errhidestmt(true)));
+			note_left_out(rj, s, true, edata);
 			reached = false;
 		}
 		PG_END_TRY();
