@@ -84,14 +84,15 @@ cpu_ours() {
         pm=$(head -1 "$DIR/$n/postmaster.pid")
         pids="$pm $(pgrep -P "$pm" | tr '\n' ' ')"
         for p in $pids; do
-            # fields after the command's closing parenthesis: utime is the 12th
+            # fields after the command's closing parenthesis: utime, stime,
+            # (cutime, cstime) are the 12th to 15th
             sed 's/^.*) //' "/proc/$p/stat" 2>/dev/null | awk -v pm="$p" -v top="$pm" \
                 '{print $12 + $13 + (pm == top ? $14 + $15 : 0)}'
         done
     done | awk -v hz="$(getconf CLK_TCK)" '{s += $1} END {print s / hz}'
 }
 cpu_since() { echo "$(cpu_busy) - $CPU0" | bc; }
-# the local cluster's share of it since OURS0: LOC0 at the start
+# since a copy's start (OURS0, LOC0): the four clusters', the local one's
 ours_since() { echo "$(cpu_ours) - $OURS0" | bc; }
 loc_since() { echo "$(cpu_ours loc) - $LOC0" | bc; }
 log() { echo "$*" >&2; }
