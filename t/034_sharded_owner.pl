@@ -13,8 +13,9 @@
 #   partitioned table but not on a partition, cannot create one over it
 #   (the job reads each partition on its own);
 # - a superuser with no user mapping of its own runs her job after new
-#   writes on both sources (every connection is hers), verifies it and
-#   switches it over from both: each server fenced (a writer's grant taken
+#   writes on both sources (every connection is hers), verifies it, starts
+#   a worker that follows both servers while the configuration is read again
+#   and again, and switches it over from both: each server fenced (a writer's grant taken
 #   back), every write committed before the fences copied, no slot or
 #   publication left on either server.
 
@@ -28,6 +29,7 @@ use BackfillTestLib;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes qw(usleep);
 
 # two sources, each with the role alice_src, who owns its shard's table and
 # must give her password
@@ -55,7 +57,7 @@ ALTER TABLE t$i OWNER TO alice_src;
 	push @sources, $source;
 }
 
-my $local = backfill_node('local');
+my $local = worker_node('local');
 $local->safe_psql('postgres', 'CREATE EXTENSION postgres_fdw');
 for my $i (1, 2)
 {
@@ -150,6 +152,24 @@ is(differences(), '0 0',
 	'a superuser without mappings runs her finished job: it catches up with both servers as her');
 is($local->safe_psql('postgres', "SELECT count(*) FROM backfill.verify_job($job)"), '0',
 	'verify_job as a superuser finds no difference');
+
+# ---- a worker follows both servers while the configuration is read again ----
+# (each round of a following worker starts in a context of its own: reading
+# the configuration file under the context a commit gave back crashed it)
+$local->safe_psql('postgres', "SELECT backfill.start_job($job)");
+ok(wait_until(60, sub { scalar @{ job_workers($local, $job) } == 1 }), 'one worker follows her finished job');
+my $follower = job_workers($local, $job)->[0][1];
+for my $round (1 .. 40)
+{
+	$local->safe_psql('postgres', 'SELECT pg_reload_conf()');
+	$sources[ $round % 2 ]->safe_psql('postgres', sprintf(
+		"INSERT INTO t%d VALUES (%d, 'followed')", $round % 2 + 1, ($round % 2 + 1) * 100000 + 6000 + $round));
+	usleep(100_000);
+}
+ok(wait_until(60, sub { differences() eq '0 0' }), 'the worker took every write of both servers');
+is(job_workers($local, $job)->[0][1], $follower, 'and it is the same worker, after 40 reloads of the configuration');
+no_crash_in_log($local);
+$local->safe_psql('postgres', "SELECT backfill.stop_job($job)");
 
 # ---- a superuser switches her job over from both servers ----
 # writer_src may write to both tables by alice_src's grant; the fence takes

@@ -285,6 +285,12 @@ backfill_follow(BackfillJob *job, int32 actor_id)
 {
 	const KindRoutine *kind = backfill_kind_routine(job->kind);
 	char		activity[64];
+	/* one for the process: a worker that retries after an error comes back */
+	static MemoryContext round = NULL;
+
+	if (round == NULL)
+		round = AllocSetContextCreate(TopMemoryContext, "backfill follow round",
+									  ALLOCSET_DEFAULT_SIZES);
 
 	snprintf(activity, sizeof(activity), "backfill job %lld: following the upstream",
 			 (long long) job->job_id);
@@ -298,6 +304,15 @@ backfill_follow(BackfillJob *job, int32 actor_id)
 		}
 	while (!backfill_stop_requested(job->job_id))
 	{
+		/*
+		 * Each round starts in a context of its own, which outlives the
+		 * round's commits: a commit gives back the context current before
+		 * it, and one of the transaction it ended would be gone (reading
+		 * the configuration file again makes a context under the current
+		 * one).
+		 */
+		MemoryContextSwitchTo(round);
+		MemoryContextReset(round);
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
 		{
@@ -308,10 +323,13 @@ backfill_follow(BackfillJob *job, int32 actor_id)
 		if (!ActiveSnapshotSet())
 			PushActiveSnapshot(GetTransactionSnapshot());
 		backfill_kind_after_finish(kind, job->job_id);
+		MemoryContextSwitchTo(round);
 		backfill_commit();
 		pgstat_report_activity(STATE_IDLE, activity);
 		backfill_sleep_ms(Max(backfill_barrier_interval_ms, 100));
 	}
+	MemoryContextSwitchTo(TopMemoryContext);
+	MemoryContextReset(round);
 }
 
 /*
