@@ -9,13 +9,14 @@
 #   own to both servers (her source role, with a password), nobody else
 #   any: she creates the job, runs it, and it copies both servers' tables;
 #   job_splits and job_source show her the splits and servers of her job;
+# - a second job of hers copies and follows both servers in workers while
+#   the configuration is read again 40 times;
 # - regress_bob sees nothing of her job; regress_carol, with SELECT on the
 #   partitioned table but not on a partition, cannot create one over it
 #   (the job reads each partition on its own);
 # - a superuser with no user mapping of its own runs her job after new
-#   writes on both sources (every connection is hers), verifies it, starts
-#   a worker that follows both servers while the configuration is read again
-#   and again, and switches it over from both: each server fenced (a writer's grant taken
+#   writes on both sources (every connection is hers), verifies it, and
+#   switches it over from both: each server fenced (a writer's grant taken
 #   back), every write committed before the fences copied, no slot or
 #   publication left on either server.
 
@@ -153,12 +154,16 @@ is(differences(), '0 0',
 is($local->safe_psql('postgres', "SELECT count(*) FROM backfill.verify_job($job)"), '0',
 	'verify_job as a superuser finds no difference');
 
-# ---- a worker follows both servers while the configuration is read again ----
+# ---- workers copy and then follow both servers while the configuration is
+# read again and again ----
 # (each round of a following worker starts in a context of its own: reading
-# the configuration file under the context a commit gave back crashed it)
-$local->safe_psql('postgres', "SELECT backfill.start_job($job)");
-ok(wait_until(60, sub { scalar @{ job_workers($local, $job) } == 1 }), 'one worker follows her finished job');
-my $follower = job_workers($local, $job)->[0][1];
+# the configuration file under the context a commit gave back crashed the
+# worker that had run the final barrier)
+my $job2;
+($ok, $job2, $err) = as_role('regress_alice',
+	"SELECT backfill.create_job('alice.sh_copy2', 'sh', kind => 'cdc', parallelism => 2, chunk_size => 100)");
+ok($ok, 'she creates a second job') or diag($err);
+$local->safe_psql('postgres', "SELECT backfill.start_job($job2)");
 for my $round (1 .. 40)
 {
 	$local->safe_psql('postgres', 'SELECT pg_reload_conf()');
@@ -166,10 +171,16 @@ for my $round (1 .. 40)
 		"INSERT INTO t%d VALUES (%d, 'followed')", $round % 2 + 1, ($round % 2 + 1) * 100000 + 6000 + $round));
 	usleep(100_000);
 }
-ok(wait_until(60, sub { differences() eq '0 0' }), 'the worker took every write of both servers');
-is(job_workers($local, $job)->[0][1], $follower, 'and it is the same worker, after 40 reloads of the configuration');
+ok(wait_until(60, sub {
+	$local->safe_psql('postgres', "SELECT status FROM backfill.jobs WHERE job_id = $job2") eq 'finished' }),
+	'the second job finished in its workers');
+ok(wait_until(60, sub {
+	my ($ok2, $out2) = as_role('regress_alice', q{
+SELECT count(*) FROM (SELECT * FROM sh EXCEPT SELECT * FROM alice.sh_copy2) x});
+	$ok2 && $out2 eq '0' }), 'its worker took every write of both servers');
 no_crash_in_log($local);
-$local->safe_psql('postgres', "SELECT backfill.stop_job($job)");
+$local->safe_psql('postgres', "SELECT backfill.drop_job($job2)");
+$local->safe_psql('postgres', "CALL backfill.run_job($job)");
 
 # ---- a superuser switches her job over from both servers ----
 # writer_src may write to both tables by alice_src's grant; the fence takes
