@@ -38,12 +38,7 @@ CREATE POLICY above_1000 ON s FOR SELECT TO alice_src USING (id > 1000);
 });
 # postgres_fdw lets a plain role connect only to a source that asks for its
 # password
-my $hba = $source->data_dir . '/pg_hba.conf';
-my $hba_text = PostgreSQL::Test::Utils::slurp_file($hba);
-open(my $fh, '>', $hba) or die "could not write $hba: $!";
-print $fh "local all alice_src scram-sha-256\n", $hba_text;
-close($fh);
-$source->reload;
+require_password($source, 'alice_src');
 is($source->safe_psql('postgres', q{
 SET ROLE alice_src; SELECT min(id) || ' ' || count(*) FROM s}),
 	'1001 1000', 'on the source, alice_src sees the keys of s above 1000 only');

@@ -28,12 +28,7 @@ CREATE ROLE pw_src LOGIN REPLICATION PASSWORD 'secret';
 ALTER TABLE t OWNER TO pw_src;
 GRANT CREATE ON DATABASE postgres TO pw_src;
 });
-my $hba = $source->data_dir . '/pg_hba.conf';
-my $hba_text = PostgreSQL::Test::Utils::slurp_file($hba);
-open(my $fh, '>', $hba) or die "could not write $hba: $!";
-print $fh "local all pw_src scram-sha-256\n", $hba_text;
-close($fh);
-$source->reload;
+require_password($source, 'pw_src');
 
 my $local = backfill_node('local');
 import_remote($local, $source);

@@ -49,12 +49,7 @@ INSERT INTO t$i SELECT g, md5(g::text) FROM generate_series($i * 100000 + 1, $i 
 ANALYZE t$i;
 ALTER TABLE t$i OWNER TO alice_src;
 });
-	my $hba = $source->data_dir . '/pg_hba.conf';
-	my $hba_text = PostgreSQL::Test::Utils::slurp_file($hba);
-	open(my $fh, '>', $hba) or die "could not write $hba: $!";
-	print $fh "local all alice_src scram-sha-256\n", $hba_text;
-	close($fh);
-	$source->reload;
+	require_password($source, 'alice_src');
 	push @sources, $source;
 }
 

@@ -58,6 +58,7 @@ our @EXPORT = qw(
   remote_source
   import_remote
   remote_differences
+  require_password
 );
 
 # Every background process gets killed by IPC::Run after this long, so that
@@ -804,6 +805,21 @@ INSERT INTO t SELECT g * 2, g % 1000, md5(g::text) FROM generate_series(1, $rows
 ANALYZE t;
 });
 	return $source;
+}
+
+# Make $node ask role $role for its password on local connections (the
+# first line of pg_hba.conf), and reload: postgres_fdw lets a plain role
+# connect only to a source that asked for one.
+sub require_password
+{
+	my ($node, $role) = @_;
+	my $hba = $node->data_dir . '/pg_hba.conf';
+	my $hba_text = PostgreSQL::Test::Utils::slurp_file($hba);
+	open(my $fh, '>', $hba) or die "could not write $hba: $!";
+	print $fh "local all $role scram-sha-256\n", $hba_text;
+	close($fh);
+	$node->reload;
+	return;
 }
 
 # On $local, foreign server src for $source (a user mapping for the current
