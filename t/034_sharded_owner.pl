@@ -10,7 +10,8 @@
 #   any: she creates the job, runs it, and it copies both servers' tables;
 #   job_splits and job_source show her the splits and servers of her job;
 # - a second job of hers copies and follows both servers in workers while
-#   the configuration is read again 40 times;
+#   the configuration is read again 40 times, and goes on following one
+#   while the other is down, without spinning or growing;
 # - regress_bob sees nothing of her job; regress_carol, with SELECT on the
 #   partitioned table but not on a partition, cannot create one over it
 #   (the job reads each partition on its own);
@@ -30,7 +31,17 @@ use BackfillTestLib;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use POSIX ();
 use Time::HiRes qw(usleep);
+
+# CPU seconds and resident kB of a process, from /proc
+sub process_usage
+{
+	my ($pid) = @_;
+	my @stat = split / /, (slurp_file("/proc/$pid/stat") =~ s/^.*\) //r);
+	my ($rss) = slurp_file("/proc/$pid/status") =~ /^VmRSS:\s+(\d+)/m;
+	return (($stat[11] + $stat[12]) / POSIX::sysconf(POSIX::_SC_CLK_TCK), $rss);
+}
 
 # two sources, each with the role alice_src, who owns its shard's table and
 # must give her password
@@ -173,6 +184,38 @@ ok(wait_until(60, sub {
 	my ($ok2, $out2) = as_role('regress_alice', q{
 SELECT count(*) FROM (SELECT * FROM sh EXCEPT SELECT * FROM alice.sh_copy2) x});
 	$ok2 && $out2 eq '0' }), 'its worker took every write of both servers');
+
+# ---- the following worker while one server is down ----
+# it asks that server again at its next round, not at once: before, it
+# fetched again and again without a pause, each time rolling back the failed
+# server's subtransaction, and the result tables of its statements piled up
+# in the SPI connection it keeps for as long as it follows (a quarter of a
+# core and 2 MB a second here)
+my $follower = $local->safe_psql('postgres', qq{
+SELECT pid FROM pg_stat_activity WHERE query = 'backfill job $job2: following the upstream'});
+like($follower, qr/^\d+$/, 'one worker follows both servers');
+$sources[1]->stop('immediate');
+ok(wait_until(30, sub { slurp_file($local->logfile) =~
+	/backfill job $job2: could not fetch the changes of server "shard2"; the other servers' go on/ }),
+	'the worker leaves the stopped server out');
+my ($cpu0, $rss0) = process_usage($follower);
+for my $n (1 .. 5)
+{
+	$sources[0]->safe_psql('postgres', "INSERT INTO t1 VALUES (100000 + 6100 + $n, 'while shard2 is down')");
+	sleep 2;
+}
+my ($cpu1, $rss1) = process_usage($follower);
+cmp_ok($cpu1 - $cpu0, '<', 1.0, 'the worker does not spin while a server is down (CPU seconds in 10 s)');
+cmp_ok($rss1 - $rss0, '<', 4096, 'nor does its memory grow (kB in 10 s)');
+ok(wait_until(30, sub {
+	my ($ok2, $out2) = as_role('regress_alice', q{SELECT count(*) FROM alice.sh_copy2 WHERE v = 'while shard2 is down'});
+	$ok2 && $out2 eq '5' }), 'the other server\'s writes go on being followed');
+$sources[1]->start;
+$sources[1]->safe_psql('postgres', "INSERT INTO t2 VALUES (200000 + 6100, 'after the restart')");
+ok(wait_until(60, sub {
+	my ($ok2, $out2) = as_role('regress_alice', q{
+SELECT count(*) FROM (SELECT * FROM sh EXCEPT SELECT * FROM alice.sh_copy2) x});
+	$ok2 && $out2 eq '0' }), 'and the restarted server\'s are followed again');
 no_crash_in_log($local);
 $local->safe_psql('postgres', "SELECT backfill.drop_job($job2)");
 $local->safe_psql('postgres', "CALL backfill.run_job($job)");

@@ -956,8 +956,16 @@ remote_after_finish(int64 job_id)
 		while (!done)
 		{
 			MemoryContext old = MemoryContextSwitchTo(cxt);
-			BackfillJob *job = backfill_load_job(job_id, cxt);
+			BackfillJob *job;
 
+			/*
+			 * The fetch's statements run in an SPI connection of their own,
+			 * released before the commit: the caller's lives as long as the
+			 * worker, and the result tables SPI keeps in it until then would
+			 * pile up at every round of a follow that does not end.
+			 */
+			backfill_spi_enter();
+			job = backfill_load_job(job_id, cxt);
 			CHECK_FOR_INTERRUPTS();
 			done = job->status != BACKFILL_STATUS_FINISHED;
 			if (!done)
@@ -971,7 +979,11 @@ remote_after_finish(int64 job_id)
 				prepare_apply(rj);
 				prepare_insert(rj);
 				backfill_lock_slot_of(job_id);
-				/* in a worker, a sharded job follows the servers that answer */
+				/*
+				 * In a worker, a sharded job follows the servers that answer,
+				 * and one that does not is asked again at the next round, not
+				 * at once.
+				 */
 				done = fetch_once(rj, true, IsBackgroundWorker && rj->sharded) ||
 					(IsBackgroundWorker && ++fetches >= BACKFILL_REMOTE_FOLLOW_FETCHES);
 				apply_changes(rj, -1);
@@ -980,6 +992,7 @@ remote_after_finish(int64 job_id)
 				backfill_unpin_search_path(guc_level);
 				backfill_role_leave(&rc);
 			}
+			backfill_spi_leave();
 			MemoryContextSwitchTo(old);
 			MemoryContextReset(cxt);
 			if (!done)

@@ -456,7 +456,9 @@ note_left_out(RemoteJob *rj, int source, bool left_out, ErrorData *edata)
  * reached (SQLSTATE class 08) is left out, in a subtransaction rolled back,
  * with a LOG line the first time: its changes wait in its slot for a later
  * fetch, the others' go on (a sharded job's barriers before its last);
- * else the error goes on.  Caller is connected to SPI, as the job's owner,
+ * else the error goes on.  A source left out counts as reached: a fetch
+ * again at once would find it as unreachable, and a follow that fetched
+ * until every source reached its end would spin while one is down.  Caller is connected to SPI, as the job's owner,
  * and holds the slot lock.
  */
 bool
@@ -492,7 +494,6 @@ fetch_once(RemoteJob *rj, bool first, bool tolerant)
 			FlushErrorState();
 			backfill_subxact_rollback(owner);
 			note_left_out(rj, s, true, edata);
-			reached = false;
 		}
 		PG_END_TRY();
 	}
