@@ -59,13 +59,7 @@ trap cleanup EXIT
 
 sq() { "${RUNAS[@]}" "$BIN/psql" -X -At -h "$DIR" -p "$SPORT" -d postgres -v ON_ERROR_STOP=1 "$@"; }
 lq() { "${RUNAS[@]}" "$BIN/psql" -X -At -h "$DIR" -p "$LPORT" -d postgres -v ON_ERROR_STOP=1 "$@"; }
-now() { date +%s.%N; }
-# CPU time spent by the whole machine so far, in seconds (every core: user,
-# nice, system, irq, softirq, steal; /proc/stat counts in USER_HZ ticks)
-cpu_busy() { awk -v hz="$(getconf CLK_TCK)" '/^cpu / {print ($2 + $3 + $4 + $7 + $8 + $9) / hz}' /proc/stat; }
-# after a timed copy: its CPU seconds, from cpu_busy at its start (CPU0)
-cpu_since() { echo "$(cpu_busy) - $CPU0" | bc; }
-log() { echo "$*" >&2; }
+. "$(dirname "$0")/lib.sh"
 
 for n in src loc; do
     "${RUNAS[@]}" "$BIN/initdb" -D "$DIR/$n" -A trust >/dev/null
@@ -171,11 +165,6 @@ for r in $(seq 1 "$RUNS"); do
     done
     log "run $r: subscription ${S[sub,$r]} s (CPU ${C[sub,$r]} s), pgcopydb ${S[pgcopydb,$r]} s (${C[pgcopydb,$r]}), job p1 ${S[p1,$r]} s (${C[p1,$r]}), p2 ${S[p2,$r]} s (${C[p2,$r]}), p4 ${S[p4,$r]} s (${C[p4,$r]})"
 done
-median() { sort -g | awk '{v[NR] = $1} END {if (NR == 0) print 0; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
-med() { for r in $(seq 1 "$RUNS"); do echo "${S[$1,$r]}"; done | median; }
-cpu_med() { for r in $(seq 1 "$RUNS"); do echo "${C[$1,$r]}"; done | median; }
-# speed of A to B (the inverse ratio of their times), the median of the runs'
-speed() { for r in $(seq 1 "$RUNS"); do echo "${S[$2,$r]} / ${S[$1,$r]}" | bc -l; done | median; }
 BEST=p1
 for p in p2 p4; do
     if [ "$(echo "$(speed $p sub) > $(speed $BEST sub)" | bc -l)" = 1 ]; then BEST=$p; fi
@@ -228,12 +217,7 @@ lq -q -c "SELECT backfill.start_job($job)" >/dev/null
 TPS1=$(tps)
 lq -q -c "SELECT backfill.drop_job($job)" >/dev/null
 
-FAILS=0
-target() {  # name value bound: prints the target's line, counts a miss
-    local res=PASS
-    [ "$(echo "$2 >= $3" | bc -l)" = 1 ] || { res=FAIL; FAILS=$((FAILS + 1)); }
-    printf '%-48s %.2f  >= %.2f  %s\n' "$1" "$2" "$3" "$res"
-}
+TARGET_WIDTH=48
 echo "backfill remote benchmark: $(git -C "$(dirname "$0")" log --oneline -1 2>/dev/null || echo unknown); rows $ROWS, runs $RUNS, $(nproc) cores"
 printf '%-48s %s\n' "rows" "$ROWS"
 printf '%-48s %.2f s\n' "logical replication initial sync" "$(med sub)"

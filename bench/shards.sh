@@ -71,10 +71,7 @@ trap cleanup EXIT
 
 q() { local n=$1; shift; "${RUNAS[@]}" "$BIN/psql" -X -At -h "$DIR" -p "${PORT[$n]}" -d postgres -v ON_ERROR_STOP=1 "$@"; }
 lq() { q loc "$@"; }
-now() { date +%s.%N; }
-# CPU time spent by the whole machine so far, in seconds (every core: user,
-# nice, system, irq, softirq, steal; /proc/stat counts in USER_HZ ticks)
-cpu_busy() { awk -v hz="$(getconf CLK_TCK)" '/^cpu / {print ($2 + $3 + $4 + $7 + $8 + $9) / hz}' /proc/stat; }
+. "$(dirname "$0")/lib.sh"
 # CPU time spent so far by the four clusters' processes alone (the machine
 # is shared): each postmaster's own and its exited children's (cutime,
 # cstime), and its live children's; in seconds
@@ -91,11 +88,9 @@ cpu_ours() {
         done
     done | awk -v hz="$(getconf CLK_TCK)" '{s += $1} END {print s / hz}'
 }
-cpu_since() { echo "$(cpu_busy) - $CPU0" | bc; }
 # since a copy's start (OURS0, LOC0): the four clusters', the local one's
 ours_since() { echo "$(cpu_ours) - $OURS0" | bc; }
 loc_since() { echo "$(cpu_ours loc) - $LOC0" | bc; }
-log() { echo "$*" >&2; }
 
 for n in loc s1 s2 s3; do
     "${RUNAS[@]}" "$BIN/initdb" -D "$DIR/$n" -A trust >/dev/null
@@ -222,14 +217,9 @@ for r in $(seq 1 "$RUNS"); do
     done
     log "run $r: subscriptions ${S[sub,$r]} s (CPU machine ${C[sub,$r]} s, clusters ${O[sub,$r]} s, local ${L[sub,$r]} s, rows read ${R[sub,$r]}), job p3 ${S[p3,$r]} s (${C[p3,$r]}, ${O[p3,$r]}, ${L[p3,$r]}, ${R[p3,$r]}), p6 ${S[p6,$r]} s (${C[p6,$r]}, ${O[p6,$r]}, ${L[p6,$r]}, ${R[p6,$r]})"
 done
-median() { sort -g | awk '{v[NR] = $1} END {if (NR == 0) print 0; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
-med() { for r in $(seq 1 "$RUNS"); do echo "${S[$1,$r]}"; done | median; }
-cpu_med() { for r in $(seq 1 "$RUNS"); do echo "${C[$1,$r]}"; done | median; }
 ours_med() { for r in $(seq 1 "$RUNS"); do echo "${O[$1,$r]}"; done | median; }
 loc_med() { for r in $(seq 1 "$RUNS"); do echo "${L[$1,$r]}"; done | median; }
 reads_med() { for r in $(seq 1 "$RUNS"); do echo "${R[$1,$r]}"; done | median; }
-# speed of A to B (B's time over A's), the median of the runs'
-speed() { for r in $(seq 1 "$RUNS"); do echo "${S[$2,$r]} / ${S[$1,$r]}" | bc -l; done | median; }
 
 # ---- writers on the three sources ----
 # each source's pgbench updates one of its rows and upserts an odd key of
@@ -274,12 +264,6 @@ DIFF=$(lq -c "SELECT (SELECT count(*) FROM (SELECT * FROM shards EXCEPT SELECT *
 lq -q -c "SELECT backfill.drop_job($job)" >/dev/null
 SLOTS=$(for k in 1 2 3; do q "s$k" -c "SELECT count(*) FROM pg_replication_slots"; done | awk '{s += $1} END {print s}')
 
-FAILS=0
-target() {  # name value bound: prints the target's line, counts a miss
-    local res=PASS
-    [ "$(echo "$2 >= $3" | bc -l)" = 1 ] || { res=FAIL; FAILS=$((FAILS + 1)); }
-    printf '%-52s %.2f  >= %.2f  %s\n' "$1" "$2" "$3" "$res"
-}
 echo "backfill shards benchmark: $(git -C "$(dirname "$0")" log --oneline -1 2>/dev/null || echo unknown); rows $ROWS over $NSRC sources, runs $RUNS, $(nproc) cores, $(( $(date +%s) - START )) s, load average at the start $LOAD0"
 printf '%-52s %.2f s\n' "3 subscriptions at once, until all are ready" "$(med sub)"
 for p in 3 6; do
