@@ -15,6 +15,7 @@ use warnings;
 
 use Exporter 'import';
 use IPC::Run;
+use POSIX ();
 use PostgreSQL::Test::Utils;
 use Test::More;
 use Time::HiRes qw(usleep time);
@@ -59,6 +60,7 @@ our @EXPORT = qw(
   import_remote
   remote_differences
   require_password
+  process_usage
 );
 
 # Every background process gets killed by IPC::Run after this long, so that
@@ -846,6 +848,16 @@ sub remote_differences
 	return $local->safe_psql('postgres', qq{
 SELECT (SELECT count(*) FROM (SELECT * FROM remote.t EXCEPT SELECT * FROM $table) x)
     || ' ' || (SELECT count(*) FROM (SELECT * FROM $table EXCEPT SELECT * FROM remote.t) y)});
+}
+
+# The CPU seconds a process has used and its private resident memory in kB
+# (RssAnon: the shared buffers it touches are not its own), from /proc
+sub process_usage
+{
+	my ($pid) = @_;
+	my @stat = split / /, (slurp_file("/proc/$pid/stat") =~ s/^.*\) //r);
+	my ($anon) = slurp_file("/proc/$pid/status") =~ /^RssAnon:\s+(\d+)/m;
+	return (($stat[11] + $stat[12]) / POSIX::sysconf(POSIX::_SC_CLK_TCK), $anon);
 }
 
 1;

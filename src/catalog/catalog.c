@@ -613,7 +613,15 @@ backfill_names_changed(BackfillJob *job)
 	char	  **names[4] = {&job->upstream_sql, &job->downstream_sql,
 	&job->state_sql, &job->changes_sql};
 	bool		changed = false;
-	MemoryContext old = MemoryContextSwitchTo(GetMemoryChunkContext(job));
+
+	/*
+	 * Called at every barrier, and a worker's current context lives as long
+	 * as its run: the names are read in a context of their own, and only a
+	 * changed one is kept, in the job's.
+	 */
+	MemoryContext scratch = AllocSetContextCreate(CurrentMemoryContext, "backfill names",
+												  ALLOCSET_SMALL_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(scratch);
 
 	for (int i = 0; i < 4; i++)
 	{
@@ -630,11 +638,12 @@ backfill_names_changed(BackfillJob *job)
 		name = backfill_relation_sql(rels[i]);
 		if (strcmp(*names[i], name) != 0)
 		{
-			*names[i] = name;
+			*names[i] = MemoryContextStrdup(GetMemoryChunkContext(job), name);
 			changed = true;
 		}
 	}
 	MemoryContextSwitchTo(old);
+	MemoryContextDelete(scratch);
 	return changed;
 }
 
