@@ -11,8 +11,7 @@
 #   job_splits and job_source show her the splits and servers of her job;
 # - a second job of hers copies and follows both servers in workers while
 #   the configuration is read again 40 times, and goes on following one
-#   while the other is down, without spinning or growing, or holds every
-#   process (SIGSTOP), past backfill.shard_fetch_timeout;
+#   while the other is down, without spinning or growing;
 # - regress_bob sees nothing of her job; regress_carol, with SELECT on the
 #   partitioned table but not on a partition, cannot create one over it
 #   (the job reads each partition on its own);
@@ -207,33 +206,6 @@ ok(wait_until(60, sub {
 	my ($ok2, $out2) = as_role('regress_alice', q{
 SELECT count(*) FROM (SELECT * FROM sh EXCEPT SELECT * FROM alice.sh_copy2) x});
 	$ok2 && $out2 eq '0' }), 'and the restarted server\'s are followed again');
-
-# ---- a server that accepts connections and never answers ----
-# every process of shard2 held (SIGSTOP): its backend serving the follower
-# does not answer, and a new connection waits for its start forever; the
-# fetch gives up on it after backfill.shard_fetch_timeout, leaves it out,
-# and the other server's writes go on being followed
-$local->safe_psql('postgres', q{ALTER SYSTEM SET backfill.shard_fetch_timeout = '2s'});
-$local->reload;
-my @held = ($sources[1]->{_pid}, split /\n/, `pgrep -P $sources[1]->{_pid}`);
-ok(kill('STOP', @held) == @held, 'every process of shard2 is held');
-for my $n (1 .. 3)
-{
-	$sources[0]->safe_psql('postgres', "INSERT INTO t1 VALUES (100000 + 6200 + $n, 'while shard2 hangs')");
-}
-ok(wait_until(60, sub {
-	my ($ok2, $out2) = as_role('regress_alice', q{SELECT count(*) FROM alice.sh_copy2 WHERE v = 'while shard2 hangs'});
-	$ok2 && $out2 eq '3' }), 'a server that never answers does not hold the other server\'s changes');
-like(slurp_file($local->logfile), qr/server "shard2" did not answer within 2000 ms/,
-	'the server log says why it was left out');
-kill('CONT', @held);
-$sources[1]->safe_psql('postgres', "INSERT INTO t2 VALUES (200000 + 6200, 'after it answers again')");
-ok(wait_until(60, sub {
-	my ($ok2, $out2) = as_role('regress_alice', q{
-SELECT count(*) FROM (SELECT * FROM sh EXCEPT SELECT * FROM alice.sh_copy2) x});
-	$ok2 && $out2 eq '0' }), 'once it answers again, its changes are followed');
-$local->safe_psql('postgres', q{ALTER SYSTEM RESET backfill.shard_fetch_timeout});
-$local->reload;
 no_crash_in_log($local);
 $local->safe_psql('postgres', "SELECT backfill.drop_job($job2)");
 $local->safe_psql('postgres', "CALL backfill.run_job($job)");

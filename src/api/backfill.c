@@ -26,7 +26,6 @@
 #include "capture.h"
 #include "pacing.h"
 #include "ddl.h"
-#include "kind.h"
 
 PG_MODULE_MAGIC;
 
@@ -43,7 +42,6 @@ _PG_init(void)
 	backfill_create_init();
 	backfill_worker_caps_init();
 	backfill_ddl_init();
-	backfill_remote_changes_init();
 
 	/*
 	 * Workers and their registry need the library preloaded; so does a

@@ -294,9 +294,6 @@ backfill_kind_reschedulable(const KindRoutine *kind, int64 job_id, char **detail
 extern const KindRoutine *backfill_kind_routine(BackfillKind kind);
 extern BackfillKind backfill_kind_for_upstream(BackfillKind kind, Oid upstream);
 
-/* the settings of the kinds (remote_changes.c); from _PG_init */
-extern void backfill_remote_changes_init(void);
-
 /* the kinds' routines */
 extern const KindRoutine backfill_no_shuffle_routine;
 extern const KindRoutine backfill_arrangement_routine;

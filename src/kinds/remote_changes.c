@@ -47,13 +47,11 @@
 #include "catalog/pg_type.h"
 #include "nodes/value.h"
 #include "utils/builtins.h"
-#include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/pg_lsn.h"
 #include "utils/resowner.h"
 #include "utils/snapmgr.h"
 
-#include "kind.h"
 #include "lib.h"
 #include "remote_rows.h"
 #include "remote_job.h"
@@ -452,43 +450,16 @@ note_left_out(RemoteJob *rj, int source, bool left_out, ErrorData *edata)
 	MemoryContextSwitchTo(old);
 }
 
-/* backfill.shard_fetch_timeout: how long a tolerant fetch waits for one server */
-static int	shard_fetch_timeout_ms = 10000;
-
-/* define the setting; from _PG_init */
-void
-backfill_remote_changes_init(void)
-{
-	DefineCustomIntVariable("backfill.shard_fetch_timeout",
-							"Time a sharded job's fetch waits for one server before it leaves it out.",
-							"Before its final barrier, and after its finish in a worker, a sharded job "
-							"fetches the changes of every server; one that does not answer by then is "
-							"left out of that fetch, as one that refuses connections is. Zero waits "
-							"as long as the server takes.",
-							&shard_fetch_timeout_ms,
-							10000,
-							0,
-							INT_MAX,
-							PGC_SUSET,
-							GUC_UNIT_MS,
-							NULL, NULL, NULL);
-}
-
 /*
  * One fetch from each of the job's sources.  Returns whether each reached
  * the end of its WAL as it was.  With tolerant, a source that cannot be
- * reached (SQLSTATE class 08), or does not answer within
- * backfill.shard_fetch_timeout, is left out, in a subtransaction rolled
- * back, with a LOG line the first time: its changes wait in its slot for a
- * later fetch, the others' go on (a sharded job's barriers before its
- * last); else the error goes on.  Without the timeout, a server that
- * accepts connections and never answers (its host gone from the network,
- * its postmaster stopped) would hold the fetch, and with it the job's slot
- * lock that every actor's fetch takes.  A source left out counts as
- * reached: a fetch again at once would find it as unreachable, and a
- * follow that fetched until every source reached its end would spin while
- * one is down.  Caller is connected to SPI, as the job's owner,
- * and holds the slot lock.
+ * reached (SQLSTATE class 08) is left out, in a subtransaction rolled back,
+ * with a LOG line the first time: its changes wait in its slot for a later
+ * fetch, the others' go on (a sharded job's barriers before its last);
+ * else the error goes on.  A source left out counts as reached: a fetch
+ * again at once would find it as unreachable, and a follow that fetched
+ * until every source reached its end would spin while one is down.
+ * Caller is connected to SPI, as the job's owner, and holds the slot lock.
  */
 bool
 fetch_once(RemoteJob *rj, bool first, bool tolerant)
@@ -508,9 +479,7 @@ fetch_once(RemoteJob *rj, bool first, bool tolerant)
 		owner = backfill_subxact_begin();
 		PG_TRY();
 		{
-			backfill_remote_wait_until(shard_fetch_timeout_ms);
 			reached = fetch_source(rj, s, first) && reached;
-			backfill_remote_wait_until(0);
 			backfill_subxact_release(owner);
 			note_left_out(rj, s, false, NULL);
 		}
@@ -518,7 +487,6 @@ fetch_once(RemoteJob *rj, bool first, bool tolerant)
 		{
 			ErrorData  *edata;
 
-			backfill_remote_wait_until(0);
 			MemoryContextSwitchTo(cxt);
 			edata = CopyErrorData();
 			if (ERRCODE_TO_CATEGORY(edata->sqlerrcode) != ERRCODE_CONNECTION_EXCEPTION)

@@ -24,9 +24,7 @@
  * worker's job being stopped (stop_job sets the worker's latch) interrupts
  * it too, with an error of its own (backfill_stop_pending, xact.c): the
  * connection is closed without a cancel, which would itself wait for the
- * source, and the worker ends (worker.c).  A caller may also bound the
- * waits by a deadline (backfill_remote_wait_until): past it, the wait fails
- * as a lost connection, closed without a cancel for the same reason.
+ * source, and the worker ends (worker.c).
  *
  * Errors: a failure to connect, or a connection lost, is reported with
  * SQLSTATE 08006 (connection_failure), which workers retry; an error the
@@ -60,7 +58,6 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
-#include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
 #include "backfill.h"
@@ -76,54 +73,17 @@ struct RemoteConn
 	List	   *secrets;		/* the passwords of its options, to strip */
 };
 
-/* the deadline of the waits on sources, 0 for none (backfill_remote_wait_until) */
-static TimestampTz wait_deadline = 0;
-static int	wait_timeout_ms = 0;
-/* whether the last wait failed at the deadline: its connection gets no cancel */
-static bool wait_timed_out = false;
-
-/*
- * backfill_remote_wait_until
- *		Bound every wait on a source from now on to timeout_ms, until called
- *		again with 0: a source that does not answer by then fails the wait as
- *		a lost connection (08006), and its connection is closed.
- */
-void
-backfill_remote_wait_until(int timeout_ms)
-{
-	wait_timeout_ms = timeout_ms;
-	wait_deadline = timeout_ms > 0 ?
-		TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms) : 0;
-	wait_timed_out = false;
-}
-
 /*
  * Wait until sock is ready for events, or for the latch: a cancel, a
  * statement timeout or SIGTERM then raise their error, and a stop of the
- * worker's job raises ours; or until the deadline, if one is set.  Returns
- * WaitLatchOrSocket's events.
+ * worker's job raises ours.  Returns WaitLatchOrSocket's events.
  */
 static int
 wait_socket(const char *server_name, pgsocket sock, int events)
 {
-	long		timeout = -1;
-	int			rc;
+	int			rc = WaitLatchOrSocket(MyLatch, WL_EXIT_ON_PM_DEATH | WL_LATCH_SET | events,
+									   sock, 0, PG_WAIT_EXTENSION);
 
-	if (wait_deadline != 0)
-	{
-		timeout = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), wait_deadline);
-		events |= WL_TIMEOUT;
-	}
-	rc = timeout == 0 ? WL_TIMEOUT :
-		WaitLatchOrSocket(MyLatch, WL_EXIT_ON_PM_DEATH | WL_LATCH_SET | events,
-						  sock, timeout, PG_WAIT_EXTENSION);
-	if ((rc & WL_TIMEOUT) && wait_deadline != 0 && GetCurrentTimestamp() >= wait_deadline)
-	{
-		wait_timed_out = true;
-		ereport(ERROR,
-				(errcode(ERRCODE_CONNECTION_FAILURE),
-				 errmsg("server \"%s\" did not answer within %d ms", server_name, wait_timeout_ms)));
-	}
 	if (rc & WL_LATCH_SET)
 	{
 		ResetLatch(MyLatch);
@@ -494,7 +454,7 @@ static void
 abandon(RemoteConn *rc)
 {
 	if (rc->conn != NULL && PQtransactionStatus(rc->conn) == PQTRANS_ACTIVE &&
-		!backfill_stop_pending() && !wait_timed_out)
+		!backfill_stop_pending())
 	{
 		PGcancel   *cancel = PQgetCancel(rc->conn);
 		char		errbuf[256];

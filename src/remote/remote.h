@@ -43,7 +43,6 @@ typedef struct RemoteTable
 extern void backfill_remote_table(Oid foreign_table, RemoteTable *table);
 extern List *backfill_remote_leaves(Oid relid);
 extern RemoteConn *backfill_remote_connect(Oid serverid, Oid userid, const char *appname);
-extern void backfill_remote_wait_until(int timeout_ms);
 extern void backfill_remote_disconnect(RemoteConn *conn);
 extern RemoteRows *backfill_remote_query(RemoteConn *conn, const char *sql, int nparams,
 										 const char *const *params);

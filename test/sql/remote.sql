@@ -17,10 +17,6 @@ CREATE FOREIGN TABLE remote_ft (id int, v text) SERVER remote_nowhere
 
 -- only kind cdc reads a foreign table
 SELECT backfill.create_job('remote_arr', 'remote_ft', kind => 'arrangement');
--- (the library is loaded now) how long a sharded job's fetch waits for one
--- server: 10 s, superusers only
-SELECT name, setting, unit, context, min_val FROM pg_settings
- WHERE name = 'backfill.shard_fetch_timeout';
 SELECT backfill.create_job('remote_snap', 'remote_ft', kind => 'snapshot');
 SELECT backfill.create_job('remote_ns', 'remote_ft', kind => 'no_shuffle');
 
