@@ -177,9 +177,30 @@ sub kill_source
 }
 
 # ---- the job ----
+# the sources log their statements while create_job counts the rows
+my %log_offset;
+for my $name (qw(s1 s2 s3))
+{
+	$source{$name}->safe_psql('postgres',
+		"ALTER SYSTEM SET log_statement = 'all'; SELECT pg_reload_conf()");
+	$log_offset{$name} = -s $source{$name}->logfile;
+}
 my $job = $local->safe_psql('postgres',
 	"SELECT backfill.create_job('merged', 'sharded.t', kind => 'cdc', parallelism => 3, "
 	  . "chunk_size => 500, rate_limit => 1000)");
+my @fetched;
+for my $name (qw(s1 s2 s3))
+{
+	$source{$name}->safe_psql('postgres',
+		"ALTER SYSTEM RESET log_statement; SELECT pg_reload_conf()");
+	my $log = slurp_file($source{$name}->logfile, $log_offset{$name});
+	push @fetched, "$name: " . join(',', sort $log =~ /SELECT (count\(\*\)|NULL) FROM public\.(t_\w)/g);
+}
+is(join(' | ', @fetched),
+	's1: count(*),count(*),t_a,t_b | s2: count(*),count(*),t_a,t_b | s3: count(*),count(*),t_a,t_b',
+	'create_job counts each partition on its server, without fetching its rows');
+is($local->safe_psql('postgres', "SELECT total_rows FROM backfill.job WHERE job_id = $job"),
+	6 * $rows, 'the progress total is the rows of the six partitions');
 is($local->safe_psql('postgres', "SELECT kind || ' ' || remote FROM backfill.jobs WHERE job_id = $job"),
 	'cdc true', 'a cdc job over the sharded table is a remote job');
 is($local->safe_psql('postgres', qq{

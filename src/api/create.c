@@ -27,7 +27,8 @@
  * (create.h).  The job's rows are written by the catalog layer
  * (job_rows.c).
  *
- * May call: upstream.c, the kinds (through their routines), the services,
+ * May call: upstream.c, the kinds (through their routines), remote.c (a
+ * sharded upstream's partitions), the services,
  * catalog.c and job_rows.c, privilege.c and the foundations.
  *
  *-------------------------------------------------------------------------
@@ -63,6 +64,7 @@
 #include "capture.h"
 #include "upstream.h"
 #include "index_build.h"
+#include "remote.h"
 
 PG_FUNCTION_INFO_V1(backfill_create_job);
 PG_FUNCTION_INFO_V1(backfill_create_job_1_2);
@@ -558,6 +560,25 @@ plan_job(const CreateArgs *args, const KindRoutine *kind, CreatePlan *plan)
 }
 
 /*
+ * The partitions a sharded upstream's rows are counted by, one count sent
+ * to each one's server (backfill_count_sql), or NIL.  The caller may read
+ * each of them (remote_check_create), and a foreign table has no row-level
+ * security of its own, so their sum is what the job's chunks read.
+ */
+static List *
+foreign_leaf_sqls(Relation upstream)
+{
+	List	   *sqls = NIL;
+	ListCell   *lc;
+
+	if (upstream->rd_rel->relkind != RELKIND_PARTITIONED_TABLE)
+		return NIL;
+	foreach(lc, backfill_remote_leaves(RelationGetRelid(upstream)))
+		sqls = lappend(sqls, backfill_relation_sql(lfirst_oid(lc)));
+	return sqls;
+}
+
+/*
  * The job's range vnodes, cut from a sample of what it copies, read as the
  * caller; NULL for hashed vnodes, for a kind that cuts its own splits, and on
  * a catalog without their columns.
@@ -695,7 +716,7 @@ create_job(FunctionCallInfo fcinfo)
 	/* as the caller, the job's owner */
 	total_rows = backfill_count_rows(def.upstream_sql,
 									 plan.rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE,
-									 plan.shape.filter);
+									 plan.shape.filter, foreign_leaf_sqls(plan.rel));
 
 	plan.vnode_bounds = cut_vnodes(&plan, kind, def.upstream_sql);
 	if (plan.vnode_bounds == NULL && !kind->cuts_splits)

@@ -19,7 +19,8 @@ extern char *backfill_relation_sql(Oid relid);
 extern char *backfill_upstream_scan(const char *upstream_sql, bool partitioned);
 extern char *backfill_job_scan(BackfillJob *job);
 extern char *backfill_filter_and(BackfillJob *job);
-extern char *backfill_count_sql(const char *upstream_sql, bool partitioned, const char *filter);
+extern char *backfill_count_sql(const char *upstream_sql, bool partitioned, const char *filter,
+								List *leaf_sqls);
 extern char *backfill_pk_list(BackfillJob *job, const char *alias);
 extern char *backfill_pk_list_desc(BackfillJob *job);
 extern char *backfill_pk_params(BackfillJob *job, int first);
@@ -49,7 +50,8 @@ extern void backfill_spi_leave(void);
 extern void backfill_spi_exec(const char *sql, int expected);
 extern bool backfill_spi_true(const char *sql);
 extern bool backfill_spi_true_args(const char *sql, int nargs, Oid *types, Datum *values);
-extern int64 backfill_count_rows(const char *upstream_sql, bool partitioned, const char *filter);
+extern int64 backfill_count_rows(const char *upstream_sql, bool partitioned, const char *filter,
+								 List *leaf_sqls);
 extern void backfill_spi_exec_args(const char *sql, int nargs, Oid *types, Datum *values,
 								   const char *nulls, int expected);
 extern KeptPlans *backfill_kept_plans_create(void);

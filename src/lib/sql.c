@@ -80,13 +80,33 @@ backfill_filter_and(BackfillJob *job)
 	return job->filter ? psprintf(" AND (%s)", job->filter) : "";
 }
 
-/* the rows a job copies, counted: the progress total */
+/*
+ * backfill_count_sql
+ *		The rows a job copies, counted: the progress total.  leaf_sqls, when
+ *		not NIL, are the partitions of a partitioned upstream to count one
+ *		by one, the counts summed: postgres_fdw sends count(*) of a foreign
+ *		table to its server, where through the partitioned table it would
+ *		fetch every row of every server to count them here.
+ */
 char *
-backfill_count_sql(const char *upstream_sql, bool partitioned, const char *filter)
+backfill_count_sql(const char *upstream_sql, bool partitioned, const char *filter,
+				   List *leaf_sqls)
 {
-	return psprintf("SELECT pg_catalog.count(*) FROM %s%s%s%s",
-					backfill_upstream_scan(upstream_sql, partitioned),
-					filter ? " WHERE (" : "", filter ? filter : "", filter ? ")" : "");
+	const char *where = filter ? psprintf(" WHERE (%s)", filter) : "";
+	StringInfoData sql;
+	ListCell   *lc;
+
+	if (leaf_sqls == NIL)
+		return psprintf("SELECT pg_catalog.count(*) FROM %s%s",
+						backfill_upstream_scan(upstream_sql, partitioned), where);
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT COALESCE(pg_catalog.sum(n), 0)::pg_catalog.int8 FROM (");
+	foreach(lc, leaf_sqls)
+		appendStringInfo(&sql, "%sSELECT pg_catalog.count(*) AS n FROM %s%s",
+						 lc == list_head(leaf_sqls) ? "" : " UNION ALL ",
+						 backfill_upstream_scan(lfirst(lc), false), where);
+	appendStringInfoString(&sql, ") c");
+	return sql.data;
 }
 
 /*
@@ -647,15 +667,18 @@ backfill_spi_true_args(const char *sql, int nargs, Oid *types, Datum *values)
  * backfill_count_rows
  *		The rows of an upstream (its SQL name) that a job copies and the
  *		current user sees, under its row-level security: the progress total.
+ *		leaf_sqls: as for backfill_count_sql.
  */
 int64
-backfill_count_rows(const char *upstream_sql, bool partitioned, const char *filter)
+backfill_count_rows(const char *upstream_sql, bool partitioned, const char *filter,
+					List *leaf_sqls)
 {
 	bool		isnull;
 	int64		count;
 
 	backfill_spi_enter();
-	backfill_spi_exec(backfill_count_sql(upstream_sql, partitioned, filter), SPI_OK_SELECT);
+	backfill_spi_exec(backfill_count_sql(upstream_sql, partitioned, filter, leaf_sqls),
+					  SPI_OK_SELECT);
 	count = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	backfill_spi_leave();
 	return count;

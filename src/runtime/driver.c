@@ -114,7 +114,7 @@ count_upstream(BackfillJob *job)
 
 	backfill_owner_enter(job->owner, false, &owner);
 	guc_level = backfill_pin_search_path(job);
-	total = backfill_count_rows(job->upstream_sql, job->partitioned, job->filter);
+	total = backfill_count_rows(job->upstream_sql, job->partitioned, job->filter, NIL);
 	backfill_unpin_search_path(guc_level);
 	backfill_role_leave(&owner);
 	return total;
