@@ -420,7 +420,9 @@ $$;
 -- run_job does (a procedure with a SET clause could not commit), and as
 -- _on_ddl does (it looks up the names of the command that fired it under
 -- the caller's search_path); the trigger functions pin it where they run
--- SQL; vnode runs none.
+-- SQL; job_vnode and vnode run none (job_vnode pins it while it parses a
+-- job's bounds, once per call site: a SET clause would cost a setting and
+-- its undoing at every row of the statements that call it once a row).
 ALTER FUNCTION backfill.job_workers() SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION backfill._stop_and_lock_job(bigint) SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION backfill._stop_workers(bigint, boolean) SET search_path = pg_catalog, pg_temp;
@@ -437,7 +439,6 @@ ALTER FUNCTION backfill._set_rate_limit(bigint, integer) SET search_path = pg_ca
 ALTER FUNCTION backfill._rebuild_actors(bigint, integer) SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION backfill._copy_names(bigint, bigint) SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION backfill._drop_triggers(bigint) SET search_path = pg_catalog, pg_temp;
-ALTER FUNCTION backfill.job_vnode(bigint, VARIADIC "any") SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION backfill._check_reschedule(bigint) SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION backfill._drop_kind_objects(bigint) SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION backfill._unfetched_keys(bigint, pg_catalog.pg_lsn) SET search_path = pg_catalog, pg_temp;

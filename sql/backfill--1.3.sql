@@ -204,11 +204,13 @@ AS 'MODULE_PATHNAME', 'backfill_vnode'
 LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION backfill.vnode("any") IS 'The vnode (0 to 255) of a primary key, given its columns in key order.';
 
+-- no SET clause: it runs no SQL, and pins the search_path itself while it
+-- parses a job's bounds, once per call site, not at every row of the
+-- statements that call it once a row
 CREATE FUNCTION backfill.job_vnode(job_id bigint, VARIADIC "any")
 RETURNS smallint
 AS 'MODULE_PATHNAME', 'backfill_job_vnode'
-LANGUAGE C STABLE STRICT PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp;
+LANGUAGE C STABLE STRICT PARALLEL SAFE;
 COMMENT ON FUNCTION backfill.job_vnode(bigint, "any") IS
 'The vnode (0 to 255) of a primary key in a job, given its columns in key order: its range, or its hash for a job with hashed vnodes.';
 

@@ -250,8 +250,21 @@ backfill_job_vnode(PG_FUNCTION_ARGS)
 	}
 	if (cache->job_id != job_id)
 	{
+		/*
+		 * The job's row is read from the catalog without SQL, and its
+		 * bounds parsed by their types' input functions: under the
+		 * search_path of the extension's own statements, not the caller's,
+		 * so that a name in a bound means what it meant when create_job
+		 * wrote it.  Only here, once per call site and job: a SET clause on
+		 * the function would set the path and set it back at every row of
+		 * the statements that forward a job's changes, which call this once
+		 * a row.
+		 */
+		int			guc_level = backfill_pin_catalog_path();
+
 		cache->job_id = -1;
 		load_job_mapping(fcinfo, cache, job_id);
+		backfill_unpin_search_path(guc_level);
 	}
 	for (int i = 1; i < PG_NARGS(); i++)
 	{

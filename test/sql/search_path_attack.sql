@@ -12,8 +12,8 @@ SELECT pg_catalog.setval('backfill.job_id_seq', 1, false);
 -- the functions of the extension that set no search_path: C functions that
 -- pin it themselves once they have read the caller's names (create_job,
 -- estimate_job, _on_ddl) or cannot have a SET clause (run_job commits), the
--- trigger functions, which pin it where they run SQL, and vnode, which runs
--- none
+-- trigger functions, which pin it where they run SQL, and job_vnode and
+-- vnode, which run none
 SELECT p.oid::regprocedure AS without_search_path
   FROM pg_proc p
  WHERE p.pronamespace = 'backfill'::regnamespace
@@ -77,6 +77,7 @@ UPDATE regress_mal.up SET v = 'upd' WHERE id OPERATOR(pg_catalog.=) 2;
 DELETE FROM regress_mal.up WHERE id OPERATOR(pg_catalog.=) 40;
 SELECT * FROM backfill.verify_job(:j1);
 SELECT count(*) AS states FROM backfill.job_state(:j1);
+SELECT backfill.job_vnode(:j1, 5::int8) IS NOT NULL AS has_vnode;
 SELECT backfill.alter_rate_limit(:j1, 1000);
 SELECT backfill.reschedule(:j1, 2);
 SELECT backfill.stop_job(:j1);
@@ -135,6 +136,7 @@ SELECT * FROM backfill.verify_job(:s1);
 SELECT * FROM backfill.verify_job(:s2);
 -- the plain role's job, run, verified, written, recreated by the superuser
 CALL backfill.run_job(:j1);
+SELECT backfill.job_vnode(:j1, 5::int8) IS NOT NULL AS has_vnode;
 UPDATE regress_mal.up SET v = 'by su' WHERE id OPERATOR(pg_catalog.=) 5;
 SELECT * FROM backfill.verify_job(:j1);
 SELECT backfill.create_job('regress_mal.down3', 'regress_mal.up4', chunk_size => 10) AS s3 \gset
