@@ -251,12 +251,11 @@ backfill_job_vnode(PG_FUNCTION_ARGS)
 	if (cache->job_id != job_id)
 	{
 		/*
-		 * The job's row is read from the catalog without SQL, and its
-		 * bounds parsed by their types' input functions: under the
-		 * search_path of the extension's own statements, not the caller's,
-		 * so that a name in a bound means what it meant when create_job
-		 * wrote it.  Only here, once per call site and job: a SET clause on
-		 * the function would set the path and set it back at every row of
+		 * The job's row is read from the catalog without SQL; its bounds
+		 * are parsed by their types' input functions, which for a reg* type
+		 * read the search_path: the extension's own, not the caller's, as
+		 * when the function had a SET clause.  Only here, once per call site
+		 * and job: that clause set the path and set it back at every row of
 		 * the statements that forward a job's changes, which call this once
 		 * a row.
 		 */
