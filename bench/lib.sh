@@ -29,3 +29,7 @@ target() {
     [ "$(echo "$2 >= $3" | bc -l)" = 1 ] || { res=FAIL; FAILS=$((FAILS + 1)); }
     printf "%-${TARGET_WIDTH:-52}s %.2f  >= %.2f  %s\n" "$1" "$2" "$3" "$res"
 }
+
+
+# shm_pages: the page size of a cluster's shared memory
+. "$(dirname "${BASH_SOURCE[0]}")/pages.sh"

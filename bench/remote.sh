@@ -1,7 +1,7 @@
 #!/bin/bash
 # bench/remote.sh: copying a table from another server (see bench/README.md).
 #
-#   bash bench/remote.sh [--rows N] [--runs K]
+#   bash bench/remote.sh [--rows N] [--runs K] [--huge-pages try|on|off]
 #
 # Two throw-away clusters on this machine (source: wal_level = logical; local:
 # the library preloaded, postgres_fdw), N rows (default 1000000) on the
@@ -22,16 +22,20 @@
 #     its unfinished splits);
 #   - the writers' TPS on the source (pgbench, 10 s) with no copy and during
 #     a copy at parallelism 4.
+# --huge-pages: the clusters' huge_pages (default try, PostgreSQL's); the
+# report says which page size their shared memory got.
 # BIN (default /usr/lib/postgresql/15/bin) names the installation to use.
 set -euo pipefail
 
 ROWS=1000000
 RUNS=3
+HUGE_PAGES=try
 while [ $# -gt 0 ]; do
     case "$1" in
         --rows) ROWS=$2; shift 2 ;;
         --runs) RUNS=$2; shift 2 ;;
-        -h|--help) sed -n 2,24p "$0"; exit 0 ;;
+        --huge-pages) HUGE_PAGES=$2; shift 2 ;;
+        -h|--help) sed -n 2,26p "$0"; exit 0 ;;
         *) echo "unknown option: $1" >&2; exit 2 ;;
     esac
 done
@@ -70,6 +74,7 @@ shared_buffers = 512MB
 wal_init_zero = off
 max_wal_size = 4GB
 log_statement = none
+huge_pages = $HUGE_PAGES
 EOF
 done
 cat >>"$DIR/src/postgresql.conf" <<EOF
@@ -227,6 +232,7 @@ lq -q -c "SELECT backfill.drop_job($job)" >/dev/null
 TARGET_WIDTH=48
 echo "backfill remote benchmark: $(git -C "$(dirname "$0")" log --oneline -1 2>/dev/null || echo unknown); rows $ROWS, runs $RUNS, $(nproc) cores"
 printf '%-48s %s\n' "rows" "$ROWS"
+printf '%-48s %s\n' "shared memory of the 2 clusters" "$(shm_pages "$DIR/src")"
 printf '%-48s %.2f s\n' "logical replication initial sync" "$(med sub)"
 printf '%-48s %.2f s  (%.2f of the subscription'"'"'s speed)\n' "pgcopydb clone --table-jobs 1" "$(med pgcopydb)" "$(speed pgcopydb sub)"
 for p in 1 2 4; do

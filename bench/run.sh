@@ -2,7 +2,7 @@
 # bench/run.sh: the backfill benchmark (see bench/README.md).
 #
 #   bash bench/run.sh [--rows N] [--runs K] [--pgbench-seconds S] [--clients C] [--quick]
-#                     [--partitioned-only] [--writers-only]
+#                     [--partitioned-only] [--writers-only] [--huge-pages try|on|off]
 #
 # Starts a throw-away PostgreSQL 15 cluster in a temp dir (own port, unix
 # socket in that dir, shared_preload_libraries = 'backfill'), builds the data,
@@ -30,6 +30,7 @@ while [ $# -gt 0 ]; do
         --keep) KEEP=1; shift ;;   # keep the temp dir (debugging)
         --partitioned-only) ONLY_PART=1; shift ;;   # the partitioned upstream's rows alone
         --writers-only) ONLY_WRITERS=1; shift ;;    # sections 2, 2b and 5 alone
+        --huge-pages) HUGE_PAGES=$2; shift 2 ;;     # the cluster's huge_pages (bench/README.md)
         -h|--help) sed -n 2,13p "$0"; exit 0 ;;
         *) echo "unknown option: $1" >&2; exit 2 ;;
     esac
@@ -97,6 +98,7 @@ max_wal_size = 16GB
 min_wal_size = 4GB
 wal_init_zero = off
 checkpoint_timeout = 30min
+huge_pages = ${HUGE_PAGES:-try}
 autovacuum = on
 jit = off
 wal_level = logical
@@ -104,6 +106,8 @@ max_replication_slots = 10
 output_plugin_libraries = 'pgoutput, test_decoding, backfill'
 CONF
 "${RUNAS[@]}" "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/log" -w start >/dev/null
+. "$HERE/bench/pages.sh"
+SHM_PAGES=$(shm_pages "$DIR/data")
 wait_ready
 
 # ---------------------------------------------------------------- data
@@ -467,7 +471,7 @@ if [ "$ONLY_PART" = 1 ]; then
     row "INSERT INTO down SELECT * FROM up (indexed; the limit)" "$(med insert)" "1.00" "" ""
     partitioned_rows
     echo
-    echo "backfill benchmark (partitioned upstream only): $COMMIT; rows $ROWS, runs $RUNS, $(nproc) cores, $(( $(date +%s) - T_START )) s"
+    echo "backfill benchmark (partitioned upstream only): $COMMIT; rows $ROWS, runs $RUNS, $(nproc) cores, $(( $(date +%s) - T_START )) s, shared memory in $SHM_PAGES"
     for l in "${LINES[@]}"; do echo "$l"; done
     echo
     echo "exit code: $(( FAILS > 0 ? 1 : 0 )) ($FAILS target(s) missed)"
@@ -732,7 +736,7 @@ if [ "$ONLY_WRITERS" = 1 ]; then
     NA="n/a (not available)"
     writers_rows
     echo
-    echo "backfill benchmark (writers and log store only): $COMMIT; rows $ROWS, runs $RUNS, $(nproc) cores, $(( $(date +%s) - T_START )) s"
+    echo "backfill benchmark (writers and log store only): $COMMIT; rows $ROWS, runs $RUNS, $(nproc) cores, $(( $(date +%s) - T_START )) s, shared memory in $SHM_PAGES"
     for l in "${LINES[@]}"; do echo "$l"; done
     echo
     echo "exit code: $(( FAILS > 0 ? 1 : 0 )) ($FAILS target(s) missed)"
@@ -977,7 +981,7 @@ rat=$(ratio_med rec.reread rec.worth)
 row "rows re-read in all (ratio: barriers' worth per actor)" "$(med rec.reread)" "$(f2 "$rat")" "<= 1.00 barrier per actor" "$(check "$rat" "<=" 1.0)"
 
 echo
-echo "backfill benchmark: $COMMIT; rows $ROWS, runs $RUNS, $(nproc) cores, $(( $(date +%s) - T_START )) s"
+echo "backfill benchmark: $COMMIT; rows $ROWS, runs $RUNS, $(nproc) cores, $(( $(date +%s) - T_START )) s, shared memory in $SHM_PAGES"
 for l in "${LINES[@]}"; do echo "$l"; done
 echo
 echo "exit code: $(( FAILS > 0 ? 1 : 0 )) ($FAILS target(s) missed)"

@@ -3,6 +3,7 @@
 # bench/README.md and doc/sharded.md).
 #
 #   bash bench/shards.sh [--rows N] [--runs K] [--pgbench-seconds S] [--quick]
+#                        [--huge-pages try|on|off]
 #
 # Four throw-away clusters on this machine: three sources (wal_level =
 # logical), each with one table t_1, t_2 or t_3 of N / 3 rows (N default
@@ -28,20 +29,23 @@
 # the job's median time at parallelism 3, so that it ends first) with no
 # copy and during the copy of a job at parallelism 3, and the job's copy
 # compared with the sources both ways after it finished.
-# --quick: 60000 rows, 1 run.
+# --quick: 60000 rows, 1 run.  --huge-pages: the clusters' huge_pages (default
+# try, PostgreSQL's); the report says which page size their shared memory got.
 # BIN (default /usr/lib/postgresql/15/bin) names the installation to use.
 set -euo pipefail
 
 ROWS=3000000
 RUNS=3
+HUGE_PAGES=try
 PGB_SECS=auto
 while [ $# -gt 0 ]; do
     case "$1" in
         --rows) ROWS=$2; shift 2 ;;
         --runs) RUNS=$2; shift 2 ;;
+        --huge-pages) HUGE_PAGES=$2; shift 2 ;;
         --pgbench-seconds) PGB_SECS=$2; shift 2 ;;
         --quick) ROWS=60000; RUNS=1; shift ;;
-        -h|--help) sed -n 2,31p "$0"; exit 0 ;;
+        -h|--help) sed -n 2,34p "$0"; exit 0 ;;
         *) echo "unknown option: $1" >&2; exit 2 ;;
     esac
 done
@@ -101,6 +105,7 @@ listen_addresses = ''
 wal_init_zero = off
 max_wal_size = 4GB
 log_statement = none
+huge_pages = $HUGE_PAGES
 EOF
 done
 for k in 1 2 3; do
@@ -265,6 +270,7 @@ lq -q -c "SELECT backfill.drop_job($job)" >/dev/null
 SLOTS=$(for k in 1 2 3; do q "s$k" -c "SELECT count(*) FROM pg_replication_slots"; done | awk '{s += $1} END {print s}')
 
 echo "backfill shards benchmark: $(git -C "$(dirname "$0")" log --oneline -1 2>/dev/null || echo unknown); rows $ROWS over $NSRC sources, runs $RUNS, $(nproc) cores, $(( $(date +%s) - START )) s, load average at the start $LOAD0"
+printf '%-52s %s\n' "shared memory of the 4 clusters" "$(shm_pages "$DIR/loc")"
 printf '%-52s %.2f s\n' "3 subscriptions at once, until all are ready" "$(med sub)"
 for p in 3 6; do
     printf '%-52s %.2f s  (%.2f of the subscriptions'"'"' speed)\n' "one cdc job over the 3 sources, parallelism $p" \
