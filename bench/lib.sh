@@ -30,6 +30,5 @@ target() {
     printf "%-${TARGET_WIDTH:-52}s %.2f  >= %.2f  %s\n" "$1" "$2" "$3" "$res"
 }
 
-
-# shm_pages: the page size of a cluster's shared memory
+# shm_pages: the page size of the clusters' shared memory
 . "$(dirname "${BASH_SOURCE[0]}")/pages.sh"

@@ -91,6 +91,7 @@ max_logical_replication_workers = 4
 restart_after_crash = on
 EOF
 for n in src loc; do "${RUNAS[@]}" "$BIN/pg_ctl" -D "$DIR/$n" -l "$DIR/$n.log" -w start >/dev/null; done
+SHM_PAGES=$(shm_pages "$DIR/src" "$DIR/loc")
 
 log "source: $ROWS rows"
 sq -q <<EOF
@@ -232,7 +233,7 @@ lq -q -c "SELECT backfill.drop_job($job)" >/dev/null
 TARGET_WIDTH=48
 echo "backfill remote benchmark: $(git -C "$(dirname "$0")" log --oneline -1 2>/dev/null || echo unknown); rows $ROWS, runs $RUNS, $(nproc) cores"
 printf '%-48s %s\n' "rows" "$ROWS"
-printf '%-48s %s\n' "shared memory of the 2 clusters" "$(shm_pages "$DIR/src")"
+printf '%-48s %s\n' "shared memory of the 2 clusters" "$SHM_PAGES"
 printf '%-48s %.2f s\n' "logical replication initial sync" "$(med sub)"
 printf '%-48s %.2f s  (%.2f of the subscription'"'"'s speed)\n' "pgcopydb clone --table-jobs 1" "$(med pgcopydb)" "$(speed pgcopydb sub)"
 for p in 1 2 4; do

@@ -20,6 +20,7 @@ QUICK=0
 KEEP=0
 ONLY_PART=0
 ONLY_WRITERS=0
+HUGE_PAGES=try
 while [ $# -gt 0 ]; do
     case "$1" in
         --rows) ROWS=$2; shift 2 ;;
@@ -98,7 +99,7 @@ max_wal_size = 16GB
 min_wal_size = 4GB
 wal_init_zero = off
 checkpoint_timeout = 30min
-huge_pages = ${HUGE_PAGES:-try}
+huge_pages = $HUGE_PAGES
 autovacuum = on
 jit = off
 wal_level = logical

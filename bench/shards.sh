@@ -124,6 +124,7 @@ max_worker_processes = 24
 max_logical_replication_workers = 8
 EOF
 for n in loc s1 s2 s3; do "${RUNAS[@]}" "$BIN/pg_ctl" -D "$DIR/$n" -l "$DIR/$n.log" -w start >/dev/null; done
+SHM_PAGES=$(shm_pages "$DIR/loc" "$DIR/s1" "$DIR/s2" "$DIR/s3")
 
 log "sources: $NSRC x $PER rows"
 for k in 1 2 3; do
@@ -270,7 +271,7 @@ lq -q -c "SELECT backfill.drop_job($job)" >/dev/null
 SLOTS=$(for k in 1 2 3; do q "s$k" -c "SELECT count(*) FROM pg_replication_slots"; done | awk '{s += $1} END {print s}')
 
 echo "backfill shards benchmark: $(git -C "$(dirname "$0")" log --oneline -1 2>/dev/null || echo unknown); rows $ROWS over $NSRC sources, runs $RUNS, $(nproc) cores, $(( $(date +%s) - START )) s, load average at the start $LOAD0"
-printf '%-52s %s\n' "shared memory of the 4 clusters" "$(shm_pages "$DIR/loc")"
+printf '%-52s %s\n' "shared memory of the 4 clusters" "$SHM_PAGES"
 printf '%-52s %.2f s\n' "3 subscriptions at once, until all are ready" "$(med sub)"
 for p in 3 6; do
     printf '%-52s %.2f s  (%.2f of the subscriptions'"'"' speed)\n' "one cdc job over the 3 sources, parallelism $p" \
