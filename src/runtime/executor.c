@@ -372,6 +372,19 @@ backfill_run_finish_barrier(BarrierExecutor *exec)
 	 * through a partitioned upstream or straight into its partitions.
 	 */
 	backfill_lock_writers(job->upstream);
+
+	/*
+	 * A kind that fetches its changes: its slot lock too, before the
+	 * snapshot, so that the snapshot sees every fetch another actor's worker
+	 * committed and no fetch commits after it.  Taken after the snapshot (as
+	 * the final fetch does anyway), it let an actor that finished at the same
+	 * moment commit its last fetch in between, recording an offset equal to
+	 * the one the snapshot saw; the final fetch took the offset as seen and
+	 * failed to record its own ("could not serialize access due to
+	 * concurrent update"), and its worker started over.
+	 */
+	if (exec->kind->fetch)
+		backfill_lock_slot_of(job->job_id);
 	if (ActivePortal == NULL && !ActiveSnapshotSet())
 		PushActiveSnapshot(GetTransactionSnapshot());	/* a worker */
 	backfill_owner_enter(job->owner, false, &owner);

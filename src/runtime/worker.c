@@ -33,7 +33,8 @@
  * committed state; so is a lost connection to another server (SQLSTATE
  * class 08, remote.c), for as long as it takes, waiting twice as long
  * after each failure up to BACKFILL_MAX_WAIT_MS, with the reason in
- * pg_stat_activity, until stop_job.  stop_job sets the workers' latches: a
+ * pg_stat_activity, until stop_job; the server log has each retried error
+ * as a LOG line.  stop_job sets the workers' latches: a
  * worker waiting for another server (remote.c), or between two tries to
  * reach it, ends at once, its barrier rolled back, without failing the job.
  *
@@ -237,9 +238,20 @@ backfill_actor_main(Datum main_arg pg_attribute_unused())
 			stopped = (transient || edata->sqlerrcode == ERRCODE_QUERY_CANCELED) &&
 				job_stopped();
 			if (retry || stopped)
+			{
+				/*
+				 * A LOG line, not an ERROR: EmitErrorReport() reports the
+				 * error as raised, so the copy is reported at its level
+				 */
+				FlushErrorState();
 				edata->elevel = LOG;
-			EmitErrorReport();
-			FlushErrorState();
+				ThrowErrorData(edata);
+			}
+			else
+			{
+				EmitErrorReport();
+				FlushErrorState();
+			}
 			backfill_xact_abort();
 			if (preparer)
 			{
