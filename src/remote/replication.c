@@ -42,17 +42,26 @@ backfill_remote_ensure_slot(RemoteConn *conn, const char *tables, const char *se
 {
 	const char *params[1] = {name};
 	RemoteRows *rows;
+	char	   *confirmed;
 	bool		err = false;
-	XLogRecPtr	lsn;
 
-	rows = backfill_remote_query(conn, "SELECT FROM pg_catalog.pg_publication WHERE pubname = $1", 1, params);
-	if (rows->nrows == 0)
+	/*
+	 * Both looked up in one round trip: a job does this before every fetch,
+	 * and they almost always exist.  A slot of that name that is not a
+	 * logical one has no confirmed offset; creating it then fails on the
+	 * source with its own error.
+	 */
+	rows = backfill_remote_query(conn,
+								 "SELECT EXISTS (SELECT FROM pg_catalog.pg_publication WHERE pubname = $1)::text, "
+								 "(SELECT confirmed_flush_lsn::text FROM pg_catalog.pg_replication_slots "
+								 "WHERE slot_name = $1)",
+								 1, params);
+	confirmed = backfill_remote_value(rows, 0, 1);
+	if (strcmp(backfill_remote_value(rows, 0, 0), "true") != 0)
 		(void) backfill_remote_query(conn, psprintf("CREATE PUBLICATION %s FOR TABLE %s",
 													quote_identifier(name), tables),
 									 0, NULL);
-	rows = backfill_remote_query(conn, "SELECT confirmed_flush_lsn::text FROM pg_catalog.pg_replication_slots "
-								 "WHERE slot_name = $1", 1, params);
-	if (rows->nrows == 0)
+	if (confirmed == NULL)
 	{
 		if (has_offset)
 			ereport(ERROR,
@@ -64,9 +73,9 @@ backfill_remote_ensure_slot(RemoteConn *conn, const char *tables, const char *se
 							 (long long) job_id, (long long) job_id)));
 		rows = backfill_remote_query(conn, "SELECT lsn::text FROM pg_catalog.pg_create_logical_replication_slot($1, 'pgoutput')",
 									 1, params);
+		confirmed = backfill_remote_value(rows, 0, 0);
 	}
-	lsn = pg_lsn_in_internal(backfill_remote_value(rows, 0, 0), &err);
-	return lsn;
+	return pg_lsn_in_internal(confirmed, &err);
 }
 
 /*

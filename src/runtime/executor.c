@@ -293,8 +293,19 @@ backfill_run_barrier(BarrierExecutor *exec, int actor, int interval_ms, int rate
 	backfill_owner_enter(job->owner, false, &owner);
 	guc_level = backfill_pin_search_path(job);
 	backfill_spi_enter();
+
+	/*
+	 * A barrier of one round (no interval) reads one chunk per set of
+	 * vnodes, chunk_size rows, as RisingWave's.  Timed barriers keep an
+	 * actor's batch from one barrier to the next: how many rows a barrier
+	 * reads is the interval's business then, and starting every barrier
+	 * again at one chunk costs a statement per doubling, which for a copy
+	 * from another server is a round trip and a transaction of the source's
+	 * each (a remote job commits at the end of every split).
+	 */
 	for (int a = first; a <= last; a++)
-		exec->batch[a] = 1;
+		if (interval_ms <= 0 || exec->batch[a] == 0)
+			exec->batch[a] = 1;
 	backfill_pacing_begin(exec->pacing, first, last);
 	exec->kind->barrier_changes(exec, first, last, deadline);
 
