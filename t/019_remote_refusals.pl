@@ -8,7 +8,8 @@
 # job cannot serve (a row filter, computed columns, a table of the user's).
 # Each refusal is a clear error naming what is missing, and leaves nothing
 # behind on either side: no job, no table here, no slot or publication on the
-# source.
+# source.  Then, for a job that runs, what a fetch does when its publication
+# or its slot has gone from the source.
 
 use strict;
 use warnings;
@@ -180,5 +181,26 @@ SELECT (SELECT count(*) FROM (SELECT * FROM remote.tk EXCEPT SELECT * FROM copy_
 	'0 0 84', 'keys with escaped characters: chunks end on them, and the copy equals the source');
 is($local->safe_psql('postgres', "SELECT count(*) FROM backfill.verify_job($job)"), '0', 'verify_job is empty');
 $local->safe_psql('postgres', "SELECT backfill.drop_job($job)");
+
+# the job's publication and slot on the source are looked up before every
+# fetch: a publication dropped between two runs is made again, and a slot
+# dropped once the job has an offset is an error that says the changes
+# since it are lost
+$job = $local->safe_psql('postgres',
+	"SELECT backfill.create_job('copy_pub', 'remote.t', kind => 'cdc', chunk_size => 100)");
+$local->safe_psql('postgres', "CALL backfill.run_job($job, 1)");
+my $slot = $local->safe_psql('postgres', "SELECT slot_name FROM backfill.jobs WHERE job_id = $job");
+is($source->safe_psql('postgres', "SELECT count(*) FROM pg_publication WHERE pubname = '$slot'"),
+	'1', 'the first barrier made the publication');
+$source->safe_psql('postgres', "DROP PUBLICATION $slot");
+$local->safe_psql('postgres', "CALL backfill.run_job($job, 1)");
+is($source->safe_psql('postgres', "SELECT count(*) FROM pg_publication WHERE pubname = '$slot'"),
+	'1', 'the next barrier made it again');
+$source->safe_psql('postgres', "SELECT pg_drop_replication_slot('$slot')");
+like(refusal("CALL backfill.run_job($job)"),
+	qr/^ERROR:  55000: replication slot "\Q$slot\E" of backfill job $job does not exist on server "src"\nDETAIL:  The changes of the source since the job's offset are lost\.\nHINT:  Cancel the job with backfill\.cancel_job\($job\) and create it again with backfill\.recreate_job\($job\)\.$/,
+	'a slot dropped behind the job\'s back is an error, not a new slot');
+$local->safe_psql('postgres', "SELECT backfill.drop_job($job)");
+is(leftovers_everywhere(), $nothing, 'drop_job leaves nothing on either side');
 
 done_testing();
