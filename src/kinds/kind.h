@@ -115,8 +115,16 @@ typedef struct KindRoutine
 	 */
 	void		(*open_stream) (BackfillJob *job);
 
-	/* fetch changes before a barrier, in a transaction of its own (optional) */
-	void		(*fetch) (BarrierExecutor *exec);
+	/*
+	 * Fetch changes before a barrier, in a transaction of its own
+	 * (optional).  Returns whether it fetched every change there was; false
+	 * when it stopped at a limit of its own and more are waiting.  The kind
+	 * must allow a change to be fetched after the barrier whose snapshot
+	 * holds it: a worker fetches before a barrier only when it has not
+	 * fetched in the last barrier interval or its last fetch stopped short
+	 * (driver.c).
+	 */
+	bool		(*fetch) (BarrierExecutor *exec);
 
 	/*
 	 * The changes part of a barrier of actors first..last, before any chunk.
@@ -230,11 +238,10 @@ backfill_kind_open_stream(const KindRoutine *kind, BackfillJob *job)
 		kind->open_stream(job);
 }
 
-static inline void
+static inline bool
 backfill_kind_fetch(const KindRoutine *kind, BarrierExecutor *exec)
 {
-	if (kind->fetch)
-		kind->fetch(exec);
+	return kind->fetch ? kind->fetch(exec) : true;
 }
 
 static inline bool

@@ -14,7 +14,8 @@
  * Writers pay nothing for it: no trigger fires while the job backfills.
  *
  * The offset is an LSN: every transaction whose commit record starts below
- * it has been consumed.  Before each barrier, in a transaction of its own, a
+ * it has been consumed.  Before a barrier (each one in run_job; in a worker,
+ * at most once a barrier interval, driver.c), in a transaction of its own, a
  * fetch:
  *
  * 1. advances the slot to the offset the last barrier committed, so the WAL
@@ -620,6 +621,20 @@ cdc_fetch(BarrierExecutor *exec)
 }
 
 /*
+ * kind.h: fetch.  A fetch reads the slot up to the WAL flushed, so it never
+ * stops short.  A change fetched a barrier late is harmless: its key is
+ * forwarded, if at or below the position, by re-reading the upstream as the
+ * later barrier's snapshot sees it, and a key above the position is read by
+ * a chunk whose snapshot holds the change either way.
+ */
+static bool
+cdc_fetch_before_barrier(BarrierExecutor *exec)
+{
+	cdc_fetch(exec);
+	return true;
+}
+
+/*
  * Persist the job's one state row: the position and row count all vnodes
  * share, and the offset of the last fetch.  Written at every barrier, since
  * the offset moves even when the position does not.
@@ -702,7 +717,7 @@ const KindRoutine backfill_cdc_routine = {
 	.load_state = cdc_load_state,
 	.prepare = cdc_prepare,
 	.open_stream = cdc_open_stream,
-	.fetch = cdc_fetch,
+	.fetch = cdc_fetch_before_barrier,
 	.barrier_changes = backfill_forward_actors_changes,	/* the one actor's, all vnodes */
 	.read_chunk = backfill_read_chunk_per_actor,
 	.persist = cdc_persist,

@@ -27,8 +27,10 @@
  * of its actor's splits has finished (barrier_full).
  *
  * The change stream (remote_changes.c).  One publication and one logical
- * slot on the source per job (remote/replication.c); a fetch, before every
- * barrier and in a transaction of its own, under the job's slot lock,
+ * slot on the source per job (remote/replication.c); a fetch, before a
+ * barrier (every one in run_job; in a worker, at most once a barrier
+ * interval unless the last stopped at its limit: driver.c) and in a
+ * transaction of its own, under the job's slot lock,
  * appends the changes of whole transactions the slot holds beyond the
  * offset committed in backfill.job.remote_lsn to backfill.changes_<id>,
  * and commits its new offset; the slot is only advanced to an offset whose
@@ -608,7 +610,8 @@ remote_prepare(BarrierExecutor *exec)
 	MemoryContextSwitchTo(old);
 }
 
-static void
+/* kind.h: fetch: whether every source's slot was read to the end it had */
+static bool
 remote_fetch(BarrierExecutor *exec)
 {
 	RemoteJob  *rj = exec->kind_state;
@@ -619,7 +622,7 @@ remote_fetch(BarrierExecutor *exec)
 	 * splits wait for it, each in its worker
 	 */
 	backfill_lock_slot_of(rj->job->job_id);
-	(void) fetch_once(rj, true, rj->sharded);
+	return fetch_once(rj, true, rj->sharded);
 }
 
 /*

@@ -8,8 +8,8 @@
  * pgoutput on the source, both named backfill_<system identifier>_<database
  * OID>_<job id> of this server, made by the job's first fetch (publication
  * first: pgoutput reads it with the catalog as of each change;
- * remote/replication.c).  A fetch, before every barrier and in a
- * transaction of its own, under the job's slot lock (one fetch at a time
+ * remote/replication.c).  A fetch, before a barrier (driver.c says which)
+ * and in a transaction of its own, under the job's slot lock (one fetch at a time
  * for all the actors):
  *	 1. advances the slot to backfill.job.remote_lsn, the offset the last
  *		fetch committed, so the source can recycle the WAL before it;

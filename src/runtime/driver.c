@@ -12,6 +12,16 @@
  * snapshot; a kind that fetches its changes does so in a transaction just
  * before.  A kill at any moment loses only the barrier in flight.
  *
+ * A run in the foreground fetches before every barrier, so that stepping
+ * through barriers (run_job's max_barriers) sees each change at the next
+ * one.  A worker fetches before a barrier only when it has not fetched for
+ * a barrier interval, or its last fetch stopped at its limit with more
+ * waiting: a remote actor commits at the end of every split, and the
+ * fetches before barriers that come faster than the interval would go to
+ * every source for the few changes of a fraction of a second.  The kinds
+ * that fetch allow a change to arrive a barrier late (kind.h: fetch), and
+ * the final barrier fetches under its lock whatever came before.
+ *
  * The loop ends when the barriers asked for have run, when the job (or the
  * worker's actor) has finished, when the job is no longer backfilling, or
  * when a worker is asked to stop.  When the last actor finishes, the final
@@ -387,6 +397,20 @@ open_stream(BackfillJob *job, const KindRoutine *kind, bool worker)
 }
 
 /*
+ * Whether to fetch before the next barrier (see the file header): always in
+ * the foreground; in a worker, when its last fetch stopped short or is a
+ * barrier interval old.
+ */
+static bool
+fetch_due(bool worker, TimestampTz fetched_at, bool caught_up)
+{
+	if (!worker || !caught_up || fetched_at == 0)
+		return true;
+	return TimestampDifferenceExceeds(fetched_at, GetCurrentTimestamp(),
+									  backfill_barrier_interval_ms);
+}
+
+/*
  * backfill_drive
  *		Run barriers of one actor (its index, in a worker) or of every actor
  *		(-1, in CALL backfill.run_job), at most max_barriers of them unless
@@ -403,6 +427,8 @@ backfill_drive(BackfillJob *job, int actor, int max_barriers)
 	char		activity[256];
 	TimestampTz logged_at = GetCurrentTimestamp();
 	TimestampTz told_at = logged_at;
+	TimestampTz fetched_at = 0;
+	bool		caught_up = false;
 
 	backfill_live_begin(job, actor, "snapshot");
 	for (int a = 0; a < job->nactors; a++)
@@ -416,11 +442,12 @@ backfill_drive(BackfillJob *job, int actor, int max_barriers)
 		int64		rows;
 
 		/* without a portal (a worker), each transaction pushes a snapshot */
-		if (kind->fetch)
+		if (kind->fetch && fetch_due(worker, fetched_at, caught_up))
 		{
 			backfill_next_fetch();
 			exec = backfill_executor_refresh(exec);
-			backfill_run_fetch(exec);
+			caught_up = backfill_run_fetch(exec);
+			fetched_at = GetCurrentTimestamp();
 		}
 		backfill_next_barrier(true);
 		exec = backfill_executor_refresh(exec);

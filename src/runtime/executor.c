@@ -432,21 +432,24 @@ backfill_run_finish_barrier(BarrierExecutor *exec)
  * backfill_run_fetch
  *		The kind's fetch before a barrier (kind.h), in the current
  *		transaction, which the caller commits before the barrier starts.
+ *		Returns whether it fetched every change there was.
  */
-void
+bool
 backfill_run_fetch(BarrierExecutor *exec)
 {
 	MemoryContext old = MemoryContextSwitchTo(exec->barrier_cxt);
 	RoleContext owner;
 	int			guc_level;
+	bool		caught_up;
 
 	backfill_owner_enter(exec->job->owner, false, &owner);
 	guc_level = backfill_pin_search_path(exec->job);
 	backfill_spi_enter();
-	backfill_kind_fetch(exec->kind, exec);
+	caught_up = backfill_kind_fetch(exec->kind, exec);
 	backfill_spi_leave();
 	backfill_unpin_search_path(guc_level);
 	backfill_role_leave(&owner);
 	MemoryContextSwitchTo(old);
 	MemoryContextReset(exec->barrier_cxt);
+	return caught_up;
 }

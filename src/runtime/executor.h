@@ -20,7 +20,7 @@ extern void backfill_executor_free(BarrierExecutor *exec);
 extern int64 backfill_run_barrier(BarrierExecutor *exec, int actor, int interval_ms,
 								  int rate_limit);
 extern bool backfill_run_finish_barrier(BarrierExecutor *exec);
-extern void backfill_run_fetch(BarrierExecutor *exec);
+extern bool backfill_run_fetch(BarrierExecutor *exec);
 extern bool backfill_actor_finished(BackfillJob *job, int actor);
 extern bool backfill_all_finished(BackfillJob *job);
 
