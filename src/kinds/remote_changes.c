@@ -9,8 +9,8 @@
  * OID>_<job id> of this server, made by the job's first fetch (publication
  * first: pgoutput reads it with the catalog as of each change;
  * remote/replication.c).  A fetch, before a barrier (driver.c says which)
- * and in a transaction of its own, under the job's slot lock (one fetch at a time
- * for all the actors):
+ * and in a transaction of its own, under the job's slot lock (one fetch at
+ * a time for all the actors):
  *	 1. advances the slot to backfill.job.remote_lsn, the offset the last
  *		fetch committed, so the source can recycle the WAL before it;
  *	 2. peeks at most BACKFILL_REMOTE_FETCH_CHANGES messages up to the

@@ -399,12 +399,12 @@ open_stream(BackfillJob *job, const KindRoutine *kind, bool worker)
 /*
  * Whether to fetch before the next barrier (see the file header): always in
  * the foreground; in a worker, when its last fetch stopped short or is a
- * barrier interval old.
+ * barrier interval old (caught_up starts false, so the first one is due).
  */
 static bool
 fetch_due(bool worker, TimestampTz fetched_at, bool caught_up)
 {
-	if (!worker || !caught_up || fetched_at == 0)
+	if (!worker || !caught_up)
 		return true;
 	return TimestampDifferenceExceeds(fetched_at, GetCurrentTimestamp(),
 									  backfill_barrier_interval_ms);
