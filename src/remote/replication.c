@@ -28,6 +28,10 @@
 
 #include "remote.h"
 
+/* The confirmed offset of the slot named $1, as the source writes it */
+#define SLOT_CONFIRMED_QUERY \
+	"SELECT confirmed_flush_lsn::text FROM pg_catalog.pg_replication_slots WHERE slot_name = $1"
+
 /*
  * backfill_remote_ensure_slot
  *		Make the job's publication of tables (quoted, qualified names of the
@@ -53,8 +57,7 @@ backfill_remote_ensure_slot(RemoteConn *conn, const char *tables, const char *se
 	 */
 	rows = backfill_remote_query(conn,
 								 "SELECT EXISTS (SELECT FROM pg_catalog.pg_publication WHERE pubname = $1)::text, "
-								 "(SELECT confirmed_flush_lsn::text FROM pg_catalog.pg_replication_slots "
-								 "WHERE slot_name = $1)",
+								 "(" SLOT_CONFIRMED_QUERY ")",
 								 1, params);
 	confirmed = backfill_remote_value(rows, 0, 1);
 	if (strcmp(backfill_remote_value(rows, 0, 0), "true") != 0)
@@ -89,8 +92,7 @@ backfill_remote_slot_confirmed(RemoteConn *conn, const char *name)
 	const char *params[1] = {name};
 	RemoteRows *rows;
 
-	rows = backfill_remote_query(conn, "SELECT confirmed_flush_lsn::text FROM pg_catalog.pg_replication_slots "
-								 "WHERE slot_name = $1", 1, params);
+	rows = backfill_remote_query(conn, SLOT_CONFIRMED_QUERY, 1, params);
 	return rows->nrows == 0 ? NULL : backfill_remote_value(rows, 0, 0);
 }
 
