@@ -15,6 +15,7 @@
 #define BACKFILL_BARRIER_H
 
 #include "access/xlogdefs.h"
+#include "storage/buf.h"
 #include "utils/timestamp.h"
 
 #include "backfill.h"
@@ -74,6 +75,7 @@ typedef struct BarrierExecutor
 	int		   *batch;			/* per actor: chunks per statement, this barrier */
 	PacingState *pacing;		/* pacing.c: the run's, kept across executors */
 	SPIPlanPtr	pace_plan;		/* records an actor's pace; NULL on a catalog before 1.2 */
+	BufferAccessStrategy bulk_ring; /* the chunks' inserts' buffers (sink.c), or NULL */
 	void	   *kind_state;		/* what the kind keeps for the run */
 } BarrierExecutor;
 

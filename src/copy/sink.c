@@ -27,12 +27,23 @@
  * inserts through SQL instead.  The permissions are
  * checked as for an INSERT by the current user, the job's owner.
  *
+ * A kind may give the executor a ring of buffers (bulk_ring, the strategy
+ * of COPY FROM's bulk writes) for its sinks to insert through.  COPY FROM
+ * takes a new ring for each statement; while shared buffers still has
+ * buffers never used, a new ring is made of those, and a process touching
+ * a page of shared memory for the first time pays a page fault for it.  A
+ * ring kept by the executor across its chunks writes all of them through
+ * the same 2048 buffers.  The remote kind does so (kind_remote.c); a local
+ * kind inserts with no ring, as INSERT does.
+ *
  * May call: privilege.c and the foundations.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/heapam.h"
+#include "access/hio.h"
 #include "access/sysattr.h"
 #include "access/table.h"
 #include "access/tableam.h"
@@ -41,6 +52,7 @@
 #include "nodes/makefuncs.h"
 #include "nodes/params.h"
 #include "parser/parsetree.h"
+#include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
@@ -66,6 +78,7 @@ struct ChunkSink
 
 	/* the downstream */
 	Relation	rel;
+	BulkInsertState bistate;	/* over the executor's bulk_ring, or NULL */
 	EState	   *estate;
 	ResultRelInfo *rri;
 	CommandId	cid;
@@ -139,7 +152,7 @@ sink_flush(ChunkSink *sink)
 		return;
 	/* what the insert allocates is gone after the first row's index entries */
 	old = MemoryContextSwitchTo(GetPerTupleMemoryContext(sink->estate));
-	table_multi_insert(sink->rel, sink->slots, sink->nbuffered, sink->cid, 0, NULL);
+	table_multi_insert(sink->rel, sink->slots, sink->nbuffered, sink->cid, 0, sink->bistate);
 	MemoryContextSwitchTo(old);
 	for (int i = 0; i < sink->nbuffered; i++)
 	{
@@ -357,6 +370,14 @@ backfill_sink_begin(BarrierExecutor *exec, int64 insert_limit, bool count_vnodes
 	sink->cid = GetCurrentCommandId(true);
 	sink->key_cxt = AllocSetContextCreate(CurrentMemoryContext, "backfill chunk key",
 										  ALLOCSET_SMALL_SIZES);
+
+	/* the executor's ring of buffers instead of a new one for each chunk */
+	if (exec->bulk_ring != NULL)
+	{
+		sink->bistate = GetBulkInsertState();
+		FreeAccessStrategy(sink->bistate->strategy);
+		sink->bistate->strategy = exec->bulk_ring;
+	}
 	return sink;
 }
 
@@ -427,6 +448,12 @@ backfill_sink_end(ChunkSink *sink, int64 *vnode_rows, Datum *last_key, bool *has
 			if (!sink->exec->typbyvals[k])
 				pfree(DatumGetPointer(sink->next_key[k]));
 
+	/* the ring stays the executor's; the last page's pin goes */
+	if (sink->bistate != NULL)
+	{
+		ReleaseBulkInsertStatePin(sink->bistate);
+		pfree(sink->bistate);
+	}
 	ExecResetTupleTable(sink->estate->es_tupleTable, false);
 	ExecCloseResultRelations(sink->estate);
 	ExecCloseRangeTableRelations(sink->estate);

@@ -66,8 +66,9 @@
  * not stay, and every apply is by key, so applying twice changes nothing.
  *
  * Indexes built once (builds_indexes_once, copy/index_build.c).  The
- * downstream has no index while the splits are copied: COPY writes the
- * heap alone, and the final barrier builds the key's index and the others,
+ * downstream has no index while the splits are copied: the rows go to the
+ * heap alone, through one ring of buffers for all the chunks (sink.c says
+ * why), and the final barrier builds the key's index and the others,
  * sorted, before it applies the change table.  Nothing needs a key looked
  * up before that: no change is applied while the downstream waits for its
  * indexes (each waits in the change table, in commit order, as those of
@@ -123,8 +124,8 @@
  * written in backfill.job and backfill.actor in catalog/remote_rows.c.
  *
  * May call: remote_job.c, remote_keys.c, remote_changes.c, remote/,
- * remote_rows.c, catalog.c, state.c, index_build.c, capture (the slot
- * lock), privilege.c and the foundations.
+ * remote_rows.c, catalog.c, state.c, sink.c, index_build.c, capture (the
+ * slot lock), privilege.c and the foundations.
  *
  *-------------------------------------------------------------------------
  */
@@ -137,6 +138,7 @@
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
+#include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "tcop/pquery.h"
 #include "utils/acl.h"
@@ -775,6 +777,25 @@ part_condition(RemoteJob *rj, RemotePart *part)
 }
 
 /*
+ * Where a chunk's rows go: a sink (sink.c) inserting them through the
+ * executor's ring of buffers, one for all the chunks of the run, or NULL
+ * when the downstream needs what COPY FROM does (triggers, partitions, a
+ * table of the user's), which then inserts them with a ring of its own.
+ */
+static ChunkSink *
+chunk_sink(BarrierExecutor *exec)
+{
+	if (exec->bulk_ring == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(exec->cxt);
+
+		exec->bulk_ring = GetAccessStrategy(BAS_BULKWRITE);
+		MemoryContextSwitchTo(old);
+	}
+	return backfill_sink_begin(exec, -1, false);
+}
+
+/*
  * kind.h: read_chunk.  Reads the next chunk of the group's actor's current
  * split (see the file header); the group's vnodes are the actor's unread
  * splits.
@@ -797,6 +818,7 @@ remote_read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
 	List	   *attnames = NIL;
 	VnodeState *vs;
 	RemotePart *part;
+	ChunkSink  *sink;
 
 	for (int s = rj->first_split[a]; s < rj->end_split[a] && j < 0; s++)
 		if (!job->vnodes[split_vnode(rj, a, s)].finished)
@@ -837,8 +859,17 @@ remote_read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
 	for (int c = 0; c < job->ncols; c++)
 		attnames = lappend(attnames, makeString(job->col_names[c]));
 	rel = table_open(job->downstream, RowExclusiveLock);
+	sink = chunk_sink(exec);
 	rows = backfill_remote_read_range(conn, rel, attnames, job->columns_sql, part->table.qualified,
-									  kc.sql.data, backfill_pk_list(job, "t"), limit, &last);
+									  kc.sql.data, backfill_pk_list(job, "t"), limit,
+									  (DestReceiver *) sink, &last);
+	if (sink != NULL)
+	{
+		Datum		last_key[INDEX_MAX_KEYS];
+		bool		has_last;
+
+		(void) backfill_sink_end(sink, NULL, last_key, &has_last, NULL, NULL);
+	}
 	table_close(rel, NoLock);
 	backfill_remote_chunk_end(conn);
 	/* fewer rows than asked for: the split's end */

@@ -52,18 +52,20 @@ backfill_remote_chunk_end(RemoteConn *conn)
  * backfill_remote_read_range
  *		COPY into rel's attnames the columns columns_sql of the source table
  *		qualified (alias t) that meet cond, in the order order_by, limit of
- *		them at most; *last_row: the last row sent, in COPY's text format.
- *		Returns the rows copied.
+ *		them at most, or send them to dest if not NULL (as
+ *		backfill_remote_copy_into); *last_row: the last row sent, in COPY's
+ *		text format.  Returns the rows copied.
  */
 uint64
 backfill_remote_read_range(RemoteConn *conn, Relation rel, List *attnames,
 						   const char *columns_sql, const char *qualified, const char *cond,
-						   const char *order_by, int64 limit, char **last_row)
+						   const char *order_by, int64 limit, DestReceiver *dest,
+						   char **last_row)
 {
 	return backfill_remote_copy_into(conn, psprintf("COPY (SELECT %s FROM %s t WHERE %s ORDER BY %s LIMIT %lld) TO STDOUT",
 													columns_sql, qualified, cond,
 													order_by, (long long) limit),
-									 rel, attnames, last_row);
+									 rel, attnames, dest, last_row);
 }
 
 /*
@@ -82,7 +84,7 @@ backfill_remote_read_keys(RemoteConn *conn, Relation rel, List *attnames,
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "COPY (SELECT %s FROM %s t WHERE (%s) IN (%s)) TO STDOUT",
 					 columns_sql, qualified, key_list, keys);
-	return backfill_remote_copy_into(conn, sql.data, rel, attnames, NULL);
+	return backfill_remote_copy_into(conn, sql.data, rel, attnames, NULL, NULL);
 }
 
 /*

@@ -638,17 +638,95 @@ copy_done(void)
 }
 
 /*
+ * Send the rows cstate reads, rel's columns attnames in that order, to dest
+ * instead of inserting them as CopyFrom does; returns their number.  Each
+ * row's values are parsed by COPY FROM's own input functions (NextCopyFrom),
+ * in memory reset for every row: dest copies what it keeps.
+ */
+static uint64
+copy_to_dest(CopyFromState cstate, Relation rel, List *attnames, DestReceiver *dest)
+{
+	TupleDesc	reldesc = RelationGetDescr(rel);
+	int			ncols = list_length(attnames);
+	TupleDesc	desc = CreateTemplateTupleDesc(ncols);
+	AttrNumber *attnums = palloc(sizeof(AttrNumber) * ncols);
+	Datum	   *values = palloc(sizeof(Datum) * reldesc->natts);
+	bool	   *nulls = palloc(sizeof(bool) * reldesc->natts);
+	ExprContext *econtext = CreateStandaloneExprContext();
+	TupleTableSlot *slot;
+	ErrorContextCallback errcallback;
+	uint64		rows = 0;
+	ListCell   *lc;
+	int			c = 0;
+
+	foreach(lc, attnames)
+	{
+		AttrNumber	attnum = attnameAttNum(rel, strVal(lfirst(lc)), false);
+		Form_pg_attribute att;
+
+		if (attnum <= 0)
+			elog(ERROR, "column \"%s\" of %s is not a column to copy into",
+				 strVal(lfirst(lc)), RelationGetRelationName(rel));
+		att = TupleDescAttr(reldesc, attnum - 1);
+		TupleDescInitEntry(desc, c + 1, NameStr(att->attname), att->atttypid, att->atttypmod, 0);
+		TupleDescInitEntryCollation(desc, c + 1, att->attcollation);
+		attnums[c++] = attnum;
+	}
+	slot = MakeSingleTupleTableSlot(desc, &TTSOpsVirtual);
+
+	/* errors name the COPY and its line, as in CopyFrom */
+	errcallback.callback = CopyFromErrorCallback;
+	errcallback.arg = (void *) cstate;
+	errcallback.previous = error_context_stack;
+	error_context_stack = &errcallback;
+
+	dest->rStartup(dest, CMD_INSERT, desc);
+	for (;;)
+	{
+		MemoryContext old;
+		bool		more;
+
+		CHECK_FOR_INTERRUPTS();
+		ResetExprContext(econtext);
+		old = MemoryContextSwitchTo(econtext->ecxt_per_tuple_memory);
+		more = NextCopyFrom(cstate, econtext, values, nulls);
+		MemoryContextSwitchTo(old);
+		if (!more)
+			break;
+		ExecClearTuple(slot);
+		for (c = 0; c < ncols; c++)
+		{
+			slot->tts_values[c] = values[attnums[c] - 1];
+			slot->tts_isnull[c] = nulls[attnums[c] - 1];
+		}
+		ExecStoreVirtualTuple(slot);
+		(void) dest->receiveSlot(slot, dest);
+		rows++;
+	}
+	dest->rShutdown(dest);
+	error_context_stack = errcallback.previous;
+
+	ExecDropSingleTupleTableSlot(slot);
+	FreeExprContext(econtext, true);
+	pfree(values);
+	pfree(nulls);
+	pfree(attnums);
+	return rows;
+}
+
+/*
  * backfill_remote_copy_into
  *		Run "COPY (...) TO STDOUT" on the source and insert its rows into
  *		rel, as COPY FROM would (triggers, constraints, indexes), into the
- *		columns attnames (String nodes).  Returns the rows inserted, and the
- *		last of them as the source sent it (COPY's text format, NULL when
- *		none) in *last_row unless that is NULL.  Caller holds rel open and
- *		has an active snapshot.
+ *		columns attnames (String nodes); or, when dest is not NULL, send them
+ *		to dest, those columns in that order, which inserts them.  Returns
+ *		the rows inserted, and the last of them as the source sent it
+ *		(COPY's text format, NULL when none) in *last_row unless that is
+ *		NULL.  Caller holds rel open and has an active snapshot.
  */
 uint64
 backfill_remote_copy_into(RemoteConn *rc, const char *copy_sql, Relation rel, List *attnames,
-						  char **last_row)
+						  DestReceiver *dest, char **last_row)
 {
 	PGresult   *res;
 	uint64		rows = 0;
@@ -678,7 +756,7 @@ backfill_remote_copy_into(RemoteConn *rc, const char *copy_sql, Relation rel, Li
 							   list_make1(makeDefElem("encoding",
 													  (Node *) makeString((char *) GetDatabaseEncodingName()),
 													  -1)));
-		rows = CopyFrom(cstate);
+		rows = dest ? copy_to_dest(cstate, rel, attnames, dest) : CopyFrom(cstate);
 		EndCopyFrom(cstate);
 		free_parsestate(pstate);
 	}

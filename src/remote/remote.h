@@ -17,6 +17,7 @@
 #include "datatype/timestamp.h"
 #include "lib/stringinfo.h"
 #include "nodes/pg_list.h"
+#include "tcop/dest.h"
 #include "utils/relcache.h"
 
 /* remote.c: one connection, per process, per foreign server and role */
@@ -49,7 +50,8 @@ extern RemoteRows *backfill_remote_query(RemoteConn *conn, const char *sql, int 
 extern char *backfill_remote_value(RemoteRows *rows, int row, int col);
 extern char *backfill_remote_literal(RemoteConn *conn, const char *value);
 extern uint64 backfill_remote_copy_into(RemoteConn *conn, const char *copy_sql,
-										Relation rel, List *attnames, char **last_row);
+										Relation rel, List *attnames, DestReceiver *dest,
+										char **last_row);
 
 /* pgoutput.c: one decoded change of the source table */
 typedef enum RemoteChangeKind
@@ -121,7 +123,7 @@ extern void backfill_remote_chunk_end(RemoteConn *conn);
 extern uint64 backfill_remote_read_range(RemoteConn *conn, Relation rel, List *attnames,
 										 const char *columns_sql, const char *qualified,
 										 const char *cond, const char *order_by, int64 limit,
-										 char **last_row);
+										 DestReceiver *dest, char **last_row);
 extern uint64 backfill_remote_read_keys(RemoteConn *conn, Relation rel, List *attnames,
 										const char *columns_sql, const char *qualified,
 										const char *key_list, const char *keys);
