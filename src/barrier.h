@@ -75,7 +75,7 @@ typedef struct BarrierExecutor
 	int		   *batch;			/* per actor: chunks per statement, this barrier */
 	PacingState *pacing;		/* pacing.c: the run's, kept across executors */
 	SPIPlanPtr	pace_plan;		/* records an actor's pace; NULL on a catalog before 1.2 */
-	BufferAccessStrategy bulk_ring; /* the chunks' inserts' buffers (sink.c), or NULL */
+	BufferAccessStrategy bulk_ring; /* the chunks' inserts' buffers (sink.c) */
 	void	   *kind_state;		/* what the kind keeps for the run */
 } BarrierExecutor;
 

@@ -169,9 +169,13 @@ sample_copy(BackfillJob *job, const JobShape *shape, int64 limit, SampleCopy *sa
 	backfill_owner_enter(caller, false, &oc);
 	guc_level = backfill_pin_search_path(job);
 
-	/* the executor's part the sink reads: the job, its key's types, the vnodes */
+	/*
+	 * The executor's part the sink reads: the job, its key's types, the
+	 * vnodes, and the memory its ring of buffers is made in.
+	 */
 	memset(&exec, 0, sizeof(exec));
 	exec.job = job;
+	exec.cxt = CurrentMemoryContext;
 	for (int k = 0; k < job->npk; k++)
 		get_typlenbyval(job->pk_types[k], &exec.typlens[k], &exec.typbyvals[k]);
 	exec.vnode_hasher = palloc(sizeof(VnodeHasher));

@@ -27,14 +27,15 @@
  * inserts through SQL instead.  The permissions are
  * checked as for an INSERT by the current user, the job's owner.
  *
- * A kind may give the executor a ring of buffers (bulk_ring, the strategy
- * of COPY FROM's bulk writes) for its sinks to insert through.  COPY FROM
- * takes a new ring for each statement; while shared buffers still has
- * buffers never used, a new ring is made of those, and a process touching
- * a page of shared memory for the first time pays a page fault for it.  A
- * ring kept by the executor across its chunks writes all of them through
- * the same 2048 buffers.  The remote kind does so (kind_remote.c); a local
- * kind inserts with no ring, as INSERT does.
+ * The rows go through a ring of buffers, the strategy of COPY FROM's bulk
+ * writes, that the executor keeps for all the chunks of its run
+ * (bulk_ring): a job's copy then writes the downstream's new pages through
+ * the same 2048 buffers, as one COPY FROM does, instead of taking every
+ * page it adds from the buffers never used yet, while there are some; the
+ * first touch of a page of shared memory costs each process a page fault.
+ * A ring of the chunk's own would be made of those unused buffers too.
+ * Only the ring is kept: the page a sink inserted into last is let go at
+ * its end, before the transaction's.
  *
  * May call: privilege.c and the foundations.
  *
@@ -78,7 +79,7 @@ struct ChunkSink
 
 	/* the downstream */
 	Relation	rel;
-	BulkInsertState bistate;	/* over the executor's bulk_ring, or NULL */
+	BulkInsertState bistate;	/* over the executor's bulk_ring */
 	EState	   *estate;
 	ResultRelInfo *rri;
 	CommandId	cid;
@@ -371,13 +372,17 @@ backfill_sink_begin(BarrierExecutor *exec, int64 insert_limit, bool count_vnodes
 	sink->key_cxt = AllocSetContextCreate(CurrentMemoryContext, "backfill chunk key",
 										  ALLOCSET_SMALL_SIZES);
 
-	/* the executor's ring of buffers instead of a new one for each chunk */
-	if (exec->bulk_ring != NULL)
+	/* the executor's ring of buffers, made by its first sink */
+	if (exec->bulk_ring == NULL)
 	{
-		sink->bistate = GetBulkInsertState();
-		FreeAccessStrategy(sink->bistate->strategy);
-		sink->bistate->strategy = exec->bulk_ring;
+		MemoryContext old = MemoryContextSwitchTo(exec->cxt);
+
+		exec->bulk_ring = GetAccessStrategy(BAS_BULKWRITE);
+		MemoryContextSwitchTo(old);
 	}
+	sink->bistate = GetBulkInsertState();
+	FreeAccessStrategy(sink->bistate->strategy);
+	sink->bistate->strategy = exec->bulk_ring;
 	return sink;
 }
 
@@ -449,11 +454,8 @@ backfill_sink_end(ChunkSink *sink, int64 *vnode_rows, Datum *last_key, bool *has
 				pfree(DatumGetPointer(sink->next_key[k]));
 
 	/* the ring stays the executor's; the last page's pin goes */
-	if (sink->bistate != NULL)
-	{
-		ReleaseBulkInsertStatePin(sink->bistate);
-		pfree(sink->bistate);
-	}
+	ReleaseBulkInsertStatePin(sink->bistate);
+	pfree(sink->bistate);
 	ExecResetTupleTable(sink->estate->es_tupleTable, false);
 	ExecCloseResultRelations(sink->estate);
 	ExecCloseRangeTableRelations(sink->estate);

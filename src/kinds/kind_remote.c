@@ -138,7 +138,6 @@
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
-#include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "tcop/pquery.h"
 #include "utils/acl.h"
@@ -777,25 +776,6 @@ part_condition(RemoteJob *rj, RemotePart *part)
 }
 
 /*
- * Where a chunk's rows go: a sink (sink.c) inserting them through the
- * executor's ring of buffers, one for all the chunks of the run, or NULL
- * when the downstream needs what COPY FROM does (triggers, partitions, a
- * table of the user's), which then inserts them with a ring of its own.
- */
-static ChunkSink *
-chunk_sink(BarrierExecutor *exec)
-{
-	if (exec->bulk_ring == NULL)
-	{
-		MemoryContext old = MemoryContextSwitchTo(exec->cxt);
-
-		exec->bulk_ring = GetAccessStrategy(BAS_BULKWRITE);
-		MemoryContextSwitchTo(old);
-	}
-	return backfill_sink_begin(exec, -1, false);
-}
-
-/*
  * kind.h: read_chunk.  Reads the next chunk of the group's actor's current
  * split (see the file header); the group's vnodes are the actor's unread
  * splits.
@@ -859,7 +839,13 @@ remote_read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
 	for (int c = 0; c < job->ncols; c++)
 		attnames = lappend(attnames, makeString(job->col_names[c]));
 	rel = table_open(job->downstream, RowExclusiveLock);
-	sink = chunk_sink(exec);
+	/*
+	 * The rows go through the sink (sink.c), which inserts them through the
+	 * executor's ring of buffers, one for every chunk of the run; COPY FROM
+	 * would take a new ring for each.  NULL when the downstream needs what
+	 * COPY FROM does (triggers, partitions, a table of the user's).
+	 */
+	sink = backfill_sink_begin(exec, -1, false);
 	rows = backfill_remote_read_range(conn, rel, attnames, job->columns_sql, part->table.qualified,
 									  kc.sql.data, backfill_pk_list(job, "t"), limit,
 									  (DestReceiver *) sink, &last);
