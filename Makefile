@@ -87,9 +87,20 @@ PG_CPPFLAGS = $(addprefix -I$(srcdir)/,$(SRC_DIRS)) -isystem $(shell $(PG_CONFIG
 SHLIB_LINK_INTERNAL = $(libpq)
 PG_CFLAGS = $(PG_CFLAGS_EXTRA) -Wall -Wextra -Wno-missing-field-initializers -Wno-sign-compare
 
+# Header dependencies.  PGXS tracks them only for a server configured with
+# --enable-depend, which packaged servers are not, so a changed header would
+# leave objects built against the old one (a struct laid out two ways in one
+# library).  gcc writes the headers of each object next to it (src/x/y.d);
+# the bitcode for the JIT is made again whenever its object is.
+PG_CFLAGS += -MMD -MP
+EXTRA_CLEAN = $(OBJS:.o=.d)
+
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
+
+-include $(OBJS:.o=.d)
+$(foreach obj,$(OBJS),$(eval $(obj:.o=.bc): $(obj)))
 
 # The PGXN release: backfill-<version>.zip of the committed tree, with a
 # top-level backfill-<version>/ directory; <version> is META.json's.
