@@ -147,8 +147,6 @@ sample_copy(BackfillJob *job, const JobShape *shape, int64 limit, SampleCopy *sa
 	RoleContext oc;
 	int			guc_level;
 	Datum		limit_value = Int64GetDatum(limit);
-	Datum		last_key[INDEX_MAX_KEYS];
-	bool		has_last;
 	uint64		wal_before;
 	TimestampTz started;
 	bool		isnull;
@@ -205,7 +203,7 @@ sample_copy(BackfillJob *job, const JobShape *shape, int64 limit, SampleCopy *sa
 	if (sink == NULL)
 		elog(ERROR, "the sample table of %s takes no direct insert", job->upstream_sql);
 	backfill_sink_run(sink, plan, &limit_value);
-	sample->rows = backfill_sink_end(sink, NULL, last_key, &has_last, NULL, NULL);
+	sample->rows = backfill_sink_end(sink, NULL, NULL, NULL, NULL, NULL);
 	sample->seconds = (double) (GetCurrentTimestamp() - started) / USECS_PER_SEC;
 	sample->wal_bytes = (int64) (pgWalUsage.wal_bytes - wal_before);
 

@@ -428,7 +428,8 @@ copy_key(ChunkSink *sink, const Datum *key, Datum *copy)
  *		Close the downstream and free the sink.  Returns the rows it
  *		inserted; adds them per vnode to vnode_rows if counted; copies into
  *		the current memory context the key of the last row inserted and the
- *		key of the next row, and says whether there were such rows.
+ *		key of the next row, and says whether there were such rows, each
+ *		only for a caller that asks (has_last, has_next not NULL).
  */
 int64
 backfill_sink_end(ChunkSink *sink, int64 *vnode_rows, Datum *last_key, bool *has_last,
@@ -439,9 +440,12 @@ backfill_sink_end(ChunkSink *sink, int64 *vnode_rows, Datum *last_key, bool *has
 	if (vnode_rows && sink->count_vnodes)
 		for (int v = 0; v < BACKFILL_VNODE_COUNT; v++)
 			vnode_rows[v] += sink->vnode_rows[v];
-	*has_last = sink->has_last;
-	if (sink->has_last)
-		copy_key(sink, sink->last_key, last_key);
+	if (has_last)
+	{
+		*has_last = sink->has_last;
+		if (sink->has_last)
+			copy_key(sink, sink->last_key, last_key);
+	}
 	if (has_next)
 	{
 		*has_next = sink->has_next;

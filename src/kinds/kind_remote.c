@@ -850,12 +850,7 @@ remote_read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit)
 									  kc.sql.data, backfill_pk_list(job, "t"), limit,
 									  (DestReceiver *) sink, &last);
 	if (sink != NULL)
-	{
-		Datum		last_key[INDEX_MAX_KEYS];
-		bool		has_last;
-
-		(void) backfill_sink_end(sink, NULL, last_key, &has_last, NULL, NULL);
-	}
+		(void) backfill_sink_end(sink, NULL, NULL, NULL, NULL, NULL);
 	table_close(rel, NoLock);
 	backfill_remote_chunk_end(conn);
 	/* fewer rows than asked for: the split's end */
