@@ -490,12 +490,26 @@ UPDATE up SET a = a + 1, c = now() WHERE id = :k2;
 DELETE FROM up WHERE id = :k3;
 SQL
 chmod 644 "$DIR/writes.sql"
-pgbench_tps() {
-    local out
+# a pgbench run's TPS, on stdout; the WAL the cluster wrote during it per
+# transaction it committed, in bytes, into $DIR/wal.last (what the
+# writers' commits flush: theirs, and a job's or a copy's beside them)
+pgbench_run() {  # script [pgbench options...]
+    local script=$1 out l0 n
+    shift
+    l0=$(val "SELECT pg_current_wal_insert_lsn()")
     out=$("${RUNAS[@]}" env PGHOST="$PGHOST" PGPORT="$PGPORT" "$BIN/pgbench" -n -U postgres \
-          -c "$CLIENTS" -j "$CLIENTS" -T "$PGB_SECS" -f "$DIR/writes.sql" -D n="$ROWS" postgres 2>&1) \
+          -c "$CLIENTS" -j "$CLIENTS" -T "$PGB_SECS" -f "$script" "$@" postgres 2>&1) \
         || { echo "$out" >&2; return 1; }
+    n=$(sed -nE 's/^number of transactions actually processed: ([0-9]+).*/\1/p' <<<"$out")
+    val "SELECT round((pg_current_wal_insert_lsn() - '$l0') / greatest($n, 1))" > "$DIR/wal.last"
     grep -E '^tps' <<<"$out" | head -1 | sed -E 's/^tps = ([0-9.]+).*/\1/'
+}
+pgbench_tps() { pgbench_run "$DIR/writes.sql" -D n="$ROWS"; }
+# measure NAME RUN TPS-FUNCTION: R[NAME,RUN] its TPS, R[NAME.wal,RUN] the
+# WAL per transaction
+measure() {
+    R[$1,$2]=$($3)
+    R[$1.wal,$2]=$(<"$DIR/wal.last")
 }
 prep_writers() { val "VACUUM ANALYZE up" >/dev/null; val "CHECKPOINT" >/dev/null; }
 # the hand-written trigger's phases: no trigger, during the keyset copy at
@@ -503,19 +517,19 @@ prep_writers() { val "VACUUM ANALYZE up" >/dev/null; val "CHECKPOINT" >/dev/null
 hand_written() {  # prefix run tps-function
     local p=$1 r=$2 tps=$3 pid
     prep_writers
-    R[$p.hw.none,$r]=$($tps)
+    measure "$p.hw.none" "$r" "$tps"
     val "CALL hw_install()" >/dev/null
     PGAPPNAME=bench_hw sql -c "CALL keyset_copy_upsert('up', 'down_hw', $RATE, $RATE)" >/dev/null 2>&1 &
     pid=$!
     BGPIDS+=("$pid")
     sleep 1
     prep_writers
-    R[$p.hw.during,$r]=$($tps)
+    measure "$p.hw.during" "$r" "$tps"
     val "SELECT pg_cancel_backend(pid) FROM pg_stat_activity WHERE application_name = 'bench_hw'" >/dev/null
     wait "$pid" 2>/dev/null || true
     sql -c "CALL keyset_copy_upsert('up', 'down_hw')" >/dev/null
     prep_writers
-    R[$p.hw.after,$r]=$($tps)
+    measure "$p.hw.after" "$r" "$tps"
     val "CALL hw_remove()" >/dev/null
 }
 
@@ -528,7 +542,7 @@ job_phases() {  # prefix run tps-function label
         kind=arrangement; [ "$cap" = cdc ] && kind=cdc
         [ "${AVAIL[$kind]}" = 1 ] || continue
         prep_writers
-        R[$p.$cap.none,$r]=$($tps)
+        measure "$p.$cap.none" "$r" "$tps"
         id=$(val "SELECT backfill.create_job('down', 'up', kind => '$kind', parallelism => 1, rate_limit => $RATE)")
         val "SELECT backfill.start_job($id)" >/dev/null
         # wait until the job has committed a barrier
@@ -536,13 +550,13 @@ job_phases() {  # prefix run tps-function label
             [ "$(val "SELECT row_count > 0 FROM backfill.jobs WHERE job_id = $id")" = t ] && break; sleep 0.1
         done
         prep_writers
-        R[$p.$cap.during,$r]=$($tps)
+        measure "$p.$cap.during" "$r" "$tps"
         st=$(val "SELECT status FROM backfill.jobs WHERE job_id = $id")
         [ "$st" = backfilling ] || { echo "the job was $st at the end of the 'during' pgbench run; lower the rate" >&2; exit 3; }
         val "SELECT backfill.alter_rate_limit($id, NULL)" >/dev/null
         val "SELECT backfill.wait_job($id)" >/dev/null
         prep_writers
-        R[$p.$cap.after,$r]=$($tps)
+        measure "$p.$cap.after" "$r" "$tps"
         bad=$(val "SELECT count(*) FROM backfill.verify_job($id)")
         [ "$bad" = 0 ] || { echo "verify_job($id): $bad differences after the $label" >&2; exit 3; }
         val "SELECT backfill.drop_job($id)" >/dev/null
@@ -598,14 +612,7 @@ UPDATE up SET a = a + 1, c = now() WHERE id BETWEEN :k2 AND :k2 + 99;
 DELETE FROM up WHERE id BETWEEN :k3 AND :k3 + 99;
 SQL
 chmod 644 "$DIR/writes100.sql"
-pgbench_tps100() {
-    local out
-    out=$("${RUNAS[@]}" env PGHOST="$PGHOST" PGPORT="$PGPORT" "$BIN/pgbench" -n -U postgres \
-          -c "$CLIENTS" -j "$CLIENTS" -T "$PGB_SECS" -f "$DIR/writes100.sql" \
-          -D n="$ROWS" -D clients="$CLIENTS" postgres 2>&1) \
-        || { echo "$out" >&2; return 1; }
-    grep -E '^tps' <<<"$out" | head -1 | sed -E 's/^tps = ([0-9.]+).*/\1/'
-}
+pgbench_tps100() { pgbench_run "$DIR/writes100.sql" -D n="$ROWS" -D clients="$CLIENTS"; }
 log "2b. writers, 100-row statements: $CLIENTS clients, ${PGB_SECS}s each, rate limit $RATE rows/s during the backfill"
 for r in $(seq 1 "$RUNS"); do
     hand_written w100 "$r" pgbench_tps100
@@ -677,13 +684,16 @@ val "DROP TABLE ls; DROP FUNCTION watch_phases" >/dev/null
 hw_rows() {  # prefix label job-prefix
     local p=$1 label=$2 j=$3 rat cap kind
     row "$label: hand-written trigger, no trigger" "$(med "$p.hw.none")" "" "" ""
+    row "  WAL per transaction, bytes" "$(med "$p.hw.none.wal")" "" "" ""
     for ph in during after; do
         row "$label: hand-written trigger, $ph the copy" "$(med "$p.hw.$ph")" "$(f2 "$(ratio_med "$p.hw.$ph" "$p.hw.none")")" "(ratio: to no trigger)" ""
+        row "  WAL per transaction, bytes" "$(med "$p.hw.$ph.wal")" "" "" ""
         for cap in trigger cdc; do
             kind=arrangement; [ "$cap" = cdc ] && kind=cdc
             [ "${AVAIL[$kind]}" = 1 ] || continue
             rat=$(ratio_med "$j.$cap.$ph" "$p.hw.$ph")
             row "  the job ($cap capture) $ph the copy vs hand-written" "$(med "$j.$cap.$ph")" "$(f2 "$rat")" ">= 1.20 x hand-written" "$(check "$rat" ">=" 1.2)"
+            row "    WAL per transaction, bytes (ratio: to hand-written)" "$(med "$j.$cap.$ph.wal")" "$(f2 "$(ratio_med "$j.$cap.$ph.wal" "$p.hw.$ph.wal")")" "(info)" ""
         done
     done
 }
