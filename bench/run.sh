@@ -680,7 +680,9 @@ done
 val "DROP TABLE ls; DROP FUNCTION watch_phases" >/dev/null
 
 # the hand-written trigger's rows, and the job's TPS against it, for each
-# capture (a cdc job's writers pay WAL decoding, in the job's own process)
+# capture (while a cdc job copies, its writers pay their WAL alone, which
+# the job decodes in its own process; once finished, every job follows
+# through the apply trigger)
 hw_rows() {  # prefix label job-prefix
     local p=$1 label=$2 j=$3 rat cap kind
     row "$label: hand-written trigger, no trigger" "$(med "$p.hw.none")" "" "" ""
