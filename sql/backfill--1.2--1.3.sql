@@ -929,6 +929,8 @@ DECLARE
     added oid[] := '{}';
     src_indexes name[];
     dst_indexes name[];
+    d pg_class := (SELECT c FROM pg_class c WHERE c.oid = dst);
+    options text;
     r record;
     g record;
     i integer;
@@ -1003,8 +1005,15 @@ BEGIN
                        CASE WHEN r.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(r.grantee::regrole::text) END,
                        CASE WHEN r.is_grantable THEN ' WITH GRANT OPTION' ELSE '' END);
     END LOOP;
-    -- columns: privileges, comments, statistics targets, defaults, identity
+    -- columns: privileges, comments, statistics targets, options (those a
+    -- user sets: the server keeps entries of its own there), defaults,
+    -- identity
     FOR r IN SELECT sa.attname, sa.attnum, sa.attacl, sa.attstattarget, sa.attidentity,
+                    (SELECT string_agg(format('%s = %L', split_part(o, '=', 1), substr(o, strpos(o, '=') + 1)), ', ')
+                       FROM unnest(sa.attoptions) o
+                      WHERE split_part(o, '=', 1) IN ('n_distinct', 'n_distinct_inherited')
+                        AND split_part(o, '=', 1) NOT IN (SELECT split_part(x, '=', 1)
+                                                            FROM unnest(coalesce(da.attoptions, '{}')) x)) AS options,
                     da.attidentity AS dst_identity, da.atthasdef AS dst_hasdef,
                     pg_get_expr(ad.adbin, ad.adrelid) AS default_expr, sa.attgenerated,
                     col_description(src, sa.attnum) AS comment
@@ -1024,6 +1033,9 @@ BEGIN
         END IF;
         IF r.attstattarget >= 0 THEN
             EXECUTE format('ALTER TABLE %s ALTER COLUMN %I SET STATISTICS %s', dst, r.attname, r.attstattarget);
+        END IF;
+        IF r.options IS NOT NULL THEN
+            EXECUTE format('ALTER TABLE %s ALTER COLUMN %I SET (%s)', dst, r.attname, r.options);
         END IF;
         IF r.attidentity <> '' AND r.dst_identity = '' THEN
             -- the identity moves, its sequence going on where src's was
@@ -1056,6 +1068,24 @@ BEGIN
     END LOOP;
     IF obj_description(src, 'pg_class') IS NOT NULL THEN
         EXECUTE format('COMMENT ON TABLE %s IS %L', dst, obj_description(src, 'pg_class'));
+    END IF;
+    -- storage parameters (fillfactor, autovacuum's, the TOAST table's as
+    -- toast.*), each that dst has not set itself: between two tables of
+    -- one access method, which validates the same parameters
+    IF s.relkind = 'r' AND d.relkind = 'r' AND s.relam = d.relam THEN
+        SELECT string_agg(format('%s = %L', split_part(o.opt, '=', 1), substr(o.opt, strpos(o.opt, '=') + 1)), ', ')
+          INTO options
+          FROM (SELECT unnest(s.reloptions) AS opt
+                UNION ALL
+                SELECT 'toast.' || unnest(t.reloptions) FROM pg_class t WHERE t.oid = s.reltoastrelid) o
+         WHERE split_part(o.opt, '=', 1) NOT IN
+               (SELECT split_part(x, '=', 1) FROM unnest(coalesce(d.reloptions, '{}')) x
+                UNION ALL
+                SELECT 'toast.' || split_part(x, '=', 1)
+                  FROM pg_class t, unnest(coalesce(t.reloptions, '{}')) x WHERE t.oid = d.reltoastrelid);
+        IF options IS NOT NULL THEN
+            EXECUTE format('ALTER TABLE %s SET (%s)', dst, options);
+        END IF;
     END IF;
 
     -- row-level security: the policies and the flags move

@@ -20,6 +20,8 @@ INSERT INTO co_orders (amount, note) SELECT g, 'n' || g FROM generate_series(1, 
 COMMENT ON TABLE co_orders IS 'the co_orders';
 COMMENT ON COLUMN co_orders.amount IS 'in cents';
 ALTER TABLE co_orders ALTER COLUMN note SET STATISTICS 500;
+ALTER TABLE co_orders SET (fillfactor = 70, autovacuum_vacuum_scale_factor = 0.01, toast.autovacuum_enabled = false);
+ALTER TABLE co_orders ALTER COLUMN note SET (n_distinct = -0.5);
 GRANT SELECT ON co_orders TO co_reader;
 GRANT INSERT, UPDATE ON co_orders TO co_writer WITH GRANT OPTION;
 GRANT SELECT (note) ON co_orders TO co_other;
@@ -41,6 +43,8 @@ INSERT INTO co_order_lines VALUES (1, 1), (2, 2);
 -- its copy, finished: the downstream follows it
 SELECT backfill.create_job('co_orders_new', 'co_orders') AS job \gset
 CALL backfill.run_job(:job);
+-- a storage parameter of the new table's own, which it keeps
+ALTER TABLE co_orders_new SET (autovacuum_vacuum_scale_factor = 0.2);
 
 -- refusals before anything is locked
 SELECT * FROM backfill.cutover(NULL);
@@ -105,6 +109,14 @@ SELECT relacl, relowner::regrole FROM pg_class WHERE oid = 'co_orders'::regclass
 SELECT attname, attacl, attstattarget, col_description(attrelid, attnum)
   FROM pg_attribute WHERE attrelid = 'co_orders'::regclass AND attnum > 0 ORDER BY attnum;
 SELECT obj_description('co_orders'::regclass, 'pg_class');
+-- storage parameters: the old table's, each the new one has not set itself
+SELECT c.relname, c.reloptions, t.reloptions AS toast_reloptions
+  FROM pg_class c JOIN pg_class t ON t.oid = c.reltoastrelid
+ WHERE c.oid IN ('co_orders'::regclass, 'co_orders_before_cutover_1'::regclass) ORDER BY 1;
+SELECT attrelid::regclass, attname, o AS attoption
+  FROM pg_attribute, unnest(attoptions) o
+ WHERE attrelid IN ('co_orders'::regclass, 'co_orders_before_cutover_1'::regclass) AND o LIKE 'n\_distinct%'
+ ORDER BY 1, 2;
 -- identity and sequences go on where they were
 SELECT attname, attidentity, pg_get_expr(d.adbin, d.adrelid) AS default_expr
   FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
