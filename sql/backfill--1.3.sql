@@ -1286,11 +1286,10 @@ BEGIN
     -- user sets: the server keeps entries of its own there), defaults,
     -- identity
     FOR r IN SELECT sa.attname, sa.attnum, sa.attacl, sa.attstattarget, sa.attidentity,
-                    (SELECT string_agg(format('%s = %L', split_part(o, '=', 1), substr(o, strpos(o, '=') + 1)), ', ')
-                       FROM unnest(sa.attoptions) o
-                      WHERE split_part(o, '=', 1) IN ('n_distinct', 'n_distinct_inherited')
-                        AND split_part(o, '=', 1) NOT IN (SELECT split_part(x, '=', 1)
-                                                            FROM unnest(coalesce(da.attoptions, '{}')) x)) AS options,
+                    (SELECT string_agg(format('%s = %L', o.option_name, o.option_value), ', ')
+                       FROM pg_options_to_table(sa.attoptions) o
+                      WHERE o.option_name IN ('n_distinct', 'n_distinct_inherited')
+                        AND o.option_name NOT IN (SELECT option_name FROM pg_options_to_table(da.attoptions))) AS options,
                     da.attidentity AS dst_identity, da.atthasdef AS dst_hasdef,
                     pg_get_expr(ad.adbin, ad.adrelid) AS default_expr, sa.attgenerated,
                     col_description(src, sa.attnum) AS comment
@@ -1350,16 +1349,16 @@ BEGIN
     -- toast.*), each that dst has not set itself: between two tables of
     -- one access method, which validates the same parameters
     IF s.relkind = 'r' AND d.relkind = 'r' AND s.relam = d.relam THEN
-        SELECT string_agg(format('%s = %L', split_part(o.opt, '=', 1), substr(o.opt, strpos(o.opt, '=') + 1)), ', ')
+        SELECT string_agg(format('%s = %L', o.name, o.value), ', ')
           INTO options
-          FROM (SELECT unnest(s.reloptions) AS opt
+          FROM (SELECT option_name AS name, option_value AS value FROM pg_options_to_table(s.reloptions)
                 UNION ALL
-                SELECT 'toast.' || unnest(t.reloptions) FROM pg_class t WHERE t.oid = s.reltoastrelid) o
-         WHERE split_part(o.opt, '=', 1) NOT IN
-               (SELECT split_part(x, '=', 1) FROM unnest(coalesce(d.reloptions, '{}')) x
-                UNION ALL
-                SELECT 'toast.' || split_part(x, '=', 1)
-                  FROM pg_class t, unnest(coalesce(t.reloptions, '{}')) x WHERE t.oid = d.reltoastrelid);
+                SELECT 'toast.' || x.option_name, x.option_value
+                  FROM pg_class t, pg_options_to_table(t.reloptions) x WHERE t.oid = s.reltoastrelid) o
+         WHERE o.name NOT IN (SELECT option_name FROM pg_options_to_table(d.reloptions)
+                              UNION ALL
+                              SELECT 'toast.' || x.option_name
+                                FROM pg_class t, pg_options_to_table(t.reloptions) x WHERE t.oid = d.reltoastrelid);
         IF options IS NOT NULL THEN
             EXECUTE format('ALTER TABLE %s SET (%s)', dst, options);
         END IF;
