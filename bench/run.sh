@@ -234,7 +234,6 @@ BEGIN
   DROP TRIGGER hw_ins ON up;
   DROP TRIGGER hw_upd ON up;
   DROP TRIGGER hw_del ON up;
-  DROP TABLE down_hw;
 END \$\$;
 SQL
 
@@ -490,6 +489,21 @@ UPDATE up SET a = a + 1, c = now() WHERE id = :k2;
 DELETE FROM up WHERE id = :k3;
 SQL
 chmod 644 "$DIR/writes.sql"
+# the same statements, each also writing the copy down_hw in the same
+# statement (a data-modifying WITH): a copy the writers keep themselves,
+# with no trigger and no statement more
+cat > "$DIR/writes_dual.sql" <<'SQL'
+\set k1 random(1, :n)
+\set k2 random(1, :n)
+\set k3 random(1, :n)
+WITH w AS (INSERT INTO up VALUES (:k1, 1, md5(:k1::text), now()) ON CONFLICT (id) DO UPDATE SET a = up.a + 1 RETURNING *)
+  INSERT INTO down_hw SELECT * FROM w ON CONFLICT (id) DO UPDATE SET a = EXCLUDED.a, b = EXCLUDED.b, c = EXCLUDED.c;
+WITH w AS (UPDATE up SET a = a + 1, c = now() WHERE id = :k2 RETURNING *)
+  UPDATE down_hw d SET a = w.a, b = w.b, c = w.c FROM w WHERE d.id = w.id;
+WITH w AS (DELETE FROM up WHERE id = :k3 RETURNING id)
+  DELETE FROM down_hw d USING w WHERE d.id = w.id;
+SQL
+chmod 644 "$DIR/writes_dual.sql"
 # a pgbench run's TPS, on stdout; the WAL the cluster wrote during it per
 # transaction it committed, in bytes, into $DIR/wal.last (what the
 # writers' commits flush: theirs, and a job's or a copy's beside them)
@@ -505,6 +519,7 @@ pgbench_run() {  # script [pgbench options...]
     grep -E '^tps' <<<"$out" | head -1 | sed -E 's/^tps = ([0-9.]+).*/\1/'
 }
 pgbench_tps() { pgbench_run "$DIR/writes.sql" -D n="$ROWS"; }
+pgbench_tps_dual() { pgbench_run "$DIR/writes_dual.sql" -D n="$ROWS"; }
 # measure NAME RUN TPS-FUNCTION: R[NAME,RUN] its TPS, R[NAME.wal,RUN] the
 # WAL per transaction
 measure() {
@@ -513,9 +528,12 @@ measure() {
 }
 prep_writers() { val "VACUUM ANALYZE up" >/dev/null; val "CHECKPOINT" >/dev/null; }
 # the hand-written trigger's phases: no trigger, during the keyset copy at
-# RATE rows/s next to it, after the copy; sets R[PREFIX.hw.{none,during,after},run]
-hand_written() {  # prefix run tps-function
-    local p=$1 r=$2 tps=$3 pid
+# RATE rows/s next to it, after the copy; sets R[PREFIX.hw.{none,during,after},run].
+# Then, the copy complete and the trigger dropped, the writers' statements
+# writing the copy themselves (R[PREFIX.dual.after,run]): what a copy kept
+# in the writer's transaction costs with no trigger at all
+hand_written() {  # prefix run tps-function dual-tps-function
+    local p=$1 r=$2 tps=$3 dual=$4 pid
     prep_writers
     measure "$p.hw.none" "$r" "$tps"
     val "CALL hw_install()" >/dev/null
@@ -531,6 +549,9 @@ hand_written() {  # prefix run tps-function
     prep_writers
     measure "$p.hw.after" "$r" "$tps"
     val "CALL hw_remove()" >/dev/null
+    prep_writers
+    measure "$p.dual.after" "$r" "$dual"
+    val "DROP TABLE down_hw" >/dev/null
 }
 
 # a job's phases for each capture (trigger: arrangement; cdc): no job,
@@ -589,8 +610,8 @@ for r in $(seq 1 "$RUNS"); do
 
     # the hand-written trigger, installed, then the rows copied next to it
     # by the keyset loop at the job's rate; after, the copy is complete
-    hand_written w "$r" pgbench_tps
-    log "  run $r: hand-written trigger: tps none ${R[w.hw.none,$r]} during ${R[w.hw.during,$r]} after ${R[w.hw.after,$r]}"
+    hand_written w "$r" pgbench_tps pgbench_tps_dual
+    log "  run $r: hand-written trigger: tps none ${R[w.hw.none,$r]} during ${R[w.hw.during,$r]} after ${R[w.hw.after,$r]}; the writers writing the copy ${R[w.dual.after,$r]}"
 
     job_phases w "$r" pgbench_tps "writers"
 done
@@ -612,11 +633,26 @@ UPDATE up SET a = a + 1, c = now() WHERE id BETWEEN :k2 AND :k2 + 99;
 DELETE FROM up WHERE id BETWEEN :k3 AND :k3 + 99;
 SQL
 chmod 644 "$DIR/writes100.sql"
+cat > "$DIR/writes100_dual.sql" <<'SQL'
+\set share (:n / :clients)
+\set base (:client_id % :clients) * :share
+\set k1 :base + random(1, :share - 100)
+\set k2 :base + random(1, :share - 100)
+\set k3 :base + random(1, :share - 100)
+WITH w AS (INSERT INTO up SELECT g, 1, md5(g::text), now() FROM generate_series(:k1, :k1 + 99) g ON CONFLICT (id) DO UPDATE SET a = up.a + 1 RETURNING *)
+  INSERT INTO down_hw SELECT * FROM w ON CONFLICT (id) DO UPDATE SET a = EXCLUDED.a, b = EXCLUDED.b, c = EXCLUDED.c;
+WITH w AS (UPDATE up SET a = a + 1, c = now() WHERE id BETWEEN :k2 AND :k2 + 99 RETURNING *)
+  UPDATE down_hw d SET a = w.a, b = w.b, c = w.c FROM w WHERE d.id = w.id;
+WITH w AS (DELETE FROM up WHERE id BETWEEN :k3 AND :k3 + 99 RETURNING id)
+  DELETE FROM down_hw d USING w WHERE d.id = w.id;
+SQL
+chmod 644 "$DIR/writes100_dual.sql"
 pgbench_tps100() { pgbench_run "$DIR/writes100.sql" -D n="$ROWS" -D clients="$CLIENTS"; }
+pgbench_tps100_dual() { pgbench_run "$DIR/writes100_dual.sql" -D n="$ROWS" -D clients="$CLIENTS"; }
 log "2b. writers, 100-row statements: $CLIENTS clients, ${PGB_SECS}s each, rate limit $RATE rows/s during the backfill"
 for r in $(seq 1 "$RUNS"); do
-    hand_written w100 "$r" pgbench_tps100
-    log "  run $r: 100-row statements, hand-written trigger: tps none ${R[w100.hw.none,$r]} during ${R[w100.hw.during,$r]} after ${R[w100.hw.after,$r]}"
+    hand_written w100 "$r" pgbench_tps100 pgbench_tps100_dual
+    log "  run $r: 100-row statements, hand-written trigger: tps none ${R[w100.hw.none,$r]} during ${R[w100.hw.during,$r]} after ${R[w100.hw.after,$r]}; the writers writing the copy ${R[w100.dual.after,$r]}"
     job_phases w100 "$r" pgbench_tps100 "100-row statements"
 done
 
@@ -698,6 +734,8 @@ hw_rows() {  # prefix label job-prefix
             row "    WAL per transaction, bytes (ratio: to hand-written)" "$(med "$j.$cap.$ph.wal")" "$(f2 "$(ratio_med "$j.$cap.$ph.wal" "$p.hw.$ph.wal")")" "(info)" ""
         done
     done
+    row "  the writers writing the copy themselves, no trigger, after" "$(med "$p.dual.after")" "$(f2 "$(ratio_med "$p.dual.after" "$p.hw.after")")" "(info: ratio to hand-written)" ""
+    row "    WAL per transaction, bytes (ratio: to hand-written)" "$(med "$p.dual.after.wal")" "$(f2 "$(ratio_med "$p.dual.after.wal" "$p.hw.after.wal")")" "(info)" ""
 }
 
 # the rows of sections 2, 2b and 5 (row, check, f2 and NA are the report's)
