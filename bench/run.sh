@@ -480,10 +480,12 @@ if [ "$ONLY_PART" = 1 ]; then
 fi
 
 # ---------------------------------------------------------------- 2. writers
-cat > "$DIR/writes.sql" <<'SQL'
-\set k1 random(1, :n)
+# the keys a transaction writes, one line each, for this script and the one
+# after it, so that both write the same keys
+KEYS='\set k1 random(1, :n)
 \set k2 random(1, :n)
-\set k3 random(1, :n)
+\set k3 random(1, :n)'
+{ echo "$KEYS"; cat <<'SQL'; } > "$DIR/writes.sql"
 INSERT INTO up VALUES (:k1, 1, md5(:k1::text), now()) ON CONFLICT (id) DO UPDATE SET a = up.a + 1;
 UPDATE up SET a = a + 1, c = now() WHERE id = :k2;
 DELETE FROM up WHERE id = :k3;
@@ -492,10 +494,7 @@ chmod 644 "$DIR/writes.sql"
 # the same statements, each also writing the copy down_hw in the same
 # statement (a data-modifying WITH): a copy the writers keep themselves,
 # with no trigger and no statement more
-cat > "$DIR/writes_dual.sql" <<'SQL'
-\set k1 random(1, :n)
-\set k2 random(1, :n)
-\set k3 random(1, :n)
+{ echo "$KEYS"; cat <<'SQL'; } > "$DIR/writes_dual.sql"
 WITH w AS (INSERT INTO up VALUES (:k1, 1, md5(:k1::text), now()) ON CONFLICT (id) DO UPDATE SET a = up.a + 1 RETURNING *)
   INSERT INTO down_hw SELECT * FROM w ON CONFLICT (id) DO UPDATE SET a = EXCLUDED.a, b = EXCLUDED.b, c = EXCLUDED.c;
 WITH w AS (UPDATE up SET a = a + 1, c = now() WHERE id = :k2 RETURNING *)
@@ -622,23 +621,19 @@ done
 # and a delete of 100, each on a random range of contiguous keys.  Each
 # client writes its own share of the keys, so that two statements never wait
 # for each other's row locks (in whatever order their scans visit rows).
-cat > "$DIR/writes100.sql" <<'SQL'
-\set share (:n / :clients)
+# Its keys, as in section 2, shared by the script and the one after it.
+KEYS100='\set share (:n / :clients)
 \set base (:client_id % :clients) * :share
 \set k1 :base + random(1, :share - 100)
 \set k2 :base + random(1, :share - 100)
-\set k3 :base + random(1, :share - 100)
+\set k3 :base + random(1, :share - 100)'
+{ echo "$KEYS100"; cat <<'SQL'; } > "$DIR/writes100.sql"
 INSERT INTO up SELECT g, 1, md5(g::text), now() FROM generate_series(:k1, :k1 + 99) g ON CONFLICT (id) DO UPDATE SET a = up.a + 1;
 UPDATE up SET a = a + 1, c = now() WHERE id BETWEEN :k2 AND :k2 + 99;
 DELETE FROM up WHERE id BETWEEN :k3 AND :k3 + 99;
 SQL
 chmod 644 "$DIR/writes100.sql"
-cat > "$DIR/writes100_dual.sql" <<'SQL'
-\set share (:n / :clients)
-\set base (:client_id % :clients) * :share
-\set k1 :base + random(1, :share - 100)
-\set k2 :base + random(1, :share - 100)
-\set k3 :base + random(1, :share - 100)
+{ echo "$KEYS100"; cat <<'SQL'; } > "$DIR/writes100_dual.sql"
 WITH w AS (INSERT INTO up SELECT g, 1, md5(g::text), now() FROM generate_series(:k1, :k1 + 99) g ON CONFLICT (id) DO UPDATE SET a = up.a + 1 RETURNING *)
   INSERT INTO down_hw SELECT * FROM w ON CONFLICT (id) DO UPDATE SET a = EXCLUDED.a, b = EXCLUDED.b, c = EXCLUDED.c;
 WITH w AS (UPDATE up SET a = a + 1, c = now() WHERE id BETWEEN :k2 AND :k2 + 99 RETURNING *)
