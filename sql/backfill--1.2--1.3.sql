@@ -216,7 +216,7 @@ DECLARE
     scan_u text;
     scan_d text;
     covered text := 'true';
-    pending text := 'false';
+    settled text := 'true';
     decoded text := 'SELECT NULL::record AS k WHERE false';
     vnode_u text;
     key_types text;
@@ -296,13 +296,17 @@ BEGIN
                           '(SELECT CASE WHEN j.remote_partitions IS NULL THEN j.remote_lsn '
                           'ELSE ''0/0''::pg_lsn END FROM backfill.job j WHERE j.job_id = %s)) p(k)',
                           key_types, j.job_id, j.job_id);
-        pending := format('(EXISTS (SELECT FROM %s c WHERE ROW(%s) = coalesce(u.k, d.k)) '
-                          'OR coalesce(u.k, d.k) IN (SELECT w.k FROM w))',
+        settled := format('NOT EXISTS (SELECT FROM %s c WHERE ROW(%s) = x.k) '
+                          'AND NOT EXISTS (SELECT FROM w WHERE w.k = x.k)',
                           j.change_table, key_c);
     -- a backfilling job covers, per vnode, the keys up to its position
     -- (below it for the snapshot kind, whose position is the next row to
     -- read), and the keys captured since its last barrier are pending, not
-    -- differences; a finished job covers every key and has nothing pending
+    -- differences; a finished job covers every key and has nothing pending.
+    -- A difference is settled when its key is pending nowhere: two
+    -- anti-joins, which the planner merges (a key is an anonymous record,
+    -- which it will not hash), so that a job with many keys pending and
+    -- many differences is compared in n log n, not n times m
     ELSIF j.status <> 'finished' THEN
         IF j.kind = 'snapshot' THEN
             covered := format('EXISTS (SELECT FROM %s s WHERE s.vnode = %s '
@@ -313,19 +317,19 @@ BEGIN
             covered := format('EXISTS (SELECT FROM %s s WHERE s.backfill_finished OR %s)',
                               j.state_table,
                               backfill._key_compare_sql(j.upstream, j.pk_columns, 'u', '<=', 's'));
-            -- and the changes the slot has decoded but not delivered yet
-            -- (flushed first: the slot decodes only flushed WAL, and an
-            -- asynchronous commit may not have reached it)
+            -- and the changes the slot has decoded but not delivered yet,
+            -- up to the WAL flushed as the comparison peeks, after its
+            -- snapshot: the slot decodes only flushed WAL, which an
+            -- asynchronous commit may not have reached (_flush_wal)
             IF EXISTS (SELECT FROM pg_replication_slots
                         WHERE slot_name = format('backfill_%s_%s',
                                   (SELECT oid FROM pg_database WHERE datname = current_database()),
                                   j.job_id)) THEN
-                PERFORM backfill._flush_wal();
                 -- one user of the slot at a time: the job's fetch waits
                 PERFORM backfill._lock_slot(j.job_id);
                 decoded := format(
                     'SELECT ROW((substr(p.data, strpos(p.data, E''\t'') + 1)::%s).*) AS k '
-                    '  FROM pg_logical_slot_peek_changes(%L, NULL, NULL, ''relid'', %L) p',
+                    '  FROM pg_logical_slot_peek_changes(%L, backfill._flush_wal(), NULL, ''relid'', %L) p',
                     j.change_table,
                     format('backfill_%s_%s',
                            (SELECT oid FROM pg_database WHERE datname = current_database()),
@@ -338,8 +342,8 @@ BEGIN
                               j.state_table, vnode_u,
                               backfill._key_compare_sql(j.upstream, j.pk_columns, 'u', '<=', 's'));
         END IF;
-        pending := format('(EXISTS (SELECT FROM %s c WHERE ROW(%s) = coalesce(u.k, d.k)) '
-                          'OR coalesce(u.k, d.k) IN (SELECT w.k FROM w))',
+        settled := format('NOT EXISTS (SELECT FROM %s c WHERE ROW(%s) = x.k) '
+                          'AND NOT EXISTS (SELECT FROM w WHERE w.k = x.k)',
                           j.change_table, key_c);
     END IF;
     IF j.filter IS NOT NULL THEN
@@ -350,17 +354,18 @@ BEGIN
     -- a security-restricted operation: the filter and the computed columns
     -- are the owner's SQL
     RETURN QUERY SELECT v.pk, v.problem FROM backfill._verify_rows(j.job_id, format(
-        'WITH w AS MATERIALIZED (%9$s) '
-        'SELECT coalesce(u.k, d.k)::text, '
-        '       CASE WHEN d.k IS NULL THEN ''missing'' '
-        '            WHEN u.k IS NULL THEN ''extra'' ELSE ''different'' END '
-        '  FROM (SELECT ROW(%1$s) AS k, ROW(%2$s) AS r FROM %3$s WHERE %4$s) u '
-        '  FULL JOIN (SELECT ROW(%5$s) AS k, ROW(%6$s) AS r FROM %7$s d) d ON u.k = d.k '
-        ' WHERE (u.k IS NULL OR d.k IS NULL OR NOT (u.r OPERATOR(pg_catalog.*=) d.r)) '
-        '   AND NOT %8$s '
-        ' ORDER BY coalesce(u.k, d.k)',
+        'WITH w AS MATERIALIZED (%9$s), '
+        '     x AS (SELECT coalesce(u.k, d.k) AS k, '
+        '                  CASE WHEN d.k IS NULL THEN ''missing'' '
+        '                       WHEN u.k IS NULL THEN ''extra'' ELSE ''different'' END AS problem '
+        '             FROM (SELECT ROW(%1$s) AS k, ROW(%2$s) AS r FROM %3$s WHERE %4$s) u '
+        '             FULL JOIN (SELECT ROW(%5$s) AS k, ROW(%6$s) AS r FROM %7$s d) d ON u.k = d.k '
+        '            WHERE u.k IS NULL OR d.k IS NULL OR NOT (u.r OPERATOR(pg_catalog.*=) d.r)) '
+        'SELECT x.k::text, x.problem FROM x '
+        ' WHERE %8$s '
+        ' ORDER BY x.k',
         key_u, cols_u, scan_u, covered,
-        key_d, cols_d, scan_d, pending, decoded)) v;
+        key_d, cols_d, scan_d, settled, decoded)) v;
 END
 $$;
 
@@ -431,7 +436,6 @@ ALTER FUNCTION backfill.start_job(bigint) SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION backfill._drop_slot(bigint) SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION backfill._lock_slot(bigint) SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION backfill._on_drop_extension() SET search_path = pg_catalog, pg_temp;
-ALTER FUNCTION backfill._flush_wal() SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION backfill._mark_cancelled(bigint) SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION backfill._delete_job(bigint) SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION backfill._set_foreground(bigint) SET search_path = pg_catalog, pg_temp;
@@ -442,6 +446,17 @@ ALTER FUNCTION backfill._drop_triggers(bigint) SET search_path = pg_catalog, pg_
 ALTER FUNCTION backfill._check_reschedule(bigint) SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION backfill._drop_kind_objects(bigint) SET search_path = pg_catalog, pg_temp;
 ALTER FUNCTION backfill._unfetched_keys(bigint, pg_catalog.pg_lsn) SET search_path = pg_catalog, pg_temp;
+
+-- _flush_wal returns the position it flushed, up to which verify_job peeks
+-- at a cdc job's slot (its return type changes: dropped and made again)
+DROP FUNCTION backfill._flush_wal();
+CREATE FUNCTION backfill._flush_wal()
+RETURNS pg_lsn
+AS 'MODULE_PATHNAME', 'backfill_flush_wal'
+LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._flush_wal() IS
+'Internal: flushes the WAL inserted so far and returns the position flushed (NULL on a standby), for verify_job().';
 
 -- a vnode of no key is no vnode
 ALTER FUNCTION backfill.vnode(VARIADIC "any") STRICT;

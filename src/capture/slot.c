@@ -52,6 +52,7 @@
 #include "replication/slot.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
+#include "utils/pg_lsn.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
@@ -405,13 +406,22 @@ backfill_flush_wal_upto(void)
 }
 
 /*
- * backfill._flush_wal() RETURNS void
- *		For verify_job(), before it peeks at a slot.
+ * backfill._flush_wal() RETURNS pg_lsn
+ *		For verify_job(), as it peeks at a slot: the position flushed, up to
+ *		which the peek decodes (NULL on a standby, which flushes nothing).
+ *
+ * The peek must stop there.  Without a limit it decodes up to the flush
+ * position it reads itself, and the WAL writer flushes whole pages: that
+ * position can fall inside a record (one the comparison's own scans wrote,
+ * pruning the pages it read), which the decoder would then wait to see
+ * flushed, a millisecond at a time, until another commit flushes it, for
+ * seconds on an idle server.  The position returned here is the end of the
+ * last record inserted, so the decoder stops at a record's end.
  */
 Datum
 backfill_flush_wal(PG_FUNCTION_ARGS)
 {
-	if (!RecoveryInProgress())
-		(void) backfill_flush_wal_upto();
-	PG_RETURN_VOID();
+	if (RecoveryInProgress())
+		PG_RETURN_NULL();
+	PG_RETURN_LSN(backfill_flush_wal_upto());
 }

@@ -468,7 +468,7 @@ SELECT s AS statement, bi_try(s) AS result FROM (VALUES
     (format('SELECT count(*) FROM backfill._unfetched_keys(%s, NULL)', :internal)),
     (format('SELECT count(*) FROM backfill._unfetched_keys(%s, ''0/0'')', :internal)),
     ($$SELECT count(*) FROM backfill.job_workers()$$),
-    ($$SELECT backfill._flush_wal()$$),
+    ($$SELECT backfill._flush_wal() <= pg_current_wal_flush_lsn()$$),
     ($$SELECT backfill._on_ddl()$$),
     ($$SELECT backfill._on_drop_extension()$$),
     ($$SELECT backfill.capture_change()$$),

@@ -63,6 +63,13 @@ SELECT count(*) AS differing_rows
   FROM (SELECT id, v FROM cdc_up WHERE id <= 30) u FULL JOIN cdc_mv d USING (id)
  WHERE u.v IS DISTINCT FROM d.v;
 SELECT * FROM backfill.verify_job(:job);
+-- a difference whose key is pending nowhere is reported next to them, and only it
+UPDATE cdc_mv SET v = 'tampered' WHERE id = 20;
+DELETE FROM cdc_mv WHERE id = 21;
+SELECT * FROM backfill.verify_job(:job);
+INSERT INTO cdc_mv SELECT id, v FROM cdc_up WHERE id = 21;
+UPDATE cdc_mv SET v = u.v FROM cdc_up u WHERE u.id = 20 AND cdc_mv.id = 20;
+SELECT * FROM backfill.verify_job(:job);
 
 -- barrier 2 forwards the keys at or below 30, drops those above, then reads the next 30 rows, 31..61
 CALL backfill.run_job(:job, 1);
