@@ -34,39 +34,15 @@ while [ $# -gt 0 ]; do
     esac
 done
 
-BIN=${BIN:-/usr/lib/postgresql/15/bin}
-RUNAS=()
-[ "$(id -u)" = 0 ] && RUNAS=(runuser -u postgres --)
-DIR=$(mktemp -d /tmp/backfill-cutover.XXXXXX)
-[ "$(id -u)" = 0 ] && chown postgres "$DIR"
-chmod 755 "$DIR"
-PORT=$(( 40000 + RANDOM % 20000 ))
-while "$BIN/pg_isready" -q -h "$DIR" -p "$PORT" 2>/dev/null || ss -ltn 2>/dev/null | grep -q ":$PORT "; do
-    PORT=$(( 40000 + RANDOM % 20000 ))
-done
-export PGHOST=$DIR PGPORT=$PORT PGDATABASE=postgres PGUSER=postgres
-cleanup() {
-    "${RUNAS[@]}" "$BIN/pg_ctl" -D "$DIR/data" -m immediate stop >/dev/null 2>&1 || true
-    rm -rf "$DIR"
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-sql() { "${RUNAS[@]}" env PGHOST="$PGHOST" PGPORT="$PGPORT" "$BIN/psql" -X -q -U postgres -d postgres \
-        -v ON_ERROR_STOP=1 "$@"; }
-val() { sql -Atc "$1"; }
-log() { echo "$*" >&2; }
+BENCH_DIR=backfill-cutover
+. "$(dirname "$0")/cluster.sh"
 
-"${RUNAS[@]}" "$BIN/initdb" -D "$DIR/data" -A trust -U postgres >/dev/null
-cat >> "$DIR/data/postgresql.conf" <<CONF
-port = $PORT
-unix_socket_directories = '$DIR'
-listen_addresses = ''
+cluster_start <<CONF
 max_connections = 50
 shared_buffers = 256MB
 backfill.client_progress_interval = 0
 log_min_messages = log
 CONF
-"${RUNAS[@]}" "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/log" -w start >/dev/null
 
 log "filling $ROWS rows and copying them"
 sql <<SQL

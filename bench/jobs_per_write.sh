@@ -42,41 +42,10 @@ while [ $# -gt 0 ]; do
     esac
 done
 
-PGVER=${PGVER:-15}
-BIN=${BIN:-/usr/lib/postgresql/$PGVER/bin}   # BIN=... for another installation
-HERE=$(cd "$(dirname "$0")/.." && pwd)
-COMMIT=$(git -C "$HERE" log --oneline -1 2>/dev/null || echo unknown)
-T_START=$(date +%s)
-
-RUNAS=()
-[ "$(id -u)" = 0 ] && RUNAS=(runuser -u postgres --)
-DIR=$(mktemp -d /tmp/backfill-bench.XXXXXX)
-[ "$(id -u)" = 0 ] && chown postgres "$DIR"
-chmod 755 "$DIR"
-PORT=$(( 40000 + RANDOM % 20000 ))
-while "$BIN/pg_isready" -q -h "$DIR" -p "$PORT" 2>/dev/null || ss -ltn 2>/dev/null | grep -q ":$PORT "; do
-    PORT=$(( 40000 + RANDOM % 20000 ))
-done
-export PGHOST=$DIR PGPORT=$PORT PGDATABASE=postgres PGUSER=postgres
-
-cleanup() {
-    "${RUNAS[@]}" "$BIN/pg_ctl" -D "$DIR/data" -m immediate stop >/dev/null 2>&1 || true
-    if [ "$KEEP" = 1 ]; then echo "kept $DIR" >&2; else rm -rf "$DIR"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-log() { printf '[%4ds] %s\n' $(( $(date +%s) - T_START )) "$*" >&2; }
-sql() { "${RUNAS[@]}" env PGHOST="$PGHOST" PGPORT="$PGPORT" \
-        "$BIN/psql" -X -q -U postgres -d postgres -v ON_ERROR_STOP=1 "$@"; }
-val() { sql -Atc "$1"; }
+. "$(dirname "$0")/cluster.sh"
 
 log "cluster in $DIR, port $PORT; measuring $COMMIT"
-"${RUNAS[@]}" "$BIN/initdb" -D "$DIR/data" -A trust -U postgres >/dev/null
-cat >> "$DIR/data/postgresql.conf" <<CONF
-listen_addresses = ''
-port = $PORT
-unix_socket_directories = '$DIR'
+cluster_start <<CONF
 shared_buffers = 256MB
 max_wal_size = 4GB
 wal_init_zero = off
@@ -85,7 +54,6 @@ synchronous_commit = $SYNC
 # the jobs of this table are more than the default cap
 backfill.max_jobs_per_upstream = -1
 CONF
-"${RUNAS[@]}" "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/log" -w start >/dev/null
 
 sql <<SQL
 CREATE EXTENSION backfill;

@@ -44,37 +44,7 @@ MEM_ROWS4=$(( ROWS * 4 ))
 INTERVALS="1000 100"
 KINDS="no_shuffle arrangement snapshot cdc"
 
-PGVER=${PGVER:-15}
-BIN=${BIN:-/usr/lib/postgresql/$PGVER/bin}   # BIN=... for another installation
-HERE=$(cd "$(dirname "$0")/.." && pwd)
-COMMIT=$(git -C "$HERE" log --oneline -1 2>/dev/null || echo unknown)
-T_START=$(date +%s)
-
-RUNAS=()
-[ "$(id -u)" = 0 ] && RUNAS=(runuser -u postgres --)
-DIR=$(mktemp -d /tmp/backfill-bench.XXXXXX)
-[ "$(id -u)" = 0 ] && chown postgres "$DIR"
-chmod 755 "$DIR"
-PORT=$(( 40000 + RANDOM % 20000 ))
-while "$BIN/pg_isready" -q -h "$DIR" -p "$PORT" 2>/dev/null || ss -ltn 2>/dev/null | grep -q ":$PORT "; do
-    PORT=$(( 40000 + RANDOM % 20000 ))
-done
-export PGHOST=$DIR PGPORT=$PORT PGDATABASE=postgres PGUSER=postgres
-
-BGPIDS=()
-cleanup() {
-    local p
-    for p in "${BGPIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-    "${RUNAS[@]}" "$BIN/pg_ctl" -D "$DIR/data" -m immediate stop >/dev/null 2>&1 || true
-    if [ "$KEEP" = 1 ]; then echo "kept $DIR" >&2; else rm -rf "$DIR"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-
-log() { printf '[%4ds] %s\n' $(( $(date +%s) - T_START )) "$*" >&2; }
-sql() { "${RUNAS[@]}" env PGHOST="$PGHOST" PGPORT="$PGPORT" PGAPPNAME="${PGAPPNAME:-bench}" \
-        "$BIN/psql" -X -q -U postgres -d postgres -v ON_ERROR_STOP=1 "$@"; }
-val() { sql -Atc "$1"; }
+. "$(dirname "$0")/cluster.sh"
 wait_ready() {
     local i
     for i in $(seq 1 600); do val 'SELECT 1' >/dev/null 2>&1 && return 0; sleep 0.1; done
@@ -83,11 +53,7 @@ wait_ready() {
 
 # ---------------------------------------------------------------- cluster
 log "cluster in $DIR, port $PORT; measuring $COMMIT"
-"${RUNAS[@]}" "$BIN/initdb" -D "$DIR/data" -A trust -U postgres >/dev/null
-cat >> "$DIR/data/postgresql.conf" <<CONF
-listen_addresses = ''
-port = $PORT
-unix_socket_directories = '$DIR'
+cluster_start <<CONF
 shared_preload_libraries = 'backfill'
 backfill.database = 'postgres'
 max_worker_processes = 16
@@ -106,7 +72,6 @@ wal_level = logical
 max_replication_slots = 10
 output_plugin_libraries = 'pgoutput, test_decoding, backfill'
 CONF
-"${RUNAS[@]}" "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/log" -w start >/dev/null
 . "$HERE/bench/pages.sh"
 SHM_PAGES=$(shm_pages "$DIR/data")
 wait_ready
