@@ -52,9 +52,9 @@
 #include "replication/slot.h"
 #include "storage/lmgr.h"
 #include "utils/builtins.h"
-#include "utils/pg_lsn.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
+#include "utils/pg_lsn.h"
 #include "utils/rel.h"
 #include "utils/varlena.h"
 
