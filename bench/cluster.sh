@@ -10,7 +10,8 @@
 # script put in BGPIDS, stops the cluster and removes DIR, unless KEEP=1.
 # log prints a line with the seconds since the start; sql runs psql as
 # postgres (application name PGAPPNAME, default bench), val one statement's
-# value.  cluster_start makes and starts the cluster: its own socket and
+# value, timed the seconds a psql script takes (the last line it prints).
+# cluster_start makes and starts the cluster: its own socket and
 # port, no TCP, then the postgresql.conf lines it reads on stdin.  It never
 # touches another cluster.
 
@@ -46,6 +47,17 @@ log() { printf '[%4ds] %s\n' $(( $(date +%s) - T_START )) "$*" >&2; }
 sql() { "${RUNAS[@]}" env PGHOST="$PGHOST" PGPORT="$PGPORT" PGAPPNAME="${PGAPPNAME:-bench}" \
         "$BIN/psql" -X -q -U postgres -d postgres -v ON_ERROR_STOP=1 "$@"; }
 val() { sql -Atc "$1"; }
+# time a psql script body: prints seconds (clock_timestamp inside the server)
+timed() {
+    local body=$1 out
+    out=$(sql -At <<SQL
+SELECT extract(epoch FROM clock_timestamp()) AS t0 \gset
+$body
+SELECT extract(epoch FROM clock_timestamp()) - :t0;
+SQL
+)
+    tail -1 <<<"$out"
+}
 
 cluster_start() {  # < more postgresql.conf lines
     "${RUNAS[@]}" "$BIN/initdb" -D "$DIR/data" -A trust -U postgres >/dev/null

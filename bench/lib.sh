@@ -1,6 +1,6 @@
 # bench/lib.sh: what bench/remote.sh and bench/shards.sh share, sourced by
 # both: the clock, the machine's CPU time, medians over the runs, and the
-# targets.  The script sets RUNS and fills, for each contender NAME and run
+# targets (bench/verify.sh takes its medians from here too).  The script sets RUNS and fills, for each contender NAME and run
 # R, S[NAME,R] (seconds) and C[NAME,R] (the machine's CPU seconds); before
 # its targets it may set TARGET_WIDTH, the width of their names.
 

@@ -222,18 +222,6 @@ set_interval_workers() {
     sleep 0.3
 }
 
-# time a psql script body: prints seconds (clock_timestamp inside the server)
-timed() {
-    local body=$1 out
-    out=$(sql -At <<SQL
-SELECT extract(epoch FROM clock_timestamp()) AS t0 \gset
-$body
-SELECT extract(epoch FROM clock_timestamp()) - :t0;
-SQL
-)
-    tail -1 <<<"$out"
-}
-
 # results: R[name,run] = value
 declare -A R
 

@@ -36,16 +36,8 @@ while [ $# -gt 0 ]; do
     esac
 done
 
-. "$(dirname "$0")/cluster.sh"
-
-# the seconds a statement takes, as the server's clock sees them
-seconds() {
-    sql -At <<SQL | tail -1
-SELECT extract(epoch FROM clock_timestamp()) AS t0 \\gset
-$1 \\g /dev/null
-SELECT extract(epoch FROM clock_timestamp()) - :t0;
-SQL
-}
+. "$(dirname "$0")/lib.sh"       # median, med
+. "$(dirname "$0")/cluster.sh"   # after lib.sh: its log is the one kept
 
 log "cluster in $DIR, port $PORT; measuring $COMMIT"
 cluster_start <<CONF
@@ -60,8 +52,6 @@ CONF
 val "CREATE EXTENSION backfill" >/dev/null
 
 declare -A S
-median() { sort -g | awk '{v[NR] = $1} END {if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
-med() { for r in $(seq 1 "$RUNS"); do echo "${S[$1,$r]}"; done | median; }
 
 HALF=$(( ROWS / 2 ))
 for p in $PENDING; do
@@ -83,8 +73,8 @@ SQL
             [ "$pos" -gt "$p" ] || { echo "the $kind job read $pos rows, fewer than $p" >&2; exit 1; }
             # P keys below the position change after the last barrier: pending
             val "UPDATE up SET a = -a - 1 WHERE id <= $p" >/dev/null
-            S[$kind.$p.verify,$r]=$(seconds "SELECT count(*) FROM backfill.verify_job($id)")
-            S[$kind.$p.join,$r]=$(seconds "SELECT count(*) FROM up u FULL JOIN down d ON u.id = d.id WHERE u IS DISTINCT FROM d")
+            S[$kind.$p.verify,$r]=$(timed "SELECT count(*) FROM backfill.verify_job($id);")
+            S[$kind.$p.join,$r]=$(timed "SELECT count(*) FROM up u FULL JOIN down d ON u.id = d.id WHERE u IS DISTINCT FROM d;")
             bad=$(val "SELECT count(*) FROM backfill.verify_job($id)")
             [ "$bad" = 0 ] || { echo "verify_job($id) reported $bad pending keys as differences" >&2; exit 1; }
             val "SELECT backfill.drop_job($id)" >/dev/null
@@ -95,7 +85,6 @@ done
 
 printf 'verify_job with keys pending, %d rows read to about half: %s; median of %d\n' "$ROWS" "$COMMIT" "$RUNS"
 printf '%-12s %8s %12s %12s %8s\n' kind pending verify_s join_s ratio
-FAILS=0
 for kind in arrangement cdc; do
     first=; last=
     for p in $PENDING; do
