@@ -70,7 +70,7 @@ OBJS = \
 	src/runtime/registry.o \
 	src/runtime/worker.o \
 	src/runtime/worker_control.o
-DATA = sql/backfill--1.3.sql sql/backfill--1.0.sql sql/backfill--1.0--1.1.sql sql/backfill--1.1--1.2.sql sql/backfill--1.2--1.3.sql
+DATA = sql/backfill--1.3.sql sql/backfill--1.0.sql sql/backfill--1.0--1.1.sql sql/backfill--1.1--1.2.sql sql/backfill--1.2--1.3.sql sql/backfill--1.3--1.4.sql
 PGFILEDESC = "backfill - resumable backfill of derived tables"
 
 REGRESS = setup create_job run_job recovery legacy_message observe cancel_drop workers safety snapshot cdc ddl downstream filter_columns into_existing partitioned privileges search_path_attack owner_context bad_input capture apply_statements apply_direct pacing range_vnodes upgrade remote limits watch key_types ddl_guards expression_settings indexes cutover cutover_owner

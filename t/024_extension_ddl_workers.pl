@@ -142,12 +142,12 @@ is(db_worker_pids('upd', $ujob), $upids, '... the workers run on');
 $node->safe_psql('upd', "SELECT backfill.stop_job($ujob)");
 ($state, $msg, $err) = psql_error($node, "SET statement_timeout = '60s'; ALTER EXTENSION backfill UPDATE", 'upd');
 is($state, '', 'upd: after stop_job, ALTER EXTENSION UPDATE works') or diag($err);
-is($node->safe_psql('upd', "SELECT extversion FROM pg_extension WHERE extname = 'backfill'"), '1.3',
-	'... to 1.3');
+is($node->safe_psql('upd', "SELECT extversion FROM pg_extension WHERE extname = 'backfill'"), '1.4',
+	'... to 1.4');
 $node->safe_psql('upd', "SELECT backfill.alter_rate_limit($ujob, NULL); SELECT backfill.start_job($ujob)");
 $node->safe_psql('upd', "SET statement_timeout = '120s'; SELECT backfill.wait_job($ujob)");
 is($node->safe_psql('upd', "SELECT status FROM backfill.job WHERE job_id = $ujob"), 'finished',
-	'upd: started again under 1.3, the job finishes');
+	'upd: started again under 1.4, the job finishes');
 is($node->safe_psql('upd', "SELECT count(*) FROM backfill.verify_job($ujob)"), '0', '... and verifies');
 is(deadlocks(), $before, 'no deadlock in the server log');
 

@@ -57,11 +57,19 @@ UPDATE up SET v = 'during 1.2' WHERE id IN (3, 297);
 CALL backfill.run_job(:job, 1);
 SELECT job_id, status, row_count FROM backfill.jobs;
 
+ALTER EXTENSION backfill UPDATE TO '1.3';
+SELECT extversion FROM pg_extension WHERE extname = 'backfill';
+
+-- one barrier under 1.3
+UPDATE up SET v = 'during 1.3' WHERE id IN (4, 296);
+CALL backfill.run_job(:job, 1);
+SELECT job_id, status, row_count FROM backfill.jobs;
+
 ALTER EXTENSION backfill UPDATE;
 SELECT extversion FROM pg_extension WHERE extname = 'backfill';
 
 -- and finishes under the newest
-UPDATE up SET v = 'during 1.3' WHERE id IN (4, 296);
+UPDATE up SET v = 'during 1.4' WHERE id IN (5, 295);
 CALL backfill.run_job(:job);
 SELECT s.job_id, s.kind, s.status, s.row_count, j.runs
   FROM backfill.jobs s JOIN backfill.job j USING (job_id);
@@ -106,8 +114,8 @@ SELECT attrelid::regclass::text AS rel, attname, format_type(atttypid, atttypmod
 -- privileges, options, row security and comments, columns (place, type,
 -- default, comment), constraints, indexes, triggers, sequences, the tables
 -- pg_dump keeps, policies, event triggers.  The new install reads
--- backfill--1.3.sql, written apart from the upgrade scripts: this is what
--- holds the two together
+-- backfill--1.3.sql, written apart from the upgrade scripts before it, then
+-- backfill--1.3--1.4.sql: this is what holds the two together
 CREATE TEMP VIEW ext_definitions AS
 WITH members AS (
   SELECT classid, objid FROM pg_depend
