@@ -130,7 +130,7 @@ apply_entry_build(ApplyEntry *entry, int64 job_id)
 		backfill_apply_direct_free(entry->direct);
 	entry->direct = NULL;
 
-	job = backfill_load_job(job_id, CurrentMemoryContext);
+	job = backfill_load_job_latest(job_id, CurrentMemoryContext);
 	if (!OidIsValid(job->downstream) || job->status == BACKFILL_STATUS_CANCELLED)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

@@ -62,7 +62,7 @@ truncate_partition(TriggerData *trigdata, int64 job_id)
 	backfill_trigger_enter_owner(trigdata, job_id, InvalidOid, &oc);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	job = backfill_load_job(job_id, CurrentMemoryContext);
+	job = backfill_load_job_latest(job_id, CurrentMemoryContext);
 	guc_level = backfill_pin_search_path(job);
 	/* read through the upstream: the owner may have no right on the partition */
 	matching = psprintf("SELECT %s FROM %s WHERE u.tableoid OPERATOR(pg_catalog.=) $1",
@@ -124,7 +124,7 @@ backfill_truncate_change(PG_FUNCTION_ARGS)
 	backfill_trigger_enter_owner(trigdata, job_id, InvalidOid, &oc);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	job = backfill_load_job(job_id, CurrentMemoryContext);
+	job = backfill_load_job_latest(job_id, CurrentMemoryContext);
 	if (SPI_execute(psprintf("TRUNCATE %s", job->downstream_sql), false, 0) != SPI_OK_UTILITY)
 		elog(ERROR, "could not truncate %s", job->downstream_sql);
 	SPI_finish();

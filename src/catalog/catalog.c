@@ -46,6 +46,7 @@
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 
 #include "backfill.h"
 #include "lib.h"
@@ -203,17 +204,39 @@ select_list(BackfillJob *job)
 	return buf.data;
 }
 
+static BackfillJob *load_job(int64 job_id, MemoryContext cxt, bool latest);
+
 /*
  * backfill_load_job
  *		Read a job's definition and actors into cxt.  Caller is connected to
  *		SPI.  The job's state is not read here: its kind decodes it and
  *		checks the key (kind.h).
  */
+BackfillJob *
+backfill_load_job(int64 job_id, MemoryContext cxt)
+{
+	return load_job(job_id, cxt, false);
+}
+
+/*
+ * backfill_load_job_latest
+ *		The same, read with a new snapshot rather than the transaction's, as
+ *		the system catalogs are: for a writer's trigger, whose transaction
+ *		may hold a snapshot taken before a cutover turned the job around
+ *		(REPEATABLE READ), and which must act on the job as it is now, since
+ *		it writes the tables as they are now.
+ */
+BackfillJob *
+backfill_load_job_latest(int64 job_id, MemoryContext cxt)
+{
+	return load_job(job_id, cxt, true);
+}
+
 /* a column of an SPI result, by name (desc in scope) */
 #define COLUMN(name) SPI_fnumber(desc, (name))
 
-BackfillJob *
-backfill_load_job(int64 job_id, MemoryContext cxt)
+static BackfillJob *
+load_job(int64 job_id, MemoryContext cxt, bool latest)
 {
 	Oid			argtypes[1] = {INT8OID};
 	Datum		values[1] = {Int64GetDatum(job_id)};
@@ -223,31 +246,45 @@ backfill_load_job(int64 job_id, MemoryContext cxt)
 	MemoryContext oldcxt;
 	bool		isnull;
 	const BackfillCatalogCaps *caps = backfill_catalog_caps();
+	char	   *sql;
+	int			ret;
 
 	/*
 	 * Each column a version added is read when the catalog has it: one
 	 * older than 1.2 has neither filters nor computed columns, nor range
 	 * vnodes, before their columns.
 	 */
-	if (SPI_execute_with_args(psprintf("SELECT job_name, kind, status, owner::pg_catalog.oid AS owner, "
-									   "upstream::pg_catalog.oid AS upstream, "
-									   "downstream::pg_catalog.oid AS downstream, "
-									   "state_table::pg_catalog.oid AS state_table, "
-									   "change_table::pg_catalog.oid AS change_table, "
-									   "fragment_id, chunk_size, "
-									   "(SELECT coalesce(pg_catalog.max(a.epoch), 0) FROM backfill.actor a "
-									   " WHERE a.job_id = j.job_id) AS epoch, "
-									   "runs, columns, pk_columns, coalesce(rate_limit, -1) AS rate_limit, "
-									   "run_mode = 'background' AS background, "
-									   "%s, %s, %s "
-									   "FROM backfill.job j WHERE job_id = $1",
-									   caps->job_expressions ? "filter, expressions, into_existing" :
-									   "NULL::pg_catalog.text AS filter, NULL::pg_catalog.text[] AS expressions, "
-									   "false AS into_existing",
-									   caps->job_vnode_bounds ? "vnode_bounds" :
-									   "NULL::pg_catalog.text[] AS vnode_bounds",
-									   caps->job_remote ? "coalesce(remote, false) AS remote" : "false AS remote"),
-							  1, argtypes, values, NULL, false, 0) != SPI_OK_SELECT)
+	sql = psprintf("SELECT job_name, kind, status, owner::pg_catalog.oid AS owner, "
+				   "upstream::pg_catalog.oid AS upstream, "
+				   "downstream::pg_catalog.oid AS downstream, "
+				   "state_table::pg_catalog.oid AS state_table, "
+				   "change_table::pg_catalog.oid AS change_table, "
+				   "fragment_id, chunk_size, "
+				   "(SELECT coalesce(pg_catalog.max(a.epoch), 0) FROM backfill.actor a "
+				   " WHERE a.job_id = j.job_id) AS epoch, "
+				   "runs, columns, pk_columns, coalesce(rate_limit, -1) AS rate_limit, "
+				   "run_mode = 'background' AS background, "
+				   "%s, %s, %s "
+				   "FROM backfill.job j WHERE job_id = $1",
+				   caps->job_expressions ? "filter, expressions, into_existing" :
+				   "NULL::pg_catalog.text AS filter, NULL::pg_catalog.text[] AS expressions, "
+				   "false AS into_existing",
+				   caps->job_vnode_bounds ? "vnode_bounds" :
+				   "NULL::pg_catalog.text[] AS vnode_bounds",
+				   caps->job_remote ? "coalesce(remote, false) AS remote" : "false AS remote");
+	if (latest)
+	{
+		SPIPlanPtr	plan = SPI_prepare(sql, 1, argtypes);
+
+		if (plan == NULL)
+			elog(ERROR, "SPI_prepare failed for: %s", sql);
+		ret = SPI_execute_snapshot(plan, values, NULL, GetLatestSnapshot(),
+								   InvalidSnapshot, true, false, 0);
+		SPI_freeplan(plan);
+	}
+	else
+		ret = SPI_execute_with_args(sql, 1, argtypes, values, NULL, false, 0);
+	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "could not read backfill.job");
 	if (SPI_processed == 0)
 		ereport(ERROR,

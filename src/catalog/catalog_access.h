@@ -43,6 +43,7 @@ extern BackfillKind backfill_remote_kind(BackfillKind kind);
 extern BackfillJobStatus backfill_parse_status(const char *name);
 extern bool backfill_partition_of(Oid relid, Oid ancestor);
 extern BackfillJob *backfill_load_job(int64 job_id, MemoryContext cxt);
+extern BackfillJob *backfill_load_job_latest(int64 job_id, MemoryContext cxt);
 extern BackfillJob *backfill_load_job_to_run(int64 job_id, MemoryContext cxt);
 extern void backfill_check_key_unchanged(BackfillJob *job, Oid made_with);
 extern void backfill_lock_job(int64 job_id, bool session);
