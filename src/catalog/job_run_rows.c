@@ -17,6 +17,7 @@
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "utils/builtins.h"
 
 #include "catalog_access.h"
 #include "lib.h"
@@ -103,6 +104,46 @@ backfill_jobs_to_relaunch(int *njobs, MemoryContext cxt)
 												 SPI_fnumber(desc, "job_id"), &isnull));
 	}
 	return job_ids;
+}
+
+/*
+ * backfill_record_lost_worker
+ *		Count the unexpected exit of a worker of the job as a failure, with
+ *		what is known of it as the job's last error, without failing the job:
+ *		the launcher starts it again.  Returns whether the job still runs in
+ *		the background with something to do, so is to be started again (not
+ *		stopped, cancelled, failed or dropped meanwhile).  For the launcher,
+ *		connected to SPI; it commits.
+ */
+bool
+backfill_record_lost_worker(int64 job_id, int32 actor_id, int exit_code)
+{
+	RoleContext rc;
+	bool		relaunch;
+	Datum		values[3];
+
+	values[0] = Int64GetDatum(job_id);
+	values[1] = CStringGetTextDatum(psprintf("the background worker of actor %d exited unexpectedly",
+											 actor_id));
+	values[2] = CStringGetTextDatum(psprintf("It exited with code %d while the job still needed it, "
+											 "and no one had asked it to stop; the server log has "
+											 "what ended it.  The launcher starts the job again.",
+											 exit_code));
+	backfill_catalog_enter(&rc);
+	/* failures counts them once the catalog has it (1.3) */
+	if (SPI_execute_with_args(psprintf("UPDATE backfill.job SET %s"
+									   "last_error = $2, last_error_detail = $3, last_sqlstate = NULL "
+									   "WHERE job_id OPERATOR(pg_catalog.=) $1 "
+									   "AND run_mode OPERATOR(pg_catalog.=) 'background' "
+									   "AND status OPERATOR(pg_catalog.=) ANY (ARRAY['pending', 'backfilling', 'finished'])",
+									   backfill_catalog_caps()->job_failures ?
+									   "failures = failures OPERATOR(pg_catalog.+) 1, " : ""),
+							  3, (Oid[]) {INT8OID, TEXTOID, TEXTOID}, values,
+							  NULL, false, 0) != SPI_OK_UPDATE)
+		elog(ERROR, "could not update backfill.job");
+	relaunch = SPI_processed == 1;
+	backfill_role_leave(&rc);
+	return relaunch;
 }
 
 /*

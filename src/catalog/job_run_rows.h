@@ -21,6 +21,7 @@ extern int64 backfill_job_filling(Oid downstream);
 extern void backfill_job_progress_text(int64 job_id, bool with_eta, char **progress, char **eta);
 extern bool backfill_job_rows_left(int64 job_id, char **progress, double *left);
 extern int64 *backfill_jobs_to_relaunch(int *njobs, MemoryContext cxt);
+extern bool backfill_record_lost_worker(int64 job_id, int32 actor_id, int exit_code);
 extern int64 backfill_job_snapshot_epoch(int64 job_id);
 extern void backfill_set_snapshot_epoch(int64 job_id, int64 epoch);
 extern void backfill_actors_caught_up(BackfillJob *job, bool *caught_up);

@@ -36,6 +36,13 @@
  * the worker is gone the system may give it to another process, which would
  * keep the slot, and its job, running forever.
  *
+ * A worker that exits while its job still needs it, and nobody asked it to
+ * stop (pg_terminate_backend(), a FATAL error it could not record), leaves a
+ * "lost worker" entry behind: the launcher of the job's database takes it
+ * once the job's other workers have exited too, counts the exit as a failure
+ * of the job and launches the job again, after a pause that doubles with
+ * each exit (worker.c).  A stop asked for meanwhile drops the entry.
+ *
  * Restarts run the recovery check once per launch, not once per actor: the
  * first worker to claim the run's "prepare" step runs it (driver.c) while the
  * others wait for its outcome; if it fails, they exit.
@@ -124,12 +131,22 @@ typedef struct BackfillWorkerSlot
 	BackgroundWorkerHandle handle;	/* of the worker's registration */
 } BackfillWorkerSlot;
 
+/* a worker that exited unexpectedly, until the launcher takes it */
+typedef struct BackfillLostWorker
+{
+	Oid			dboid;			/* the database of the job */
+	int64		job_id;			/* 0: free */
+	int32		actor_id;
+	int			exit_code;		/* the worker's, as proc_exit() had it */
+} BackfillLostWorker;
+
 typedef struct BackfillShared
 {
 	LWLock	   *lock;
 	int			nslots;
 	BackfillRun *runs;			/* nslots of each, after the struct */
 	BackfillWorkerSlot *workers;
+	BackfillLostWorker *lost;
 	/* then the live actors' entries (live_actors.c) */
 } BackfillShared;
 
@@ -147,13 +164,16 @@ static int	backfill_max_workers_per_role = 4;
 static int64 my_job_id = 0;
 static int32 my_actor_id = 0;
 static bool my_job_locked = false;
+/* this worker ends as its job asked: done, stopped or failed and recorded */
+static bool my_exit_expected = false;
 
 static Size
 shared_size(void)
 {
 	return add_size(MAXALIGN(sizeof(BackfillShared)),
-					add_size(add_size(mul_size(max_worker_processes, sizeof(BackfillRun)),
-									  mul_size(max_worker_processes, sizeof(BackfillWorkerSlot))),
+					add_size(add_size(add_size(mul_size(max_worker_processes, sizeof(BackfillRun)),
+											   mul_size(max_worker_processes, sizeof(BackfillWorkerSlot))),
+									  mul_size(max_worker_processes, sizeof(BackfillLostWorker))),
 							 backfill_live_shmem_size()));
 }
 
@@ -185,7 +205,8 @@ shmem_startup(void)
 	/* pointers are per process: recompute them */
 	shared->runs = (BackfillRun *) ((char *) shared + MAXALIGN(sizeof(BackfillShared)));
 	shared->workers = (BackfillWorkerSlot *) (shared->runs + shared->nslots);
-	backfill_live_attach((char *) (shared->workers + shared->nslots), shared->lock);
+	shared->lost = (BackfillLostWorker *) (shared->workers + shared->nslots);
+	backfill_live_attach((char *) (shared->lost + shared->nslots), shared->lock);
 	LWLockRelease(AddinShmemInitLock);
 }
 
@@ -302,15 +323,49 @@ slot_of_job(BackfillWorkerSlot *slot, int64 job_id)
 	return slot->job_id != 0 && slot->job_id == job_id && slot->dboid == MyDatabaseId;
 }
 
-/* free a reserved slot; the last one of a run frees the run.  Lock held. */
+/* forget the lost workers of a job: it was stopped.  Lock held. */
+static void
+forget_lost_workers(Oid dboid, int64 job_id)
+{
+	for (int i = 0; i < shared->nslots; i++)
+		if (shared->lost[i].job_id == job_id && shared->lost[i].dboid == dboid)
+			memset(&shared->lost[i], 0, sizeof(BackfillLostWorker));
+}
+
+/*
+ * free a reserved slot; the last one of a run frees the run, and if it was
+ * stopped, its lost workers are not to be replaced.  Lock held.
+ */
 static void
 release_slot(BackfillWorkerSlot *slot)
 {
 	BackfillRun *run = find_run_of(slot->dboid, slot->job_id);
 
 	if (run && --run->nworkers <= 0)
+	{
+		if (run->stop)
+			forget_lost_workers(run->dboid, run->job_id);
 		memset(run, 0, sizeof(BackfillRun));
+	}
 	memset(slot, 0, sizeof(BackfillWorkerSlot));
+}
+
+/* note this worker, which exits unexpectedly, for the launcher.  Lock held. */
+static void
+note_lost_worker(int code)
+{
+	BackfillLostWorker *entry = NULL;
+
+	for (int i = 0; i < shared->nslots && entry == NULL; i++)
+		if (shared->lost[i].job_id == 0 ||
+			(shared->lost[i].job_id == my_job_id && shared->lost[i].dboid == MyDatabaseId))
+			entry = &shared->lost[i];
+	if (entry == NULL)
+		return;					/* one per job at most: there is a free one */
+	entry->dboid = MyDatabaseId;
+	entry->job_id = my_job_id;
+	entry->actor_id = my_actor_id;
+	entry->exit_code = code;
 }
 
 /*
@@ -562,6 +617,8 @@ detach_worker(int code pg_attribute_unused(), Datum arg pg_attribute_unused())
 
 			if (run && run->prepare == PREPARE_CLAIMED && code != 0)
 				run->prepare = PREPARE_FAILED;
+			if (run && !run->stop && !my_exit_expected)
+				note_lost_worker(code);
 			release_slot(&shared->workers[i]);
 			break;
 		}
@@ -602,6 +659,47 @@ void
 backfill_worker_locked_job(void)
 {
 	my_job_locked = true;
+}
+
+/*
+ * backfill_worker_exit_expected
+ *		The worker is about to exit as its job wants (its work done, stopped,
+ *		or its failure recorded): not a lost worker.
+ */
+void
+backfill_worker_exit_expected(void)
+{
+	my_exit_expected = true;
+}
+
+/*
+ * backfill_take_lost_worker
+ *		A job of this database a worker of which exited unexpectedly, and
+ *		whose other workers have exited since, taken off the list: returns
+ *		its id and sets the worker's actor and exit code; 0 when there is
+ *		none.  For the launcher.
+ */
+int64
+backfill_take_lost_worker(int32 *actor_id, int *exit_code)
+{
+	int64		job_id = 0;
+
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	reap_dead_slots();
+	for (int i = 0; i < shared->nslots && job_id == 0; i++)
+	{
+		BackfillLostWorker *entry = &shared->lost[i];
+
+		if (entry->job_id == 0 || entry->dboid != MyDatabaseId ||
+			find_run(entry->job_id) != NULL)
+			continue;
+		job_id = entry->job_id;
+		*actor_id = entry->actor_id;
+		*exit_code = entry->exit_code;
+		memset(entry, 0, sizeof(BackfillLostWorker));
+	}
+	LWLockRelease(shared->lock);
+	return job_id;
 }
 
 bool
@@ -725,6 +823,8 @@ backfill_stop_workers(int64 job_id, bool immediate)
 	run = find_run(job_id);
 	if (run == NULL)
 	{
+		/* a worker lost since is not to be replaced either */
+		forget_lost_workers(MyDatabaseId, job_id);
 		LWLockRelease(shared->lock);
 		return false;
 	}

@@ -47,7 +47,11 @@
  * log in is failed instead, with the reason: its workers, which connect as
  * the owner, would end before they could record it.  Then it drops the slots
  * that cdc jobs which finished or were cancelled left behind (slot.c), and
- * sleeps until shutdown.
+ * wakes every second to start again the jobs of its database whose worker
+ * exited unexpectedly (pg_terminate_backend(), a FATAL error): each such
+ * exit is counted as a failure of the job, with what is known of it as the
+ * job's last error, and the job is started again after a pause that doubles
+ * with each exit in a row (replace_lost_workers).
  *
  * May call: registry.c (the registry), driver.c, the kinds (their routines),
  * catalog.c and the foundations.
@@ -69,6 +73,7 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
+#include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
 #include "driver.h"
@@ -263,10 +268,14 @@ backfill_actor_main(Datum main_arg pg_attribute_unused())
 				preparer = false;
 			}
 			if (stopped)
+			{
+				backfill_worker_exit_expected();
 				proc_exit(0);
+			}
 			if (!retry)
 			{
 				record_failure(args.job_id, edata);
+				backfill_worker_exit_expected();
 				proc_exit(1);
 			}
 			if (!transient)
@@ -294,6 +303,7 @@ backfill_actor_main(Datum main_arg pg_attribute_unused())
 			done = job_stopped();
 		}
 	}
+	backfill_worker_exit_expected();
 	proc_exit(0);
 }
 
@@ -366,6 +376,142 @@ launch_jobs(void)
 	MemoryContextDelete(cxt);
 }
 
+/*
+ * Jobs of this database whose worker exited unexpectedly (registry.c), each
+ * started again after a pause of 1 s, doubled at each exit of its workers
+ * within BACKFILL_LOST_MEMORY_MS of the last, up to BACKFILL_MAX_WAIT_MS,
+ * as the launcher of logical replication waits between two starts of an
+ * apply worker.  The launcher keeps what it needs for that in its own
+ * memory: the jobs waiting for their pause to end, and when each job's
+ * workers last exited and how often in a row.
+ */
+#define BACKFILL_LAUNCHER_NAP_MS 1000
+#define BACKFILL_LOST_MEMORY_MS (10 * 60 * 1000)
+#define BACKFILL_LOST_TRACKED 64
+
+typedef struct LostJob
+{
+	int64		job_id;			/* 0: free */
+	int			exits;			/* in a row, each within the memory of the last */
+	TimestampTz last_exit;
+	TimestampTz relaunch_at;	/* 0: not waiting */
+} LostJob;
+
+static LostJob lost_jobs[BACKFILL_LOST_TRACKED];
+
+/* the entry of a job, a free one, or the one that exited longest ago */
+static LostJob *
+lost_job_entry(int64 job_id)
+{
+	LostJob    *oldest = &lost_jobs[0];
+
+	for (int i = 0; i < BACKFILL_LOST_TRACKED; i++)
+		if (lost_jobs[i].job_id == job_id)
+			return &lost_jobs[i];
+	for (int i = 0; i < BACKFILL_LOST_TRACKED; i++)
+	{
+		if (lost_jobs[i].job_id == 0 && lost_jobs[i].relaunch_at == 0)
+			return &lost_jobs[i];
+		if (lost_jobs[i].relaunch_at == 0 && lost_jobs[i].last_exit < oldest->last_exit)
+			oldest = &lost_jobs[i];
+	}
+	return oldest;
+}
+
+/* count the exit on the job; schedule its start if it is still to run */
+static void
+note_lost_job(int64 job_id, int32 actor_id, int exit_code)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	volatile bool relaunch = false;
+	LostJob    *entry;
+	TimestampTz now = GetCurrentTimestamp();
+	long		pause_ms;
+
+	PG_TRY();
+	{
+		backfill_xact_begin(false);
+		relaunch = backfill_record_lost_worker(job_id, actor_id, exit_code);
+		backfill_xact_end();
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(oldcxt);
+		EmitErrorReport();
+		FlushErrorState();
+		backfill_xact_abort();
+	}
+	PG_END_TRY();
+	if (!relaunch)
+		return;
+
+	entry = lost_job_entry(job_id);
+	if (entry->job_id != job_id ||
+		TimestampDifferenceExceeds(entry->last_exit, now, BACKFILL_LOST_MEMORY_MS))
+		entry->exits = 0;
+	entry->job_id = job_id;
+	entry->exits++;
+	entry->last_exit = now;
+	pause_ms = Min(1000L << Min(entry->exits - 1, 10), BACKFILL_MAX_WAIT_MS);
+	entry->relaunch_at = TimestampTzPlusMilliseconds(now, pause_ms);
+	ereport(LOG,
+			(errmsg("background worker of actor %d of backfill job %lld exited unexpectedly with exit code %d",
+					actor_id, (long long) job_id, exit_code),
+			 errdetail("The launcher starts the job again in %ld ms (exit %d in a row).",
+					   pause_ms, entry->exits)));
+}
+
+/* start a job whose pause has ended, unless it is no longer to run */
+static void
+relaunch_lost_job(LostJob *entry)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	int64		job_id = entry->job_id;
+
+	entry->relaunch_at = 0;
+	PG_TRY();
+	{
+		BackfillJob *job;
+
+		backfill_xact_begin(false);
+		job = backfill_load_job(job_id, CurrentMemoryContext);
+		if (job->background &&
+			(job->status == BACKFILL_STATUS_PENDING ||
+			 job->status == BACKFILL_STATUS_BACKFILLING ||
+			 (job->status == BACKFILL_STATUS_FINISHED && job->follows)))
+		{
+			backfill_launch_job(job);
+			ereport(LOG,
+					(errmsg("backfill launcher restarted backfill job %lld", (long long) job_id)));
+		}
+		backfill_xact_end();
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(oldcxt);
+		EmitErrorReport();
+		FlushErrorState();
+		backfill_xact_abort();
+	}
+	PG_END_TRY();
+}
+
+static void
+replace_lost_workers(void)
+{
+	int64		job_id;
+	int32		actor_id;
+	int			exit_code;
+	TimestampTz now;
+
+	while ((job_id = backfill_take_lost_worker(&actor_id, &exit_code)) != 0)
+		note_lost_job(job_id, actor_id, exit_code);
+	now = GetCurrentTimestamp();
+	for (int i = 0; i < BACKFILL_LOST_TRACKED; i++)
+		if (lost_jobs[i].relaunch_at != 0 && lost_jobs[i].relaunch_at <= now)
+			relaunch_lost_job(&lost_jobs[i]);
+}
+
 /* drop what cdc jobs that finished or were cancelled left of their slots */
 static void
 drop_leftover_slots(void)
@@ -402,7 +548,10 @@ backfill_launcher_main(Datum main_arg pg_attribute_unused())
 
 	pgstat_report_activity(STATE_IDLE, NULL);
 	for (;;)
-		backfill_sleep_ms(60 * 1000);
+	{
+		backfill_sleep_ms(BACKFILL_LAUNCHER_NAP_MS);
+		replace_lost_workers();
+	}
 }
 
 /*
