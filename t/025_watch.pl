@@ -7,8 +7,11 @@
 #    = 300ms sends INFO lines to the client (psql's stderr), at least two,
 #    each on one line with the job, RisingWave's progress text, rows per
 #    second, the ETA and what holds it back, the progress growing from one to
-#    the next; with the setting at 0 the same run sends none, and with
-#    client_min_messages = error the lines still come (INFO, not NOTICE).
+#    the next, and a last line that sums the run up (how long it ran, the
+#    job's status, progress and failures), which a run of a finished job,
+#    shorter than the interval, sends too; with the setting at 0 a run sends
+#    none, and with client_min_messages = error the lines still come (INFO,
+#    not NOTICE).
 # 2. While that run goes on in another session, backfill.progress has its
 #    actors (run_mode foreground, the session's pid), their rows and barriers
 #    growing between two reads, a position, "rate limit" as throttled_by.
@@ -81,10 +84,12 @@ my @lines = grep { /^INFO:/ } messages($err);
 my @p = progress_lines($err, $job);
 note("run_job sent:\n" . join("\n", @lines));
 cmp_ok(scalar(@p), '>=', 2, 'run_job sends at least two lines of progress');
-is(scalar(@p), scalar(@lines), 'every INFO line is a line of progress');
+is(scalar(@p), scalar(@lines) - 1, 'every INFO line but the last is a line of progress');
 ok(grows(@p), 'the progress grows from one line to the next');
+like($lines[-1], qr{^INFO:  backfill job $job: run ended after [0-9]+\.[0-9] s: finished, 100%, 0 failures$},
+	'the last line sums the run up: how long, the status, the progress, the failures');
 like(
-	$lines[-1],
+	$lines[-2],
 	qr{^INFO:  backfill job $job: [0-9.]+% \(\d+/3000\), \d+ rows/s, ETA \d\d:\d\d:\d\d(, throttled by rate limit)?$},
 	'a line says the progress, the rows per second, the ETA and what holds the job back');
 unlike($err, qr/NOTICE|WARNING|ERROR/, 'nothing else is sent');
@@ -96,6 +101,10 @@ $job = $node->safe_psql('postgres',
 	"SET backfill.client_progress_interval = 0; CALL backfill.run_job($job)");
 is($rc, 0, 'run_job without progress lines succeeds');
 is($err, '', 'backfill.client_progress_interval = 0 silences run_job');
+($rc, $out, $err) = $node->psql('postgres',
+	"SET backfill.client_progress_interval = '1min'; CALL backfill.run_job($job)");
+like((messages($err))[0] // "", qr{^INFO:  backfill job $job: run ended after [0-9]+\.[0-9] s: finished, 100%, 0 failures$},
+	'a run of a finished job, shorter than the interval, still ends with its line');
 
 # ---- 2. a run in the foreground in backfill.progress ----
 $job = $node->safe_psql('postgres',

@@ -99,6 +99,7 @@ backfill_run_job(PG_FUNCTION_ARGS)
 	int64		job_id;
 	volatile int max_barriers = 0;
 	volatile bool started = false;
+	TimestampTz started_at = GetCurrentTimestamp();
 	MemoryContext run_cxt;
 	BackfillJob *job;
 
@@ -158,6 +159,7 @@ backfill_run_job(PG_FUNCTION_ARGS)
 	backfill_origin_leave();
 	backfill_live_end();
 	backfill_unlock_job(job_id);
+	backfill_progress_summary(job_id, started_at);
 
 	SPI_finish();
 	MemoryContextDelete(run_cxt);

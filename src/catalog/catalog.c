@@ -235,25 +235,21 @@ backfill_load_job_latest(int64 job_id, MemoryContext cxt)
 /* a column of an SPI result, by name (desc in scope) */
 #define COLUMN(name) SPI_fnumber(desc, (name))
 
-static BackfillJob *
-load_job(int64 job_id, MemoryContext cxt, bool latest)
+/*
+ * Select the row of a job into SPI_tuptable: with the transaction's
+ * snapshot, or with a new one (latest).  Each column a version added is
+ * read when the catalog has it: one older than 1.2 has neither filters nor
+ * computed columns, nor range vnodes, before their columns.
+ */
+static void
+select_job_row(int64 job_id, bool latest)
 {
 	Oid			argtypes[1] = {INT8OID};
 	Datum		values[1] = {Int64GetDatum(job_id)};
-	HeapTuple	tup;
-	TupleDesc	desc;
-	BackfillJob *job;
-	MemoryContext oldcxt;
-	bool		isnull;
 	const BackfillCatalogCaps *caps = backfill_catalog_caps();
 	char	   *sql;
 	int			ret;
 
-	/*
-	 * Each column a version added is read when the catalog has it: one
-	 * older than 1.2 has neither filters nor computed columns, nor range
-	 * vnodes, before their columns.
-	 */
 	sql = psprintf("SELECT job_name, kind, status, owner::pg_catalog.oid AS owner, "
 				   "upstream::pg_catalog.oid AS upstream, "
 				   "downstream::pg_catalog.oid AS downstream, "
@@ -286,6 +282,20 @@ load_job(int64 job_id, MemoryContext cxt, bool latest)
 		ret = SPI_execute_with_args(sql, 1, argtypes, values, NULL, false, 0);
 	if (ret != SPI_OK_SELECT)
 		elog(ERROR, "could not read backfill.job");
+}
+
+static BackfillJob *
+load_job(int64 job_id, MemoryContext cxt, bool latest)
+{
+	Oid			argtypes[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(job_id)};
+	HeapTuple	tup;
+	TupleDesc	desc;
+	BackfillJob *job;
+	MemoryContext oldcxt;
+	bool		isnull;
+
+	select_job_row(job_id, latest);
 	if (SPI_processed == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),

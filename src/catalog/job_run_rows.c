@@ -252,6 +252,37 @@ backfill_job_progress_text(int64 job_id, bool with_eta, char **progress, char **
 }
 
 /*
+ * backfill_job_summary_text
+ *		What a run ends with: the job's status, its progress as
+ *		backfill.jobs shows it, and its failures (once the catalog counts
+ *		them), as "finished, 100%, 0 failures"; NULL when the current role
+ *		sees no such row.  Caller connected to SPI.
+ */
+char *
+backfill_job_summary_text(int64 job_id)
+{
+	TupleDesc	desc;
+	HeapTuple	tup;
+
+	backfill_spi_exec_args(psprintf("SELECT s.status, s.progress, %s AS failures "
+									"FROM backfill.jobs s JOIN backfill.job j ON j.job_id = s.job_id "
+									"WHERE s.job_id = $1",
+									backfill_catalog_caps()->job_failures ? "j.failures" : "0"),
+						   1, (Oid[]) {INT8OID}, (Datum[]) {Int64GetDatum(job_id)}, NULL,
+						   SPI_OK_SELECT);
+	if (SPI_processed != 1)
+		return NULL;
+	desc = SPI_tuptable->tupdesc;
+	tup = SPI_tuptable->vals[0];
+	return psprintf("%s%s%s, %s failure%s",
+					SPI_getvalue(tup, desc, 1),
+					SPI_getvalue(tup, desc, 2) ? ", " : "",
+					SPI_getvalue(tup, desc, 2) ? SPI_getvalue(tup, desc, 2) : "",
+					SPI_getvalue(tup, desc, 3),
+					strcmp(SPI_getvalue(tup, desc, 3), "1") == 0 ? "" : "s");
+}
+
+/*
  * backfill_job_rows_left
  *		The job's progress as backfill.ddl_progress shows it (NULL when the
  *		current role sees no such row) and the rows its actors have still to

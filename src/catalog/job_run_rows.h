@@ -19,6 +19,7 @@ extern void backfill_recount_actor_rows(int64 job_id, const char *rows_sql);
 extern int	backfill_jobs_reading(Datum upstreams, int64 **job_ids, Oid **downstreams);
 extern int64 backfill_job_filling(Oid downstream);
 extern void backfill_job_progress_text(int64 job_id, bool with_eta, char **progress, char **eta);
+extern char *backfill_job_summary_text(int64 job_id);
 extern bool backfill_job_rows_left(int64 job_id, char **progress, double *left);
 extern int64 *backfill_jobs_to_relaunch(int *njobs, MemoryContext cxt);
 extern bool backfill_record_lost_worker(int64 job_id, int32 actor_id, int exit_code);

@@ -65,6 +65,7 @@ extern void backfill_extension_ddl_init(void);
 /* progress.c: the lines of progress sent to the client */
 extern void backfill_progress_init(void);
 extern bool backfill_progress_due(TimestampTz since);
+extern void backfill_progress_summary(int64 job_id, TimestampTz started_at);
 extern void backfill_progress_send(int64 job_id, const char *progress, double rows_per_second,
 								   double eta_seconds, const char *throttled_by);
 

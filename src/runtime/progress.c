@@ -21,9 +21,14 @@
  *	  INFO:  backfill job 1: 42.17% (421700/1000000), 1000 rows/s, ETA 00:09:38, throttled by rate limit (1000 rows/s per actor)
  *
  * A run in the foreground knows its pace itself (driver.c hands it over);
- * wait_job reads backfill.jobs, which the workers keep up to date.
+ * wait_job reads backfill.jobs, which the workers keep up to date.  Every
+ * run in the foreground ends with a line of its own, even one shorter than
+ * the interval or one of a job that had finished already: how long it ran,
+ * and the job's status, progress and failures as they are then:
  *
- * May call: the foundations.
+ *	  INFO:  backfill job 1: run ended after 12.3 s: finished, 100%, 0 failures
+ *
+ * May call: job_run_rows.c (the catalog's statements) and the foundations.
  *
  *-------------------------------------------------------------------------
  */
@@ -40,6 +45,7 @@
 
 #include "driver.h"
 #include "lib.h"
+#include "job_run_rows.h"
 
 PG_FUNCTION_INFO_V1(backfill_report_progress);
 
@@ -105,6 +111,29 @@ backfill_progress_send(int64 job_id, const char *progress, double rows_per_secon
 			(errmsg("backfill job %lld: %s, %s, ETA %s%s%s",
 					(long long) job_id, progress ? progress : "no progress", rate, eta,
 					throttled_by ? ", throttled by " : "", throttled_by ? throttled_by : "")));
+}
+
+/*
+ * backfill_progress_summary
+ *		Send the line that ends a run in the foreground, begun at
+ *		started_at, when the setting is on.  Caller connected to SPI, in a
+ *		transaction.
+ */
+void
+backfill_progress_summary(int64 job_id, TimestampTz started_at)
+{
+	long		secs;
+	int			usecs;
+	char	   *summary;
+
+	if (client_progress_interval_ms <= 0)
+		return;
+	summary = backfill_job_summary_text(job_id);
+	TimestampDifference(started_at, GetCurrentTimestamp(), &secs, &usecs);
+	ereport(INFO,
+			(errmsg("backfill job %lld: run ended after %.1f s: %s",
+					(long long) job_id, secs + usecs / 1000000.0,
+					summary ? summary : "no longer visible")));
 }
 
 /*
