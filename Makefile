@@ -7,6 +7,7 @@ OBJS = \
 	src/api/control.o \
 	src/api/create.o \
 	src/api/cutover.o \
+	src/api/cutover_acl.o \
 	src/api/ddl_columns.o \
 	src/api/ddl_command.o \
 	src/api/ddl_owners.o \
