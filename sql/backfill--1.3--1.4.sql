@@ -25,18 +25,27 @@
 -- Whose code the writers of src run after the cutover: dst's triggers,
 -- defaults, check constraints, rules and policies go into production with
 -- it.  True when dst's owner is src's, a superuser, or a role whose
--- privileges src's owner has: code src's writers already trust.
+-- privileges src's owner has through its memberships: code src's writers
+-- already trust.  A superuser's rights over every role do not count here
+-- (pg_has_role would say yes to any role for a superuser's table).
 CREATE FUNCTION backfill._cutover_trusts(src regclass, dst regclass)
 RETURNS boolean
 LANGUAGE sql STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
-SELECT d.relowner = s.relowner OR o.rolsuper OR pg_has_role(s.relowner, d.relowner, 'USAGE')
-  FROM pg_class s, pg_class d, pg_roles o
- WHERE s.oid = src AND d.oid = dst AND o.oid = d.relowner
+WITH RECURSIVE held(role) AS (
+    SELECT relowner FROM pg_class WHERE oid = src
+    UNION
+    SELECT m.roleid FROM held h
+      JOIN pg_roles r ON r.oid = h.role AND r.rolinherit
+      JOIN pg_auth_members m ON m.member = h.role
+)
+SELECT o.rolsuper OR EXISTS (SELECT FROM held WHERE role = d.relowner)
+  FROM pg_class d, pg_roles o
+ WHERE d.oid = dst AND o.oid = d.relowner
 $$;
 COMMENT ON FUNCTION backfill._cutover_trusts(regclass, regclass) IS
-'Internal: whether the owner of dst is the owner of src, a superuser, or a role whose privileges the owner of src has.';
+'Internal: whether the owner of dst is the owner of src, a superuser, or a role whose privileges the owner of src has through its memberships.';
 
 -- A cutover renames whole tables: a partition would be left detached from
 -- its parent (whose writes go on reaching the old one), and the rows of an
@@ -108,6 +117,15 @@ $$;
 COMMENT ON FUNCTION backfill._cutover_filtered_by_rls(backfill.job) IS
 'Internal: whether row-level security on the upstream of a job applies to the job''s owner.';
 
+-- after the turn, the job goes to the owner of its tables (src/api/cutover.c)
+CREATE FUNCTION backfill._cutover_hand_over(job_id bigint)
+RETURNS void
+AS 'MODULE_PATHNAME', 'backfill_cutover_hand_over'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._cutover_hand_over(bigint) IS
+'Internal: under the lock of its swap, gives a job just turned around, its state and change tables to the owner of its upstream.';
+
 -- dst's privileges become src's, grantors included (src/api/cutover_acl.c)
 CREATE FUNCTION backfill._cutover_copy_acl(src regclass, dst regclass)
 RETURNS void
@@ -149,7 +167,7 @@ BEGIN
         RAISE EXCEPTION 'cannot cut over backfill job % because table % is owned by role %, which the owner of table % does not trust',
             j.job_id, dst, (SELECT relowner::regrole FROM pg_class WHERE oid = dst), src
             USING ERRCODE = 'insufficient_privilege',
-                  DETAIL = format('Table %s would take the place of table %s, owned by role %s, with its triggers, defaults, check constraints, rules and policies, which would run in the transactions of its writers. Role %s is neither role %s nor a superuser, and role %s does not have its privileges.',
+                  DETAIL = format('Table %s would take the place of table %s, owned by role %s, with its triggers, defaults, check constraints, rules and policies, which would run in the transactions of its writers. Role %s is neither role %s nor a superuser, and role %s is not a member of it.',
                                   dst, src, (SELECT relowner::regrole FROM pg_class WHERE oid = src),
                                   (SELECT relowner::regrole FROM pg_class WHERE oid = dst),
                                   (SELECT relowner::regrole FROM pg_class WHERE oid = src),
@@ -644,6 +662,8 @@ BEGIN
     swapped := backfill._cutover_attempts(job_id, j.upstream, j.downstream, old_name, lock_timeout, attempts);
     IF why IS NULL THEN
         PERFORM backfill._cutover_turn(job_id, true);
+        -- the job of a role cut over by another belongs to its tables' owner now
+        PERFORM backfill._cutover_hand_over(job_id);
     ELSE
         -- the old table no longer takes writes: the job has nothing to follow
         PERFORM backfill._mark_cancelled(job_id);
