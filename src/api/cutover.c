@@ -9,7 +9,9 @@
  * The swap itself (the lock taken with retries, the renames and everything
  * that names the upstream carried to the downstream) is SQL, in the
  * extension's script, run by the caller with the caller's rights: every
- * ALTER it makes needs the privileges it would need typed by hand.
+ * ALTER it makes needs the privileges it would need typed by hand.  Only
+ * the privileges are copied in C (cutover_acl.c), with their grantors,
+ * which no GRANT the caller could type would keep.
  *
  * The turn.  A finished local job keeps its downstream equal to its
  * upstream through its apply trigger, in each writer's transaction.  At the
