@@ -85,21 +85,15 @@ COMMENT ON FUNCTION backfill._cutover_whole_table(backfill.job, regclass) IS
 
 -- The other job over src or dst, whoever owns it: backfill.job shows a
 -- role only its own jobs, and one it could not see would be left on the
--- wrong table by the swap.  Returns its id and nothing else about it.
+-- wrong table by the swap.  Returns its id and nothing else about it
+-- (src/api/cutover.c).
 CREATE FUNCTION backfill._cutover_other_job(job_id bigint, src regclass, dst regclass)
 RETURNS bigint
-LANGUAGE sql STABLE SECURITY DEFINER PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-SELECT o.job_id FROM backfill.job o
- WHERE o.job_id OPERATOR(pg_catalog.<>) _cutover_other_job.job_id
-   AND o.status OPERATOR(pg_catalog.<>) 'cancelled'
-   AND (o.upstream OPERATOR(pg_catalog.=) ANY (ARRAY[src, dst])
-        OR o.downstream OPERATOR(pg_catalog.=) ANY (ARRAY[src, dst]))
- ORDER BY o.job_id LIMIT 1
-$$;
+AS 'MODULE_PATHNAME', 'backfill_cutover_other_job'
+LANGUAGE C STABLE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_other_job(bigint, regclass, regclass) IS
-'Internal: the first job other than job_id, of any owner and not cancelled, whose upstream or downstream is src or dst; NULL if none.';
+'Internal: for a caller who owns job job_id, the first other job, of any owner and not cancelled, whose upstream or downstream is src or dst; NULL if none.';
 
 -- Whether row-level security filtered what the job's owner read of its
 -- upstream: enabled on it, and the owner neither bypasses it nor owns the

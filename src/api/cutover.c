@@ -68,11 +68,13 @@
 #include "catalog_access.h"
 #include "capture.h"
 #include "cutover_rows.h"
+#include "job_holdings.h"
 
 PG_FUNCTION_INFO_V1(backfill_cutover_turn);
 PG_FUNCTION_INFO_V1(backfill_cutover_record);
 PG_FUNCTION_INFO_V1(backfill_cutover_report);
 PG_FUNCTION_INFO_V1(backfill_cutover_hand_over);
+PG_FUNCTION_INFO_V1(backfill_cutover_other_job);
 
 /*
  * backfill._cutover_turn(job_id bigint, into_existing boolean) RETURNS void
@@ -298,4 +300,35 @@ backfill_cutover_hand_over(PG_FUNCTION_ARGS)
 	backfill_unpin_search_path(guc_level);
 	backfill_role_leave(&rc);
 	PG_RETURN_VOID();
+}
+
+/*
+ * backfill._cutover_other_job(job_id bigint, src regclass, dst regclass)
+ *		RETURNS bigint
+ *		The first job other than job_id, not cancelled, over src or dst,
+ *		whoever owns it, or NULL: read as the extension's owner, since
+ *		row-level security on backfill.job shows the caller its own jobs
+ *		only, and a job left on the wrong table by the swap would block
+ *		finish_cutover for good.  Tells nothing but the job's id, and only
+ *		to a caller with the privileges of job_id's owner.
+ */
+Datum
+backfill_cutover_other_job(PG_FUNCTION_ARGS)
+{
+	int64		job_id = PG_GETARG_INT64(0);
+	int64		other;
+	RoleContext rc;
+	int			guc_level;
+
+	(void) backfill_require_job_owner(job_id);
+	backfill_catalog_enter(&rc);
+	guc_level = backfill_pin_catalog_path();
+	backfill_spi_enter();
+	other = backfill_other_job_over(job_id, PG_GETARG_OID(1), PG_GETARG_OID(2));
+	backfill_spi_leave();
+	backfill_unpin_search_path(guc_level);
+	backfill_role_leave(&rc);
+	if (other == 0)
+		PG_RETURN_NULL();
+	PG_RETURN_INT64(other);
 }
