@@ -50,6 +50,7 @@ SELECT attname, attacl FROM pg_attribute
  WHERE attrelid = 'crf_orders'::regclass AND attnum > 0 ORDER BY attnum;
 INSERT INTO crf_orders VALUES (11, 11);
 SELECT rolsuper FROM pg_roles WHERE rolname = 'crf_plain';
+ALTER ROLE crf_plain NOSUPERUSER;   -- in case it was not refused
 SELECT backfill.finish_cutover(:job7);
 -- a downstream of a role whose privileges the upstream's owner has is trusted
 CREATE TABLE crf_trusted (id int PRIMARY KEY, v int);
