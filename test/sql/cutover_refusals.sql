@@ -241,6 +241,12 @@ SET ROLE crf_other;
 LOCK TABLE crf_tenants IN ACCESS EXCLUSIVE MODE;
 SELECT backfill._cutover_copy_acl('crf_tenants', 'crf_tenants');
 ROLLBACK;
+-- the hand-over, outside a cutover; the other jobs, asked about another
+-- role's job
+SELECT backfill._cutover_hand_over(:jobh);
+SET ROLE crf_tenant_a;
+SELECT backfill._cutover_other_job(:job10, 'crf_tenants', 'crf_tenants');
+RESET ROLE;
 
 -- clean up
 DO $$BEGIN PERFORM backfill.drop_job(job_id) FROM backfill.job; END$$;
