@@ -22,6 +22,665 @@
 -- The cutover: what it refuses, what it carries, and as whom
 -- ---------------------------------------------------------------------------
 
+-- Whose code the writers of src run after the cutover: dst's triggers,
+-- defaults, check constraints, rules and policies go into production with
+-- it.  True when dst's owner is src's, a superuser, or a role whose
+-- privileges src's owner has through its memberships: code src's writers
+-- already trust.  A superuser's rights over every role do not count here
+-- (pg_has_role would say yes to any role for a superuser's table).
+CREATE FUNCTION backfill._cutover_trusts(src regclass, dst regclass)
+RETURNS boolean
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+WITH RECURSIVE held(role) AS (
+    SELECT relowner FROM pg_class WHERE oid = src
+    UNION
+    SELECT m.roleid FROM held h
+      JOIN pg_roles r ON r.oid = h.role AND r.rolinherit
+      JOIN pg_auth_members m ON m.member = h.role
+)
+SELECT o.rolsuper OR EXISTS (SELECT FROM held WHERE role = d.relowner)
+  FROM pg_class d, pg_roles o
+ WHERE d.oid = dst AND o.oid = d.relowner
+$$;
+COMMENT ON FUNCTION backfill._cutover_trusts(regclass, regclass) IS
+'Internal: whether the owner of dst is the owner of src, a superuser, or a role whose privileges the owner of src has through its memberships.';
+
+-- A cutover renames whole tables: a partition would be left detached from
+-- its parent (whose writes go on reaching the old one), and the rows of an
+-- inheritance child would not follow the name.  A partitioned table is
+-- whole, its partitions with it.
+CREATE FUNCTION backfill._cutover_whole_table(j backfill.job, rel regclass)
+RETURNS void
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    parent regclass := (SELECT inhparent FROM pg_inherits WHERE inhrelid = rel ORDER BY inhseqno LIMIT 1);
+BEGIN
+    IF (SELECT relispartition FROM pg_class WHERE oid = rel) THEN
+        RAISE EXCEPTION 'cannot cut over backfill job % because table % is a partition', j.job_id, rel
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = format('Table %s is a partition of table %s. The table that takes its name would not be attached in its place, and the rows written through table %s would go on reaching the old one.', rel, parent, parent),
+                  HINT = format('Cut over table %s as a whole, or detach the partition before the cutover and attach the new table after it.', parent);
+    ELSIF parent IS NOT NULL THEN
+        RAISE EXCEPTION 'cannot cut over backfill job % because table % inherits from table %', j.job_id, rel, parent
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = format('The rows of table %s are rows of table %s too; the table that takes its name would not inherit in its place.', rel, parent),
+                  HINT = format('Use ALTER TABLE %s NO INHERIT %s before the cutover.', rel, parent);
+    ELSIF (SELECT relkind FROM pg_class WHERE oid = rel) <> 'p'
+          AND EXISTS (SELECT FROM pg_inherits WHERE inhparent = rel) THEN
+        RAISE EXCEPTION 'cannot cut over backfill job % because table % has inheritance children', j.job_id, rel
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = format('The rows of table %s include those of its children, %s, which would not follow its name.', rel,
+                                  (SELECT string_agg(inhrelid::regclass::text, ', ' ORDER BY inhrelid::regclass::text)
+                                     FROM pg_inherits WHERE inhparent = rel)),
+                  HINT = 'Move the children''s rows into the table and detach them with ALTER TABLE ... NO INHERIT before the cutover.';
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION backfill._cutover_whole_table(backfill.job, regclass) IS
+'Internal: refuses the cutover of a partition, or of a table that inherits or has inheritance children, unless it is a partitioned table.';
+
+-- The other job over src or dst, whoever owns it: backfill.job shows a
+-- role only its own jobs, and one it could not see would be left on the
+-- wrong table by the swap.  Returns its id and nothing else about it
+-- (src/api/cutover.c).
+CREATE FUNCTION backfill._cutover_other_job(job_id bigint, src regclass, dst regclass)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'backfill_cutover_other_job'
+LANGUAGE C STABLE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._cutover_other_job(bigint, regclass, regclass) IS
+'Internal: for a caller who owns job job_id, the first other job, of any owner and not cancelled, whose upstream or downstream is src or dst; NULL if none.';
+
+-- Whether row-level security filtered what the job's owner read of its
+-- upstream: enabled on it, and the owner neither bypasses it nor owns the
+-- table without FORCE ROW LEVEL SECURITY
+CREATE FUNCTION backfill._cutover_filtered_by_rls(j backfill.job)
+RETURNS boolean
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+SELECT c.relrowsecurity AND NOT o.rolsuper AND NOT o.rolbypassrls
+       AND (c.relforcerowsecurity OR NOT pg_has_role(o.oid, c.relowner, 'USAGE'))
+  FROM pg_class c, pg_roles o
+ WHERE c.oid = j.upstream AND o.oid = j.owner
+$$;
+COMMENT ON FUNCTION backfill._cutover_filtered_by_rls(backfill.job) IS
+'Internal: whether row-level security on the upstream of a job applies to the job''s owner.';
+
+-- after the turn, the job goes to the owner of its tables (src/api/cutover.c)
+CREATE FUNCTION backfill._cutover_hand_over(job_id bigint)
+RETURNS void
+AS 'MODULE_PATHNAME', 'backfill_cutover_hand_over'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._cutover_hand_over(bigint) IS
+'Internal: under the lock of its swap, gives a job just turned around, its state and change tables to the owner of its upstream.';
+
+-- dst's privileges become src's, grantors included (src/api/cutover_acl.c)
+CREATE FUNCTION backfill._cutover_copy_acl(src regclass, dst regclass)
+RETURNS void
+AS 'MODULE_PATHNAME', 'backfill_cutover_copy_acl'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._cutover_copy_acl(regclass, regclass) IS
+'Internal: under the lock of both tables of one owner, gives dst exactly the privileges of src, the table''s and its columns'' by name, with their grantors.';
+
+-- What refuses a swap of src (which has the name) for dst, before anything
+-- is locked or changed: a dst whose owner's code src's writers do not
+-- already run, tables that are not whole tables on their own (a partition,
+-- a table in an inheritance tree), another job over either table, and the
+-- objects that name src and cannot be carried.
+CREATE OR REPLACE FUNCTION backfill._cutover_check(j backfill.job, src regclass, dst regclass)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    d record;
+    col text;
+    other bigint;
+BEGIN
+    IF NOT pg_has_role(current_user, (SELECT relowner FROM pg_class WHERE oid = src), 'USAGE') THEN
+        RAISE EXCEPTION 'must be owner of table %', src
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = format('The cutover of backfill job %s renames table %s and carries its privileges, owner and dependent objects over to table %s.', j.job_id, src, dst);
+    END IF;
+    IF NOT pg_has_role(current_user, (SELECT relowner FROM pg_class WHERE oid = dst), 'USAGE') THEN
+        RAISE EXCEPTION 'must be owner of table %', dst
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = format('The cutover of backfill job %s renames table %s and gives it the owner of table %s.', j.job_id, dst, src);
+    END IF;
+    -- dst goes into production with its triggers, defaults, check
+    -- constraints, rules and policies, which run in the transactions of
+    -- src's writers: its owner must be one whose code they already run
+    IF NOT backfill._cutover_trusts(src, dst) THEN
+        RAISE EXCEPTION 'cannot cut over backfill job % because table % is owned by role %, which the owner of table % does not trust',
+            j.job_id, dst, (SELECT relowner::regrole FROM pg_class WHERE oid = dst), src
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = format('Table %s would take the place of table %s, owned by role %s, with its triggers, defaults, check constraints, rules and policies, which would run in the transactions of its writers. Role %s is neither role %s nor a superuser, and role %s is not a member of it.',
+                                  dst, src, (SELECT relowner::regrole FROM pg_class WHERE oid = src),
+                                  (SELECT relowner::regrole FROM pg_class WHERE oid = dst),
+                                  (SELECT relowner::regrole FROM pg_class WHERE oid = src),
+                                  (SELECT relowner::regrole FROM pg_class WHERE oid = src)),
+                  HINT = format('Review the triggers, defaults, rules and policies of table %s, then give it to the owner of table %s: ALTER TABLE %s OWNER TO %s.',
+                                dst, src, dst, (SELECT relowner::regrole FROM pg_class WHERE oid = src));
+    END IF;
+    -- a partition is renamed out of its parent's sight, and rows of an
+    -- inheritance child would vanish from the table that takes the name
+    PERFORM backfill._cutover_whole_table(j, src);
+    PERFORM backfill._cutover_whole_table(j, dst);
+    -- every job of the database, other roles' too
+    other := backfill._cutover_other_job(j.job_id, src, dst);
+    IF other IS NOT NULL THEN
+        RAISE EXCEPTION 'cannot cut over backfill job % because backfill job % uses its tables', j.job_id, other
+            USING ERRCODE = 'object_in_use',
+                  DETAIL = format('Backfill job %s copies table %s or %s, and would be left on the wrong one after the swap.', other, src, dst),
+                  HINT = format('Drop backfill job %s first, or cut it over first.', other);
+    END IF;
+
+    -- every object that names src, from pg_depend
+    FOR d IN
+        SELECT dep.classid, dep.objid, dep.objsubid, dep.refobjsubid,
+               pg_describe_object(dep.classid, dep.objid, dep.objsubid) AS what
+          FROM pg_depend dep
+         WHERE dep.refclassid = 'pg_class'::regclass AND dep.refobjid = src AND dep.deptype = 'n'
+         ORDER BY 5
+    LOOP
+        IF d.classid = 'pg_rewrite'::regclass THEN
+            DECLARE
+                v regclass := (SELECT ev_class FROM pg_rewrite WHERE oid = d.objid);
+                k "char" := (SELECT relkind FROM pg_class WHERE oid = v);
+            BEGIN
+                IF v = src THEN
+                    CONTINUE;
+                ELSIF k = 'v' AND (SELECT ev_type FROM pg_rewrite WHERE oid = d.objid) <> '1' THEN
+                    -- CREATE OR REPLACE VIEW carries a view's SELECT rule only
+                    RAISE EXCEPTION 'cannot carry % over to table %', d.what, dst
+                        USING ERRCODE = 'feature_not_supported',
+                              DETAIL = format('The rule writes to table %s, and would go on writing to it under its new name.', src),
+                              HINT = 'Drop the rule before the cutover and create it again after it.';
+                ELSIF k = 'm' THEN
+                    RAISE EXCEPTION 'cannot carry materialized view % over to table %', v, dst
+                        USING ERRCODE = 'feature_not_supported',
+                              DETAIL = 'A materialized view would have to be refreshed from the new table while its lock is held.',
+                              HINT = format('Drop materialized view %s before the cutover and create it again after it.', v);
+                ELSIF k <> 'v' THEN
+                    RAISE EXCEPTION 'cannot carry % over to table %', d.what, dst
+                        USING ERRCODE = 'feature_not_supported',
+                              DETAIL = 'Only views and materialized views are carried; a rule on another table is not.',
+                              HINT = 'Drop the rule before the cutover and create it again after it.';
+                END IF;
+                IF d.refobjsubid > 0 THEN
+                    col := (SELECT attname FROM pg_attribute WHERE attrelid = src AND attnum = d.refobjsubid);
+                    IF NOT EXISTS (SELECT FROM pg_attribute WHERE attrelid = dst AND attname = col
+                                                             AND attnum > 0 AND NOT attisdropped) THEN
+                        RAISE EXCEPTION 'cannot carry view % over to table %', v, dst
+                            USING ERRCODE = 'feature_not_supported',
+                                  DETAIL = format('View %s selects column %I of table %s, which table %s does not have.', v, col, src, dst),
+                                  HINT = format('Drop or redefine view %s before the cutover.', v);
+                    END IF;
+                END IF;
+            END;
+        ELSIF d.classid = 'pg_constraint'::regclass THEN
+            IF (SELECT contype = 'f' AND conrelid = src FROM pg_constraint WHERE oid = d.objid) THEN
+                RAISE EXCEPTION 'cannot carry % over to table %', d.what, dst
+                    USING ERRCODE = 'feature_not_supported',
+                          DETAIL = format('Table %s references itself; the foreign keys of the new table are its own.', src),
+                          HINT = format('Add the foreign key to table %s before the cutover.', dst);
+            END IF;
+            -- foreign keys from other tables are carried; a table's own
+            -- constraints are its own
+        ELSIF d.classid = 'pg_policy'::regclass
+              AND (SELECT polrelid FROM pg_policy WHERE oid = d.objid) = src THEN
+            NULL;               -- src's own policies move
+        ELSIF d.classid IN ('pg_trigger'::regclass, 'pg_attrdef'::regclass, 'pg_class'::regclass,
+                            'pg_type'::regclass, 'pg_statistic_ext'::regclass) THEN
+            NULL;               -- carried, or the table's own
+        ELSE
+            RAISE EXCEPTION 'cannot carry % over to table %', d.what, dst
+                USING ERRCODE = 'feature_not_supported',
+                      DETAIL = format('Only views, foreign keys, triggers, policies, sequences and publications that name table %s are carried.', src),
+                      HINT = 'Drop it before the cutover and create it again after it.';
+        END IF;
+    END LOOP;
+    -- src's own rules other than SELECT stay on the old table
+    SELECT format('rule %I on table %s', rw.rulename, src) INTO col
+      FROM pg_rewrite rw WHERE rw.ev_class = src AND rw.ev_type <> '1' ORDER BY rw.rulename LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'cannot carry % over to table %', col, dst
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = format('The rule would stay on table %s under its new name.', src),
+                  HINT = 'Drop the rule before the cutover and create it again after it.';
+    END IF;
+
+    -- foreign keys from other tables need the referenced columns on dst
+    FOR d IN
+        SELECT c.oid, c.conrelid::regclass AS child, c.conname, a.attname
+          FROM pg_constraint c
+          CROSS JOIN LATERAL unnest(c.confkey) AS k(attnum)
+          JOIN pg_attribute a ON a.attrelid = src AND a.attnum = k.attnum
+         WHERE c.contype = 'f' AND c.confrelid = src AND c.conrelid <> src
+           AND NOT EXISTS (SELECT FROM pg_attribute b WHERE b.attrelid = dst AND b.attname = a.attname
+                                                       AND b.attnum > 0 AND NOT b.attisdropped)
+    LOOP
+        RAISE EXCEPTION 'cannot carry foreign key % of table % over to table %', d.conname, d.child, dst
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = format('It references column %I, which table %s does not have.', d.attname, dst);
+    END LOOP;
+
+    -- a column of src's row type elsewhere would keep the old table's type
+    SELECT format('%s.%I', a.attrelid::regclass, a.attname) INTO col
+      FROM pg_attribute a
+     WHERE a.atttypid = (SELECT reltype FROM pg_class WHERE oid = src)
+       AND a.attrelid <> src AND NOT a.attisdropped LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'cannot cut over table % because column % is of its row type', src, col
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'A column''s type cannot move from one table''s row type to another''s.';
+    END IF;
+
+    -- publications with a row filter or a column list are not carried
+    SELECT p.pubname INTO col
+      FROM pg_publication_rel r JOIN pg_publication p ON p.oid = r.prpubid
+     WHERE r.prrelid = src AND (r.prqual IS NOT NULL OR r.prattrs IS NOT NULL) LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'cannot carry the membership of table % in publication % over to table %', src, col, dst
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = 'The table is published with a row filter or a column list.',
+                  HINT = format('Publish table %s as a whole before the cutover, and filter again after it.', src);
+    END IF;
+
+    -- replica identity through an index: dst needs one on the same columns
+    IF (SELECT relreplident FROM pg_class WHERE oid = src) = 'i'
+       AND backfill._cutover_identity_index(src, dst) IS NULL THEN
+        RAISE EXCEPTION 'cannot carry the replica identity of table % over to table %', src, dst
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = format('Table %s has no unique index on the columns of the replica identity index of table %s.', dst, src),
+                  HINT = format('Create such an index on table %s first.', dst);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION backfill._cutover_check(backfill.job, regclass, regclass) IS
+'Internal: refuses a cutover of tables whose owners do not trust each other, of a partition or a table in an inheritance tree, over which another job runs, or whose dependent objects cannot be carried, before anything is locked or changed.';
+
+
+-- The swap itself, under the lock of both tables: src (which has the name)
+-- becomes src_new_name in its schema, dst takes src's name and schema, and
+-- what names src moves to dst.  Definitions are read before the renames, so
+-- that the names they print resolve to dst afterwards.  Returns the foreign
+-- keys added NOT VALID, to validate after the transaction.
+CREATE OR REPLACE FUNCTION backfill._cutover_swap(src regclass, dst regclass, src_new_name text)
+RETURNS oid[]
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    src_name name := (SELECT relname FROM pg_class WHERE oid = src);
+    src_schema name := (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                         WHERE c.oid = src);
+    dst_schema name := (SELECT n.nspname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+                         WHERE c.oid = dst);
+    s pg_class := (SELECT c FROM pg_class c WHERE c.oid = src);
+    dst_text text := dst::text;
+    views text[];
+    view_names regclass[];
+    trigs text[];
+    trig_states "char"[];
+    trig_names name[];
+    fks text[];
+    fk_children regclass[];
+    fk_names name[];
+    added oid[] := '{}';
+    src_indexes name[];
+    dst_indexes name[];
+    d pg_class := (SELECT c FROM pg_class c WHERE c.oid = dst);
+    options text;
+    r record;
+    i integer;
+BEGIN
+    -- each of dst's indexes defined as one of src's (the same method,
+    -- columns, expressions, predicate and uniqueness), one to one
+    SELECT array_agg(p.src_index ORDER BY p.n), array_agg(p.dst_index ORDER BY p.n)
+      INTO src_indexes, dst_indexes
+      FROM (SELECT si.relname AS src_index, di.relname AS dst_index,
+                   row_number() OVER (ORDER BY si.oid) AS n,
+                   row_number() OVER (PARTITION BY si.oid ORDER BY di.oid) AS nth_dst,
+                   row_number() OVER (PARTITION BY di.oid ORDER BY si.oid) AS nth_src
+              FROM pg_index sx JOIN pg_class si ON si.oid = sx.indexrelid,
+                   pg_index dx JOIN pg_class di ON di.oid = dx.indexrelid
+             WHERE sx.indrelid = src AND dx.indrelid = dst
+               AND sx.indisunique = dx.indisunique AND sx.indisprimary = dx.indisprimary
+               AND substr(pg_get_indexdef(si.oid), strpos(pg_get_indexdef(si.oid), ' USING '))
+                 = substr(pg_get_indexdef(di.oid), strpos(pg_get_indexdef(di.oid), ' USING '))) p
+     WHERE p.nth_dst = 1 AND p.nth_src = 1 AND p.src_index <> p.dst_index;
+
+    -- definitions first, printed with src's name, which dst will have
+    SELECT array_agg(format('CREATE OR REPLACE VIEW %s%s AS %s', v.oid::regclass,
+                            CASE WHEN v.reloptions IS NOT NULL
+                                 THEN format(' WITH (%s)', array_to_string(v.reloptions, ', ')) ELSE '' END,
+                            pg_get_viewdef(v.oid)) ORDER BY v.oid),
+           array_agg(v.oid::regclass ORDER BY v.oid)
+      INTO views, view_names
+      FROM pg_class v
+     WHERE v.relkind = 'v'
+       AND v.oid IN (SELECT rw.ev_class FROM pg_depend dep JOIN pg_rewrite rw ON rw.oid = dep.objid
+                      WHERE dep.classid = 'pg_rewrite'::regclass AND dep.refclassid = 'pg_class'::regclass
+                        AND dep.refobjid = src AND dep.deptype = 'n');
+    -- the user's triggers (not those of a job, whose function is the extension's)
+    SELECT array_agg(pg_get_triggerdef(t.oid) ORDER BY t.tgname), array_agg(t.tgenabled ORDER BY t.tgname),
+           array_agg(t.tgname ORDER BY t.tgname)
+      INTO trigs, trig_states, trig_names
+      FROM pg_trigger t JOIN pg_proc p ON p.oid = t.tgfoid
+     WHERE t.tgrelid = src AND NOT t.tgisinternal AND t.tgparentid = 0
+       AND p.pronamespace <> 'backfill'::regnamespace;
+    SELECT array_agg(pg_get_constraintdef(c.oid) ORDER BY c.oid), array_agg(c.conrelid::regclass ORDER BY c.oid),
+           array_agg(c.conname ORDER BY c.oid)
+      INTO fks, fk_children, fk_names
+      FROM pg_constraint c
+     WHERE c.contype = 'f' AND c.confrelid = src AND c.conrelid <> src AND c.conparentid = 0;
+
+    -- the names
+    EXECUTE format('ALTER TABLE %s RENAME TO %I', src, src_new_name);
+    IF dst_schema <> src_schema THEN
+        EXECUTE format('ALTER TABLE %s SET SCHEMA %I', dst, src_schema);
+    END IF;
+    EXECUTE format('ALTER TABLE %s RENAME TO %I', dst, src_name);
+    -- the indexes' names too, swapped (so a rollback swaps them back): the
+    -- key's index of orders is orders_pkey again; a constraint's follows
+    FOR i IN 1 .. coalesce(cardinality(src_indexes), 0) LOOP
+        EXECUTE format('ALTER INDEX %I.%I RENAME TO %I', src_schema, src_indexes[i], 'backfill_cutover_' || src::oid || '_' || i);
+        EXECUTE format('ALTER INDEX %I.%I RENAME TO %I', src_schema, dst_indexes[i], src_indexes[i]);
+        EXECUTE format('ALTER INDEX %I.%I RENAME TO %I', src_schema, 'backfill_cutover_' || src::oid || '_' || i, dst_indexes[i]);
+    END LOOP;
+
+    -- the owner, then the privileges: exactly src's
+    IF (SELECT relowner FROM pg_class WHERE oid = dst) <> s.relowner THEN
+        EXECUTE format('ALTER TABLE %s OWNER TO %I', dst, s.relowner::regrole);
+    END IF;
+    -- the table's and the columns' (by name), copied as they are, with
+    -- their grantors: a privilege granted through a grant option stays
+    -- within reach of REVOKE ... CASCADE of that option, and dst's own
+    -- column grants are gone (src/api/cutover_acl.c)
+    PERFORM backfill._cutover_copy_acl(src, dst);
+    -- columns: comments, statistics targets, options (those a user sets:
+    -- the server keeps entries of its own there), defaults, identity
+    FOR r IN SELECT sa.attname, sa.attnum, sa.attstattarget, sa.attidentity,
+                    (SELECT string_agg(format('%s = %L', o.option_name, o.option_value), ', ')
+                       FROM pg_options_to_table(sa.attoptions) o
+                      WHERE o.option_name IN ('n_distinct', 'n_distinct_inherited')
+                        AND o.option_name NOT IN (SELECT option_name FROM pg_options_to_table(da.attoptions))) AS options,
+                    da.attidentity AS dst_identity, da.atthasdef AS dst_hasdef,
+                    pg_get_expr(ad.adbin, ad.adrelid) AS default_expr, sa.attgenerated,
+                    col_description(src, sa.attnum) AS comment
+               FROM pg_attribute sa
+               JOIN pg_attribute da ON da.attrelid = dst AND da.attname = sa.attname
+                                   AND da.attnum > 0 AND NOT da.attisdropped
+               LEFT JOIN pg_attrdef ad ON ad.adrelid = src AND ad.adnum = sa.attnum
+              WHERE sa.attrelid = src AND sa.attnum > 0 AND NOT sa.attisdropped
+              ORDER BY sa.attnum LOOP
+        IF r.comment IS NOT NULL THEN
+            EXECUTE format('COMMENT ON COLUMN %s.%I IS %L', dst, r.attname, r.comment);
+        END IF;
+        IF r.attstattarget >= 0 THEN
+            EXECUTE format('ALTER TABLE %s ALTER COLUMN %I SET STATISTICS %s', dst, r.attname, r.attstattarget);
+        END IF;
+        IF r.options IS NOT NULL THEN
+            EXECUTE format('ALTER TABLE %s ALTER COLUMN %I SET (%s)', dst, r.attname, r.options);
+        END IF;
+        IF r.attidentity <> '' AND r.dst_identity = '' THEN
+            -- the identity moves, its sequence going on where src's was
+            DECLARE
+                seq_src regclass := pg_get_serial_sequence(src::text, r.attname)::regclass;
+                last bigint;
+                called boolean;
+            BEGIN
+                EXECUTE format('SELECT last_value, is_called FROM %s', seq_src) INTO last, called;
+                EXECUTE format('ALTER TABLE %s ALTER COLUMN %I DROP IDENTITY', src, r.attname);
+                EXECUTE format('ALTER TABLE %s ALTER COLUMN %I SET NOT NULL, ALTER COLUMN %I ADD GENERATED %s AS IDENTITY',
+                               dst, r.attname, r.attname,
+                               CASE r.attidentity WHEN 'a' THEN 'ALWAYS' ELSE 'BY DEFAULT' END);
+                PERFORM setval(pg_get_serial_sequence(dst::text, r.attname)::regclass, last, called);
+            END;
+        ELSIF r.default_expr IS NOT NULL AND NOT r.dst_hasdef AND r.attgenerated = '' THEN
+            EXECUTE format('ALTER TABLE %s ALTER COLUMN %I SET DEFAULT %s', dst, r.attname, r.default_expr);
+        END IF;
+    END LOOP;
+    -- sequences owned by src's columns follow them
+    FOR r IN SELECT dep.objid::regclass AS seq, a.attname
+               FROM pg_depend dep
+               JOIN pg_class c ON c.oid = dep.objid AND c.relkind = 'S'
+               JOIN pg_attribute a ON a.attrelid = src AND a.attnum = dep.refobjsubid
+              WHERE dep.classid = 'pg_class'::regclass AND dep.refclassid = 'pg_class'::regclass
+                AND dep.refobjid = src AND dep.deptype = 'a'
+                AND EXISTS (SELECT FROM pg_attribute b WHERE b.attrelid = dst AND b.attname = a.attname
+                                                        AND b.attnum > 0 AND NOT b.attisdropped) LOOP
+        EXECUTE format('ALTER SEQUENCE %s OWNED BY %s.%I', r.seq, dst, r.attname);
+    END LOOP;
+    IF obj_description(src, 'pg_class') IS NOT NULL THEN
+        EXECUTE format('COMMENT ON TABLE %s IS %L', dst, obj_description(src, 'pg_class'));
+    END IF;
+    -- storage parameters (fillfactor, autovacuum's, the TOAST table's as
+    -- toast.*), each that dst has not set itself: between two tables of
+    -- one access method, which validates the same parameters
+    IF s.relkind = 'r' AND d.relkind = 'r' AND s.relam = d.relam THEN
+        SELECT string_agg(format('%s = %L', o.name, o.value), ', ')
+          INTO options
+          FROM (SELECT option_name AS name, option_value AS value FROM pg_options_to_table(s.reloptions)
+                UNION ALL
+                SELECT 'toast.' || x.option_name, x.option_value
+                  FROM pg_class t, pg_options_to_table(t.reloptions) x WHERE t.oid = s.reltoastrelid) o
+         WHERE o.name NOT IN (SELECT option_name FROM pg_options_to_table(d.reloptions)
+                              UNION ALL
+                              SELECT 'toast.' || x.option_name
+                                FROM pg_class t, pg_options_to_table(t.reloptions) x WHERE t.oid = d.reltoastrelid);
+        IF options IS NOT NULL THEN
+            EXECUTE format('ALTER TABLE %s SET (%s)', dst, options);
+        END IF;
+    END IF;
+
+    -- row-level security: the policies move, and dst gets src's flags;
+    -- src keeps its own, so that with no policy left it shows no row to
+    -- a role subject to them: the old table's grants, which stay, read
+    -- nothing the policies did not let them read
+    FOR r IN SELECT p.polname,
+                    format('CREATE POLICY %I ON %s AS %s FOR %s TO %s%s%s', p.polname, dst,
+                           CASE WHEN p.polpermissive THEN 'PERMISSIVE' ELSE 'RESTRICTIVE' END,
+                           CASE p.polcmd WHEN 'r' THEN 'SELECT' WHEN 'a' THEN 'INSERT' WHEN 'w' THEN 'UPDATE'
+                                         WHEN 'd' THEN 'DELETE' ELSE 'ALL' END,
+                           CASE WHEN p.polroles = '{0}' THEN 'PUBLIC'
+                                ELSE (SELECT string_agg(quote_ident(rolname), ', ') FROM pg_roles
+                                       WHERE oid = ANY (p.polroles)) END,
+                           ' USING (' || pg_get_expr(p.polqual, p.polrelid) || ')',
+                           ' WITH CHECK (' || pg_get_expr(p.polwithcheck, p.polrelid) || ')') AS ddl
+               FROM pg_policy p WHERE p.polrelid = src ORDER BY p.polname LOOP
+        EXECUTE r.ddl;
+        EXECUTE format('DROP POLICY %I ON %s', r.polname, src);
+    END LOOP;
+    EXECUTE format('ALTER TABLE %s %s ROW LEVEL SECURITY, %s ROW LEVEL SECURITY', dst,
+                   CASE WHEN s.relrowsecurity THEN 'ENABLE' ELSE 'DISABLE' END,
+                   CASE WHEN s.relforcerowsecurity THEN 'FORCE' ELSE 'NO FORCE' END);
+
+    -- replica identity
+    EXECUTE format('ALTER TABLE %s REPLICA IDENTITY %s', dst,
+                   CASE s.relreplident WHEN 'd' THEN 'DEFAULT' WHEN 'f' THEN 'FULL' WHEN 'n' THEN 'NOTHING'
+                        ELSE 'USING INDEX ' || quote_ident((SELECT relname FROM pg_class
+                                                             WHERE oid = backfill._cutover_identity_index(src, dst)))
+                   END);
+
+    -- publications: dst joins those src leaves
+    FOR r IN SELECT p.pubname FROM pg_publication_rel pr JOIN pg_publication p ON p.oid = pr.prpubid
+              WHERE pr.prrelid = src ORDER BY 1 LOOP
+        EXECUTE format('ALTER PUBLICATION %I ADD TABLE %s', r.pubname, dst);
+        EXECUTE format('ALTER PUBLICATION %I DROP TABLE %s', r.pubname, src);
+    END LOOP;
+
+    -- the user's triggers move, in the state they were in
+    FOR i IN 1 .. coalesce(cardinality(trigs), 0) LOOP
+        EXECUTE format('DROP TRIGGER %I ON %s', trig_names[i], src);
+        EXECUTE trigs[i];
+        IF trig_states[i] <> 'O' THEN
+            EXECUTE format('ALTER TABLE %s %s TRIGGER %I', dst,
+                           CASE trig_states[i] WHEN 'D' THEN 'DISABLE' WHEN 'R' THEN 'ENABLE REPLICA'
+                                               ELSE 'ENABLE ALWAYS' END, trig_names[i]);
+        END IF;
+    END LOOP;
+
+    -- views select from dst now: same definition, same options, same OID
+    FOR i IN 1 .. coalesce(cardinality(views), 0) LOOP
+        BEGIN
+            EXECUTE views[i];
+        EXCEPTION WHEN OTHERS THEN
+            DECLARE
+                msg text;
+            BEGIN
+                GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT;
+                RAISE EXCEPTION 'cannot carry view % over to table %', view_names[i], dst_text
+                    USING ERRCODE = 'feature_not_supported',
+                          DETAIL = format('Its definition does not fit table %s: %s.', dst_text, msg),
+                          HINT = format('Drop or redefine view %s before the cutover.', view_names[i]);
+            END;
+        END;
+    END LOOP;
+
+    -- foreign keys from other tables: on dst, NOT VALID, validated after
+    FOR i IN 1 .. coalesce(cardinality(fks), 0) LOOP
+        EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', fk_children[i], fk_names[i]);
+        EXECUTE format('ALTER TABLE %s ADD CONSTRAINT %I %s%s', fk_children[i], fk_names[i],
+                       fks[i], CASE WHEN fks[i] LIKE '% NOT VALID' THEN '' ELSE ' NOT VALID' END);
+        added := added || (SELECT oid FROM pg_constraint WHERE conrelid = fk_children[i] AND conname = fk_names[i]);
+    END LOOP;
+    RETURN added;
+END
+$$;
+COMMENT ON FUNCTION backfill._cutover_swap(regclass, regclass, text) IS
+'Internal: under the lock of both tables, renames src to src_new_name and dst to src''s name, swaps the names of their indexes of the same definition, and moves to dst what names src.';
+
+CREATE OR REPLACE FUNCTION backfill.cutover(job_id bigint, old_name text DEFAULT NULL,
+                                 lock_timeout interval DEFAULT '1s', attempts integer DEFAULT 20,
+                                 fence boolean DEFAULT false,
+                                 OUT state text, OUT attempts_made integer,
+                                 OUT lock_held_ms double precision, OUT old_table regclass,
+                                 OUT rollback_possible boolean, OUT source_lsn pg_lsn)
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j backfill.job := backfill._get_job(job_id);
+    c backfill.job_cutover;
+    why text;
+    src_name text;
+    dst_name text;
+    up_text text;
+    down_text text;
+    swapped record;
+BEGIN
+    PERFORM backfill._cutover_arguments(lock_timeout, attempts);
+    IF fence IS NULL THEN
+        RAISE EXCEPTION 'argument "fence" must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    -- one cutover of a job at a time; rollback and finish take it too
+    PERFORM pg_advisory_xact_lock(hashtext('backfill.cutover'), job_id::integer);
+    SELECT * INTO c FROM backfill.job_cutover WHERE backfill.job_cutover.job_id = cutover.job_id;
+    IF c.state = 'cut_over' THEN
+        RAISE EXCEPTION 'backfill job % has already been cut over', job_id
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = format('Use backfill.rollback_cutover(%s) or backfill.finish_cutover(%s).', job_id, job_id);
+    ELSIF c.state = 'finished' THEN
+        RAISE EXCEPTION 'backfill job % has already been cut over', job_id
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = 'Its cutover has been finished: the job no longer follows any table.';
+    END IF;
+    IF j.remote THEN
+        -- a switchover (src/kinds/switchover.c): the source stops being
+        -- followed, so the job lets go of the local table at once, as
+        -- finish_cutover does; there is no rollback to keep it for
+        source_lsn := backfill._remote_switchover(job_id, fence, lock_timeout, attempts);
+        PERFORM backfill._mark_cancelled(job_id);
+        PERFORM backfill._drop_job_objects(j, false);
+        PERFORM backfill._cutover_record(job_id, 'finished', 1, j.upstream, j.downstream,
+                                         (SELECT relname FROM pg_class WHERE oid = j.upstream),
+                                         (SELECT relnamespace FROM pg_class WHERE oid = j.downstream),
+                                         (SELECT relname FROM pg_class WHERE oid = j.downstream),
+                                         false, j.into_existing, NULL, NULL, true);
+        state := 'finished';
+        attempts_made := 1;
+        RETURN;
+    END IF;
+    IF fence THEN
+        RAISE EXCEPTION 'fence applies only to a job whose upstream is on another server'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = 'A local cutover locks the upstream itself.';
+    END IF;
+    IF j.status <> 'finished' THEN
+        RAISE EXCEPTION 'cannot cut over backfill job % because it has not finished', job_id
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = format('Its status is %s: its downstream table is not yet equal to its upstream table.', j.status),
+                  HINT = format('Wait until it has finished: backfill.wait_job(%s).', job_id);
+    END IF;
+    src_name := (SELECT relname FROM pg_class WHERE oid = j.upstream);
+    old_name := coalesce(old_name, format('%s_before_cutover_%s', src_name, job_id));
+    IF old_name = '' OR octet_length(old_name) >= 64 THEN
+        RAISE EXCEPTION 'old name "%" is not a valid table name', old_name
+            USING ERRCODE = 'invalid_name',
+                  DETAIL = 'A table name is 1 to 63 bytes long.',
+                  HINT = 'Give a shorter name as old_name.';
+    END IF;
+    IF EXISTS (SELECT FROM pg_class WHERE relname = old_name
+                 AND relnamespace = (SELECT relnamespace FROM pg_class WHERE oid = j.upstream)) THEN
+        RAISE EXCEPTION 'relation "%" already exists in the schema of table %', old_name, j.upstream
+            USING ERRCODE = 'duplicate_table',
+                  HINT = 'Give another name as old_name.';
+    END IF;
+    -- a copy made through row-level security holds only the rows its
+    -- owner was let see, and would replace every row of the table
+    IF backfill._cutover_filtered_by_rls(j) THEN
+        RAISE EXCEPTION 'cannot cut over backfill job % because row-level security on table % applies to its owner', job_id, j.upstream
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = format('Its downstream holds only the rows of table %s that the policies let role %s see, and would take the place of all of them.', j.upstream, j.owner),
+                  HINT = 'Copy the table as its owner (without FORCE ROW LEVEL SECURITY), as a superuser or as a role with BYPASSRLS.';
+    END IF;
+    PERFORM backfill._cutover_check(j, j.upstream, j.downstream);
+    why := backfill._cutover_irreversible(j);
+    IF why IS NOT NULL THEN
+        RAISE NOTICE 'backfill job % cannot be rolled back after its cutover: %', job_id, why
+            USING DETAIL = format('The old table, renamed %s, will no longer follow the new one.', old_name);
+    END IF;
+
+    dst_name := (SELECT relname FROM pg_class WHERE oid = j.downstream);
+    up_text := j.upstream::text;
+    down_text := j.downstream::text;
+    swapped := backfill._cutover_attempts(job_id, j.upstream, j.downstream, old_name, lock_timeout, attempts);
+    IF why IS NULL THEN
+        PERFORM backfill._cutover_turn(job_id, true);
+        -- the job of a role cut over by another belongs to its tables' owner now
+        PERFORM backfill._cutover_hand_over(job_id);
+    ELSE
+        -- the old table no longer takes writes: the job has nothing to follow
+        PERFORM backfill._mark_cancelled(job_id);
+        PERFORM backfill._drop_job_objects(j, false);
+    END IF;
+    PERFORM backfill._cutover_record(job_id, 'cut_over', swapped.tries, j.upstream, j.downstream,
+                                     old_name,
+                                     (SELECT relnamespace FROM pg_class WHERE oid = j.downstream),
+                                     dst_name, why IS NULL, j.into_existing,
+                                     swapped.lock_held_ms, swapped.to_validate, false);
+    RAISE LOG 'cutover of backfill job %: table % swapped with table % (renamed %) after % attempts, lock held % ms',
+        job_id, down_text, up_text, old_name, swapped.tries, round(swapped.lock_held_ms::numeric, 1);
+    PERFORM backfill._cutover_report(job_id, 'cut over');
+    state := 'cut_over';
+    attempts_made := swapped.tries;
+    lock_held_ms := swapped.lock_held_ms;
+    old_table := j.upstream;
+    rollback_possible := why IS NULL;
+END
+$$;
+COMMENT ON FUNCTION backfill.cutover(bigint, text, interval, integer, boolean) IS
+'Gives a finished job''s downstream its upstream''s name and what names it (privileges, owner, sequences, defaults, identity, policies, comments, statistics targets, replica identity, publications, triggers, views, foreign keys), under the upstream''s lock taken with lock_timeout and retried; the old table then follows the new one until finish_cutover.';
+
 -- ---------------------------------------------------------------------------
 -- cancel_job and drop_job wait for a cutover of the same job: a cutover
 -- that commits while they wait for the job's lock has turned the job around

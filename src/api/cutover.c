@@ -9,7 +9,9 @@
  * The swap itself (the lock taken with retries, the renames and everything
  * that names the upstream carried to the downstream) is SQL, in the
  * extension's script, run by the caller with the caller's rights: every
- * ALTER it makes needs the privileges it would need typed by hand.
+ * ALTER it makes needs the privileges it would need typed by hand.  Only
+ * the privileges are copied in C (cutover_acl.c), with their grantors,
+ * which no GRANT the caller could type would keep.
  *
  * The turn.  A finished local job keeps its downstream equal to its
  * upstream through its apply trigger, in each writer's transaction.  At the
@@ -25,6 +27,14 @@
  * its upstream column for column (no filter, no computed column) can be
  * turned; backfill.cutover() checks that before it starts.
  *
+ * The hand-over.  A job cut over by another role than its owner (a
+ * superuser, or the upstream's owner) would go on belonging to its owner,
+ * who would keep the rights of a job over a table that is no longer its
+ * downstream.  After the turn the job goes to the owner of its tables (the
+ * upstream's owner, which the swap gave the new table): its state and
+ * change tables, its row image type, its catalog row and the policy that
+ * records its owner.
+ *
  * The job's triggers are guarded by the DDL event trigger (event_trigger.c) while the
  * job is not cancelled; as cancel_job does, the row is marked cancelled for
  * the moment its triggers are dropped, inside the same transaction, so no
@@ -39,23 +49,32 @@
 
 #include "access/relation.h"
 #include "access/xlogdefs.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
+#include "executor/spi.h"
 #include "fmgr.h"
+#include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/lmgr.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/pg_lsn.h"
 #include "utils/rel.h"
+#include "utils/syscache.h"
 
 #include "kind.h"
 #include "lib.h"
 #include "catalog_access.h"
 #include "capture.h"
 #include "cutover_rows.h"
+#include "job_holdings.h"
 
 PG_FUNCTION_INFO_V1(backfill_cutover_turn);
 PG_FUNCTION_INFO_V1(backfill_cutover_record);
 PG_FUNCTION_INFO_V1(backfill_cutover_report);
+PG_FUNCTION_INFO_V1(backfill_cutover_hand_over);
+PG_FUNCTION_INFO_V1(backfill_cutover_other_job);
 
 /*
  * backfill._cutover_turn(job_id bigint, into_existing boolean) RETURNS void
@@ -173,4 +192,143 @@ backfill_cutover_report(PG_FUNCTION_ARGS)
 									(long long) PG_GETARG_INT64(0),
 									text_to_cstring(PG_GETARG_TEXT_PP(1))));
 	PG_RETURN_VOID();
+}
+
+/*
+ * The owner of a table
+ */
+static Oid
+table_owner(Oid relid)
+{
+	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(tuple))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
+	ReleaseSysCache(tuple);
+	return owner;
+}
+
+/*
+ * A job's catalog row, read as the extension's owner
+ */
+static BackfillJob *
+load_job_as_catalog(int64 job_id)
+{
+	MemoryContext caller_context = CurrentMemoryContext;
+	BackfillJob *job;
+	RoleContext rc;
+	int			guc_level;
+
+	backfill_catalog_enter(&rc);
+	guc_level = backfill_pin_catalog_path();
+	backfill_spi_enter();
+	job = backfill_load_job(job_id, caller_context);
+	backfill_spi_leave();
+	backfill_unpin_search_path(guc_level);
+	backfill_role_leave(&rc);
+	return job;
+}
+
+/*
+ * Give the job's own objects to owner: its state and change tables and its
+ * row image type, then the job itself.  Caller acts as the extension's
+ * owner, connected to SPI.
+ */
+static void
+give_job(BackfillJob *job, Oid owner)
+{
+	const char *role = quote_identifier(GetUserNameFromId(owner, false));
+	char	   *image = psprintf("image_%lld", (long long) job->job_id);
+	Oid			image_type = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
+											 CStringGetDatum(image),
+											 ObjectIdGetDatum(get_namespace_oid(BACKFILL_SCHEMA, false)));
+
+	backfill_spi_exec(psprintf("ALTER TABLE %s OWNER TO %s",
+							   backfill_relation_sql(job->state_table), role),
+					  SPI_OK_UTILITY);
+	if (OidIsValid(job->change_table))
+		backfill_spi_exec(psprintf("ALTER TABLE %s OWNER TO %s",
+								   backfill_relation_sql(job->change_table), role),
+						  SPI_OK_UTILITY);
+	if (OidIsValid(image_type))
+		backfill_spi_exec(psprintf("ALTER TYPE %s.%s OWNER TO %s",
+								   quote_identifier(BACKFILL_SCHEMA), quote_identifier(image), role),
+						  SPI_OK_UTILITY);
+	backfill_move_owner(job->job_id, job->state_table, owner);
+}
+
+/*
+ * backfill._cutover_hand_over(job_id bigint) RETURNS void
+ *		Give a job that has just been turned around to the owner of its
+ *		upstream (see the file header).  The caller has the privileges of
+ *		both, and holds the upstream ACCESS EXCLUSIVE: only the cutover
+ *		hands a job over, under the lock of its swap.
+ */
+Datum
+backfill_cutover_hand_over(PG_FUNCTION_ARGS)
+{
+	int64		job_id = PG_GETARG_INT64(0);
+	BackfillJob *job;
+	Oid			owner;
+	RoleContext rc;
+	int			guc_level;
+
+	(void) backfill_require_job_owner(job_id);
+	job = load_job_as_catalog(job_id);
+	if (job->status != BACKFILL_STATUS_FINISHED || !OidIsValid(job->state_table) ||
+		!CheckRelationOidLockedByMe(job->upstream, AccessExclusiveLock, false))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("backfill job %lld cannot be handed over", (long long) job_id),
+				 errdetail("Only backfill.cutover() hands a job over, to the owner of its tables, under the lock of its swap.")));
+	owner = table_owner(job->upstream);
+	if (owner == job->owner)
+		PG_RETURN_VOID();
+	if (!has_privs_of_role(GetUserId(), owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must have the privileges of role \"%s\" to hand backfill job %lld over to it",
+						GetUserNameFromId(owner, false), (long long) job_id)));
+
+	backfill_catalog_enter(&rc);
+	guc_level = backfill_pin_catalog_path();
+	backfill_spi_enter();
+	give_job(job, owner);
+	backfill_spi_leave();
+	backfill_unpin_search_path(guc_level);
+	backfill_role_leave(&rc);
+	PG_RETURN_VOID();
+}
+
+/*
+ * backfill._cutover_other_job(job_id bigint, src regclass, dst regclass)
+ *		RETURNS bigint
+ *		The first job other than job_id, not cancelled, over src or dst,
+ *		whoever owns it, or NULL: read as the extension's owner, since
+ *		row-level security on backfill.job shows the caller its own jobs
+ *		only, and a job left on the wrong table by the swap would block
+ *		finish_cutover for good.  Tells nothing but the job's id, and only
+ *		to a caller with the privileges of job_id's owner.
+ */
+Datum
+backfill_cutover_other_job(PG_FUNCTION_ARGS)
+{
+	int64		job_id = PG_GETARG_INT64(0);
+	int64		other;
+	RoleContext rc;
+	int			guc_level;
+
+	(void) backfill_require_job_owner(job_id);
+	backfill_catalog_enter(&rc);
+	guc_level = backfill_pin_catalog_path();
+	backfill_spi_enter();
+	other = backfill_other_job_over(job_id, PG_GETARG_OID(1), PG_GETARG_OID(2));
+	backfill_spi_leave();
+	backfill_unpin_search_path(guc_level);
+	backfill_role_leave(&rc);
+	if (other == 0)
+		PG_RETURN_NULL();
+	PG_RETURN_INT64(other);
 }

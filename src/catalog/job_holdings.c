@@ -260,3 +260,27 @@ backfill_jobs_owned(Datum roles, int64 **ids)
 	}
 	return (int) SPI_processed;
 }
+
+/*
+ * backfill_other_job_over
+ *		The first job other than job_id, not cancelled, whose upstream or
+ *		downstream is a or b, whoever owns it; 0 if none.
+ */
+int64
+backfill_other_job_over(int64 job_id, Oid a, Oid b)
+{
+	Oid			argtypes[3] = {INT8OID, OIDOID, OIDOID};
+	Datum		values[3] = {Int64GetDatum(job_id), ObjectIdGetDatum(a), ObjectIdGetDatum(b)};
+	bool		isnull;
+
+	backfill_spi_exec_args("SELECT job_id FROM backfill.job "
+						   "WHERE job_id OPERATOR(pg_catalog.<>) $1 "
+						   "AND status OPERATOR(pg_catalog.<>) 'cancelled' "
+						   "AND (upstream::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (ARRAY[$2, $3]) "
+						   "OR downstream::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (ARRAY[$2, $3])) "
+						   "ORDER BY job_id LIMIT 1",
+						   3, argtypes, values, NULL, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		return 0;
+	return DatumGetInt64(backfill_spi_column(SPI_tuptable, 0, "job_id", &isnull));
+}

@@ -56,5 +56,6 @@ extern bool backfill_job_not_cancelled(int64 job_id);
 extern int	backfill_jobs_given_away(Datum roles, int64 **ids, Oid **state_tables,
 									 Oid **owners);
 extern int	backfill_jobs_owned(Datum roles, int64 **ids);
+extern int64 backfill_other_job_over(int64 job_id, Oid a, Oid b);
 
 #endif							/* BACKFILL_CATALOG_JOB_HOLDINGS_H */
