@@ -578,12 +578,20 @@ DECLARE
     down_text text;
     swapped record;
 BEGIN
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'backfill.cutover() must run at isolation level READ COMMITTED'
+            USING ERRCODE = 'invalid_transaction_state',
+                  DETAIL = 'It reads the job as the cutover calls it waited for left it.';
+    END IF;
     PERFORM backfill._cutover_arguments(lock_timeout, attempts);
     IF fence IS NULL THEN
         RAISE EXCEPTION 'argument "fence" must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
-    -- one cutover of a job at a time; rollback and finish take it too
+    -- one cutover of a job at a time; rollback and finish take it too.  The
+    -- job is read again once it is held: a rollback that held it meanwhile
+    -- has turned the job back
     PERFORM pg_advisory_xact_lock(hashtext('backfill.cutover'), job_id::integer);
+    j := backfill._get_job(job_id);
     SELECT * INTO c FROM backfill.job_cutover WHERE backfill.job_cutover.job_id = cutover.job_id;
     IF c.state = 'cut_over' THEN
         RAISE EXCEPTION 'backfill job % has already been cut over', job_id
@@ -680,6 +688,69 @@ END
 $$;
 COMMENT ON FUNCTION backfill.cutover(bigint, text, interval, integer, boolean) IS
 'Gives a finished job''s downstream its upstream''s name and what names it (privileges, owner, sequences, defaults, identity, policies, comments, statistics targets, replica identity, publications, triggers, views, foreign keys), under the upstream''s lock taken with lock_timeout and retried; the old table then follows the new one until finish_cutover.';
+
+CREATE OR REPLACE FUNCTION backfill.rollback_cutover(job_id bigint, lock_timeout interval DEFAULT '1s',
+                                          attempts integer DEFAULT 20,
+                                          OUT state text, OUT attempts_made integer,
+                                          OUT lock_held_ms double precision)
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j backfill.job := backfill._get_job(job_id);
+    c backfill.job_cutover;
+    swapped record;
+    up_text text;
+    down_text text;
+BEGIN
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'backfill.rollback_cutover() must run at isolation level READ COMMITTED'
+            USING ERRCODE = 'invalid_transaction_state',
+                  DETAIL = 'It reads the job as the cutover calls it waited for left it.';
+    END IF;
+    PERFORM backfill._cutover_arguments(lock_timeout, attempts);
+    -- the job is read again once the lock is held: a cutover that held it
+    -- meanwhile has turned the job around
+    PERFORM pg_advisory_xact_lock(hashtext('backfill.cutover'), job_id::integer);
+    j := backfill._get_job(job_id);
+    SELECT * INTO c FROM backfill.job_cutover WHERE backfill.job_cutover.job_id = rollback_cutover.job_id;
+    IF NOT FOUND OR c.state <> 'cut_over' THEN
+        RAISE EXCEPTION 'backfill job % has not been cut over', job_id
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = CASE WHEN c.state IS NULL THEN 'It has no cutover to roll back.'
+                                ELSE format('Its cutover is %s.', replace(c.state, '_', ' ')) END;
+    ELSIF NOT c.reversible THEN
+        RAISE EXCEPTION 'cannot roll back the cutover of backfill job %', job_id
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = 'The old table has not followed the new one since the cutover: the job''s shape does not map back (the cutover said why).',
+                  HINT = format('Use backfill.finish_cutover(%s, keep => true) and copy the table back with a new job.', job_id);
+    END IF;
+    -- the job is turned around: its upstream has the name, its downstream is the old table
+    PERFORM backfill._cutover_check(j, j.upstream, j.downstream);
+    IF EXISTS (SELECT FROM pg_class WHERE relname = c.new_name AND relnamespace = c.new_schema) THEN
+        RAISE EXCEPTION 'relation "%" already exists in schema %', c.new_name, c.new_schema::regnamespace
+            USING ERRCODE = 'duplicate_table',
+                  DETAIL = 'The rollback gives the new table back the name it had before the cutover.';
+    END IF;
+    up_text := j.upstream::text;
+    down_text := j.downstream::text;
+    swapped := backfill._cutover_attempts(job_id, j.upstream, j.downstream, c.new_name, lock_timeout, attempts);
+    IF c.new_schema <> (SELECT relnamespace FROM pg_class WHERE oid = j.upstream) THEN
+        EXECUTE format('ALTER TABLE %s SET SCHEMA %I', j.upstream, c.new_schema::regnamespace);
+    END IF;
+    PERFORM backfill._cutover_turn(job_id, c.into_existing);
+    PERFORM backfill._cutover_record(job_id, 'rolled_back', swapped.tries, c.old_table, c.new_table,
+                                     c.old_name, c.new_schema, c.new_name, true, c.into_existing,
+                                     swapped.lock_held_ms, swapped.to_validate, false);
+    RAISE LOG 'rollback of the cutover of backfill job %: table % swapped back with table % (renamed %) after % attempts, lock held % ms',
+        job_id, down_text, up_text, c.new_name, swapped.tries, round(swapped.lock_held_ms::numeric, 1);
+    PERFORM backfill._cutover_report(job_id, 'rolled back');
+    state := 'rolled_back';
+    attempts_made := swapped.tries;
+    lock_held_ms := swapped.lock_held_ms;
+END
+$$;
+
 
 -- ---------------------------------------------------------------------------
 -- cancel_job and drop_job wait for a cutover of the same job: a cutover
