@@ -608,10 +608,11 @@ cut_vnodes(const CreatePlan *plan, const KindRoutine *kind, const char *upstream
  * backfill.max_jobs_per_role, counting the jobs that are not cancelled.
  * SQLSTATE 53000, as for the caps on workers: these are settings a
  * superuser raises, not limits of the implementation (54000).  Reads every
- * role's jobs, so as the extension's owner.  The upstream is locked, so two
- * jobs created at once on one upstream count each other; two on different
- * upstreams by one role may both pass, as connections may race a role's
- * CONNECTION LIMIT.  SPI connected.
+ * role's jobs, so as the extension's owner.  Two jobs created at once count
+ * each other, at any isolation level: the count is of what is committed
+ * when it is made, and the creators wait for each other before it, on one
+ * upstream for its lock (held since plan_job), of one role for the role's
+ * (job_rows.c).  SPI connected.
  */
 static void
 check_job_caps(Oid upstream, Oid owner)
@@ -623,6 +624,8 @@ check_job_caps(Oid upstream, Oid owner)
 	if (backfill_max_jobs_per_upstream < 0 &&
 		(backfill_max_jobs_per_role < 0 || superuser_arg(owner)))
 		return;
+	if (backfill_max_jobs_per_role >= 0 && !superuser_arg(owner))
+		backfill_lock_role_jobs(owner);
 	backfill_catalog_enter(&rc);
 	backfill_count_live_jobs(upstream, owner, &on_upstream, &of_role);
 	backfill_role_leave(&rc);
