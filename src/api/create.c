@@ -534,6 +534,8 @@ plan_job(const CreateArgs *args, const KindRoutine *kind, CreatePlan *plan)
 										   kind->capture == CAPTURE_STREAM ? 1 : lengthof(needed),
 										   kind->upstream_key != NULL);
 	}
+	/* the copy is of what the caller, the job's owner, reads of it */
+	backfill_check_unfiltered_copy(RelationGetRelid(plan->rel), GetUserId());
 	plan->npk = kind->upstream_key ?
 		kind->upstream_key(plan->rel, &plan->pk, &plan->pk_collations) :
 		backfill_upstream_key(plan->rel, &plan->pk, &plan->pk_collations);
