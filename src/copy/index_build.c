@@ -38,8 +38,9 @@
  * with the name PostgreSQL derives from the downstream's (CREATE INDEX
  * without a name).  An index whose expressions or predicate call a
  * function of a role that the job's owner, who owns the downstream, does
- * not trust with its rights is refused (check_index_functions).  Then, for a kind that builds once, every index of the
- * downstream (the key's included) is written down in backfill.job_index as
+ * not trust with its rights is refused (check_index_functions).  Then, for
+ * a kind that builds once, every index of the downstream (the key's
+ * included) is written down in backfill.job_index as
  * the statement that makes it again (ALTER TABLE ... ADD CONSTRAINT for a
  * constraint's, else the index's definition), its name kept, and dropped:
  * the table is empty, so that costs nothing.  A table of the user's
@@ -200,9 +201,10 @@ function_owner_trusted(Oid owner, Oid runner)
 /*
  * The first function an index calls, in its expressions or its predicate,
  * directly or as an operator's code, whose owner's code must not run with
- * the rights of role runner (function_owner_trusted); InvalidOid when there
- * is none, and its owner into *owner.  Read from the index's dependencies, which CREATE INDEX records
- * for every function and operator of both.
+ * the rights of role runner (function_owner_trusted), its owner into
+ * *owner; InvalidOid when there is none.  Read from the index's
+ * dependencies, which CREATE INDEX records for every function and operator
+ * of both.
  */
 static Oid
 untrusted_function(Oid indexoid, Oid runner, Oid *owner)
