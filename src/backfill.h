@@ -63,6 +63,9 @@
 /* field4 of the advisory lock tag that makes taking an id one step */
 #define BACKFILL_ID_LOCK_FIELD4 0x6268
 
+/* field4 of the advisory lock tag that makes a role's creators count in turn */
+#define BACKFILL_CAPS_LOCK_FIELD4 0x6269
+
 typedef enum BackfillKind
 {
 	BACKFILL_KIND_NO_SHUFFLE,	/* legacy: cannot resume */

@@ -24,7 +24,8 @@
  *
  * Two internal functions reach what a job's kind has outside this database:
  * _drop_kind_objects (for cancel_job and drop_job) and _unfetched_keys (for
- * verify_job).
+ * verify_job).  Before its comparison, verify_job refuses, through
+ * _check_unfiltered, a job whose copy row-level security filtered.
  *
  * Catalogs of versions 1.0 and 1.1 make the same writes through one
  * function, backfill._job_catalog(job_id, op, arg); its C symbol stays, as
@@ -58,6 +59,7 @@ PG_FUNCTION_INFO_V1(backfill_copy_names_1_2);
 PG_FUNCTION_INFO_V1(backfill_drop_triggers_1_2);
 PG_FUNCTION_INFO_V1(backfill_job_catalog);
 PG_FUNCTION_INFO_V1(backfill_drop_kind_objects);
+PG_FUNCTION_INFO_V1(backfill_check_unfiltered);
 PG_FUNCTION_INFO_V1(backfill_unfetched_keys);
 PG_FUNCTION_INFO_V1(backfill_verify_rows);
 
@@ -331,6 +333,23 @@ backfill_drop_kind_objects(PG_FUNCTION_ARGS)
 		elog(ERROR, "SPI_connect failed");
 	backfill_kind_drop_objects(backfill_kind_routine(kind), job_id);
 	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/*
+ * backfill._check_unfiltered(job_id bigint) RETURNS void
+ *		For verify_job, before its comparison: refuse a job whose owner is
+ *		subject to row-level security on its upstream (privilege.c).  The
+ *		comparison reads the upstream as the owner, through the policies
+ *		that filtered the copy, and would find nothing missing.  The caller
+ *		must have the privileges of the job's owner.
+ */
+Datum
+backfill_check_unfiltered(PG_FUNCTION_ARGS)
+{
+	int64		job_id = owned_job(fcinfo, 0, "job_id");
+
+	backfill_check_unfiltered_copy(backfill_job_upstream(job_id), backfill_job_owner(job_id));
 	PG_RETURN_VOID();
 }
 

@@ -534,6 +534,8 @@ plan_job(const CreateArgs *args, const KindRoutine *kind, CreatePlan *plan)
 										   kind->capture == CAPTURE_STREAM ? 1 : lengthof(needed),
 										   kind->upstream_key != NULL);
 	}
+	/* the copy is of what the caller, the job's owner, reads of it */
+	backfill_check_unfiltered_copy(RelationGetRelid(plan->rel), GetUserId());
 	plan->npk = kind->upstream_key ?
 		kind->upstream_key(plan->rel, &plan->pk, &plan->pk_collations) :
 		backfill_upstream_key(plan->rel, &plan->pk, &plan->pk_collations);
@@ -608,10 +610,11 @@ cut_vnodes(const CreatePlan *plan, const KindRoutine *kind, const char *upstream
  * backfill.max_jobs_per_role, counting the jobs that are not cancelled.
  * SQLSTATE 53000, as for the caps on workers: these are settings a
  * superuser raises, not limits of the implementation (54000).  Reads every
- * role's jobs, so as the extension's owner.  The upstream is locked, so two
- * jobs created at once on one upstream count each other; two on different
- * upstreams by one role may both pass, as connections may race a role's
- * CONNECTION LIMIT.  SPI connected.
+ * role's jobs, so as the extension's owner.  Two jobs created at once count
+ * each other, at any isolation level: the count is of what is committed
+ * when it is made, and the creators wait for each other before it, on one
+ * upstream for its lock (held since plan_job), of one role for the role's
+ * (job_rows.c).  SPI connected.
  */
 static void
 check_job_caps(Oid upstream, Oid owner)
@@ -623,6 +626,8 @@ check_job_caps(Oid upstream, Oid owner)
 	if (backfill_max_jobs_per_upstream < 0 &&
 		(backfill_max_jobs_per_role < 0 || superuser_arg(owner)))
 		return;
+	if (backfill_max_jobs_per_role >= 0 && !superuser_arg(owner))
+		backfill_lock_role_jobs(owner);
 	backfill_catalog_enter(&rc);
 	backfill_count_live_jobs(upstream, owner, &on_upstream, &of_role);
 	backfill_role_leave(&rc);

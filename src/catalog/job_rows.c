@@ -10,6 +10,15 @@
  * checked first.  Nothing here commits; an error rolls the whole of
  * create_job back.  The caller is connected to SPI.
  *
+ * The caps on jobs (create.c) hold whatever the creators' isolation level:
+ * the jobs are counted with a snapshot taken at the count, not the
+ * transaction's, and two creators count in turn, each after the other's
+ * job is committed or rolled back.  On one upstream the lock create_job
+ * holds on it, SHARE ROW EXCLUSIVE, makes them wait for each other; for
+ * one role an advisory lock of the role's does, field4
+ * BACKFILL_CAPS_LOCK_FIELD4, which pg_advisory_lock() never uses, held to
+ * the end of the transaction (backfill_lock_role_jobs).
+ *
  * May call: catalog.c and the foundations.
  *
  *-------------------------------------------------------------------------
@@ -18,7 +27,10 @@
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "miscadmin.h"
+#include "storage/lock.h"
 #include "utils/builtins.h"
+#include "utils/snapmgr.h"
 
 #include "backfill.h"
 #include "lib.h"
@@ -138,22 +150,43 @@ backfill_insert_job_rows(const NewJobRow *row)
 }
 
 /*
+ * backfill_lock_role_jobs
+ *		Until the transaction ends, the lock under which the jobs of role
+ *		owner are counted and a new one created: a second creator of the
+ *		role's waits for the first one's commit, then counts its job.
+ */
+void
+backfill_lock_role_jobs(Oid owner)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) owner, 0, BACKFILL_CAPS_LOCK_FIELD4);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+}
+
+/*
  * backfill_count_live_jobs
  *		The jobs that are not cancelled on table upstream, and those of role
- *		owner, into *on_upstream and *of_role.  Reads every role's jobs, so
- *		the caller acts as the extension's owner.
+ *		owner, into *on_upstream and *of_role, as committed now: with a
+ *		snapshot of its own, not the transaction's, which in REPEATABLE READ
+ *		or SERIALIZABLE was taken before the caller's locks were granted.
+ *		Reads every role's jobs, so the caller acts as the extension's owner.
  */
 void
 backfill_count_live_jobs(Oid upstream, Oid owner, int64 *on_upstream, int64 *of_role)
 {
 	bool		isnull;
+	int			rc;
 
-	if (SPI_execute_with_args("SELECT pg_catalog.count(*) FILTER (WHERE upstream::pg_catalog.oid OPERATOR(pg_catalog.=) $1) AS on_upstream, "
-							  "       pg_catalog.count(*) FILTER (WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $2) AS of_role "
-							  "  FROM backfill.job WHERE status OPERATOR(pg_catalog.<>) 'cancelled'",
-							  2, (Oid[]) {OIDOID, OIDOID},
-							  (Datum[]) {ObjectIdGetDatum(upstream), ObjectIdGetDatum(owner)},
-							  NULL, true, 1) != SPI_OK_SELECT || SPI_processed != 1)
+	PushActiveSnapshot(GetLatestSnapshot());
+	rc = SPI_execute_with_args("SELECT pg_catalog.count(*) FILTER (WHERE upstream::pg_catalog.oid OPERATOR(pg_catalog.=) $1) AS on_upstream, "
+							   "       pg_catalog.count(*) FILTER (WHERE owner::pg_catalog.oid OPERATOR(pg_catalog.=) $2) AS of_role "
+							   "  FROM backfill.job WHERE status OPERATOR(pg_catalog.<>) 'cancelled'",
+							   2, (Oid[]) {OIDOID, OIDOID},
+							   (Datum[]) {ObjectIdGetDatum(upstream), ObjectIdGetDatum(owner)},
+							   NULL, true, 1);
+	PopActiveSnapshot();
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "could not read backfill.job");
 	*on_upstream = DatumGetInt64(backfill_spi_column(SPI_tuptable, 0, "on_upstream", &isnull));
 	*of_role = DatumGetInt64(backfill_spi_column(SPI_tuptable, 0, "of_role", &isnull));

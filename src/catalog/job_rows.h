@@ -43,6 +43,7 @@ typedef struct NewJobRow
 } NewJobRow;
 
 extern void backfill_insert_job_rows(const NewJobRow *row);
+extern void backfill_lock_role_jobs(Oid owner);
 extern void backfill_count_live_jobs(Oid upstream, Oid owner, int64 *on_upstream,
 									 int64 *of_role);
 extern void backfill_job_kind_state(int64 job_id, char **kind, char **state_table);

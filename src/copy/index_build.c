@@ -36,8 +36,11 @@
  * downstream, each whose columns, expressions and predicate read only
  * columns the job copies under their own names (the rest draw a NOTICE),
  * with the name PostgreSQL derives from the downstream's (CREATE INDEX
- * without a name).  Then, for a kind that builds once, every index of the
- * downstream (the key's included) is written down in backfill.job_index as
+ * without a name).  An index whose expressions or predicate call a
+ * function of a role that the job's owner, who owns the downstream, does
+ * not trust with its rights is refused (check_index_functions).  Then, for
+ * a kind that builds once, every index of the downstream (the key's
+ * included) is written down in backfill.job_index as
  * the statement that makes it again (ALTER TABLE ... ADD CONSTRAINT for a
  * constraint's, else the index's definition), its name kept, and dropped:
  * the table is empty, so that costs nothing.  A table of the user's
@@ -70,12 +73,17 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "catalog/dependency.h"
+#include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_depend.h"
 #include "catalog/pg_index.h"
+#include "catalog/pg_operator.h"
+#include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -83,7 +91,9 @@
 #include "optimizer/optimizer.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
+#include "utils/regproc.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
@@ -177,6 +187,95 @@ unmapped_column(Relation upstream, Form_pg_index index, HeapTuple tup, const Job
 }
 
 /*
+ * Whether code of a function owned by role "owner" may run with the rights
+ * of role "runner": a superuser's (PostgreSQL's own functions are the
+ * bootstrap superuser's), the runner's own, or that of a role that has the
+ * runner's privileges already, which gains nothing by it.
+ */
+static bool
+function_owner_trusted(Oid owner, Oid runner)
+{
+	return superuser_arg(owner) || owner == runner || has_privs_of_role(owner, runner);
+}
+
+/*
+ * The first function an index calls, in its expressions or its predicate,
+ * directly or as an operator's code, whose owner's code must not run with
+ * the rights of role runner (function_owner_trusted), its owner into
+ * *owner; InvalidOid when there is none.  Read from the index's
+ * dependencies, which CREATE INDEX records for every function and operator
+ * of both.
+ */
+static Oid
+untrusted_function(Oid indexoid, Oid runner, Oid *owner)
+{
+	Relation	depend = table_open(DependRelationId, AccessShareLock);
+	ScanKeyData keys[2];
+	SysScanDesc scan;
+	HeapTuple	tup;
+	Oid			result = InvalidOid;
+
+	ScanKeyInit(&keys[0], Anum_pg_depend_classid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(RelationRelationId));
+	ScanKeyInit(&keys[1], Anum_pg_depend_objid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(indexoid));
+	scan = systable_beginscan(depend, DependDependerIndexId, true, NULL, 2, keys);
+	while (!OidIsValid(result) && HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_depend dep = (Form_pg_depend) GETSTRUCT(tup);
+		Oid			func = InvalidOid;
+		HeapTuple	proc;
+
+		if (dep->refclassid == ProcedureRelationId)
+			func = dep->refobjid;
+		else if (dep->refclassid == OperatorRelationId)
+			func = get_opcode(dep->refobjid);
+		if (!OidIsValid(func))
+			continue;
+		proc = SearchSysCache1(PROCOID, ObjectIdGetDatum(func));
+		if (!HeapTupleIsValid(proc))
+			elog(ERROR, "cache lookup failed for function %u", func);
+		*owner = ((Form_pg_proc) GETSTRUCT(proc))->proowner;
+		if (!function_owner_trusted(*owner, runner))
+			result = func;
+		ReleaseSysCache(proc);
+	}
+	systable_endscan(scan);
+	table_close(depend, AccessShareLock);
+	return result;
+}
+
+/*
+ * Refuse an index of the upstream whose functions the downstream's owner
+ * (the current user, the job's owner) must not run.  A copied index runs
+ * its expressions and predicate as the owner of its table, at its build and
+ * at every insert and update: a table owner's function in an index of a
+ * superuser's copy would run as the superuser.  Refused rather than left
+ * out: the downstream is to stand in for the upstream, and a unique index
+ * left out would let it hold rows the upstream refuses.
+ */
+static void
+check_index_functions(Relation upstream, Oid indexoid)
+{
+	Oid			runner = GetUserId();
+	Oid			owner;
+	Oid			func = untrusted_function(indexoid, runner, &owner);
+
+	if (!OidIsValid(func))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("cannot give index \"%s\" of table \"%s\" to the downstream",
+					get_rel_name(indexoid), RelationGetRelationName(upstream)),
+			 errdetail("The index calls function %s of role \"%s\", which would run with the rights of role \"%s\", the owner of the downstream.",
+					   format_procedure(func),
+					   GetUserNameFromId(owner, true) ? GetUserNameFromId(owner, true) : "?",
+					   GetUserNameFromId(runner, false)),
+			 errhint("Pass indexes => false and create the indexes the downstream needs once their functions are reviewed, or create the job as a role whose privileges role \"%s\" has.",
+					 GetUserNameFromId(owner, true) ? GetUserNameFromId(owner, true) : "?")));
+}
+
+/*
  * Give the new downstream the upstream's valid indexes other than its
  * primary key, each that reads only columns copied under their own names,
  * named as PostgreSQL names an index of the downstream.
@@ -215,6 +314,7 @@ copy_upstream_indexes(Relation upstream, const char *downstream_sql, const JobSh
 							   missing)));
 			continue;
 		}
+		check_index_functions(upstream, indexoid);
 		tail = index_def_tail(indexoid, RelationGetRelid(upstream), &unique);
 		if (tail == NULL)
 			elog(ERROR, "could not read the definition of index %u", indexoid);

@@ -37,6 +37,12 @@
  * text of its filter and computed columns is read
  * (backfill_pin_parse_settings; shape.c says why these).
  *
+ * A job copies its upstream as its owner reads it.  When row-level security
+ * applies to the owner there, the copy would be the part of the table the
+ * policies show, and every check of it would agree, reading through the
+ * same policies: create_job, each run and verify_job refuse such a job
+ * (backfill_check_unfiltered_copy).
+ *
  * May call: nothing of the extension.
  *
  *-------------------------------------------------------------------------
@@ -62,6 +68,7 @@
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/rel.h"
+#include "utils/rls.h"
 #include "utils/syscache.h"
 
 #include "backfill.h"
@@ -228,6 +235,39 @@ backfill_check_job_owner(int64 job_id, Oid owner)
 				 errmsg("must be owner of backfill job %lld", (long long) job_id),
 				 errdetail("Backfill job %lld belongs to role \"%s\".", (long long) job_id,
 						   GetUserNameFromId(owner, true) ? GetUserNameFromId(owner, true) : "?")));
+}
+
+/*
+ * backfill_check_unfiltered_copy
+ *		Refuse to copy table relid as role owner when row-level security
+ *		would filter what the role reads of it: the table has it enabled,
+ *		and the role is neither a superuser, nor has BYPASSRLS, nor owns the
+ *		table unless it is FORCEd (check_enable_rls says which, whatever
+ *		row_security is set to).  A job reads its upstream as its owner, in
+ *		its chunks, counts and comparisons alike, so its copy would hold the
+ *		rows the policies let the owner see and verify_job, which reads
+ *		through the same policies, would find nothing missing; the cutover
+ *		would then put the part in place of the whole.  SQLSTATE 42501, as
+ *		PostgreSQL's own refusal of a query that row-level security would
+ *		filter under row_security = off: what the owner lacks is the right to
+ *		read every row.  A foreign table has no row-level security here; its
+ *		source applies its own to what the user mapping may see.
+ */
+void
+backfill_check_unfiltered_copy(Oid relid, Oid owner)
+{
+	char	   *role;
+
+	if (check_enable_rls(relid, owner, true) != RLS_ENABLED)
+		return;
+	role = GetUserNameFromId(owner, true) ? GetUserNameFromId(owner, true) : "?";
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("role \"%s\" is subject to row-level security on table \"%s\"",
+					role, get_rel_name(relid)),
+			 errdetail("A backfill job reads its upstream as its owner, so its copy would hold only the rows the policies of the table let role \"%s\" see.",
+					   role),
+			 errhint("Run the job as the owner of the table, without FORCE ROW LEVEL SECURITY on it, or as a role with BYPASSRLS.")));
 }
 
 /*

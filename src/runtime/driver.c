@@ -146,6 +146,9 @@ backfill_prepare_run(BackfillJob *job, bool background)
 
 	/* the slots of cdc jobs a crash kept from dropping theirs, any job's */
 	backfill_drop_leftover_slots();
+	/* a policy may apply to the owner since create_job: copy no part of it */
+	if (job->status != BACKFILL_STATUS_FINISHED)
+		backfill_check_unfiltered_copy(job->upstream, job->owner);
 	kind->load_state(job);
 	if (job->runs > 0)
 		backfill_kind_recovery_check(kind, job);
@@ -451,6 +454,8 @@ backfill_drive(BackfillJob *job, int actor, int max_barriers)
 		}
 		backfill_next_barrier(true);
 		exec = backfill_executor_refresh(exec);
+		/* nor since the last barrier (the upstream is locked now) */
+		backfill_check_unfiltered_copy(job->upstream, job->owner);
 		barriers++;
 		/* a reload asked for since the last barrier */
 		if (ConfigReloadPending)

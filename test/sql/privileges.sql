@@ -125,8 +125,8 @@ SELECT p.oid::regprocedure AS without_search_path
 SELECT relname, relrowsecurity FROM pg_class
  WHERE oid IN ('backfill.job'::regclass, 'backfill.actor'::regclass) ORDER BY relname;
 
--- the progress total counts the rows the owner sees under row-level
--- security, at create and at a restart alike, as its chunks read them
+-- row-level security that applies to the owner would make the copy the
+-- rows the owner sees: create_job refuses it (row_security tests the rest)
 CREATE TABLE regress_bf_b.rls (id int PRIMARY KEY, v text);
 INSERT INTO regress_bf_b.rls SELECT g, 'v' || g FROM generate_series(1, 30) g;
 ALTER TABLE regress_bf_b.rls ENABLE ROW LEVEL SECURITY;
@@ -134,13 +134,8 @@ CREATE POLICY alice_sees_ten ON regress_bf_b.rls FOR SELECT TO regress_bf_alice 
 GRANT USAGE ON SCHEMA regress_bf_b TO regress_bf_alice;
 GRANT SELECT, TRIGGER ON regress_bf_b.rls TO regress_bf_alice;
 SET ROLE regress_bf_alice;
-SELECT backfill.create_job('regress_bf_a.rls_mv', 'regress_bf_b.rls', chunk_size => 4) AS rls_job \gset
-SELECT total_rows FROM backfill.job WHERE job_id = :rls_job;
-CALL backfill.run_job(:rls_job, 1);
-CALL backfill.run_job(:rls_job);
-SELECT j.status, j.total_rows, s.row_count FROM backfill.job j JOIN backfill.jobs s USING (job_id)
- WHERE job_id = :rls_job;
-SELECT progress FROM backfill.jobs WHERE job_id = :rls_job;
+SELECT backfill.create_job('regress_bf_a.rls_mv', 'regress_bf_b.rls', chunk_size => 4);
+SELECT to_regclass('regress_bf_a.rls_mv') AS downstream;
 RESET ROLE;
 
 DO $$BEGIN PERFORM backfill.drop_job(job_id) FROM backfill.job; END$$;
