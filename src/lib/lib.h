@@ -113,6 +113,7 @@ extern void backfill_catalog_enter(RoleContext *rc);
 extern void backfill_owner_enter(Oid owner, bool pin_search_path, RoleContext *rc);
 extern void backfill_role_leave(RoleContext *rc);
 extern void backfill_check_job_owner(int64 job_id, Oid owner);
+extern Oid	backfill_relation_owner(Oid relid);
 extern bool backfill_may_write_catalogs(void);
 extern char *backfill_safe_search_path(int npk, Oid *pk_types);
 extern void backfill_pin_parse_settings(void);
