@@ -193,30 +193,29 @@ backfill_cutover_turn(PG_FUNCTION_ARGS)
 
 /*
  * Whether table relid may stand as a table of job_id's cutover row, in the
- * place of the row's table "recorded": one of the job's two tables, the
- * table the row has there already (a finished cutover has cancelled the
- * job, which then has no downstream), or, for a job of another server that
- * a cutover switched over and cancelled, a local table.
+ * place of the row's table "recorded": one of the job's two tables, or the
+ * table the row has there already.  With any_table, also a table the job no
+ * longer names: a cutover that cannot be rolled back, or that switched a
+ * job of another server over, has cancelled the job, which then has no
+ * downstream, before it writes its row.
  */
 static bool
-job_own_table(int64 job_id, Oid relid, Oid recorded)
+job_own_table(int64 job_id, Oid relid, Oid recorded, bool any_table)
 {
-	bool		isnull;
-	Datum		remote;
+	char		relkind = get_rel_relkind(relid);
 
 	if (relid == job_table(job_id, "upstream") ||
 		relid == job_table(job_id, "downstream") || relid == recorded)
 		return true;
-	remote = backfill_job_column(job_id, "remote", &isnull);
-	return !isnull && DatumGetBool(remote) &&
-		(get_rel_relkind(relid) == RELKIND_RELATION ||
-		 get_rel_relkind(relid) == RELKIND_PARTITIONED_TABLE);
+	return any_table && !OidIsValid(job_table(job_id, "downstream")) &&
+		(relkind == RELKIND_RELATION || relkind == RELKIND_PARTITIONED_TABLE);
 }
 
 /*
  * _cutover_record's arguments, checked before anything is written: the row
  * names tables that rollback_cutover renames and finish_cutover drops.  The
- * two tables must be the job's own (job_own_table), distinct, and the
+ * two tables must be the job's own (job_own_table: the old one always one
+ * the job or its row names), distinct, and the
  * caller must have the privileges of their owners; the foreign keys to
  * validate a list without NULL.
  */
@@ -244,8 +243,8 @@ check_record_arguments(FunctionCallInfo fcinfo)
 	(void) backfill_cutover_row_tables(job_id, &recorded_old, &recorded_new, &swapped);
 	SPI_finish();
 	if (old_table == new_table ||
-		!job_own_table(job_id, old_table, recorded_old) ||
-		!job_own_table(job_id, new_table, recorded_new))
+		!job_own_table(job_id, old_table, recorded_old, false) ||
+		!job_own_table(job_id, new_table, recorded_new, true))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("the tables of the cutover row of backfill job %lld must be the job's own",
