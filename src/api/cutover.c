@@ -76,13 +76,17 @@ PG_FUNCTION_INFO_V1(backfill_cutover_report);
 
 /*
  * The caller must have the privileges of the owner of table relid (argname
- * says which argument or which of the job's tables it is).
+ * says which argument or which of the job's tables it is).  With
+ * missing_ok, a table dropped already passes: finish_cutover records the
+ * end of a cutover once it has dropped the old table.
  */
 static void
-require_table_owner(Oid relid, const char *argname)
+require_table_owner(Oid relid, const char *argname, bool missing_ok)
 {
 	Oid			relowner = backfill_relation_owner(relid);
 
+	if (!OidIsValid(relowner) && missing_ok)
+		return;
 	if (!OidIsValid(relowner))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
@@ -136,8 +140,8 @@ backfill_cutover_turn(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("backfill job %lld cannot be turned around", (long long) job_id),
 				 errdetail("It has no downstream table.")));
-	require_table_owner(job_table(job_id, "upstream"), "upstream");
-	require_table_owner(job_table(job_id, "downstream"), "downstream");
+	require_table_owner(job_table(job_id, "upstream"), "upstream", false);
+	require_table_owner(job_table(job_id, "downstream"), "downstream", false);
 	backfill_catalog_enter(&rc);
 	guc_level = backfill_pin_catalog_path();
 	backfill_spi_enter();
@@ -250,8 +254,8 @@ check_record_arguments(FunctionCallInfo fcinfo)
 				 errmsg("the tables of the cutover row of backfill job %lld must be the job's own",
 						(long long) job_id),
 				 errdetail("The old and the new table must be the job's upstream and downstream tables.")));
-	require_table_owner(old_table, "old_table");
-	require_table_owner(new_table, "new_table");
+	require_table_owner(old_table, "old_table", true);
+	require_table_owner(new_table, "new_table", true);
 	if (!PG_ARGISNULL(11))
 	{
 		ArrayType  *fks = PG_GETARG_ARRAYTYPE_P(11);

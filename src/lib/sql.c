@@ -402,7 +402,8 @@ backfill_key_compare_sql(PG_FUNCTION_ARGS)
 					(errcode(ERRCODE_UNDEFINED_COLUMN),
 					 errmsg("column \"%s\" of relation with OID %u does not exist", names[k], upstream)));
 		/* the SQL names the key and its types: only for who may read it */
-		if (pg_attribute_aclcheck(upstream, attnum, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+		if (pg_class_aclcheck(upstream, GetUserId(), ACL_SELECT) != ACLCHECK_OK &&
+			pg_attribute_aclcheck(upstream, attnum, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
 			ereport(ERROR,
 					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 					 errmsg("permission denied for column \"%s\" of relation \"%s\"",
