@@ -377,6 +377,12 @@ backfill_key_compare_sql(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("relation with OID %u does not exist", upstream)));
+	/* the SQL names the key and its types: only for who may read the table */
+	if (pg_class_aclcheck(upstream, GetUserId(), ACL_SELECT) != ACLCHECK_OK &&
+		pg_attribute_aclcheck_all(upstream, GetUserId(), ACL_SELECT, ACLMASK_ANY) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for table %s", get_rel_name(upstream))));
 	(void) backfill_text_array_sql(PG_GETARG_DATUM(1), &names, &npk);
 	for (int i = 0; i < lengthof(ops); i++)
 		if (strcmp(op, ops[i]) == 0)
@@ -400,8 +406,8 @@ backfill_key_compare_sql(PG_FUNCTION_ARGS)
 		if (attnum <= 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_COLUMN),
-					 errmsg("column \"%s\" of relation with OID %u does not exist", names[k], upstream)));
-		/* the SQL names the key and its types: only for who may read it */
+					 errmsg("column \"%s\" of relation \"%s\" does not exist",
+							names[k], get_rel_name(upstream))));
 		if (pg_class_aclcheck(upstream, GetUserId(), ACL_SELECT) != ACLCHECK_OK &&
 			pg_attribute_aclcheck(upstream, attnum, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
 			ereport(ERROR,
