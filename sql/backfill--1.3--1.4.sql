@@ -29,8 +29,6 @@ COMMENT ON FUNCTION backfill._live_actors() IS
 'Internal: the actors running now, as their processes published them in shared memory after their last barrier; only the jobs of roles whose privileges the caller has, or all of them for pg_read_all_stats, whose members see the position (a key of the upstream) only of the jobs of roles whose privileges they have.';
 COMMENT ON FUNCTION backfill._job_is_running(bigint) IS
 'Internal: whether background workers or a session run a job the caller owns now.';
-COMMENT ON FUNCTION backfill._report_progress(bigint, timestamptz) IS
-'Internal: for wait_job, sends the line of progress of a job the caller owns to the client as an INFO message when backfill.client_progress_interval has passed since "since"; returns when it sent it, or "since".';
 COMMENT ON FUNCTION backfill._drop_triggers(bigint) IS
 'Internal: drops the triggers a job the caller owns has on its upstream, which the caller or the job''s owner must still own or have TRIGGER on.';
 COMMENT ON FUNCTION backfill._cutover_turn(bigint, boolean) IS
@@ -58,7 +56,7 @@ DECLARE
     cur backfill.job;
 BEGIN
     IF j IS NULL OR j.job_id IS NULL THEN
-        RAISE EXCEPTION 'argument "j" must be the row of a job'
+        RAISE EXCEPTION 'argument "j" must not be null'
             USING ERRCODE = 'null_value_not_allowed';
     END IF;
     IF drop_downstream IS NULL THEN

@@ -414,16 +414,20 @@ backfill_unfetched_keys(PG_FUNCTION_ARGS)
 static void
 check_verify_result(TupleDesc desc)
 {
-	if (desc->natts != 2 ||
-		TupleDescAttr(desc, 0)->atttypid != TEXTOID ||
+	if (desc->natts != 2)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("the comparison query of backfill._verify_rows() must return two columns of type text"),
+				 errdetail_plural("It returns %d column.", "It returns %d columns.",
+								  desc->natts, desc->natts)));
+	if (TupleDescAttr(desc, 0)->atttypid != TEXTOID ||
 		TupleDescAttr(desc, 1)->atttypid != TEXTOID)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATATYPE_MISMATCH),
 				 errmsg("the comparison query of backfill._verify_rows() must return two columns of type text"),
-				 errdetail("It returns %d columns%s.", desc->natts,
-						   desc->natts == 2 ? psprintf(", of types %s and %s",
-													   format_type_be(TupleDescAttr(desc, 0)->atttypid),
-													   format_type_be(TupleDescAttr(desc, 1)->atttypid)) : "")));
+				 errdetail("Its columns are of types %s and %s.",
+						   format_type_be(TupleDescAttr(desc, 0)->atttypid),
+						   format_type_be(TupleDescAttr(desc, 1)->atttypid))));
 }
 
 /*
