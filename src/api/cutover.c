@@ -117,7 +117,11 @@ job_table(int64 job_id, const char *column)
  *		user's (the old table, after the cutover) or the job's own (after the
  *		rollback, as it was made).  The caller
  *		holds both tables ACCESS EXCLUSIVE and has checked that the job's
- *		columns map back.
+ *		columns map back.  The caller must have the privileges of the
+ *		job's owner and of the owners of both tables (checked before the
+ *		catalog context is entered, as the caller), and the job's cutover
+ *		row must be in the state the turn undoes: none or rolled back for a
+ *		cutover, cut over for its rollback.
  */
 Datum
 backfill_cutover_turn(PG_FUNCTION_ARGS)
@@ -127,7 +131,6 @@ backfill_cutover_turn(PG_FUNCTION_ARGS)
 	Relation	rel;
 	RoleContext rc;
 	int			guc_level;
-
 	bool		into_existing = PG_GETARG_BOOL(1);
 	Oid			old_table;
 	Oid			new_table;
