@@ -18,7 +18,8 @@
 # 3. A job in background workers: backfill.progress has one row per worker,
 #    with the worker's pid, phase snapshot, a position, its rows and barriers
 #    growing; another role sees none of them (with pg_read_all_stats, the
-#    live entries but not the view's rows of a job it cannot see); wait_job
+#    live entries without their positions, which are keys of the upstream,
+#    but not the view's rows of a job it cannot see); wait_job
 #    sends its INFO lines with growing progress too; once
 #    the job has finished the view has no row of it.
 # 4. A finished job copying from another server (a foreign table of
@@ -174,8 +175,8 @@ is($node->safe_psql('postgres',
 $node->safe_psql('postgres', 'GRANT pg_read_all_stats TO regress_watcher');
 is($node->safe_psql('postgres',
 		"SET ROLE regress_watcher; SELECT count(*) FROM backfill.progress WHERE job_id = $job; "
-	  . "SELECT count(*) > 0 FROM backfill._live_actors() WHERE job_id = $job"),
-	"0\nt", "pg_read_all_stats reads the live entries, and the view still hides another's job");
+	  . "SELECT count(*) > 0, count(position) FROM backfill._live_actors() WHERE job_id = $job"),
+	"0\nt|0", "pg_read_all_stats reads the live entries without their positions (keys of the upstream), and the view still hides another's job");
 ($rc, $out, $err) = $node->psql('postgres',
 	"SET backfill.client_progress_interval = '300ms'; SELECT backfill.wait_job($job)");
 is($rc, 0, 'wait_job returns once the job has finished');

@@ -41,12 +41,16 @@
 
 #include "catalog/pg_type.h"
 #include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 
 #include "kind.h"
 #include "lib.h"
 #include "catalog_access.h"
 #include "job_rows.h"
+#include "capture_job_rows.h"
 #include "capture.h"
 
 PG_FUNCTION_INFO_V1(backfill_mark_cancelled_1_2);
@@ -95,6 +99,39 @@ rebuild_actors(int64 job_id, bool null, int64 parallelism)
 		backfill_kind_routine(backfill_parse_kind(kind))->recount_actors(job_id, state);
 }
 
+/* whether role may have triggers on relation relid: owns it, or has TRIGGER */
+static bool
+may_trigger(Oid relid, Oid role)
+{
+	return pg_class_ownercheck(relid, role) ||
+		pg_class_aclcheck(relid, role, ACL_TRIGGER) == ACLCHECK_OK;
+}
+
+/*
+ * Before the job's triggers are dropped, which locks its upstream ACCESS
+ * EXCLUSIVE, as RangeVarGetRelidExtended's callbacks check before they lock:
+ * the caller (it has the privileges of the job's owner) or the job's owner
+ * must still own the upstream or have TRIGGER on it.  A role whose
+ * privileges on a table were revoked cannot lock it out through its job; a
+ * superuser can still drop such a job.
+ */
+static void
+check_may_drop_triggers(int64 job_id)
+{
+	Oid			upstream = backfill_job_upstream_present(job_id);
+	Oid			owner = backfill_job_owner(job_id);
+
+	if (!OidIsValid(upstream) || may_trigger(upstream, GetUserId()) ||
+		(OidIsValid(owner) && may_trigger(upstream, owner)))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("permission denied to drop the triggers of backfill job %lld on table \"%s\"",
+					(long long) job_id, get_rel_name(upstream)),
+			 errdetail("Neither the current user nor the job's owner owns the table or has privilege TRIGGER on it."),
+			 errhint("Grant TRIGGER on the table to the job's owner again, or have a superuser drop the job.")));
+}
+
 /* the catalog writes, by what they are called in a 1.0 or 1.1 catalog */
 typedef enum CatalogOp
 {
@@ -139,6 +176,7 @@ catalog_op(CatalogOp op, int64 job_id, bool arg_null, int64 arg)
 			backfill_copy_names(job_id, arg);
 			break;
 		case OP_DROP_TRIGGERS:
+			check_may_drop_triggers(job_id);
 			/* the upstream's owner may be another role than the job's */
 			backfill_catalog_enter(&rc);
 			backfill_drop_triggers(job_id);
@@ -388,6 +426,30 @@ backfill_unfetched_keys(PG_FUNCTION_ARGS)
 }
 
 /*
+ * The result of _verify_rows's query must be what the function returns, two
+ * columns of type text, before a datum of it is read as a text: the query
+ * is its caller's.
+ */
+static void
+check_verify_result(TupleDesc desc)
+{
+	if (desc->natts != 2)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("the comparison query of backfill._verify_rows() must return two columns of type text"),
+				 errdetail_plural("It returns %d column.", "It returns %d columns.",
+								  desc->natts, desc->natts)));
+	if (TupleDescAttr(desc, 0)->atttypid != TEXTOID ||
+		TupleDescAttr(desc, 1)->atttypid != TEXTOID)
+		ereport(ERROR,
+				(errcode(ERRCODE_DATATYPE_MISMATCH),
+				 errmsg("the comparison query of backfill._verify_rows() must return two columns of type text"),
+				 errdetail("Its columns are of types %s and %s.",
+						   format_type_be(TupleDescAttr(desc, 0)->atttypid),
+						   format_type_be(TupleDescAttr(desc, 1)->atttypid))));
+}
+
+/*
  * backfill._verify_rows(job_id bigint, query text)
  *		RETURNS TABLE(pk text, problem text)
  *		For verify_job: its comparison, a query of two text columns, run as
@@ -414,9 +476,7 @@ backfill_verify_rows(PG_FUNCTION_ARGS)
 		elog(ERROR, "SPI_connect failed");
 	backfill_owner_enter(owner, true, &oc);
 	backfill_spi_exec(query, SPI_OK_SELECT);
-	if (SPI_tuptable->tupdesc->natts != 2)
-		elog(ERROR, "the comparison of verify_job returns %d columns",
-			 SPI_tuptable->tupdesc->natts);
+	check_verify_result(SPI_tuptable->tupdesc);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		Datum		values[2];

@@ -40,6 +40,14 @@
  * the moment its triggers are dropped, inside the same transaction, so no
  * one ever sees that state.
  *
+ * Who may.  These functions are executable by every role, as the
+ * PL/pgSQL functions that call them run with their caller's rights; each
+ * checks its arguments itself.  The turn and the cutover row name tables:
+ * the caller must have the privileges of the job's owner and of the owners
+ * of both tables, which it needs for the swap anyway, so that no role
+ * makes another role's table a job's downstream, or the old table that
+ * finish_cutover drops.  The row's tables must be the job's own.
+ *
  * May call: the kinds (their capture mode), capture/triggers.c, catalog.c and the
  * foundations.
  *
@@ -58,7 +66,9 @@
 #include "pgstat.h"
 #include "storage/lmgr.h"
 #include "utils/acl.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/pg_lsn.h"
 #include "utils/rel.h"
 #include "utils/syscache.h"
@@ -76,6 +86,44 @@ PG_FUNCTION_INFO_V1(backfill_cutover_report);
 PG_FUNCTION_INFO_V1(backfill_cutover_hand_over);
 PG_FUNCTION_INFO_V1(backfill_cutover_other_job);
 
+/* the longest text a cutover shows of what it does (two qualified names) */
+#define BACKFILL_CUTOVER_REPORT_MAX 512
+
+/*
+ * The caller must have the privileges of the owner of table relid (argname
+ * says which argument or which of the job's tables it is).  With
+ * missing_ok, a table dropped already passes: finish_cutover records the
+ * end of a cutover once it has dropped the old table.
+ */
+static void
+require_table_owner(Oid relid, const char *argname, bool missing_ok)
+{
+	Oid			relowner = backfill_relation_owner(relid);
+
+	if (!OidIsValid(relowner) && missing_ok)
+		return;
+	if (!OidIsValid(relowner))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", relid),
+				 errdetail("It is argument \"%s\".", argname)));
+	if (!has_privs_of_role(GetUserId(), relowner))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of table %s", get_rel_name(relid)),
+				 errdetail("A cutover changes both tables of the job; %s is one of them.", argname)));
+}
+
+/* a table of the job's row, invalid when it has none */
+static Oid
+job_table(int64 job_id, const char *column)
+{
+	bool		isnull;
+	Datum		d = backfill_job_column(job_id, column, &isnull);
+
+	return isnull ? InvalidOid : DatumGetObjectId(d);
+}
+
 /*
  * backfill._cutover_turn(job_id bigint, into_existing boolean) RETURNS void
  *		Turn a finished local job around (see the file header): from then on
@@ -84,7 +132,11 @@ PG_FUNCTION_INFO_V1(backfill_cutover_other_job);
  *		user's (the old table, after the cutover) or the job's own (after the
  *		rollback, as it was made).  The caller
  *		holds both tables ACCESS EXCLUSIVE and has checked that the job's
- *		columns map back.
+ *		columns map back.  The caller must have the privileges of the
+ *		job's owner and of the owners of both tables (checked before the
+ *		catalog context is entered, as the caller), and the job's cutover
+ *		row must be in the state the turn undoes: none or rolled back for a
+ *		cutover, cut over for its rollback.
  */
 Datum
 backfill_cutover_turn(PG_FUNCTION_ARGS)
@@ -94,8 +146,20 @@ backfill_cutover_turn(PG_FUNCTION_ARGS)
 	Relation	rel;
 	RoleContext rc;
 	int			guc_level;
+	bool		into_existing = PG_GETARG_BOOL(1);
+	Oid			old_table;
+	Oid			new_table;
+	bool		swapped;
 
 	(void) backfill_require_job_owner(job_id);
+	/* as the caller: the turn gives each table the other's part */
+	if (!OidIsValid(job_table(job_id, "downstream")))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("backfill job %lld cannot be turned around", (long long) job_id),
+				 errdetail("It has no downstream table.")));
+	require_table_owner(job_table(job_id, "upstream"), "upstream", false);
+	require_table_owner(job_table(job_id, "downstream"), "downstream", false);
 	backfill_catalog_enter(&rc);
 	guc_level = backfill_pin_catalog_path();
 	backfill_spi_enter();
@@ -106,6 +170,18 @@ backfill_cutover_turn(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("backfill job %lld cannot be turned around", (long long) job_id),
 				 errdetail("Only a finished job whose upstream is local follows its downstream back.")));
+
+	/*
+	 * A cutover turns a job whose swap is not in place; its rollback turns
+	 * back one whose swap is
+	 */
+	(void) backfill_cutover_row_tables(job_id, &old_table, &new_table, &swapped);
+	if (swapped == into_existing)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("backfill job %lld cannot be turned around", (long long) job_id),
+				 errdetail(swapped ? "It has been cut over: only its rollback turns it back." :
+						   "It has not been cut over: there is nothing to turn back.")));
 	if (!OidIsValid(job->downstream) ||
 		!CheckRelationOidLockedByMe(job->upstream, AccessExclusiveLock, false) ||
 		!CheckRelationOidLockedByMe(job->downstream, AccessExclusiveLock, false))
@@ -119,7 +195,7 @@ backfill_cutover_turn(PG_FUNCTION_ARGS)
 	backfill_hide_job_status(job_id);
 	CommandCounterIncrement();
 	backfill_drop_triggers(job_id);
-	backfill_turn_job_row(job_id, PG_GETARG_BOOL(1));
+	backfill_turn_job_row(job_id, into_existing);
 	CommandCounterIncrement();
 
 	/* the apply triggers on what is now the upstream, enabled at once */
@@ -135,6 +211,79 @@ backfill_cutover_turn(PG_FUNCTION_ARGS)
 	backfill_unpin_search_path(guc_level);
 	backfill_role_leave(&rc);
 	PG_RETURN_VOID();
+}
+
+/*
+ * Whether table relid may stand as a table of job_id's cutover row, in the
+ * place of the row's table "recorded": one of the job's two tables, or the
+ * table the row has there already.  With any_table, also a table the job no
+ * longer names: a cutover that cannot be rolled back, or that switched a
+ * job of another server over, has cancelled the job, which then has no
+ * downstream, before it writes its row.
+ */
+static bool
+job_own_table(int64 job_id, Oid relid, Oid recorded, bool any_table)
+{
+	char		relkind = get_rel_relkind(relid);
+
+	if (relid == job_table(job_id, "upstream") ||
+		relid == job_table(job_id, "downstream") || relid == recorded)
+		return true;
+	return any_table && !OidIsValid(job_table(job_id, "downstream")) &&
+		(relkind == RELKIND_RELATION || relkind == RELKIND_PARTITIONED_TABLE);
+}
+
+/*
+ * _cutover_record's arguments, checked before anything is written: the row
+ * names tables that rollback_cutover renames and finish_cutover drops.  The
+ * two tables must be the job's own (job_own_table: the old one always one
+ * the job or its row names), distinct, and the
+ * caller must have the privileges of their owners; the foreign keys to
+ * validate a list without NULL.
+ */
+static void
+check_record_arguments(FunctionCallInfo fcinfo)
+{
+	int64		job_id = PG_GETARG_INT64(0);
+	static const char *const notnull[] = {"job_id", "state", "attempts", "old_table", "new_table",
+	"old_name", "new_schema", "new_name", "reversible", "into_existing"};
+	Oid			old_table;
+	Oid			new_table;
+	Oid			recorded_old;
+	Oid			recorded_new;
+	bool		swapped;
+
+	for (int i = 0; i < lengthof(notnull); i++)
+		if (PG_ARGISNULL(i))
+			ereport(ERROR,
+					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+					 errmsg("argument \"%s\" must not be null", notnull[i])));
+	old_table = PG_GETARG_OID(3);
+	new_table = PG_GETARG_OID(4);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	(void) backfill_cutover_row_tables(job_id, &recorded_old, &recorded_new, &swapped);
+	SPI_finish();
+	if (old_table == new_table ||
+		!job_own_table(job_id, old_table, recorded_old, false) ||
+		!job_own_table(job_id, new_table, recorded_new, true))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("the tables of the cutover row of backfill job %lld must be the job's own",
+						(long long) job_id),
+				 errdetail("The old and the new table must be the job's upstream and downstream tables.")));
+	require_table_owner(old_table, "old_table", true);
+	require_table_owner(new_table, "new_table", true);
+	if (!PG_ARGISNULL(11))
+	{
+		ArrayType  *fks = PG_GETARG_ARRAYTYPE_P(11);
+
+		if (ARR_NDIM(fks) > 1 || array_contains_nulls(fks))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("argument \"%s\" must be a one-dimensional array without nulls",
+							"to_validate")));
+	}
 }
 
 /*
@@ -162,6 +311,7 @@ backfill_cutover_record(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("argument \"%s\" must not be null", "job_id")));
 	(void) backfill_require_job_owner(PG_GETARG_INT64(0));
+	check_record_arguments(fcinfo);
 	for (int i = 0; i < CUTOVER_RECORD_ARGS; i++)
 	{
 		nulls[i] = PG_ARGISNULL(i) ? 'n' : ' ';
@@ -187,10 +337,23 @@ backfill_cutover_record(PG_FUNCTION_ARGS)
 Datum
 backfill_cutover_report(PG_FUNCTION_ARGS)
 {
+	int64		job_id = PG_GETARG_INT64(0);
+	char	   *what = text_to_cstring(PG_GETARG_TEXT_PP(1));
+
+	/* backfill.jobs shows it as the job's state: only for the job's owner */
+	(void) backfill_require_job_owner(job_id);
+	if (strlen(what) > BACKFILL_CUTOVER_REPORT_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a cutover report must be at most %d bytes long", BACKFILL_CUTOVER_REPORT_MAX)));
+	for (const char *c = what; *c; c++)
+		if ((unsigned char) *c < ' ' || *c == '\x7f')
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("a cutover report must not contain control characters"),
+					 errdetail("It is one line of pg_stat_activity.query.")));
 	pgstat_report_activity(STATE_RUNNING,
-						   psprintf("backfill cutover of job %lld: %s",
-									(long long) PG_GETARG_INT64(0),
-									text_to_cstring(PG_GETARG_TEXT_PP(1))));
+						   psprintf("backfill cutover of job %lld: %s", (long long) job_id, what));
 	PG_RETURN_VOID();
 }
 

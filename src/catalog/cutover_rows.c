@@ -82,3 +82,30 @@ backfill_turn_job_row(int64 job_id, bool into_existing)
 						   "WHERE job_id = $1",
 						   2, types, values, NULL, SPI_OK_UPDATE);
 }
+
+/*
+ * backfill_cutover_row_tables
+ *		The tables of the job's cutover row into *old_table and *new_table;
+ *		false, and both invalid, when the job has none.  *swapped says
+ *		whether the row's state is cut_over (the swap is in place).
+ */
+bool
+backfill_cutover_row_tables(int64 job_id, Oid *old_table, Oid *new_table, bool *swapped)
+{
+	Oid			types[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(job_id)};
+	bool		isnull;
+
+	*old_table = *new_table = InvalidOid;
+	*swapped = false;
+	if (SPI_execute_with_args("SELECT old_table, new_table, state OPERATOR(pg_catalog.=) 'cut_over' "
+							  "FROM backfill.job_cutover WHERE job_id OPERATOR(pg_catalog.=) $1",
+							  1, types, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the cutover row of backfill job %lld", (long long) job_id);
+	if (SPI_processed == 0)
+		return false;
+	*old_table = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	*new_table = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	*swapped = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
+	return true;
+}

@@ -78,6 +78,7 @@
 #include "executor/spi.h"
 #include "foreign/foreign.h"
 #include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
 #include "utils/lsyscache.h"
@@ -93,6 +94,7 @@
 #include "capture.h"
 #include "switchover.h"
 #include "remote_job.h"
+#include "cutover_rows.h"
 
 /* the longest pause between two attempts at the fence's lock */
 #define BACKFILL_SWITCHOVER_MAX_BACKOFF_MS 5000
@@ -680,6 +682,39 @@ backfill_remote_switchover(int64 job_id, bool fence_writes, int lock_timeout_ms,
 
 /* ---- the SQL-callable wrapper ---- */
 
+/*
+ * What backfill.cutover() checks before it calls the switchover, checked
+ * again here for a caller that calls it alone: the caller must have the
+ * privileges of the owner of the local table (the switchover makes it the
+ * table the writers use), and the job must not have been cut over.
+ */
+static void
+check_switchover_caller(int64 job_id)
+{
+	bool		isnull;
+	Datum		downstream = backfill_job_column(job_id, "downstream", &isnull);
+	Oid			owner = isnull ? InvalidOid : backfill_relation_owner(DatumGetObjectId(downstream));
+	Oid			old_table;
+	Oid			new_table;
+	bool		swapped;
+
+	if (!OidIsValid(owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot switch over backfill job %lld because it has no downstream table",
+						(long long) job_id)));
+	if (!has_privs_of_role(GetUserId(), owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("must be owner of table %s", get_rel_name(DatumGetObjectId(downstream))),
+				 errdetail("The switchover of backfill job %lld makes its downstream table the one the writers use.",
+						   (long long) job_id)));
+	if (backfill_cutover_row_tables(job_id, &old_table, &new_table, &swapped))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("backfill job %lld has already been cut over", (long long) job_id)));
+}
+
 PG_FUNCTION_INFO_V1(backfill_remote_switchover_1_3);
 
 /*
@@ -721,6 +756,7 @@ backfill_remote_switchover_1_3(PG_FUNCTION_ARGS)
 		elog(ERROR, "SPI_connect failed");
 	/* the owner's check of run_job, and the job's, before any worker is stopped */
 	check_switchable(backfill_load_job_to_run(job_id, CurrentMemoryContext));
+	check_switchover_caller(job_id);
 	backfill_spi_exec_args("SELECT backfill._stop_and_lock_job($1)", 1, (Oid[]) {INT8OID},
 						   (Datum[]) {Int64GetDatum(job_id)}, NULL, SPI_OK_SELECT);
 	lsn = backfill_remote_switchover(job_id, PG_GETARG_BOOL(1), (int) timeout_ms, attempts);

@@ -114,6 +114,7 @@ extern void backfill_owner_enter(Oid owner, bool pin_search_path, RoleContext *r
 extern void backfill_role_leave(RoleContext *rc);
 extern void backfill_check_job_owner(int64 job_id, Oid owner);
 extern void backfill_check_unfiltered_copy(Oid relid, Oid owner);
+extern Oid	backfill_relation_owner(Oid relid);
 extern bool backfill_may_write_catalogs(void);
 extern char *backfill_safe_search_path(int npk, Oid *pk_types);
 extern void backfill_pin_parse_settings(void);

@@ -311,3 +311,21 @@ backfill_unpin_search_path(int level)
 {
 	AtEOXact_GUC(true, level);
 }
+
+/*
+ * backfill_relation_owner
+ *		The owner of relation relid, or InvalidOid when there is no such
+ *		relation (dropped meanwhile, or an OID a caller made up).
+ */
+Oid
+backfill_relation_owner(Oid relid)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(tup))
+		return InvalidOid;
+	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	ReleaseSysCache(tup);
+	return owner;
+}

@@ -31,6 +31,8 @@
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
 #include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
@@ -371,6 +373,16 @@ backfill_key_compare_sql(PG_FUNCTION_ARGS)
 	char	  **l;
 	char	  **r;
 
+	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(upstream)))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_TABLE),
+				 errmsg("relation with OID %u does not exist", upstream)));
+	/* the SQL names the key and its types: only for who may read the table */
+	if (pg_class_aclcheck(upstream, GetUserId(), ACL_SELECT) != ACLCHECK_OK &&
+		pg_attribute_aclcheck_all(upstream, GetUserId(), ACL_SELECT, ACLMASK_ANY) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for table %s", get_rel_name(upstream))));
 	(void) backfill_text_array_sql(PG_GETARG_DATUM(1), &names, &npk);
 	for (int i = 0; i < lengthof(ops); i++)
 		if (strcmp(op, ops[i]) == 0)
@@ -391,10 +403,17 @@ backfill_key_compare_sql(PG_FUNCTION_ARGS)
 	{
 		AttrNumber	attnum = get_attnum(upstream, names[k]);
 
-		if (attnum == InvalidAttrNumber)
+		if (attnum <= 0)
 			ereport(ERROR,
 					(errcode(ERRCODE_UNDEFINED_COLUMN),
-					 errmsg("column \"%s\" of relation with OID %u does not exist", names[k], upstream)));
+					 errmsg("column \"%s\" of relation \"%s\" does not exist",
+							names[k], get_rel_name(upstream))));
+		if (pg_class_aclcheck(upstream, GetUserId(), ACL_SELECT) != ACLCHECK_OK &&
+			pg_attribute_aclcheck(upstream, attnum, GetUserId(), ACL_SELECT) != ACLCHECK_OK)
+			ereport(ERROR,
+					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+					 errmsg("permission denied for column \"%s\" of relation \"%s\"",
+							names[k], get_rel_name(upstream))));
 		types[k] = get_atttype(upstream, attnum);
 		l[k] = psprintf("%s.%s", quote_identifier(left), quote_identifier(names[k]));
 		r[k] = psprintf("%s.%s", quote_identifier(right), quote_identifier(names[k]));
@@ -440,8 +459,19 @@ backfill_text_array_sql(Datum array, char ***elems, int *nelems)
 	bool	   *nulls;
 	int			n;
 	StringInfoData buf;
+	ArrayType  *arr = DatumGetArrayTypeP(array);
 
-	deconstruct_array(DatumGetArrayTypeP(array), TEXTOID, -1, false, TYPALIGN_INT,
+	/* a list of names: one dimension, no NULL among them */
+	if (ARR_NDIM(arr) > 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a list of column names must be one-dimensional"),
+				 errdetail("The array has %d dimensions.", ARR_NDIM(arr))));
+	if (array_contains_nulls(arr))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("a list of column names must not contain nulls")));
+	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT,
 					  &datums, &nulls, &n);
 	initStringInfo(&buf);
 	if (elems)

@@ -213,7 +213,10 @@ backfill_live_end(void)
  * backfill._live_actors() RETURNS SETOF record: the live entries of the jobs
  * whose owner the current user has the privileges of, or every one for a
  * member of pg_read_all_stats, as pg_stat_activity shows its rows.  Empty
- * when the library is not preloaded.
+ * when the library is not preloaded.  The position is a key of the
+ * upstream, a value of its rows: a monitoring role sees how far a job has
+ * gone, not where, unless it has the privileges of the job's owner, as
+ * pg_stat_activity shows the query text only to those of its role.
  */
 Datum
 backfill_live_actors(PG_FUNCTION_ARGS)
@@ -241,8 +244,9 @@ backfill_live_actors(PG_FUNCTION_ARGS)
 		BackfillLiveActor *e = &copy[i];
 		Datum		values[13];
 		bool		nulls[13];
+		bool		owned = has_privs_of_role(GetUserId(), e->owner);
 
-		if (!all_stats && !has_privs_of_role(GetUserId(), e->owner))
+		if (!all_stats && !owned)
 			continue;
 		memset(nulls, false, sizeof(nulls));
 		values[0] = Int32GetDatum((int32) e->pid);
@@ -252,7 +256,7 @@ backfill_live_actors(PG_FUNCTION_ARGS)
 		values[4] = CStringGetTextDatum(e->phase);
 		values[5] = Int64GetDatum(e->rows);
 		values[6] = CStringGetTextDatum(e->position);
-		nulls[6] = (e->position[0] == '\0');
+		nulls[6] = (e->position[0] == '\0' || !owned);
 		values[7] = Int64GetDatum(e->barriers);
 		values[8] = Int64GetDatum(e->epoch);
 		values[9] = Float8GetDatum(e->rows_per_second);

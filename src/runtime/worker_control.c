@@ -114,7 +114,11 @@ Datum
 backfill_job_is_running(PG_FUNCTION_ARGS)
 {
 	int64		job_id = PG_GETARG_INT64(0);
-	bool		running = backfill_job_runs_in_background(job_id);
+	bool		running;
+
+	/* for the jobs the caller sees (the views and wait_job ask of no other) */
+	(void) backfill_require_job_owner(job_id);
+	running = backfill_job_runs_in_background(job_id);
 
 	PG_RETURN_BOOL(running || backfill_job_lock_held(job_id));
 }

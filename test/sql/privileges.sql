@@ -109,6 +109,7 @@ RESET ROLE;
 SELECT * FROM regress_bf_a.up_mv WHERE id = 4;
 
 -- what PUBLIC may execute: the API and what it calls, not the trigger functions
+-- nor what nothing calls
 SELECT p.oid::regprocedure AS function
   FROM pg_proc p
  WHERE p.pronamespace = 'backfill'::regnamespace
