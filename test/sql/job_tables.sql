@@ -6,6 +6,8 @@
 -- creates, attaches and detaches its partitions under its job.
 \set SHOW_CONTEXT never
 SET backfill.barrier_interval_ms = 0;
+DO $$BEGIN PERFORM backfill.drop_job(job_id) FROM backfill.job; END$$;   -- earlier files' jobs
+SELECT pg_catalog.setval('backfill.job_id_seq', 1, false);
 
 CREATE ROLE regress_jt_mallory;
 CREATE SCHEMA regress_jt AUTHORIZATION regress_jt_mallory;
