@@ -48,10 +48,11 @@
  * (it was not part of the upstream as of the snapshot epoch).  With
  * keys_only, the keys alone, whatever the layout.
  *
- * Read by the caller, the extension's owner: the job's owner may have no
- * right on the partition itself (a partition has privileges of its own, and
- * a detached one is read through no parent), and a scan of its columns runs
- * nothing of a user's.  Written as the job's owner, in a security-restricted
+ * Read by the caller, the extension's owner, with the log's sequence
+ * numbers, which only it may draw: the job's owner may have no right on the
+ * partition itself (a partition has privileges of its own, and a detached
+ * one is read through no parent), and a scan of its columns runs nothing
+ * of a user's.  Written as the job's owner, in a security-restricted
  * operation, a batch at a time: the change table is the owner's, and
  * whatever an older version let the owner put on it (a trigger, a rule, an
  * index expression, a column's type and its casts) must run with the
@@ -74,6 +75,10 @@ capture_rows(BackfillJob *job, Oid relid, bool attached, bool keys_only)
 
 	initStringInfo(&columns);
 	appendStringInfoString(&columns, backfill_pk_list(job, "u"));
+	/* the log's sequence, which only the extension's owner may use */
+	if (is_log)
+		appendStringInfo(&columns, ", pg_catalog.nextval('%s.change_seq')", BACKFILL_SCHEMA);
+	ncolumns += is_log ? 1 : 0;
 	initStringInfo(&image);
 	if (is_log && attached)
 		appendStringInfoString(&image, ", NULL");
@@ -133,8 +138,8 @@ capture_rows(BackfillJob *job, Oid relid, bool attached, bool keys_only)
 										  backfill_pk_list(job, NULL),
 										  is_log ? ", backfill_seq, backfill_captured_at, backfill_old_row" : "",
 										  backfill_pk_params(job, 1),
-										  is_log ? ", pg_catalog.nextval('backfill.change_seq'), "
-										  "pg_catalog.statement_timestamp()" : "",
+										  is_log ? psprintf(", $%d, pg_catalog.statement_timestamp()",
+															job->npk + 1) : "",
 										  image.data),
 								 ncolumns, types);
 			if (insert == NULL)

@@ -84,6 +84,25 @@ RESET ROLE;
 SELECT count(*) AS captured FROM :changes;
 SELECT what, who, super, count(*) FROM regress_jt.seen GROUP BY 1, 2, 3;
 
+-- a snapshot job over a partitioned upstream, of the role's: its log takes
+-- the rows of partitions created, attached and detached, with their
+-- images when they leave
+SET ROLE regress_jt_mallory;
+CREATE TABLE regress_jt.sp (id int PRIMARY KEY, v text) PARTITION BY RANGE (id);
+CREATE TABLE regress_jt.sp_a PARTITION OF regress_jt.sp FOR VALUES FROM (0) TO (10);
+INSERT INTO regress_jt.sp SELECT g, 'a' || g FROM generate_series(1, 3) g;
+SELECT backfill.create_job('regress_jt.sp_down', 'regress_jt.sp', kind => 'snapshot') AS logjob \gset
+SELECT change_table AS log FROM backfill.job WHERE job_id = :logjob \gset
+CREATE TABLE regress_jt.sp_b PARTITION OF regress_jt.sp FOR VALUES FROM (10) TO (20);
+INSERT INTO regress_jt.sp VALUES (11, 'b11');
+CREATE TABLE regress_jt.sp_c (id int PRIMARY KEY, v text);
+INSERT INTO regress_jt.sp_c VALUES (21, 'c21'), (22, 'c22');
+ALTER TABLE regress_jt.sp ATTACH PARTITION regress_jt.sp_c FOR VALUES FROM (20) TO (30);
+ALTER TABLE regress_jt.sp DETACH PARTITION regress_jt.sp_a;
+SELECT id, backfill_old_row FROM :log ORDER BY backfill_seq;
+SELECT count(DISTINCT backfill_seq) AS seqs FROM :log;
+RESET ROLE;
+
 -- a snapshot job, whose state backfill.jobs reads, with an image type of
 -- its own (its filter reads a column the downstream has not); the role
 -- may not retype its state table, nor alter the type
