@@ -17,9 +17,9 @@
  * CREATE RULE, CREATE POLICY, CREATE INDEX, CREATE STATISTICS, ALTER TABLE
  * with any subcommand, ALTER TYPE of the image type, ALTER of their
  * triggers, rules, policies and indexes, CREATE TABLE ... INHERITS and
- * ALTER TABLE ... INHERIT), as PostgreSQL refuses a trigger on a system
- * catalog: "permission denied".  COMMENT and GRANT change nothing that
- * runs, and are let through.
+ * ALTER TABLE ... INHERIT, a foreign key that references them), as
+ * PostgreSQL refuses a trigger on a system catalog: "permission denied".
+ * COMMENT and GRANT change nothing that runs, and are let through.
  *
  * Let through too: a role with the privileges of the extension's owner (a
  * superuser), which may write the catalogs anyway; the extension makes and
@@ -27,11 +27,16 @@
  * policy, REASSIGN OWNED), and a restore by such a role makes them again
  * before their job's row is loaded or after (event_trigger.c).
  *
- * What an older version let an owner put there still runs as that owner
- * only: every statement the extension runs on these tables runs as the
- * job's owner in a security-restricted operation (privilege.c), the reads
- * of the views and job_state() included, and ALTER EXTENSION UPDATE warns
- * of what it finds.
+ * What an older version let an owner put there runs as that owner only:
+ * the extension writes these tables as the job's owner in a
+ * security-restricted operation (privilege.c; capture/partitions.c for the
+ * rows of a partition that joins or leaves the upstream); job_state(),
+ * which the views call with the reader's rights, first checks that the
+ * state table is an ordinary table without rules or row-level security
+ * whose columns have the types the extension gave them
+ * (backfill._check_state_table), so that no implicit cast of the owner's
+ * runs in its comparisons; and ALTER EXTENSION UPDATE warns of the
+ * triggers, rules, policies and inheritance it finds.
  *
  * A partitioned upstream's partitions are the upstream owner's, though: a
  * partition created or attached under it gets clones of the job's row
@@ -77,7 +82,8 @@ static const char *const cloned_trigger_functions[] = {"capture_change", "apply_
 /*
  * The objects the commands of this event created or altered, each as the
  * relation it is on (a trigger's, rule's, policy's, index's or extended
- * statistics' table; a table itself and the tables it inherits from), or
+ * statistics' table; a table itself, the tables it inherits from and those
+ * its foreign keys reference, which get triggers of their own), or
  * as a type (a composite type is altered through its relation); the first
  * that belongs to a job that is not cancelled.
  */
@@ -105,7 +111,11 @@ static const char *const cloned_trigger_functions[] = {"capture_change", "apply_
 	"o AS (SELECT r.command_tag, r.relid, r.typid FROM r " \
 	"      UNION ALL " \
 	"      SELECT r.command_tag, h.inhparent, NULL FROM r " \
-	"        JOIN pg_catalog.pg_inherits h ON h.inhrelid OPERATOR(pg_catalog.=) r.relid) " \
+	"        JOIN pg_catalog.pg_inherits h ON h.inhrelid OPERATOR(pg_catalog.=) r.relid " \
+	"      UNION ALL " \
+	"      SELECT r.command_tag, f.confrelid, NULL FROM r " \
+	"        JOIN pg_catalog.pg_constraint f ON f.conrelid OPERATOR(pg_catalog.=) r.relid " \
+	"                                      AND f.contype OPERATOR(pg_catalog.=) 'f') " \
 	"SELECT o.command_tag, j.job_id, " \
 	"       coalesce(o.relid::pg_catalog.regclass::pg_catalog.text, " \
 	"                o.typid::pg_catalog.regtype::pg_catalog.text) AS object_name, " \

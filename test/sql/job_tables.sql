@@ -44,7 +44,8 @@ SELECT pg_catalog.count(*) AS triggers FROM pg_catalog.pg_trigger
 SELECT count(*) AS captured FROM :changes;
 
 -- triggers, rules, policies and indexes on its job's tables, tables
--- inheriting from them, and any ALTER TABLE: refused
+-- inheriting from them or referencing them (whose foreign keys put triggers
+-- on them), and any ALTER TABLE: refused
 CREATE TRIGGER note AFTER INSERT ON :changes FOR EACH ROW EXECUTE FUNCTION regress_jt.note_trigger();
 CREATE TRIGGER note AFTER UPDATE ON :state FOR EACH STATEMENT EXECUTE FUNCTION regress_jt.note_trigger();
 CREATE RULE note AS ON INSERT TO :changes DO ALSO SELECT regress_jt.note('rule');
@@ -56,6 +57,7 @@ ALTER TABLE :changes ADD COLUMN extra int;
 ALTER TABLE :changes RENAME TO mine;
 CREATE INDEX ON :changes ((regress_jt.note('index') IS NULL));
 CREATE TABLE regress_jt.child () INHERITS (:state);
+CREATE TABLE regress_jt.referencing (vnode int2 REFERENCES :state (vnode) ON DELETE CASCADE);
 -- a COMMENT changes nothing
 COMMENT ON TABLE :state IS 'mine';
 SELECT obj_description(:'state'::regclass);
