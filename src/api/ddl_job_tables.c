@@ -58,7 +58,6 @@
  */
 #include "postgres.h"
 
-#include "catalog/namespace.h"
 #include "commands/event_trigger.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -66,7 +65,6 @@
 #include "parser/parse_func.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
-#include "utils/lsyscache.h"
 
 #include "backfill.h"
 #include "lib.h"
