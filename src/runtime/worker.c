@@ -377,6 +377,35 @@ launch_jobs(void)
 }
 
 /*
+ * Run work(arg) in a transaction of the launcher's own: an error is written
+ * to the server log and the transaction rolled back, so that one job's
+ * error does not stop the launcher.  Returns whether work succeeded.
+ */
+static bool
+launcher_xact(void (*work) (void *arg), void *arg)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	volatile bool ok = true;
+
+	PG_TRY();
+	{
+		backfill_xact_begin(false);
+		work(arg);
+		backfill_xact_end();
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(oldcxt);
+		EmitErrorReport();
+		FlushErrorState();
+		backfill_xact_abort();
+		ok = false;
+	}
+	PG_END_TRY();
+	return ok;
+}
+
+/*
  * Jobs of this database whose worker exited unexpectedly (registry.c), each
  * started again after a pause of 1 s, doubled at each exit of its workers
  * within BACKFILL_LOST_MEMORY_MS of the last, up to BACKFILL_MAX_WAIT_MS,
@@ -418,31 +447,33 @@ lost_job_entry(int64 job_id)
 	return oldest;
 }
 
+/* what note_lost_job records, and whether the job is to run again */
+typedef struct LostExit
+{
+	int64		job_id;
+	int32		actor_id;
+	int			exit_code;
+	bool		relaunch;
+} LostExit;
+
+static void
+record_lost_exit(void *arg)
+{
+	LostExit   *lost = arg;
+
+	lost->relaunch = backfill_record_lost_worker(lost->job_id, lost->actor_id, lost->exit_code);
+}
+
 /* count the exit on the job; schedule its start if it is still to run */
 static void
 note_lost_job(int64 job_id, int32 actor_id, int exit_code)
 {
-	MemoryContext oldcxt = CurrentMemoryContext;
-	volatile bool relaunch = false;
+	LostExit	lost = {job_id, actor_id, exit_code, false};
 	LostJob    *entry;
 	TimestampTz now = GetCurrentTimestamp();
 	long		pause_ms;
 
-	PG_TRY();
-	{
-		backfill_xact_begin(false);
-		relaunch = backfill_record_lost_worker(job_id, actor_id, exit_code);
-		backfill_xact_end();
-	}
-	PG_CATCH();
-	{
-		MemoryContextSwitchTo(oldcxt);
-		EmitErrorReport();
-		FlushErrorState();
-		backfill_xact_abort();
-	}
-	PG_END_TRY();
-	if (!relaunch)
+	if (!launcher_xact(record_lost_exit, &lost) || !lost.relaunch)
 		return;
 
 	entry = lost_job_entry(job_id);
@@ -463,37 +494,29 @@ note_lost_job(int64 job_id, int32 actor_id, int exit_code)
 
 /* start a job whose pause has ended, unless it is no longer to run */
 static void
+relaunch_job(void *arg)
+{
+	int64		job_id = *(int64 *) arg;
+	BackfillJob *job = backfill_load_job(job_id, CurrentMemoryContext);
+
+	if (job->background &&
+		(job->status == BACKFILL_STATUS_PENDING ||
+		 job->status == BACKFILL_STATUS_BACKFILLING ||
+		 (job->status == BACKFILL_STATUS_FINISHED && job->follows)))
+	{
+		backfill_launch_job(job);
+		ereport(LOG,
+				(errmsg("backfill launcher restarted backfill job %lld", (long long) job_id)));
+	}
+}
+
+static void
 relaunch_lost_job(LostJob *entry)
 {
-	MemoryContext oldcxt = CurrentMemoryContext;
 	int64		job_id = entry->job_id;
 
 	entry->relaunch_at = 0;
-	PG_TRY();
-	{
-		BackfillJob *job;
-
-		backfill_xact_begin(false);
-		job = backfill_load_job(job_id, CurrentMemoryContext);
-		if (job->background &&
-			(job->status == BACKFILL_STATUS_PENDING ||
-			 job->status == BACKFILL_STATUS_BACKFILLING ||
-			 (job->status == BACKFILL_STATUS_FINISHED && job->follows)))
-		{
-			backfill_launch_job(job);
-			ereport(LOG,
-					(errmsg("backfill launcher restarted backfill job %lld", (long long) job_id)));
-		}
-		backfill_xact_end();
-	}
-	PG_CATCH();
-	{
-		MemoryContextSwitchTo(oldcxt);
-		EmitErrorReport();
-		FlushErrorState();
-		backfill_xact_abort();
-	}
-	PG_END_TRY();
+	(void) launcher_xact(relaunch_job, &job_id);
 }
 
 static void
@@ -514,24 +537,9 @@ replace_lost_workers(void)
 
 /* drop what cdc jobs that finished or were cancelled left of their slots */
 static void
-drop_leftover_slots(void)
+drop_leftover_slots(void *arg pg_attribute_unused())
 {
-	MemoryContext oldcxt = CurrentMemoryContext;
-
-	PG_TRY();
-	{
-		backfill_xact_begin(false);
-		backfill_drop_leftover_slots();
-		backfill_xact_end();
-	}
-	PG_CATCH();
-	{
-		MemoryContextSwitchTo(oldcxt);
-		EmitErrorReport();
-		FlushErrorState();
-		backfill_xact_abort();
-	}
-	PG_END_TRY();
+	backfill_drop_leftover_slots();
 }
 
 void
@@ -544,7 +552,7 @@ backfill_launcher_main(Datum main_arg pg_attribute_unused())
 	pgstat_report_appname("backfill launcher");
 
 	launch_jobs();
-	drop_leftover_slots();
+	(void) launcher_xact(drop_leftover_slots, NULL);
 
 	pgstat_report_activity(STATE_IDLE, NULL);
 	for (;;)
