@@ -248,6 +248,18 @@ SET ROLE crf_tenant_a;
 SELECT backfill._cutover_other_job(:job10, 'crf_tenants', 'crf_tenants');
 RESET ROLE;
 
+-- the cutover's calls read the job once their turn has come: only at READ
+-- COMMITTED, where that read sees what the call before committed
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT * FROM backfill.cutover(:jobh);
+ROLLBACK;
+BEGIN ISOLATION LEVEL SERIALIZABLE;
+SELECT * FROM backfill.rollback_cutover(:jobh);
+ROLLBACK;
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SELECT backfill.finish_cutover(:jobh);
+ROLLBACK;
+
 -- clean up
 DO $$BEGIN PERFORM backfill.drop_job(job_id) FROM backfill.job; END$$;
 DROP VIEW crf_items_v;
