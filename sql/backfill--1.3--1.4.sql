@@ -21,6 +21,9 @@
 -- call.
 REVOKE ALL ON FUNCTION backfill._drop_slot(bigint) FROM PUBLIC;
 
+COMMENT ON FUNCTION backfill.job_workers() IS
+'The background workers running jobs: job, actor and process id; only the jobs of roles whose privileges the caller has, or all of them for pg_read_all_stats.';
+
 COMMENT ON FUNCTION backfill._key_compare_sql(regclass, text[], text, text, text) IS
 'Internal: the SQL comparing the key columns pk_columns of upstream under alias left with those under alias right (op: <, <=, =, >=, >), through the key types'' btree operator classes; pk_columns a list of columns of upstream, one dimension, no NULL, that the caller may read.';
 COMMENT ON FUNCTION backfill._verify_rows(bigint, text) IS

@@ -170,13 +170,15 @@ is_deeply([ map { "$_->[0] $_->[2] $_->[3]" } @first ],
 $node->safe_psql('postgres', 'CREATE ROLE regress_watcher');
 is($node->safe_psql('postgres',
 		"SET ROLE regress_watcher; SELECT count(*) FROM backfill.progress WHERE job_id = $job; "
-	  . "SELECT count(*) FROM backfill._live_actors() WHERE job_id = $job"),
-	"0\n0", "another role sees nothing of the job's actors");
+	  . "SELECT count(*) FROM backfill._live_actors() WHERE job_id = $job; "
+	  . "SELECT count(*) FROM backfill.job_workers() WHERE job_id = $job"),
+	"0\n0\n0", "another role sees nothing of the job's actors, nor of its workers");
 $node->safe_psql('postgres', 'GRANT pg_read_all_stats TO regress_watcher');
 is($node->safe_psql('postgres',
 		"SET ROLE regress_watcher; SELECT count(*) FROM backfill.progress WHERE job_id = $job; "
-	  . "SELECT count(*) > 0, count(position) FROM backfill._live_actors() WHERE job_id = $job"),
-	"0\nt|0", "pg_read_all_stats reads the live entries without their positions (keys of the upstream), and the view still hides another's job");
+	  . "SELECT count(*) > 0, count(position) FROM backfill._live_actors() WHERE job_id = $job; "
+	  . "SELECT count(*) FROM backfill.job_workers() WHERE job_id = $job"),
+	"0\nt|0\n2", "pg_read_all_stats reads the live entries without their positions (keys of the upstream) and the workers, and the view still hides another's job");
 ($rc, $out, $err) = $node->psql('postgres',
 	"SET backfill.client_progress_interval = '300ms'; SELECT backfill.wait_job($job)");
 is($rc, 0, 'wait_job returns once the job has finished');

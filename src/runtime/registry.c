@@ -80,6 +80,7 @@
 #include "storage/shmem.h"
 #include "catalog/pg_authid.h"
 #include "utils/syscache.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/timestamp.h"
@@ -881,29 +882,39 @@ Datum
 backfill_job_workers(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	BackfillWorkerSlot *slots;
+	int			nslots = 0;
+	bool		all_stats;
 
 	InitMaterializedSRF(fcinfo, 0);
 	if (!backfill_preloaded || shared == NULL)
 		PG_RETURN_VOID();
 
+	/* copied under the lock; whose they are is checked after it */
+	slots = palloc(sizeof(BackfillWorkerSlot) * shared->nslots);
 	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
 	reap_dead_slots();
 	for (int i = 0; i < shared->nslots; i++)
+		/* another database's job 1 is not this one's */
+		if (shared->workers[i].job_id != 0 && shared->workers[i].dboid == MyDatabaseId)
+			slots[nslots++] = shared->workers[i];
+	LWLockRelease(shared->lock);
+
+	/* as pg_stat_activity: the jobs of the caller's roles, or every one */
+	all_stats = has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS);
+	for (int i = 0; i < nslots; i++)
 	{
-		BackfillWorkerSlot *slot = &shared->workers[i];
 		Datum		values[3];
 		bool		nulls[3] = {false, false, false};
 
-		/* another database's job 1 is not this one's */
-		if (slot->job_id == 0 || slot->dboid != MyDatabaseId)
+		if (!all_stats && !has_privs_of_role(GetUserId(), slots[i].owner))
 			continue;
-		values[0] = Int64GetDatum(slot->job_id);
-		values[1] = Int32GetDatum(slot->actor_id);
-		values[2] = Int32GetDatum((int32) slot->pid);
-		nulls[2] = (slot->pid == 0);
+		values[0] = Int64GetDatum(slots[i].job_id);
+		values[1] = Int32GetDatum(slots[i].actor_id);
+		values[2] = Int32GetDatum((int32) slots[i].pid);
+		nulls[2] = (slots[i].pid == 0);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
-	LWLockRelease(shared->lock);
 	PG_RETURN_VOID();
 }
 
