@@ -22,7 +22,9 @@
 #
 # A plain role's job switches over through her own user mapping, called by
 # her or by a superuser without a mapping of his own (who has the
-# privileges of every role, as for run_job); another plain role is refused.
+# privileges of every role, as for run_job); another plain role is refused,
+# and so is she, calling the switchover directly, once the local table is
+# no longer hers.
 
 use strict;
 use warnings;
@@ -326,6 +328,16 @@ ok(!$ok, 'another plain role cannot switch over her job');
 like($err, qr/(must be owner of|does not exist).*backfill job $job3|backfill job $job3 does not exist/,
 	'it is refused as run_job refuses it');
 is(source_objects(), '1 1', 'her slot and publication are untouched');
+
+# called directly, the switchover makes its own checks: the caller must
+# have the privileges of the local table's owner, as backfill.cutover()
+# requires, whoever owns the job
+$local->safe_psql('postgres', 'ALTER TABLE alice.s_new OWNER TO regress_bob');
+($ok, $out, $err) = as_role('regress_alice', "SELECT backfill._remote_switchover($job3, false, '1s', 3)");
+ok(!$ok, 'her own job, called directly, is not switched over onto a table she no longer owns');
+like($err, qr/must be owner of table s_new/, '... she must own the local table') or diag($err);
+is(source_objects(), '1 1', '... her slot and publication are untouched');
+$local->safe_psql('postgres', 'ALTER TABLE alice.s_new OWNER TO regress_alice');
 
 # the superuser has no user mapping of his own: the job uses hers
 $local->safe_psql('postgres', 'DROP USER MAPPING FOR CURRENT_USER SERVER src');
