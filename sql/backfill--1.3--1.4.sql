@@ -1283,6 +1283,8 @@ DECLARE
     j backfill.job := backfill._get_job(job_id);
     c backfill.job_cutover;
     fk record;
+    saved text := current_setting('lock_timeout');
+    tries integer := 0;
 BEGIN
     IF current_setting('transaction_isolation') <> 'read committed' THEN
         RAISE EXCEPTION 'backfill.finish_cutover() must run at isolation level READ COMMITTED'
@@ -1318,8 +1320,36 @@ BEGIN
                WHERE k.oid = ANY (c.to_validate) AND NOT k.convalidated LOOP
         EXECUTE format('ALTER TABLE %s VALIDATE CONSTRAINT %I', fk.child, fk.conname);
     END LOOP;
-    -- the old table stops following the new one
+    -- the old table stops following the new one: its triggers go under
+    -- ACCESS EXCLUSIVE on both tables, taken as the cutover takes it, each
+    -- attempt waiting at most a second (the cutover's default
+    -- lock_timeout), 20 attempts, so that writers queued behind an attempt
+    -- wait no longer than that, rather than for the longest transaction on
+    -- the table
     IF j.status <> 'cancelled' THEN
+        LOOP
+            tries := tries + 1;
+            BEGIN
+                PERFORM set_config('lock_timeout', '1000ms', true);
+                EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE',
+                               concat_ws(', ', (SELECT c2.oid::regclass::text FROM pg_class c2 WHERE c2.oid = j.upstream),
+                                               (SELECT c2.oid::regclass::text FROM pg_class c2 WHERE c2.oid = j.downstream)));
+                PERFORM set_config('lock_timeout', saved, true);
+                EXIT;
+            EXCEPTION WHEN lock_not_available THEN
+                PERFORM set_config('lock_timeout', saved, true);
+                RAISE NOTICE 'finish of the cutover of backfill job %: attempt % of 20 could not lock table % within 1000 ms',
+                    job_id, tries, j.upstream;
+                IF tries >= 20 THEN
+                    RAISE EXCEPTION 'could not lock table % to finish the cutover of backfill job % in 20 attempts',
+                        j.upstream, job_id
+                        USING ERRCODE = 'lock_not_available',
+                              DETAIL = 'Each attempt waited at most 1000 ms for the lock; another transaction held it or was ahead in the queue each time. Nothing was changed.',
+                              HINT = 'Find the long transaction on the table in pg_locks and pg_stat_activity, then try again.';
+                END IF;
+                PERFORM pg_sleep(least(0.01 * power(2, tries - 1), 1.0) * (0.5 + random() / 2));
+            END;
+        END LOOP;
         PERFORM backfill._mark_cancelled(job_id);
         PERFORM backfill._drop_job_objects(j, false);
     END IF;
