@@ -113,7 +113,8 @@ may_trigger(Oid relid, Oid role)
  * the caller (it has the privileges of the job's owner) or the job's owner
  * must still own the upstream or have TRIGGER on it.  A role whose
  * privileges on a table were revoked cannot lock it out through its job; a
- * superuser can still drop such a job.
+ * superuser can still drop such a job.  A job without triggers there (one
+ * whose changes come from another server) drops nothing and locks nothing.
  */
 static void
 check_may_drop_triggers(int64 job_id)
@@ -121,7 +122,8 @@ check_may_drop_triggers(int64 job_id)
 	Oid			upstream = backfill_job_upstream_present(job_id);
 	Oid			owner = backfill_job_owner(job_id);
 
-	if (!OidIsValid(upstream) || may_trigger(upstream, GetUserId()) ||
+	if (!OidIsValid(upstream) || !backfill_has_job_triggers(upstream, job_id) ||
+		may_trigger(upstream, GetUserId()) ||
 		(OidIsValid(owner) && may_trigger(upstream, owner)))
 		return;
 	ereport(ERROR,

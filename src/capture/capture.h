@@ -36,6 +36,7 @@ extern void backfill_capture_install(Relation upstream, const char *upstream_sql
 									 int64 job_id, CaptureMode mode);
 extern void backfill_capture_switch_to_apply(BackfillJob *job);
 extern void backfill_assert_triggers(BackfillJob *job);
+extern bool backfill_has_job_triggers(Oid upstream, int64 job_id);
 extern void backfill_drop_triggers(int64 job_id);
 extern void backfill_lock_writers(Oid upstream);
 extern int64 backfill_trigger_job(const char *tgname);

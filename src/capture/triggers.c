@@ -499,6 +499,23 @@ lock_all_or_none(Oid upstream, LOCKMODE lockmode)
 }
 
 /*
+ * backfill_has_job_triggers
+ *		Whether the job has any of its triggers on its upstream: none for a
+ *		job whose changes come from another server.
+ */
+bool
+backfill_has_job_triggers(Oid upstream, int64 job_id)
+{
+	Relation	rel = table_open(upstream, AccessShareLock);
+	bool		found = false;
+
+	for (int i = 0; i < NUM_UPSTREAM_TRIGGERS && !found; i++)
+		found = trigger_state(rel, trigger_name(i, job_id)) != 0;
+	table_close(rel, AccessShareLock);
+	return found;
+}
+
+/*
  * backfill_drop_triggers
  *		Drop the job's triggers on its upstream, whose owner the job's may not
  *		be: caller acts as the extension's owner, connected to SPI.  Locks
@@ -510,7 +527,8 @@ backfill_drop_triggers(int64 job_id)
 {
 	Oid			upstream = backfill_job_upstream_present(job_id);
 
-	if (!OidIsValid(upstream))
+	/* nothing to drop, nothing to lock: a job that follows without them */
+	if (!OidIsValid(upstream) || !backfill_has_job_triggers(upstream, job_id))
 		return;
 
 	lock_all_or_none(upstream, AccessExclusiveLock);

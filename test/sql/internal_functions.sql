@@ -245,7 +245,14 @@ ROLLBACK;
 RESET ROLE;
 REVOKE TRIGGER ON fz_vic FROM regress_fz_plain;
 SET ROLE regress_fz_plain;
-SELECT pg_temp.fz_try(format($$SELECT backfill._drop_triggers(%s)$$, :vic_job2));
+-- a job that still has its triggers there: refused before any lock
+SELECT pg_temp.fz_try(format($$SELECT backfill._drop_triggers(%s)$$, :vic_job));
+-- a job that has none left there: nothing to drop, nothing locked
+BEGIN;
+SELECT backfill._drop_triggers(:vic_job2);
+SELECT count(*) AS exclusive_locks FROM pg_locks
+ WHERE relation = 'fz_vic'::regclass AND pid = pg_backend_pid() AND mode = 'AccessExclusiveLock';
+COMMIT;
 RESET ROLE;
 SELECT upstream = 'fz_vic'::regclass AS upstream_kept, downstream = 'fz_vic_mv'::regclass AS downstream_kept
   FROM backfill.job WHERE job_id = :vic_job;
