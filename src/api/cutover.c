@@ -114,16 +114,6 @@ require_table_owner(Oid relid, const char *argname, bool missing_ok)
 				 errdetail("A cutover changes both tables of the job; %s is one of them.", argname)));
 }
 
-/* a table of the job's row, invalid when it has none */
-static Oid
-job_table(int64 job_id, const char *column)
-{
-	bool		isnull;
-	Datum		d = backfill_job_column(job_id, column, &isnull);
-
-	return isnull ? InvalidOid : DatumGetObjectId(d);
-}
-
 /*
  * backfill._cutover_turn(job_id bigint, into_existing boolean) RETURNS void
  *		Turn a finished local job around (see the file header): from then on
@@ -150,16 +140,18 @@ backfill_cutover_turn(PG_FUNCTION_ARGS)
 	Oid			old_table;
 	Oid			new_table;
 	bool		swapped;
+	Oid			downstream;
 
 	(void) backfill_require_job_owner(job_id);
 	/* as the caller: the turn gives each table the other's part */
-	if (!OidIsValid(job_table(job_id, "downstream")))
+	downstream = backfill_job_downstream(job_id);
+	if (!OidIsValid(downstream))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("backfill job %lld cannot be turned around", (long long) job_id),
 				 errdetail("It has no downstream table.")));
-	require_table_owner(job_table(job_id, "upstream"), "upstream", false);
-	require_table_owner(job_table(job_id, "downstream"), "downstream", false);
+	require_table_owner(backfill_job_upstream(job_id), "upstream", false);
+	require_table_owner(downstream, "downstream", false);
 	backfill_catalog_enter(&rc);
 	guc_level = backfill_pin_catalog_path();
 	backfill_spi_enter();
@@ -225,11 +217,11 @@ static bool
 job_own_table(int64 job_id, Oid relid, Oid recorded, bool any_table)
 {
 	char		relkind = get_rel_relkind(relid);
+	Oid			downstream = backfill_job_downstream(job_id);
 
-	if (relid == job_table(job_id, "upstream") ||
-		relid == job_table(job_id, "downstream") || relid == recorded)
+	if (relid == backfill_job_upstream(job_id) || relid == downstream || relid == recorded)
 		return true;
-	return any_table && !OidIsValid(job_table(job_id, "downstream")) &&
+	return any_table && !OidIsValid(downstream) &&
 		(relkind == RELKIND_RELATION || relkind == RELKIND_PARTITIONED_TABLE);
 }
 
@@ -358,22 +350,6 @@ backfill_cutover_report(PG_FUNCTION_ARGS)
 }
 
 /*
- * The owner of a table
- */
-static Oid
-table_owner(Oid relid)
-{
-	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	Oid			owner;
-
-	if (!HeapTupleIsValid(tuple))
-		elog(ERROR, "cache lookup failed for relation %u", relid);
-	owner = ((Form_pg_class) GETSTRUCT(tuple))->relowner;
-	ReleaseSysCache(tuple);
-	return owner;
-}
-
-/*
  * A job's catalog row, read as the extension's owner
  */
 static BackfillJob *
@@ -446,7 +422,8 @@ backfill_cutover_hand_over(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("backfill job %lld cannot be handed over", (long long) job_id),
 				 errdetail("Only backfill.cutover() hands a job over, to the owner of its tables, under the lock of its swap.")));
-	owner = table_owner(job->upstream);
+	/* the upstream is locked: it is there */
+	owner = backfill_relation_owner(job->upstream);
 	if (owner == job->owner)
 		PG_RETURN_VOID();
 	if (!has_privs_of_role(GetUserId(), owner))

@@ -531,6 +531,20 @@ backfill_job_upstream(int64 job_id)
 }
 
 /*
+ * backfill_job_downstream
+ *		The downstream of a job, read as backfill_job_owner() reads the
+ *		owner.  InvalidOid if the job does not exist or has none (cancelled).
+ */
+Oid
+backfill_job_downstream(int64 job_id)
+{
+	bool		isnull;
+	Datum		d = backfill_job_column(job_id, "downstream", &isnull);
+
+	return isnull ? InvalidOid : DatumGetObjectId(d);
+}
+
+/*
  * backfill_job_column
  *		One column of a job's row in backfill.job, read by its primary key
  *		without SQL, so without privileges or row-level security: a writer's

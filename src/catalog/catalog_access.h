@@ -55,6 +55,7 @@ extern bool backfill_job_lock_held(int64 job_id);
 extern bool backfill_job_lock_mine(int64 job_id);
 extern Oid	backfill_job_owner(int64 job_id);
 extern Oid	backfill_job_upstream(int64 job_id);
+extern Oid	backfill_job_downstream(int64 job_id);
 extern Datum backfill_job_column(int64 job_id, const char *column, bool *isnull);
 extern Oid	backfill_require_job_owner(int64 job_id);
 extern void backfill_reload_settings(BackfillJob *job);

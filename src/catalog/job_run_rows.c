@@ -263,6 +263,9 @@ backfill_job_summary_text(int64 job_id)
 {
 	TupleDesc	desc;
 	HeapTuple	tup;
+	char	   *status;
+	char	   *progress;
+	char	   *failures;
 
 	backfill_spi_exec_args(psprintf("SELECT s.status, s.progress, %s AS failures "
 									"FROM backfill.jobs s JOIN backfill.job j ON j.job_id = s.job_id "
@@ -274,12 +277,12 @@ backfill_job_summary_text(int64 job_id)
 		return NULL;
 	desc = SPI_tuptable->tupdesc;
 	tup = SPI_tuptable->vals[0];
-	return psprintf("%s%s%s, %s failure%s",
-					SPI_getvalue(tup, desc, 1),
-					SPI_getvalue(tup, desc, 2) ? ", " : "",
-					SPI_getvalue(tup, desc, 2) ? SPI_getvalue(tup, desc, 2) : "",
-					SPI_getvalue(tup, desc, 3),
-					strcmp(SPI_getvalue(tup, desc, 3), "1") == 0 ? "" : "s");
+	status = SPI_getvalue(tup, desc, 1);
+	progress = SPI_getvalue(tup, desc, 2);
+	failures = SPI_getvalue(tup, desc, 3);
+	return psprintf("%s%s%s, %s failure%s", status,
+					progress ? ", " : "", progress ? progress : "",
+					failures, strcmp(failures, "1") == 0 ? "" : "s");
 }
 
 /*

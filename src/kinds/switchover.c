@@ -691,9 +691,8 @@ backfill_remote_switchover(int64 job_id, bool fence_writes, int lock_timeout_ms,
 static void
 check_switchover_caller(int64 job_id)
 {
-	bool		isnull;
-	Datum		downstream = backfill_job_column(job_id, "downstream", &isnull);
-	Oid			owner = isnull ? InvalidOid : backfill_relation_owner(DatumGetObjectId(downstream));
+	Oid			downstream = backfill_job_downstream(job_id);
+	Oid			owner = OidIsValid(downstream) ? backfill_relation_owner(downstream) : InvalidOid;
 	Oid			old_table;
 	Oid			new_table;
 	bool		swapped;
@@ -706,7 +705,7 @@ check_switchover_caller(int64 job_id)
 	if (!has_privs_of_role(GetUserId(), owner))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("must be owner of table %s", get_rel_name(DatumGetObjectId(downstream))),
+				 errmsg("must be owner of table %s", get_rel_name(downstream)),
 				 errdetail("The switchover of backfill job %lld makes its downstream table the one the writers use.",
 						   (long long) job_id)));
 	if (backfill_cutover_row_tables(job_id, &old_table, &new_table, &swapped))
