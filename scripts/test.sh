@@ -13,13 +13,18 @@ HERE=$(cd "$(dirname "$0")/.." && pwd)
 cd "$HERE"
 
 . scripts/common.sh
-install_packages postgresql-$PGVER postgresql-server-dev-$PGVER libipc-run-perl make gcc prometheus-postgres-exporter
+install_packages postgresql-$PGVER postgresql-server-dev-$PGVER libipc-run-perl make gcc prometheus-postgres-exporter \
+    prometheus-sql-exporter prometheus
 
 step "versions (backfill.control, sql/, META.json, debian/changelog)"
 bash scripts/check_versions.sh
 
 step "links of README.md and doc/ (scripts/check_links.sh)"
 bash scripts/check_links.sh
+
+step "alert rules (promtool check rules, promtool test rules)"
+promtool check rules contrib/prometheus/backfill-rules.yml
+(cd contrib/prometheus && promtool test rules backfill-rules.test.yml)
 
 export PG_CONFIG=/usr/lib/postgresql/$PGVER/bin/pg_config
 step "layers of src/ (scripts/check_layers.sh)"
