@@ -62,10 +62,10 @@ case $meta in
         ;;
 esac
 
-# debian/changelog: "backfill (X.Y.Z-N) distribution; urgency=..."
-deb=$(sed -n '1s/^backfill (\([^)]*\)).*/\1/p' debian/changelog)
+# debian/changelog: "pg-backfill (X.Y.Z-N) distribution; urgency=..."
+deb=$(sed -n '1s/^pg-backfill (\([^)]*\)).*/\1/p' debian/changelog)
 if [ -z "$deb" ]; then
-    fail "debian/changelog: the first line is not \"backfill (<version>) ...\""
+    fail "debian/changelog: the first line is not \"pg-backfill (<version>) ...\""
 elif [ -n "$dist" ]; then
     [ "${deb%-*}" = "$dist" ] ||
         fail "debian/changelog: version \"$deb\" is not a Debian revision of \"$dist\" (META.json)"

@@ -4,7 +4,8 @@
 #   bash scripts/package.sh      # as root, on a fresh clone; CI runs it
 #
 # 1. Installs the build dependencies from Debian (debhelper, build-essential,
-#    postgresql-server-dev-15) and checks that the versions agree.
+#    postgresql-all, postgresql-server-dev-all) and lintian, and checks that
+#    the versions agree.
 # 2. Builds postgresql-15-backfill_<version>_<arch>.deb with
 #    "dpkg-buildpackage -us -uc -b" (debian/rules, pg_buildext) in a copy of
 #    the tree made of the files git tracks or would track, so no build
@@ -39,7 +40,7 @@ export DEBIAN_FRONTEND=noninteractive
 
 step "build dependencies"
 install_packages build-essential debhelper git postgresql-common \
-    postgresql-$PGVER postgresql-server-dev-$PGVER
+    postgresql-$PGVER postgresql-server-dev-$PGVER postgresql-all postgresql-server-dev-all lintian
 bash scripts/check_versions.sh
 
 version=$(dpkg-parsechangelog -S Version)
@@ -85,6 +86,13 @@ grep -E '^dpkg-deb: building package' "$BUILD/build.log"
 [ -f "$BUILD/$deb" ] || { echo "dpkg-buildpackage made no $deb" >&2; exit 1; }
 mkdir -p packages
 cp "$BUILD"/*.deb "$BUILD"/*.buildinfo "$BUILD"/*.changes packages/
+
+step "lintian -I --pedantic (errors and warnings fail)"
+lintian -I --pedantic --tag-display-limit 0 "$BUILD"/*.changes | tee "$BUILD/lintian.log" || true
+if grep -E '^[EW]: ' "$BUILD/lintian.log"; then
+    echo "lintian found the errors or warnings above" >&2
+    exit 1
+fi
 
 step "dpkg -c $deb"
 dpkg -c "$BUILD/$deb"
