@@ -8,6 +8,7 @@ OBJS = \
 	src/api/create.o \
 	src/api/cutover.o \
 	src/api/cutover_acl.o \
+	src/api/cutover_carry.o \
 	src/api/ddl_columns.o \
 	src/api/ddl_command.o \
 	src/api/ddl_job_tables.o \

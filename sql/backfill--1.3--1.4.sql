@@ -648,6 +648,167 @@ SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_copy_acl(regclass, regclass) IS
 'Internal: under the lock of both tables of one owner, gives dst exactly the privileges of src, the table''s and its columns'' by name, with their grantors.';
 
+-- The pairs of an index of src and one of dst of the same definition (the
+-- method, columns, expressions, predicate, uniqueness, primary key,
+-- exclusion, deferrability, and the kind of constraint it carries), whose
+-- names the swap exchanges: the n-th of src's indexes of a definition, by
+-- name, with the n-th of dst's, so that two indexes of one definition
+-- both get their names back, and an exclusion constraint's index never
+-- pairs with a plain index.  Pairs whose names are already the same are
+-- left out.
+CREATE FUNCTION backfill._cutover_index_pairs(src regclass, dst regclass,
+                                              OUT src_index name, OUT dst_index name)
+RETURNS SETOF record
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+WITH defs AS (
+    SELECT x.indrelid AS rel, i.relname,
+           concat_ws(' ', x.indisunique, x.indisprimary, x.indisexclusion, x.indimmediate,
+                     (SELECT c.contype FROM pg_constraint c
+                       WHERE c.conindid = x.indexrelid AND c.conrelid = x.indrelid
+                         AND c.contype IN ('p', 'u', 'x')),
+                     substr(pg_get_indexdef(x.indexrelid),
+                            strpos(pg_get_indexdef(x.indexrelid), ' USING '))) AS def
+      FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
+     WHERE x.indrelid IN (src, dst)
+), ranked AS (
+    SELECT rel, relname, def, row_number() OVER (PARTITION BY rel, def ORDER BY relname) AS nth
+      FROM defs
+)
+SELECT s.relname, d.relname
+  FROM ranked s JOIN ranked d ON d.def = s.def AND d.nth = s.nth
+ WHERE s.rel = src AND d.rel = dst AND s.relname <> d.relname
+ ORDER BY s.relname
+$$;
+COMMENT ON FUNCTION backfill._cutover_index_pairs(regclass, regclass) IS
+'Internal: the indexes of src and dst of the same definition, paired one to one in the order of their names, whose names the swap exchanges.';
+
+-- An identity or serial column that both tables have, each with a sequence
+-- of its own: dst's goes on where src's was, so that the first insert
+-- after the swap does not take a value the table holds already.  (When
+-- only src has one, the swap moves it, its position with it.)  Run as the
+-- caller, who needs UPDATE on dst's sequences and SELECT on src's.
+CREATE FUNCTION backfill._cutover_carry_identity(src regclass, dst regclass)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r record;
+    last bigint;
+    called boolean;
+BEGIN
+    FOR r IN SELECT pg_get_serial_sequence(src::text, sa.attname)::regclass AS src_seq,
+                    pg_get_serial_sequence(dst::text, da.attname)::regclass AS dst_seq
+               FROM pg_attribute sa
+               JOIN pg_attribute da ON da.attrelid = dst AND da.attname = sa.attname
+                                   AND da.attnum > 0 AND NOT da.attisdropped
+              WHERE sa.attrelid = src AND sa.attnum > 0 AND NOT sa.attisdropped
+              ORDER BY sa.attnum LOOP
+        CONTINUE WHEN r.src_seq IS NULL OR r.dst_seq IS NULL OR r.src_seq = r.dst_seq;
+        EXECUTE format('SELECT last_value, is_called FROM %s', r.src_seq) INTO last, called;
+        PERFORM setval(r.dst_seq, last, called);
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION backfill._cutover_carry_identity(regclass, regclass) IS
+'Internal: sets the sequence of each identity or serial column of dst to the position of the sequence of the column of the same name of src, where both have one.';
+
+-- Functions declared with src's row type, and the subscriptions that
+-- write to src, re-pointed to dst (src/api/cutover_carry.c)
+CREATE FUNCTION backfill._cutover_carry_functions(src regclass, dst regclass)
+RETURNS void
+AS 'MODULE_PATHNAME', 'backfill_cutover_carry_functions'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._cutover_carry_functions(regclass, regclass) IS
+'Internal: under the lock of both tables, re-points the functions declared with the row type of src, or its array type, to those of dst, whose columns must be the same.';
+
+CREATE FUNCTION backfill._cutover_carry_subscriptions(src regclass, dst regclass)
+RETURNS void
+AS 'MODULE_PATHNAME', 'backfill_cutover_carry_subscriptions'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._cutover_carry_subscriptions(regclass, regclass) IS
+'Internal: under the lock of both tables, moves the rows of pg_subscription_rel of src, each ready, to dst.';
+
+-- What a real schema has that the cutover cannot carry, refused before
+-- anything changes: a subscription still copying src (or writing to dst
+-- too), a generated column of src that is a plain column of dst (no ALTER
+-- makes a column generated: after the cutover it would no longer be), and
+-- functions of src's row type when dst's columns differ from src's.
+CREATE FUNCTION backfill._cutover_check_schema(j backfill.job, src regclass, dst regclass)
+RETURNS void
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r record;
+    what text;
+BEGIN
+    SELECT s.subname, sr.srrelid::regclass AS rel, sr.srsubstate INTO r
+      FROM pg_subscription_rel sr JOIN pg_subscription s ON s.oid = sr.srsubid
+     WHERE sr.srrelid IN (src, dst) AND (sr.srrelid = dst OR sr.srsubstate <> 'r')
+     ORDER BY s.subname LIMIT 1;
+    IF FOUND AND r.rel = dst THEN
+        RAISE EXCEPTION 'cannot cut over backfill job % because subscription % writes to table %', j.job_id, r.subname, dst
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = format('Table %s would take the place of table %s, and the changes subscription %I applies to it would go on reaching it under the name of table %s.', dst, src, r.subname, src),
+                  HINT = format('Remove table %s from the publications of subscription %I and refresh it (ALTER SUBSCRIPTION %I REFRESH PUBLICATION) before the cutover.', dst, r.subname, r.subname);
+    ELSIF FOUND THEN
+        RAISE EXCEPTION 'cannot cut over backfill job % because subscription % has not finished copying table %', j.job_id, r.subname, src
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = format('The table is in state "%s" in pg_subscription_rel; the cutover carries only a table that is ready ("r"), whose changes the apply worker writes.', r.srsubstate),
+                  HINT = 'Wait until the subscription has synchronised the table, then try again.';
+    END IF;
+
+    SELECT string_agg(quote_ident(sa.attname), ', ' ORDER BY sa.attnum) INTO what
+      FROM pg_attribute sa
+      JOIN pg_attribute da ON da.attrelid = dst AND da.attname = sa.attname AND da.attnum > 0 AND NOT da.attisdropped
+     WHERE sa.attrelid = src AND sa.attnum > 0 AND NOT sa.attisdropped
+       AND sa.attgenerated <> '' AND da.attgenerated = '';
+    IF what IS NOT NULL THEN
+        RAISE EXCEPTION 'cannot cut over backfill job % because generated columns of table % are not generated in table %', j.job_id, src, dst
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = format('Columns %s of table %s are generated, and the same columns of table %s are not: they would no longer be computed after the cutover, and no command makes a column generated.', what, src, dst),
+                  HINT = format('Create table %s yourself with the columns generated, and copy the other columns into it: backfill.create_job(..., columns => ..., into_existing => true).', dst);
+    END IF;
+
+    -- functions of src's row type go over to dst's when the columns are
+    -- the same (src/api/cutover_carry.c); else they would keep the old
+    -- table's type, which finish_cutover could then not drop
+    SELECT string_agg(DISTINCT dep.objid::regprocedure::text, ', ') INTO what
+      FROM pg_depend dep, pg_class c
+     WHERE c.oid = src AND dep.classid = 'pg_proc'::regclass AND dep.refclassid = 'pg_type'::regclass
+       AND dep.refobjid IN (c.reltype, (SELECT typarray FROM pg_type WHERE oid = c.reltype));
+    IF what IS NOT NULL
+       AND ARRAY(SELECT row(attname, atttypid, atttypmod, attcollation)::text FROM pg_attribute
+                  WHERE attrelid = src AND attnum > 0 AND NOT attisdropped ORDER BY attnum)
+           IS DISTINCT FROM
+           ARRAY(SELECT row(attname, atttypid, atttypmod, attcollation)::text FROM pg_attribute
+                  WHERE attrelid = dst AND attnum > 0 AND NOT attisdropped ORDER BY attnum) THEN
+        RAISE EXCEPTION 'cannot carry the functions of the row type of table % over to table %', src, dst
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = format('Functions %s take or return rows of table %s, and the columns of table %s are not the same (names, types and collations, in order): they would keep the type of the old table.', what, src, dst),
+                  HINT = 'Drop the functions before the cutover and create them again after it.';
+    END IF;
+    SELECT string_agg(DISTINCT dep.objid::regprocedure::text, ', ') INTO what
+      FROM pg_depend dep, pg_class c, pg_proc p
+     WHERE c.oid = src AND dep.classid = 'pg_proc'::regclass AND dep.refclassid = 'pg_type'::regclass
+       AND dep.refobjid IN (c.reltype, (SELECT typarray FROM pg_type WHERE oid = c.reltype))
+       AND p.oid = dep.objid AND p.prolang IN (SELECT oid FROM pg_language WHERE lanname IN ('c', 'internal'));
+    IF what IS NOT NULL THEN
+        RAISE EXCEPTION 'cannot carry the functions of the row type of table % over to table %', src, dst
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = format('Functions %s are written in C, which reads the rows of a table''s row type by position.', what),
+                  HINT = 'Drop the functions before the cutover and create them again after it.';
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION backfill._cutover_check_schema(backfill.job, regclass, regclass) IS
+'Internal: refuses a cutover of a table a subscription is still copying, or of two tables one subscription writes to, of generated columns that would no longer be generated, and of functions of the row type of src when the columns of dst differ.';
+
 -- What refuses a swap of src (which has the name) for dst, before anything
 -- is locked or changed: a dst whose owner's code src's writers do not
 -- already run, tables that are not whole tables on their own (a partition,
@@ -792,10 +953,12 @@ BEGIN
     END LOOP;
 
     -- a column of src's row type elsewhere would keep the old table's type
+    -- (the job's own change table excepted: its images are of the type of
+    -- the job's downstream, which the rollback of a cutover makes src)
     SELECT format('%s.%I', a.attrelid::regclass, a.attname) INTO col
       FROM pg_attribute a
      WHERE a.atttypid = (SELECT reltype FROM pg_class WHERE oid = src)
-       AND a.attrelid <> src AND NOT a.attisdropped LIMIT 1;
+       AND a.attrelid <> src AND a.attrelid IS DISTINCT FROM j.change_table AND NOT a.attisdropped LIMIT 1;
     IF FOUND THEN
         RAISE EXCEPTION 'cannot cut over table % because column % is of its row type', src, col
             USING ERRCODE = 'feature_not_supported',
@@ -812,6 +975,9 @@ BEGIN
                   DETAIL = 'The table is published with a row filter or a column list.',
                   HINT = format('Publish table %s as a whole before the cutover, and filter again after it.', src);
     END IF;
+
+    -- subscriptions, generated columns, functions of the row type
+    PERFORM backfill._cutover_check_schema(j, src, dst);
 
     -- replica identity through an index: dst needs one on the same columns
     IF (SELECT relreplident FROM pg_class WHERE oid = src) = 'i'
@@ -861,21 +1027,9 @@ DECLARE
     r record;
     i integer;
 BEGIN
-    -- each of dst's indexes defined as one of src's (the same method,
-    -- columns, expressions, predicate and uniqueness), one to one
-    SELECT array_agg(p.src_index ORDER BY p.n), array_agg(p.dst_index ORDER BY p.n)
-      INTO src_indexes, dst_indexes
-      FROM (SELECT si.relname AS src_index, di.relname AS dst_index,
-                   row_number() OVER (ORDER BY si.oid) AS n,
-                   row_number() OVER (PARTITION BY si.oid ORDER BY di.oid) AS nth_dst,
-                   row_number() OVER (PARTITION BY di.oid ORDER BY si.oid) AS nth_src
-              FROM pg_index sx JOIN pg_class si ON si.oid = sx.indexrelid,
-                   pg_index dx JOIN pg_class di ON di.oid = dx.indexrelid
-             WHERE sx.indrelid = src AND dx.indrelid = dst
-               AND sx.indisunique = dx.indisunique AND sx.indisprimary = dx.indisprimary
-               AND substr(pg_get_indexdef(si.oid), strpos(pg_get_indexdef(si.oid), ' USING '))
-                 = substr(pg_get_indexdef(di.oid), strpos(pg_get_indexdef(di.oid), ' USING '))) p
-     WHERE p.nth_dst = 1 AND p.nth_src = 1 AND p.src_index <> p.dst_index;
+    -- each of dst's indexes defined as one of src's, one to one
+    SELECT array_agg(p.src_index ORDER BY p.src_index), array_agg(p.dst_index ORDER BY p.src_index)
+      INTO src_indexes, dst_indexes FROM backfill._cutover_index_pairs(src, dst) p;
 
     -- definitions first, printed with src's name, which dst will have
     SELECT array_agg(format('CREATE OR REPLACE VIEW %s%s AS %s', v.oid::regclass,
@@ -925,6 +1079,11 @@ BEGIN
     -- within reach of REVOKE ... CASCADE of that option, and dst's own
     -- column grants are gone (src/api/cutover_acl.c)
     PERFORM backfill._cutover_copy_acl(src, dst);
+    -- identity and serial sequences that dst has of its own, functions of
+    -- src's row type, subscriptions (src/api/cutover_carry.c)
+    PERFORM backfill._cutover_carry_identity(src, dst);
+    PERFORM backfill._cutover_carry_functions(src, dst);
+    PERFORM backfill._cutover_carry_subscriptions(src, dst);
     -- columns: comments, statistics targets, options (those a user sets:
     -- the server keeps entries of its own there), defaults, identity
     FOR r IN SELECT sa.attname, sa.attnum, sa.attstattarget, sa.attidentity,
