@@ -809,6 +809,152 @@ $$;
 COMMENT ON FUNCTION backfill._cutover_check_schema(backfill.job, regclass, regclass) IS
 'Internal: refuses a cutover of a table a subscription is still copying, or of two tables one subscription writes to, of generated columns that would no longer be generated, and of functions of the row type of src when the columns of dst differ.';
 
+-- Materialized views over src, re-made over dst: the definitions are
+-- printed before the renames, with src's name, which dst then has
+-- (_cutover_matviews); after them, each is created anew under a name of
+-- its own, WITH NO DATA, given the old one's owner, privileges (grantors
+-- included, src/api/cutover_acl.c), storage parameters, tablespace and
+-- comments, filled, takes the old one's place and name, and gets its
+-- indexes again (_cutover_carry_matviews).  It is filled by REFRESH,
+-- which runs its query as its owner, under the lock, when the new table
+-- is at most 8 MB; else it is left unfilled (a query of it fails until
+-- then), with a NOTICE that says to refresh it after the cutover.
+CREATE FUNCTION backfill._cutover_matviews(src regclass)
+RETURNS jsonb
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+SELECT coalesce(jsonb_agg(jsonb_build_object(
+           'mv', m.oid, 'schema', n.nspname, 'name', m.relname, 'owner', m.relowner::regrole::text,
+           'populated', m.relispopulated,
+           'options', CASE WHEN m.reloptions IS NOT NULL
+                           THEN format(' WITH (%s)', array_to_string(m.reloptions, ', ')) ELSE '' END,
+           'tablespace', CASE WHEN m.reltablespace <> 0
+                              THEN format(' TABLESPACE %I', (SELECT spcname FROM pg_tablespace WHERE oid = m.reltablespace))
+                              ELSE '' END,
+           'query', rtrim(pg_get_viewdef(m.oid), ';'),
+           'comments', (SELECT coalesce(jsonb_agg(jsonb_build_object('column', a.attname, 'text', d.description)
+                                                  ORDER BY a.attnum), '[]')
+                          FROM (SELECT 0::int2 AS attnum, NULL::name AS attname
+                                UNION ALL
+                                SELECT attnum, attname FROM pg_attribute
+                                 WHERE attrelid = m.oid AND attnum > 0 AND NOT attisdropped) a
+                          JOIN pg_description d ON d.classoid = 'pg_class'::regclass AND d.objoid = m.oid
+                                               AND d.objsubid = a.attnum),
+           'indexes', (SELECT coalesce(jsonb_agg(pg_get_indexdef(x.indexrelid) ORDER BY x.indexrelid), '[]')
+                         FROM pg_index x WHERE x.indrelid = m.oid))
+         ORDER BY m.oid), '[]')
+  FROM pg_class m JOIN pg_namespace n ON n.oid = m.relnamespace
+ WHERE m.relkind = 'm'
+   AND m.oid IN (SELECT rw.ev_class FROM pg_depend dep JOIN pg_rewrite rw ON rw.oid = dep.objid
+                  WHERE dep.classid = 'pg_rewrite'::regclass AND dep.refclassid = 'pg_class'::regclass
+                    AND dep.refobjid = src AND dep.deptype = 'n')
+$$;
+COMMENT ON FUNCTION backfill._cutover_matviews(regclass) IS
+'Internal: the materialized views over src, each with the statements that make it again, printed with the names they have.';
+
+CREATE FUNCTION backfill._cutover_carry_matviews(src regclass, dst regclass, matviews jsonb)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    m jsonb;
+    c jsonb;
+    old regclass;
+    fresh regclass;
+    tmp name;
+    stmt text;
+BEGIN
+    FOR m IN SELECT * FROM jsonb_array_elements(matviews) LOOP
+        old := (m->>'mv')::oid::regclass;
+        -- only a materialized view over src, as _cutover_matviews found it
+        IF NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = old AND c.relkind = 'm'
+                         AND c.relname = m->>'name' AND c.relnamespace::regnamespace::text = quote_ident(m->>'schema')) THEN
+            RAISE EXCEPTION 'materialized view % is not a materialized view over table %', old, src
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        -- the old one out of the way first (which locks it), the new one
+        -- under its name
+        tmp := 'backfill_cutover_' || old::oid;
+        EXECUTE format('ALTER MATERIALIZED VIEW %s RENAME TO %I', old, tmp);
+        BEGIN
+            EXECUTE format('CREATE MATERIALIZED VIEW %I.%I%s%s AS ', m->>'schema', m->>'name',
+                           m->>'options', m->>'tablespace') || (m->>'query') || ' WITH NO DATA';
+        EXCEPTION WHEN OTHERS THEN
+            DECLARE
+                msg text;
+            BEGIN
+                GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT;
+                RAISE EXCEPTION 'cannot carry materialized view %.% over to table %', m->>'schema', m->>'name', dst
+                    USING ERRCODE = 'feature_not_supported',
+                          DETAIL = format('Its definition does not fit table %s: %s.', dst, msg),
+                          HINT = format('Drop materialized view %I.%I before the cutover and create it again after it.',
+                                        m->>'schema', m->>'name');
+            END;
+        END;
+        fresh := format('%I.%I', m->>'schema', m->>'name')::regclass;
+        IF (SELECT relowner FROM pg_class WHERE oid = fresh)::regrole::text <> m->>'owner' THEN
+            EXECUTE format('ALTER MATERIALIZED VIEW %s OWNER TO %s', fresh, m->>'owner');
+        END IF;
+        PERFORM backfill._cutover_copy_acl(old, fresh);
+        FOR c IN SELECT * FROM jsonb_array_elements(m->'comments') LOOP
+            IF c->>'column' IS NULL THEN
+                EXECUTE format('COMMENT ON MATERIALIZED VIEW %s IS %L', fresh, c->>'text');
+            ELSE
+                EXECUTE format('COMMENT ON COLUMN %s.%I IS %L', fresh, c->>'column', c->>'text');
+            END IF;
+        END LOOP;
+        EXECUTE format('DROP MATERIALIZED VIEW %s', old);
+        FOR stmt IN SELECT * FROM jsonb_array_elements_text(m->'indexes') LOOP
+            EXECUTE stmt;
+        END LOOP;
+        IF (m->>'populated')::boolean AND pg_relation_size(dst) <= 8 * 1024 * 1024 THEN
+            EXECUTE format('REFRESH MATERIALIZED VIEW %s', fresh);
+        ELSIF (m->>'populated')::boolean THEN
+            RAISE NOTICE 'materialized view % is not populated after the cutover', fresh
+                USING DETAIL = format('Table %s is larger than 8 MB: its query would run under the lock of the cutover.', dst),
+                      HINT = format('Use REFRESH MATERIALIZED VIEW %s.', fresh);
+        END IF;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION backfill._cutover_carry_matviews(regclass, regclass, jsonb) IS
+'Internal: under the lock of both tables, makes each materialized view given by _cutover_matviews again over dst, with its owner, privileges, options, comments and indexes, filled when dst is at most 8 MB.';
+
+-- a materialized view the swap can make again: nothing else depends on it
+-- (a view over it would have to be dropped with it), and its owner is a
+-- role whose privileges the caller has, as the swap gives it to that role
+CREATE FUNCTION backfill._cutover_check_matview(mv regclass, dst regclass)
+RETURNS void
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    what text;
+BEGIN
+    SELECT pg_describe_object(dep.classid, dep.objid, dep.objsubid) INTO what
+      FROM pg_depend dep
+     WHERE dep.refclassid = 'pg_class'::regclass AND dep.refobjid = mv AND dep.deptype = 'n'
+       AND NOT (dep.classid = 'pg_rewrite'::regclass
+                AND (SELECT ev_class FROM pg_rewrite WHERE oid = dep.objid) = mv)
+     ORDER BY 1 LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'cannot carry materialized view % over to table %', mv, dst
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = format('The cutover makes the materialized view again, and %s depends on it.', what),
+                  HINT = format('Drop %s before the cutover and create it again after it.', what);
+    END IF;
+    IF NOT pg_has_role(current_user, (SELECT relowner FROM pg_class WHERE oid = mv), 'USAGE') THEN
+        RAISE EXCEPTION 'must be owner of materialized view %', mv
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = format('The cutover makes materialized view %s again over table %s, owned by its owner.', mv, dst);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION backfill._cutover_check_matview(regclass, regclass) IS
+'Internal: refuses to carry a materialized view another object depends on, or whose owner''s privileges the caller lacks.';
+
 -- What refuses a swap of src (which has the name) for dst, before anything
 -- is locked or changed: a dst whose owner's code src's writers do not
 -- already run, tables that are not whole tables on their own (a partition,
@@ -884,10 +1030,7 @@ BEGIN
                               DETAIL = format('The rule writes to table %s, and would go on writing to it under its new name.', src),
                               HINT = 'Drop the rule before the cutover and create it again after it.';
                 ELSIF k = 'm' THEN
-                    RAISE EXCEPTION 'cannot carry materialized view % over to table %', v, dst
-                        USING ERRCODE = 'feature_not_supported',
-                              DETAIL = 'A materialized view would have to be refreshed from the new table while its lock is held.',
-                              HINT = format('Drop materialized view %s before the cutover and create it again after it.', v);
+                    PERFORM backfill._cutover_check_matview(v, dst);   -- made again over dst
                 ELSIF k <> 'v' THEN
                     RAISE EXCEPTION 'cannot carry % over to table %', d.what, dst
                         USING ERRCODE = 'feature_not_supported',
@@ -1016,6 +1159,7 @@ DECLARE
     trigs text[];
     trig_states "char"[];
     trig_names name[];
+    matviews jsonb := backfill._cutover_matviews(src);
     fks text[];
     fk_children regclass[];
     fk_names name[];
@@ -1223,6 +1367,9 @@ BEGIN
             END;
         END;
     END LOOP;
+
+    -- materialized views: made again over dst
+    PERFORM backfill._cutover_carry_matviews(src, dst, matviews);
 
     -- foreign keys from other tables: on dst, NOT VALID, validated after
     FOR i IN 1 .. coalesce(cardinality(fks), 0) LOOP
