@@ -1512,7 +1512,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION backfill.cutover(bigint, text, interval, integer, boolean) IS
-'Gives a finished job''s downstream its upstream''s name and what names it (privileges, owner, sequences, defaults, identity, policies, comments, statistics targets, replica identity, publications, triggers, views, foreign keys), under the upstream''s lock taken with lock_timeout and retried; the old table then follows the new one until finish_cutover.';
+'Gives a finished job''s downstream its upstream''s name and what names it (privileges, owner, sequences, defaults, identity, policies, comments, statistics targets, replica identity, publications, subscriptions, triggers, views, materialized views, functions of its row type, foreign keys), under the upstream''s lock taken with lock_timeout and retried; the old table then follows the new one until finish_cutover.';
 
 CREATE OR REPLACE FUNCTION backfill.rollback_cutover(job_id bigint, lock_timeout interval DEFAULT '1s',
                                           attempts integer DEFAULT 20,
