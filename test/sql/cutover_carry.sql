@@ -52,6 +52,11 @@ SELECT state, rollback_possible FROM backfill.cutover(:job, old_name => 'cc_gen_
 INSERT INTO cc_gen (a) VALUES (100) RETURNING *;
 UPDATE cc_gen SET a = 7 WHERE id = 11;
 SELECT * FROM cc_gen_old WHERE id > 9 ORDER BY id;
+-- and back: the rollback of a job made with into_existing
+SELECT state FROM backfill.rollback_cutover(:job);
+INSERT INTO cc_gen (a) VALUES (50) RETURNING *;
+SELECT * FROM cc_gen_new WHERE id > 9 ORDER BY id;
+SELECT state FROM backfill.cutover(:job, old_name => 'cc_gen_old');
 SELECT backfill.finish_cutover(:job);
 INSERT INTO cc_gen (a) VALUES (101) RETURNING *;
 SELECT attname, attidentity, attgenerated FROM pg_attribute
