@@ -933,7 +933,12 @@ AS $$
 DECLARE
     what text;
 BEGIN
-    SELECT pg_describe_object(dep.classid, dep.objid, dep.objsubid) INTO what
+    -- a view or materialized view by its name, not its rule's
+    SELECT coalesce((SELECT format('%s %s', CASE c.relkind WHEN 'm' THEN 'materialized view' ELSE 'view' END,
+                                   c.oid::regclass)
+                       FROM pg_rewrite rw JOIN pg_class c ON c.oid = rw.ev_class
+                      WHERE dep.classid = 'pg_rewrite'::regclass AND rw.oid = dep.objid),
+                    pg_describe_object(dep.classid, dep.objid, dep.objsubid)) INTO what
       FROM pg_depend dep
      WHERE dep.refclassid = 'pg_class'::regclass AND dep.refobjid = mv AND dep.deptype = 'n'
        AND NOT (dep.classid = 'pg_rewrite'::regclass
