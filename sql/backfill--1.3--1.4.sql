@@ -648,6 +648,318 @@ SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_copy_acl(regclass, regclass) IS
 'Internal: under the lock of both tables of one owner, gives dst exactly the privileges of src, the table''s and its columns'' by name, with their grantors.';
 
+-- The pairs of an index of src and one of dst of the same definition (the
+-- method, columns, expressions, predicate, uniqueness, primary key,
+-- exclusion, deferrability, and the kind of constraint it carries), whose
+-- names the swap exchanges: the n-th of src's indexes of a definition, by
+-- name, with the n-th of dst's, so that two indexes of one definition
+-- both get their names back, and an exclusion constraint's index never
+-- pairs with a plain index.  Pairs whose names are already the same are
+-- left out.
+CREATE FUNCTION backfill._cutover_index_pairs(src regclass, dst regclass,
+                                              OUT src_index name, OUT dst_index name)
+RETURNS SETOF record
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+WITH defs AS (
+    SELECT x.indrelid AS rel, i.relname,
+           concat_ws(' ', x.indisunique, x.indisprimary, x.indisexclusion, x.indimmediate,
+                     (SELECT c.contype FROM pg_constraint c
+                       WHERE c.conindid = x.indexrelid AND c.conrelid = x.indrelid
+                         AND c.contype IN ('p', 'u', 'x')),
+                     substr(pg_get_indexdef(x.indexrelid),
+                            strpos(pg_get_indexdef(x.indexrelid), ' USING '))) AS def
+      FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
+     WHERE x.indrelid IN (src, dst)
+), ranked AS (
+    SELECT rel, relname, def, row_number() OVER (PARTITION BY rel, def ORDER BY relname) AS nth
+      FROM defs
+)
+SELECT s.relname, d.relname
+  FROM ranked s JOIN ranked d ON d.def = s.def AND d.nth = s.nth
+ WHERE s.rel = src AND d.rel = dst AND s.relname <> d.relname
+ ORDER BY s.relname
+$$;
+COMMENT ON FUNCTION backfill._cutover_index_pairs(regclass, regclass) IS
+'Internal: the indexes of src and dst of the same definition, paired one to one in the order of their names, whose names the swap exchanges.';
+
+-- An identity or serial column that both tables have, each with a sequence
+-- of its own: dst's goes on where src's was, so that the first insert
+-- after the swap does not take a value the table holds already.  (When
+-- only src has one, the swap moves it, its position with it.)  Run as the
+-- caller, who needs UPDATE on dst's sequences and SELECT on src's.
+CREATE FUNCTION backfill._cutover_carry_identity(src regclass, dst regclass)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r record;
+    last bigint;
+    called boolean;
+BEGIN
+    FOR r IN SELECT pg_get_serial_sequence(src::text, sa.attname)::regclass AS src_seq,
+                    pg_get_serial_sequence(dst::text, da.attname)::regclass AS dst_seq
+               FROM pg_attribute sa
+               JOIN pg_attribute da ON da.attrelid = dst AND da.attname = sa.attname
+                                   AND da.attnum > 0 AND NOT da.attisdropped
+              WHERE sa.attrelid = src AND sa.attnum > 0 AND NOT sa.attisdropped
+              ORDER BY sa.attnum LOOP
+        CONTINUE WHEN r.src_seq IS NULL OR r.dst_seq IS NULL OR r.src_seq = r.dst_seq;
+        EXECUTE format('SELECT last_value, is_called FROM %s', r.src_seq) INTO last, called;
+        PERFORM setval(r.dst_seq, last, called);
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION backfill._cutover_carry_identity(regclass, regclass) IS
+'Internal: sets the sequence of each identity or serial column of dst to the position of the sequence of the column of the same name of src, where both have one.';
+
+-- Functions declared with src's row type, and the subscriptions that
+-- write to src, re-pointed to dst (src/api/cutover_carry.c)
+CREATE FUNCTION backfill._cutover_carry_functions(src regclass, dst regclass)
+RETURNS void
+AS 'MODULE_PATHNAME', 'backfill_cutover_carry_functions'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._cutover_carry_functions(regclass, regclass) IS
+'Internal: under the lock of both tables, re-points the functions declared with the row type of src, or its array type, to those of dst, whose columns must be the same.';
+
+CREATE FUNCTION backfill._cutover_carry_subscriptions(src regclass, dst regclass)
+RETURNS void
+AS 'MODULE_PATHNAME', 'backfill_cutover_carry_subscriptions'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._cutover_carry_subscriptions(regclass, regclass) IS
+'Internal: under the lock of both tables, moves the rows of pg_subscription_rel of src, each ready, to dst.';
+
+-- What a real schema has that the cutover cannot carry, refused before
+-- anything changes: a subscription still copying src (or writing to dst
+-- too), a generated column of src that is a plain column of dst (no ALTER
+-- makes a column generated: after the cutover it would no longer be), and
+-- functions of src's row type when dst's columns differ from src's.
+CREATE FUNCTION backfill._cutover_check_schema(j backfill.job, src regclass, dst regclass)
+RETURNS void
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r record;
+    what text;
+BEGIN
+    SELECT s.subname, sr.srrelid::regclass AS rel, sr.srsubstate INTO r
+      FROM pg_subscription_rel sr JOIN pg_subscription s ON s.oid = sr.srsubid
+     WHERE sr.srrelid IN (src, dst) AND (sr.srrelid = dst OR sr.srsubstate <> 'r')
+     ORDER BY s.subname LIMIT 1;
+    IF FOUND AND r.rel = dst THEN
+        RAISE EXCEPTION 'cannot cut over backfill job % because subscription % writes to table %', j.job_id, r.subname, dst
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = format('Table %s would take the place of table %s, and the changes subscription %I applies to it would go on reaching it under the name of table %s.', dst, src, r.subname, src),
+                  HINT = format('Remove table %s from the publications of subscription %I and refresh it (ALTER SUBSCRIPTION %I REFRESH PUBLICATION) before the cutover.', dst, r.subname, r.subname);
+    ELSIF FOUND THEN
+        RAISE EXCEPTION 'cannot cut over backfill job % because subscription % has not finished copying table %', j.job_id, r.subname, src
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = format('The table is in state "%s" in pg_subscription_rel; the cutover carries only a table that is ready ("r"), whose changes the apply worker writes.', r.srsubstate),
+                  HINT = 'Wait until the subscription has synchronised the table, then try again.';
+    END IF;
+
+    SELECT string_agg(quote_ident(sa.attname), ', ' ORDER BY sa.attnum) INTO what
+      FROM pg_attribute sa
+      JOIN pg_attribute da ON da.attrelid = dst AND da.attname = sa.attname AND da.attnum > 0 AND NOT da.attisdropped
+     WHERE sa.attrelid = src AND sa.attnum > 0 AND NOT sa.attisdropped
+       AND sa.attgenerated <> '' AND da.attgenerated = '';
+    IF what IS NOT NULL THEN
+        RAISE EXCEPTION 'cannot cut over backfill job % because generated columns of table % are not generated in table %', j.job_id, src, dst
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = format('Columns %s of table %s are generated, and the same columns of table %s are not: they would no longer be computed after the cutover, and no command makes a column generated.', what, src, dst),
+                  HINT = format('Create table %s yourself with the columns generated, and copy the other columns into it: backfill.create_job(..., columns => ..., into_existing => true).', dst);
+    END IF;
+
+    -- functions of src's row type go over to dst's when the columns are
+    -- the same (src/api/cutover_carry.c); else they would keep the old
+    -- table's type, which finish_cutover could then not drop
+    SELECT string_agg(DISTINCT dep.objid::regprocedure::text, ', ') INTO what
+      FROM pg_depend dep, pg_class c
+     WHERE c.oid = src AND dep.classid = 'pg_proc'::regclass AND dep.refclassid = 'pg_type'::regclass
+       AND dep.refobjid IN (c.reltype, (SELECT typarray FROM pg_type WHERE oid = c.reltype));
+    IF what IS NOT NULL
+       AND ARRAY(SELECT row(attname, atttypid, atttypmod, attcollation)::text FROM pg_attribute
+                  WHERE attrelid = src AND attnum > 0 AND NOT attisdropped ORDER BY attnum)
+           IS DISTINCT FROM
+           ARRAY(SELECT row(attname, atttypid, atttypmod, attcollation)::text FROM pg_attribute
+                  WHERE attrelid = dst AND attnum > 0 AND NOT attisdropped ORDER BY attnum) THEN
+        RAISE EXCEPTION 'cannot carry the functions of the row type of table % over to table %', src, dst
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = format('Functions %s take or return rows of table %s, and the columns of table %s are not the same (names, types and collations, in order): they would keep the type of the old table.', what, src, dst),
+                  HINT = 'Drop the functions before the cutover and create them again after it.';
+    END IF;
+    SELECT string_agg(DISTINCT dep.objid::regprocedure::text, ', ') INTO what
+      FROM pg_depend dep, pg_class c, pg_proc p
+     WHERE c.oid = src AND dep.classid = 'pg_proc'::regclass AND dep.refclassid = 'pg_type'::regclass
+       AND dep.refobjid IN (c.reltype, (SELECT typarray FROM pg_type WHERE oid = c.reltype))
+       AND p.oid = dep.objid AND p.prolang IN (SELECT oid FROM pg_language WHERE lanname IN ('c', 'internal'));
+    IF what IS NOT NULL THEN
+        RAISE EXCEPTION 'cannot carry the functions of the row type of table % over to table %', src, dst
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = format('Functions %s are written in C, which reads the rows of a table''s row type by position.', what),
+                  HINT = 'Drop the functions before the cutover and create them again after it.';
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION backfill._cutover_check_schema(backfill.job, regclass, regclass) IS
+'Internal: refuses a cutover of a table a subscription is still copying, or of two tables one subscription writes to, of generated columns that would no longer be generated, and of functions of the row type of src when the columns of dst differ.';
+
+-- Materialized views over src, re-made over dst: the definitions are
+-- printed before the renames, with src's name, which dst then has
+-- (_cutover_matviews); after them, each is created anew under a name of
+-- its own, WITH NO DATA, given the old one's owner, privileges (grantors
+-- included, src/api/cutover_acl.c), storage parameters, tablespace and
+-- comments, filled, takes the old one's place and name, and gets its
+-- indexes again (_cutover_carry_matviews).  It is filled by REFRESH,
+-- which runs its query as its owner, under the lock, when the new table
+-- is at most 8 MB; else it is left unfilled (a query of it fails until
+-- then), with a NOTICE that says to refresh it after the cutover.
+CREATE FUNCTION backfill._cutover_matviews(src regclass)
+RETURNS jsonb
+LANGUAGE sql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+SELECT coalesce(jsonb_agg(jsonb_build_object(
+           'mv', m.oid, 'schema', n.nspname, 'name', m.relname, 'owner', m.relowner::regrole::text,
+           'populated', m.relispopulated,
+           'options', CASE WHEN m.reloptions IS NOT NULL
+                           THEN format(' WITH (%s)', array_to_string(m.reloptions, ', ')) ELSE '' END,
+           'tablespace', CASE WHEN m.reltablespace <> 0
+                              THEN format(' TABLESPACE %I', (SELECT spcname FROM pg_tablespace WHERE oid = m.reltablespace))
+                              ELSE '' END,
+           'query', rtrim(pg_get_viewdef(m.oid), ';'),
+           'comments', (SELECT coalesce(jsonb_agg(jsonb_build_object('column', a.attname, 'text', d.description)
+                                                  ORDER BY a.attnum), '[]')
+                          FROM (SELECT 0::int2 AS attnum, NULL::name AS attname
+                                UNION ALL
+                                SELECT attnum, attname FROM pg_attribute
+                                 WHERE attrelid = m.oid AND attnum > 0 AND NOT attisdropped) a
+                          JOIN pg_description d ON d.classoid = 'pg_class'::regclass AND d.objoid = m.oid
+                                               AND d.objsubid = a.attnum),
+           'indexes', (SELECT coalesce(jsonb_agg(pg_get_indexdef(x.indexrelid) ORDER BY x.indexrelid), '[]')
+                         FROM pg_index x WHERE x.indrelid = m.oid))
+         ORDER BY m.oid), '[]')
+  FROM pg_class m JOIN pg_namespace n ON n.oid = m.relnamespace
+ WHERE m.relkind = 'm'
+   AND m.oid IN (SELECT rw.ev_class FROM pg_depend dep JOIN pg_rewrite rw ON rw.oid = dep.objid
+                  WHERE dep.classid = 'pg_rewrite'::regclass AND dep.refclassid = 'pg_class'::regclass
+                    AND dep.refobjid = src AND dep.deptype = 'n')
+$$;
+COMMENT ON FUNCTION backfill._cutover_matviews(regclass) IS
+'Internal: the materialized views over src, each with the statements that make it again, printed with the names they have.';
+
+CREATE FUNCTION backfill._cutover_carry_matviews(src regclass, dst regclass, matviews jsonb)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    m jsonb;
+    c jsonb;
+    old regclass;
+    fresh regclass;
+    tmp name;
+    stmt text;
+BEGIN
+    FOR m IN SELECT * FROM jsonb_array_elements(matviews) LOOP
+        old := (m->>'mv')::oid::regclass;
+        -- only a materialized view over src, as _cutover_matviews found it
+        IF NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = old AND c.relkind = 'm'
+                         AND c.relname = m->>'name' AND c.relnamespace::regnamespace::text = quote_ident(m->>'schema')) THEN
+            RAISE EXCEPTION 'materialized view % is not a materialized view over table %', old, src
+                USING ERRCODE = 'invalid_parameter_value';
+        END IF;
+        -- the old one out of the way first (which locks it), the new one
+        -- under its name
+        tmp := 'backfill_cutover_' || old::oid;
+        EXECUTE format('ALTER MATERIALIZED VIEW %s RENAME TO %I', old, tmp);
+        BEGIN
+            EXECUTE format('CREATE MATERIALIZED VIEW %I.%I%s%s AS ', m->>'schema', m->>'name',
+                           m->>'options', m->>'tablespace') || (m->>'query') || ' WITH NO DATA';
+        EXCEPTION WHEN OTHERS THEN
+            DECLARE
+                msg text;
+            BEGIN
+                GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT;
+                RAISE EXCEPTION 'cannot carry materialized view %.% over to table %', m->>'schema', m->>'name', dst
+                    USING ERRCODE = 'feature_not_supported',
+                          DETAIL = format('Its definition does not fit table %s: %s.', dst, msg),
+                          HINT = format('Drop materialized view %I.%I before the cutover and create it again after it.',
+                                        m->>'schema', m->>'name');
+            END;
+        END;
+        fresh := format('%I.%I', m->>'schema', m->>'name')::regclass;
+        IF (SELECT relowner FROM pg_class WHERE oid = fresh)::regrole::text <> m->>'owner' THEN
+            EXECUTE format('ALTER MATERIALIZED VIEW %s OWNER TO %s', fresh, m->>'owner');
+        END IF;
+        PERFORM backfill._cutover_copy_acl(old, fresh);
+        FOR c IN SELECT * FROM jsonb_array_elements(m->'comments') LOOP
+            IF c->>'column' IS NULL THEN
+                EXECUTE format('COMMENT ON MATERIALIZED VIEW %s IS %L', fresh, c->>'text');
+            ELSE
+                EXECUTE format('COMMENT ON COLUMN %s.%I IS %L', fresh, c->>'column', c->>'text');
+            END IF;
+        END LOOP;
+        EXECUTE format('DROP MATERIALIZED VIEW %s', old);
+        FOR stmt IN SELECT * FROM jsonb_array_elements_text(m->'indexes') LOOP
+            EXECUTE stmt;
+        END LOOP;
+        IF (m->>'populated')::boolean AND pg_relation_size(dst) <= 8 * 1024 * 1024 THEN
+            EXECUTE format('REFRESH MATERIALIZED VIEW %s', fresh);
+        ELSIF (m->>'populated')::boolean THEN
+            RAISE NOTICE 'materialized view % is not populated after the cutover', fresh
+                USING DETAIL = format('Table %s is larger than 8 MB: its query would run under the lock of the cutover.', dst),
+                      HINT = format('Use REFRESH MATERIALIZED VIEW %s.', fresh);
+        END IF;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION backfill._cutover_carry_matviews(regclass, regclass, jsonb) IS
+'Internal: under the lock of both tables, makes each materialized view given by _cutover_matviews again over dst, with its owner, privileges, options, comments and indexes, filled when dst is at most 8 MB.';
+
+-- a materialized view the swap can make again: nothing else depends on it
+-- (a view over it would have to be dropped with it), and its owner is a
+-- role whose privileges the caller has, as the swap gives it to that role
+CREATE FUNCTION backfill._cutover_check_matview(mv regclass, dst regclass)
+RETURNS void
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    what text;
+BEGIN
+    -- a view or materialized view by its name, not its rule's
+    SELECT coalesce((SELECT format('%s %s', CASE c.relkind WHEN 'm' THEN 'materialized view' ELSE 'view' END,
+                                   c.oid::regclass)
+                       FROM pg_rewrite rw JOIN pg_class c ON c.oid = rw.ev_class
+                      WHERE dep.classid = 'pg_rewrite'::regclass AND rw.oid = dep.objid),
+                    pg_describe_object(dep.classid, dep.objid, dep.objsubid)) INTO what
+      FROM pg_depend dep
+     WHERE dep.refclassid = 'pg_class'::regclass AND dep.refobjid = mv AND dep.deptype = 'n'
+       AND NOT (dep.classid = 'pg_rewrite'::regclass
+                AND (SELECT ev_class FROM pg_rewrite WHERE oid = dep.objid) = mv)
+     ORDER BY 1 LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'cannot carry materialized view % over to table %', mv, dst
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = format('The cutover makes the materialized view again, and %s depends on it.', what),
+                  HINT = format('Drop %s before the cutover and create it again after it.', what);
+    END IF;
+    IF NOT pg_has_role(current_user, (SELECT relowner FROM pg_class WHERE oid = mv), 'USAGE') THEN
+        RAISE EXCEPTION 'must be owner of materialized view %', mv
+            USING ERRCODE = 'insufficient_privilege',
+                  DETAIL = format('The cutover makes materialized view %s again over table %s, owned by its owner.', mv, dst);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION backfill._cutover_check_matview(regclass, regclass) IS
+'Internal: refuses to carry a materialized view another object depends on, or whose owner''s privileges the caller lacks.';
+
 -- What refuses a swap of src (which has the name) for dst, before anything
 -- is locked or changed: a dst whose owner's code src's writers do not
 -- already run, tables that are not whole tables on their own (a partition,
@@ -723,10 +1035,7 @@ BEGIN
                               DETAIL = format('The rule writes to table %s, and would go on writing to it under its new name.', src),
                               HINT = 'Drop the rule before the cutover and create it again after it.';
                 ELSIF k = 'm' THEN
-                    RAISE EXCEPTION 'cannot carry materialized view % over to table %', v, dst
-                        USING ERRCODE = 'feature_not_supported',
-                              DETAIL = 'A materialized view would have to be refreshed from the new table while its lock is held.',
-                              HINT = format('Drop materialized view %s before the cutover and create it again after it.', v);
+                    PERFORM backfill._cutover_check_matview(v, dst);   -- made again over dst
                 ELSIF k <> 'v' THEN
                     RAISE EXCEPTION 'cannot carry % over to table %', d.what, dst
                         USING ERRCODE = 'feature_not_supported',
@@ -792,10 +1101,12 @@ BEGIN
     END LOOP;
 
     -- a column of src's row type elsewhere would keep the old table's type
+    -- (the job's own change table excepted: its images are of the type of
+    -- the job's downstream, which the rollback of a cutover makes src)
     SELECT format('%s.%I', a.attrelid::regclass, a.attname) INTO col
       FROM pg_attribute a
      WHERE a.atttypid = (SELECT reltype FROM pg_class WHERE oid = src)
-       AND a.attrelid <> src AND NOT a.attisdropped LIMIT 1;
+       AND a.attrelid <> src AND a.attrelid IS DISTINCT FROM j.change_table AND NOT a.attisdropped LIMIT 1;
     IF FOUND THEN
         RAISE EXCEPTION 'cannot cut over table % because column % is of its row type', src, col
             USING ERRCODE = 'feature_not_supported',
@@ -812,6 +1123,9 @@ BEGIN
                   DETAIL = 'The table is published with a row filter or a column list.',
                   HINT = format('Publish table %s as a whole before the cutover, and filter again after it.', src);
     END IF;
+
+    -- subscriptions, generated columns, functions of the row type
+    PERFORM backfill._cutover_check_schema(j, src, dst);
 
     -- replica identity through an index: dst needs one on the same columns
     IF (SELECT relreplident FROM pg_class WHERE oid = src) = 'i'
@@ -850,6 +1164,7 @@ DECLARE
     trigs text[];
     trig_states "char"[];
     trig_names name[];
+    matviews jsonb := backfill._cutover_matviews(src);
     fks text[];
     fk_children regclass[];
     fk_names name[];
@@ -861,21 +1176,9 @@ DECLARE
     r record;
     i integer;
 BEGIN
-    -- each of dst's indexes defined as one of src's (the same method,
-    -- columns, expressions, predicate and uniqueness), one to one
-    SELECT array_agg(p.src_index ORDER BY p.n), array_agg(p.dst_index ORDER BY p.n)
-      INTO src_indexes, dst_indexes
-      FROM (SELECT si.relname AS src_index, di.relname AS dst_index,
-                   row_number() OVER (ORDER BY si.oid) AS n,
-                   row_number() OVER (PARTITION BY si.oid ORDER BY di.oid) AS nth_dst,
-                   row_number() OVER (PARTITION BY di.oid ORDER BY si.oid) AS nth_src
-              FROM pg_index sx JOIN pg_class si ON si.oid = sx.indexrelid,
-                   pg_index dx JOIN pg_class di ON di.oid = dx.indexrelid
-             WHERE sx.indrelid = src AND dx.indrelid = dst
-               AND sx.indisunique = dx.indisunique AND sx.indisprimary = dx.indisprimary
-               AND substr(pg_get_indexdef(si.oid), strpos(pg_get_indexdef(si.oid), ' USING '))
-                 = substr(pg_get_indexdef(di.oid), strpos(pg_get_indexdef(di.oid), ' USING '))) p
-     WHERE p.nth_dst = 1 AND p.nth_src = 1 AND p.src_index <> p.dst_index;
+    -- each of dst's indexes defined as one of src's, one to one
+    SELECT array_agg(p.src_index ORDER BY p.src_index), array_agg(p.dst_index ORDER BY p.src_index)
+      INTO src_indexes, dst_indexes FROM backfill._cutover_index_pairs(src, dst) p;
 
     -- definitions first, printed with src's name, which dst will have
     SELECT array_agg(format('CREATE OR REPLACE VIEW %s%s AS %s', v.oid::regclass,
@@ -925,6 +1228,11 @@ BEGIN
     -- within reach of REVOKE ... CASCADE of that option, and dst's own
     -- column grants are gone (src/api/cutover_acl.c)
     PERFORM backfill._cutover_copy_acl(src, dst);
+    -- identity and serial sequences that dst has of its own, functions of
+    -- src's row type, subscriptions (src/api/cutover_carry.c)
+    PERFORM backfill._cutover_carry_identity(src, dst);
+    PERFORM backfill._cutover_carry_functions(src, dst);
+    PERFORM backfill._cutover_carry_subscriptions(src, dst);
     -- columns: comments, statistics targets, options (those a user sets:
     -- the server keeps entries of its own there), defaults, identity
     FOR r IN SELECT sa.attname, sa.attnum, sa.attstattarget, sa.attidentity,
@@ -1064,6 +1372,9 @@ BEGIN
             END;
         END;
     END LOOP;
+
+    -- materialized views: made again over dst
+    PERFORM backfill._cutover_carry_matviews(src, dst, matviews);
 
     -- foreign keys from other tables: on dst, NOT VALID, validated after
     FOR i IN 1 .. coalesce(cardinality(fks), 0) LOOP
@@ -1206,7 +1517,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION backfill.cutover(bigint, text, interval, integer, boolean) IS
-'Gives a finished job''s downstream its upstream''s name and what names it (privileges, owner, sequences, defaults, identity, policies, comments, statistics targets, replica identity, publications, triggers, views, foreign keys), under the upstream''s lock taken with lock_timeout and retried; the old table then follows the new one until finish_cutover.';
+'Gives a finished job''s downstream its upstream''s name and what names it (privileges, owner, sequences, defaults, identity, policies, comments, statistics targets, replica identity, publications, subscriptions, triggers, views, materialized views, functions of its row type, foreign keys), under the upstream''s lock taken with lock_timeout and retried; the old table then follows the new one until finish_cutover.';
 
 CREATE OR REPLACE FUNCTION backfill.rollback_cutover(job_id bigint, lock_timeout interval DEFAULT '1s',
                                           attempts integer DEFAULT 20,

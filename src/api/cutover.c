@@ -164,11 +164,13 @@ backfill_cutover_turn(PG_FUNCTION_ARGS)
 				 errdetail("Only a finished job whose upstream is local follows its downstream back.")));
 
 	/*
-	 * A cutover turns a job whose swap is not in place; its rollback turns
-	 * back one whose swap is
+	 * A cutover turns a job whose swap is not in place, making the old
+	 * table the user's; its rollback turns back one whose swap is, giving
+	 * the new table back what it was before the cutover (the user's too,
+	 * for a job made with into_existing)
 	 */
 	(void) backfill_cutover_row_tables(job_id, &old_table, &new_table, &swapped);
-	if (swapped == into_existing)
+	if (swapped ? into_existing != backfill_cutover_row_into_existing(job_id) : !into_existing)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("backfill job %lld cannot be turned around", (long long) job_id),

@@ -84,6 +84,30 @@ backfill_turn_job_row(int64 job_id, bool into_existing)
 }
 
 /*
+ * backfill_cutover_row_into_existing
+ *		Whether the job's cutover row says its downstream was, before the
+ *		cutover, a table of the user's (into_existing); false when the job
+ *		has no row.  Caller is connected to SPI.
+ */
+bool
+backfill_cutover_row_into_existing(int64 job_id)
+{
+	Oid			types[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(job_id)};
+	bool		isnull;
+	bool		into_existing;
+
+	if (SPI_execute_with_args("SELECT into_existing FROM backfill.job_cutover "
+							  "WHERE job_id OPERATOR(pg_catalog.=) $1",
+							  1, types, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the cutover row of backfill job %lld", (long long) job_id);
+	if (SPI_processed == 0)
+		return false;
+	into_existing = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	return !isnull && into_existing;
+}
+
+/*
  * backfill_cutover_row_tables
  *		The tables of the job's cutover row into *old_table and *new_table;
  *		false, and both invalid, when the job has none.  *swapped says

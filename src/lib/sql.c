@@ -27,6 +27,7 @@
 #include "access/htup_details.h"
 #include "access/stratnum.h"
 #include "catalog/pg_am.h"
+#include "catalog/pg_attribute.h"
 #include "catalog/pg_operator.h"
 #include "catalog/pg_type.h"
 #include "commands/defrem.h"
@@ -490,6 +491,44 @@ backfill_text_array_sql(Datum array, char ***elems, int *nelems)
 }
 
 /*
+ * How the downstream takes column i of the job: not at all when it is a
+ * generated column there (it computes it itself), and not by UPDATE when it
+ * is an identity GENERATED ALWAYS there.  The downstream of a job is its
+ * own table, made without either; after a cutover it is the old table,
+ * whose columns are as the user made them.
+ */
+static bool
+downstream_takes(BackfillJob *job, int i, bool update)
+{
+	HeapTuple	tup = SearchSysCacheAttName(job->downstream, job->col_names[i]);
+	Form_pg_attribute att;
+	bool		takes;
+
+	if (!HeapTupleIsValid(tup))
+		return true;			/* the statement reports it */
+	att = (Form_pg_attribute) GETSTRUCT(tup);
+	takes = att->attgenerated == '\0' &&
+		(!update || att->attidentity != ATTRIBUTE_IDENTITY_ALWAYS);
+	ReleaseSysCache(tup);
+	return takes;
+}
+
+/*
+ * " OVERRIDING SYSTEM VALUE" when the downstream has an identity GENERATED
+ * ALWAYS among the job's columns (a table the user made, filled with
+ * into_existing, or the old table of a cutover): its rows keep the
+ * upstream's values.
+ */
+static const char *
+overriding_sql(BackfillJob *job)
+{
+	for (int i = 0; i < job->ncols; i++)
+		if (downstream_takes(job, i, false) && !downstream_takes(job, i, true))
+			return " OVERRIDING SYSTEM VALUE";
+	return "";
+}
+
+/*
  * Making downstream rows equal to the upstream's.
  *
  * For a set of keys, the query "matching" (which returns keys): delete their
@@ -512,8 +551,8 @@ backfill_sync_delete_sql(BackfillJob *job, const char *matching, bool returning_
 char *
 backfill_sync_insert_sql(BackfillJob *job, const char *matching, bool returning_vnode)
 {
-	return psprintf("INSERT INTO %s (%s) SELECT %s FROM %s WHERE %s%s%s%s",
-					job->downstream_sql, job->columns_sql, job->select_sql,
+	return psprintf("INSERT INTO %s (%s)%s SELECT %s FROM %s WHERE %s%s%s%s",
+					job->downstream_sql, job->columns_sql, overriding_sql(job), job->select_sql,
 					backfill_job_scan(job), backfill_key_in(job, "u", matching),
 					backfill_filter_and(job),
 					returning_vnode ? " RETURNING " : "",
@@ -528,27 +567,48 @@ backfill_sync_insert_sql(BackfillJob *job, const char *matching, bool returning_
  * list has every output column, the key columns too: an equal key may be
  * written differently (numeric 1.5 and 1.50, float8 0 and -0, interval
  * '1 day' and '24 hours'), and the downstream must show the upstream's.
+ * A generated column of the downstream is left out, and an identity
+ * GENERATED ALWAYS column is inserted with OVERRIDING SYSTEM VALUE (the
+ * row keeps the upstream's value) and never updated: the old table of a
+ * cutover, which follows the new one, may have both.
  * The _many forms do the same for a set of keys given as one array per key
  * column, $1..$npk (a statement's rows, applied at once).
  */
 static char *
 sync_upsert_sql(BackfillJob *job, const char *key_cond)
 {
+	StringInfoData cols;
+	StringInfoData select;
 	StringInfoData setlist;
 	char	   *pkcols = backfill_pk_list(job, NULL);
+	bool		overriding = false;
 
+	initStringInfo(&cols);
+	initStringInfo(&select);
 	initStringInfo(&setlist);
 	for (int i = 0; i < job->ncols; i++)
 	{
 		const char *col = quote_identifier(job->col_names[i]);
 
-		appendStringInfo(&setlist, "%s%s = EXCLUDED.%s", i > 0 ? ", " : "", col, col);
+		if (!downstream_takes(job, i, false))
+			continue;
+		appendStringInfo(&cols, "%s%s", cols.len > 0 ? ", " : "", col);
+		if (job->col_exprs != NULL && job->col_exprs[i] != NULL)
+			appendStringInfo(&select, "%s(%s) AS %s", select.len > 0 ? ", " : "",
+							 job->col_exprs[i], col);
+		else
+			appendStringInfo(&select, "%s%s", select.len > 0 ? ", " : "", col);
+		if (downstream_takes(job, i, true))
+			appendStringInfo(&setlist, "%s%s = EXCLUDED.%s", setlist.len > 0 ? ", " : "", col, col);
+		else
+			overriding = true;
 	}
-	return psprintf("INSERT INTO %s (%s) SELECT %s FROM %s WHERE %s%s "
-					"ON CONFLICT (%s) DO UPDATE SET %s",
-					job->downstream_sql, job->columns_sql, job->select_sql,
+	return psprintf("INSERT INTO %s (%s)%s SELECT %s FROM %s WHERE %s%s "
+					"ON CONFLICT (%s) DO %s%s",
+					job->downstream_sql, cols.data,
+					overriding ? " OVERRIDING SYSTEM VALUE" : "", select.data,
 					backfill_job_scan(job), key_cond, backfill_filter_and(job), pkcols,
-					setlist.data);
+					setlist.len > 0 ? "UPDATE SET " : "NOTHING", setlist.data);
 }
 
 /*

@@ -58,7 +58,9 @@ SELECT * FROM backfill.cutover(:job, old_name => repeat('x', 64));
 SELECT * FROM backfill.rollback_cutover(:job);
 SELECT backfill.finish_cutover(:job);
 CREATE MATERIALIZED VIEW co_mv AS SELECT id FROM co_orders;
+CREATE VIEW co_mv_ids AS SELECT id FROM co_mv;   -- made again, co_mv would take it along
 SELECT * FROM backfill.cutover(:job);
+DROP VIEW co_mv_ids;
 DROP MATERIALIZED VIEW co_mv;
 CREATE FUNCTION co_count() RETURNS bigint LANGUAGE sql BEGIN ATOMIC SELECT count(*) FROM co_orders; END;
 SELECT * FROM backfill.cutover(:job);
