@@ -1,6 +1,6 @@
 # Copyright (c) backfill authors
 #
-# t/037_cutover_subscription.pl: the cutover of a table that a logical
+# t/039_cutover_subscription.pl: the cutover of a table that a logical
 # replication subscription writes to.
 #
 # The subscription maps each of its tables by OID (pg_subscription_rel); the
