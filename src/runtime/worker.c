@@ -39,19 +39,30 @@
  * reach it, ends at once, its barrier rolled back, without failing the job.
  *
  * The launcher (backfill_launcher_main) starts with the server when the
- * library is preloaded, and again after a crash.  It connects to
- * backfill.database and launches every job whose run_mode is 'background'
- * and that is still pending or backfilling, or finished and following its
- * upstream in a worker; their actors then run the
- * recovery check exactly as at any restart.  A job whose owner may no longer
- * log in is failed instead, with the reason: its workers, which connect as
- * the owner, would end before they could record it.  Then it drops the slots
- * that cdc jobs which finished or were cancelled left behind (slot.c), and
- * wakes every second to start again the jobs of its database whose worker
- * exited unexpectedly (pg_terminate_backend(), a FATAL error): each such
- * exit is counted as a failure of the job, with what is known of it as the
- * job's last error, and the job is started again after a pause that doubles
- * with each exit in a row (replace_lost_workers).
+ * library is preloaded, and again after a crash.  Job ids and catalogs are
+ * each database's, and a backend reads one database only, so the launcher
+ * connects to no database, as logical replication's launcher does: it reads
+ * pg_database, a shared catalog, and starts for each database that accepts
+ * connections and is not a template (backfill.database first) a database
+ * worker (backfill_database_worker_main), one at a time, waiting for each to
+ * exit.  That worker connects to the database, does nothing where the
+ * extension is not installed, and launches every job whose run_mode is
+ * 'background' and that is still pending or backfilling, or finished and
+ * following its upstream in a worker; their actors then run the recovery
+ * check exactly as at any restart.  A job whose owner may no longer log in
+ * is failed instead, with the reason: its workers, which connect as the
+ * owner, would end before they could record it.  It logs one line for the
+ * database, drops the slots that cdc jobs which finished or were cancelled
+ * left behind (slot.c), and exits.
+ *
+ * Then the launcher wakes every second to look for jobs, of any database,
+ * whose worker exited unexpectedly (pg_terminate_backend(), a FATAL error),
+ * and starts a database worker for each database that has any, unless that
+ * database's still runs.  That worker counts each such exit as a failure of
+ * the job, with what is known of it as the job's last error, and starts the
+ * job again after a pause that doubles with each exit in a row
+ * (replace_lost_workers); it stays while a job of its database is to start
+ * again and for a minute after, so that it remembers the exits in a row.
  *
  * May call: registry.c (the registry), driver.c, the kinds (their routines),
  * catalog.c and the foundations.
