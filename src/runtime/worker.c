@@ -604,15 +604,13 @@ restart_database_jobs(void)
 		return;					/* the extension is not installed here */
 	if (launched > 0)
 	{
-		char	   *dbname;
-
-		StartTransactionCommand();
-		dbname = pstrdup(get_database_name(MyDatabaseId));
-		CommitTransactionCommand();
+		/* the database's name, read in a transaction */
+		backfill_xact_begin(false);
 		ereport(LOG,
 				(errmsg_plural("backfill launcher restarted %d background job in database \"%s\"",
 							   "backfill launcher restarted %d background jobs in database \"%s\"",
-							   launched, launched, dbname)));
+							   launched, launched, get_database_name(MyDatabaseId))));
+		backfill_xact_end();
 	}
 	(void) launcher_xact(drop_leftover_slots, NULL);
 }
@@ -653,9 +651,9 @@ backfill_database_worker_main(Datum main_arg)
 	{
 		bool		installed = false;
 
-		StartTransactionCommand();
+		backfill_xact_begin(false);
 		installed = OidIsValid(get_extension_oid("backfill", true));
-		CommitTransactionCommand();
+		backfill_xact_end();
 		if (installed)
 			replace_database_lost_workers();
 	}
@@ -706,8 +704,7 @@ list_databases(int *ndbs)
 	int			size = 16;
 	Oid		   *dboids = MemoryContextAlloc(TopMemoryContext, size * sizeof(Oid));
 
-	StartTransactionCommand();
-	(void) GetTransactionSnapshot();
+	backfill_xact_begin(false);
 	rel = table_open(DatabaseRelationId, AccessShareLock);
 	scan = table_beginscan_catalog(rel, 0, NULL);
 	while ((tup = heap_getnext(scan, ForwardScanDirection)) != NULL)
@@ -732,7 +729,7 @@ list_databases(int *ndbs)
 	}
 	table_endscan(scan);
 	table_close(rel, AccessShareLock);
-	CommitTransactionCommand();
+	backfill_xact_end();
 	*ndbs = n;
 	return dboids;
 }
