@@ -122,7 +122,8 @@ backfill_job_is_running(PG_FUNCTION_ARGS)
 	 * for the jobs the caller sees: its own, and every one for a member of
 	 * pg_read_all_stats (monitoring.c), which backfill.jobs shows
 	 */
-	if (!has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS))
+	if (!has_privs_of_role(GetUserId(), ROLE_PG_READ_ALL_STATS) ||
+		!OidIsValid(backfill_job_owner(job_id)))
 		(void) backfill_require_job_owner(job_id);
 	running = backfill_job_runs_in_background(job_id);
 
