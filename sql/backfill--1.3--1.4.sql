@@ -31,7 +31,7 @@ COMMENT ON FUNCTION backfill._verify_rows(bigint, text) IS
 COMMENT ON FUNCTION backfill._live_actors() IS
 'Internal: the actors running now, as their processes published them in shared memory after their last barrier; only the jobs of roles whose privileges the caller has, or all of them for pg_read_all_stats, whose members see the position (a key of the upstream) only of the jobs of roles whose privileges they have.';
 COMMENT ON FUNCTION backfill._job_is_running(bigint) IS
-'Internal: whether background workers or a session run a job the caller owns now.';
+'Internal: whether background workers or a session run a job the caller owns now; any job of the database for a member of pg_read_all_stats, which sees every job in backfill.jobs.';
 COMMENT ON FUNCTION backfill._drop_triggers(bigint) IS
 'Internal: drops the triggers a job the caller owns has on its upstream, which the caller or the job''s owner must still own or have TRIGGER on.';
 COMMENT ON FUNCTION backfill._cutover_turn(bigint, boolean) IS
@@ -1742,3 +1742,320 @@ BEGIN
     PERFORM backfill._delete_job(job_id);
 END
 $$;
+
+
+-- ---------------------------------------------------------------------------
+-- Background jobs in every database; waits and monitoring
+-- ---------------------------------------------------------------------------
+
+-- One look at a job for a wait: raises the job's error if it failed, an
+-- error if it was cancelled or dropped or runs nowhere; sends its line of
+-- progress when backfill.client_progress_interval has passed since
+-- "reported".  Returns NULL once the job has finished, else when it last
+-- sent its progress.  wait_job loops over it in one statement;
+-- wait_for_job (src/runtime/wait.c) commits after each look.
+CREATE FUNCTION backfill._wait_job_poll(job_id bigint, reported timestamptz)
+RETURNS timestamptz
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j backfill.job;
+    running boolean;
+BEGIN
+    IF job_id IS NULL THEN
+        RAISE EXCEPTION 'argument "job_id" must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    IF reported IS NULL THEN
+        RAISE EXCEPTION 'argument "reported" must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    running := backfill._job_is_running(job_id);
+    -- read after the check: a worker commits the final status, then exits
+    SELECT * INTO j FROM backfill.job WHERE backfill.job.job_id = _wait_job_poll.job_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'backfill job % was dropped', job_id
+            USING ERRCODE = 'undefined_object';
+    ELSIF j.status = 'finished' THEN
+        RETURN NULL;
+    ELSIF j.status = 'failed' THEN
+        RAISE EXCEPTION USING MESSAGE = j.last_error,
+                              ERRCODE = coalesce(j.last_sqlstate, 'XX000'),
+                              DETAIL = coalesce(j.last_error_detail, '');
+    ELSIF j.status = 'cancelled' THEN
+        RAISE EXCEPTION 'backfill job % has been cancelled', job_id
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    ELSIF NOT running THEN
+        RAISE EXCEPTION 'backfill job % is not running', job_id
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  HINT = format('Start it with backfill.start_job(%s), or run it here with CALL backfill.run_job(%s).', job_id, job_id);
+    END IF;
+    RETURN backfill._report_progress(job_id, reported);
+END
+$$;
+COMMENT ON FUNCTION backfill._wait_job_poll(bigint, timestamptz) IS
+'Internal: for wait_job and wait_for_job, one look at a job the caller owns: raises its error if it failed, an error if it was cancelled or is not running; sends its progress when it is time; returns NULL once it has finished, else when it last sent its progress.';
+
+CREATE FUNCTION backfill._check_wait(job_id bigint)
+RETURNS void
+AS 'MODULE_PATHNAME', 'backfill_check_wait'
+LANGUAGE C VOLATILE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._check_wait(bigint) IS
+'Internal: for wait_job, refuses to wait for a job the caller owns in the transaction that holds its lock (start_job, reschedule, cancel_job, drop_job), whose workers wait for that transaction to end.';
+
+-- wait_job also sends the job's line of progress every
+-- backfill.client_progress_interval while it waits.  Its statement's
+-- snapshot holds the session's xmin until it returns: wait_for_job does not
+CREATE OR REPLACE FUNCTION backfill.wait_job(job_id bigint)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j backfill.job := backfill._get_job(job_id);
+    reported timestamptz := pg_catalog.clock_timestamp();
+BEGIN
+    IF current_setting('transaction_isolation') <> 'read committed' THEN
+        RAISE EXCEPTION 'backfill.wait_job() must run at isolation level READ COMMITTED'
+            USING ERRCODE = 'invalid_transaction_state',
+                  DETAIL = 'It watches the job''s status as the workers commit it.';
+    END IF;
+    -- the workers of a job started in this transaction wait for its end
+    PERFORM backfill._check_wait(job_id);
+    LOOP
+        reported := backfill._wait_job_poll(job_id, reported);
+        EXIT WHEN reported IS NULL;
+        PERFORM pg_sleep(0.1);
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION backfill.wait_job(bigint) IS
+'Waits until a job has finished; raises its error if it fails; sends its progress to the client every backfill.client_progress_interval. Holds its statement''s snapshot while it waits: CALL backfill.wait_for_job() does not.';
+
+-- A procedure, so that it may commit: no SET clause (a procedure with one
+-- cannot commit); the C code pins the search_path of its statements
+CREATE PROCEDURE backfill.wait_for_job(job_id bigint)
+AS 'MODULE_PATHNAME', 'backfill_wait_for_job'
+LANGUAGE C;
+COMMENT ON PROCEDURE backfill.wait_for_job(bigint) IS
+'Waits until a job has finished, as wait_job does, but commits after each look at the job and holds no snapshot between two: the xmin horizon moves on while it waits. Only with CALL outside a transaction block.';
+
+-- Monitoring roles: a member of pg_read_all_stats (pg_monitor is one) sees
+-- every job of the database in the views, as it sees every session in
+-- pg_stat_activity; of another role's job, without the values of its
+-- upstream (src/runtime/monitoring.c): the views read the jobs that
+-- row-level security hides from it from backfill._monitored_jobs(), and
+-- policies show it the actors, the cutovers and the servers' offsets of
+-- every job, which hold no such value.
+CREATE FUNCTION backfill._monitored_jobs()
+RETURNS SETOF backfill.job
+AS 'MODULE_PATHNAME', 'backfill_monitored_jobs'
+LANGUAGE C STABLE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._monitored_jobs() IS
+'Internal: for a member of pg_read_all_stats, the jobs of the roles whose privileges it does not have, with the columns that hold values of their upstreams (filter, expressions, vnode_bounds, remote_splits, last_error, last_error_detail, ddl_statement) NULL; no row for anyone else.';
+
+CREATE POLICY actor_monitor ON backfill.actor FOR SELECT
+    USING (pg_catalog.pg_has_role(CURRENT_USER, 'pg_read_all_stats', 'USAGE'));
+CREATE POLICY job_cutover_monitor ON backfill.job_cutover FOR SELECT
+    USING (pg_catalog.pg_has_role(CURRENT_USER, 'pg_read_all_stats', 'USAGE'));
+CREATE POLICY job_source_monitor ON backfill.job_source FOR SELECT
+    USING (pg_catalog.pg_has_role(CURRENT_USER, 'pg_read_all_stats', 'USAGE'));
+
+CREATE OR REPLACE VIEW backfill.workers WITH (security_invoker = true) AS
+SELECT w.job_id, w.actor_id, w.pid, a.backend_start, a.state, a.query AS activity
+  FROM backfill.job_workers() w
+  LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid OPERATOR(pg_catalog.=) w.pid
+ WHERE EXISTS (SELECT FROM (SELECT * FROM backfill.job UNION ALL SELECT * FROM backfill._monitored_jobs()) j
+                WHERE j.job_id OPERATOR(pg_catalog.=) w.job_id);
+
+-- backfill.jobs: the columns of 1.1, then the pace of the jobs that
+-- run now: what holds them back (the first actor's that is held back), their
+-- rows per second (over their actors), and when they will have read their
+-- rows at that rate; then each job's progress: RisingWave's text while it is
+-- being created, "100%" once finished.  A snapshot job shows its phase as
+-- RisingWave's creating jobs do (creating_job/mod.rs): "Snapshot [...]"
+-- while it reads its snapshot, "Snapshot finished" once every vnode has read
+-- it until every actor has entered the log store, "LogStore [actor: caught
+-- up/actors, avg lag ...]" with the lag averaged over the actors not caught
+-- up yet, then "Finishing [epoch lag: 0ns]" until its final barrier: its
+-- barriers are the upstream's own, so it never lags in epochs.  Then, for a
+-- job whose upstream is on another server, how far behind its source it is
+-- (the source's WAL it has not fetched yet, and since when it has not caught
+-- up) and why it waits; its progress adds its finished splits.  Its cutover:
+-- waiting_for_lock (attempt n of m) while a cutover or rollback waits for
+-- its lock, else its backfill.job_cutover state, NULL if never cut over.
+CREATE OR REPLACE VIEW backfill.jobs WITH (security_invoker = true) AS
+SELECT j.job_id, j.job_name, j.kind, j.status, j.upstream,
+       j.upstream::pg_catalog.oid AS upstream_table_id,
+       j.downstream, j.fragment_id, j.parallelism, j.chunk_size,
+       coalesce(p.epoch, 0) AS epoch, coalesce(p.row_count, 0)::bigint AS row_count,
+       j.created_at, j.finished_at, j.last_error, j.state_table, j.rate_limit, j.run_mode,
+       (SELECT pg_catalog.array_agg(w.pid ORDER BY w.actor_id)
+          FROM backfill.job_workers() w
+         WHERE w.job_id OPERATOR(pg_catalog.=) j.job_id) AS worker_pids,
+       j.snapshot_epoch,
+       -- a remote job keeps its slot on the source after its finish
+       CASE WHEN j.remote AND j.status OPERATOR(pg_catalog.<>) 'cancelled'
+            THEN pg_catalog.format('backfill_%s_%s_%s',
+                     (SELECT s.system_identifier FROM pg_catalog.pg_control_system() s),
+                     d.oid, j.job_id)
+            WHEN j.kind OPERATOR(pg_catalog.=) 'cdc'
+                 AND j.status OPERATOR(pg_catalog.<>) ALL (ARRAY['finished', 'cancelled'])
+            THEN pg_catalog.format('backfill_%s_%s', d.oid, j.job_id) END AS slot_name,
+       j.owner,
+       CASE WHEN r.running THEN p.throttled_by END AS throttled_by,
+       CASE WHEN r.running THEN pg_catalog.round(p.rows_per_second) END AS rows_per_second,
+       CASE WHEN r.running AND p.rows_per_second OPERATOR(pg_catalog.>) 0
+            THEN pg_catalog.make_interval(secs => pg_catalog.round(
+                     GREATEST(j.total_rows OPERATOR(pg_catalog.-) coalesce(p.row_count, 0), 0)::double precision
+                     OPERATOR(pg_catalog./) p.rows_per_second)) END AS eta,
+       CASE
+           WHEN j.status OPERATOR(pg_catalog.=) 'finished' THEN '100%'
+           WHEN j.status OPERATOR(pg_catalog.=) 'cancelled' THEN NULL
+           -- a monitoring role's view of another role's job: the splits
+           -- and the state are the owner's to read
+           WHEN j.remote AND NOT o.mine
+           THEN backfill._rw_progress(coalesce(p.row_count, 0)::bigint, j.total_rows)
+           WHEN j.remote AND j.remote_partitions IS NOT NULL
+           THEN (SELECT pg_catalog.format('%s [servers: %s/%s, splits: %s/%s]',
+                            backfill._rw_progress(coalesce(p.row_count, 0)::bigint, j.total_rows),
+                            pg_catalog.count(*) FILTER (WHERE v.finished OPERATOR(pg_catalog.=) v.splits),
+                            pg_catalog.count(*), pg_catalog.sum(v.finished), pg_catalog.sum(v.splits))
+                   FROM (SELECT sp.server, pg_catalog.count(*) AS splits,
+                                pg_catalog.count(*) FILTER (WHERE s.backfill_finished) AS finished
+                           FROM backfill.job_splits(j.job_id) sp
+                           LEFT JOIN backfill.job_state(j.job_id) s
+                             ON s.vnode OPERATOR(pg_catalog.=) sp.split_id
+                          GROUP BY sp.server) v)
+           WHEN j.remote
+           THEN pg_catalog.format('%s [splits: %s/%s]',
+                    backfill._rw_progress(coalesce(p.row_count, 0)::bigint, j.total_rows),
+                    (SELECT pg_catalog.count(*) FILTER (WHERE s.backfill_finished)
+                       FROM backfill.job_state(j.job_id) s),
+                    coalesce(pg_catalog.cardinality(j.remote_splits), 0) OPERATOR(pg_catalog.+) 1)
+           WHEN j.kind OPERATOR(pg_catalog.<>) 'snapshot'
+           THEN backfill._rw_progress(coalesce(p.row_count, 0)::bigint, j.total_rows)
+           WHEN p.caught_up OPERATOR(pg_catalog.=) p.actors AND p.actors OPERATOR(pg_catalog.>) 0
+           THEN 'Finishing [epoch lag: 0ns]'
+           WHEN p.in_log_store OPERATOR(pg_catalog.=) p.actors AND p.actors OPERATOR(pg_catalog.>) 0
+           THEN pg_catalog.format('LogStore [actor: %s/%s, avg lag %s]', p.caught_up, p.actors,
+                    backfill._rw_duration(p.ongoing_lag_ms))
+           WHEN p.in_log_store OPERATOR(pg_catalog.>) 0
+                OR CASE WHEN o.mine
+                        THEN (SELECT pg_catalog.bool_and(s.backfill_finished)
+                                FROM backfill.job_state(j.job_id) s) END
+           THEN 'Snapshot finished'
+           ELSE pg_catalog.format('Snapshot [%s]',
+                    backfill._rw_progress(coalesce(p.row_count, 0)::bigint, j.total_rows))
+       END AS progress,
+       j.remote,
+       -- over several servers: the sum of their lags, and the longest
+       CASE WHEN j.remote_partitions IS NOT NULL
+            THEN (SELECT pg_catalog.sum(o.remote_source_lsn OPERATOR(pg_catalog.-) o.remote_lsn)
+                    FROM backfill.job_source o WHERE o.job_id OPERATOR(pg_catalog.=) j.job_id)
+            WHEN j.remote THEN j.remote_source_lsn OPERATOR(pg_catalog.-) j.remote_lsn END AS lag_bytes,
+       CASE WHEN j.remote_partitions IS NOT NULL
+            THEN (SELECT pg_catalog.max(CASE WHEN o.remote_lsn OPERATOR(pg_catalog.>=) o.remote_source_lsn
+                                             THEN '0'::pg_catalog.interval
+                                             ELSE pg_catalog.now() OPERATOR(pg_catalog.-)
+                                                  coalesce(o.remote_caught_up_at, j.created_at) END)
+                    FROM backfill.job_source o WHERE o.job_id OPERATOR(pg_catalog.=) j.job_id)
+            WHEN j.remote AND j.remote_lsn OPERATOR(pg_catalog.>=) j.remote_source_lsn
+            THEN '0'::pg_catalog.interval
+            WHEN j.remote
+            THEN pg_catalog.now() OPERATOR(pg_catalog.-) coalesce(j.remote_caught_up_at, j.created_at)
+       END AS lag_time,
+       (SELECT pg_catalog.min(a.query)
+          FROM backfill.job_workers() w
+          JOIN pg_catalog.pg_stat_activity a ON a.pid OPERATOR(pg_catalog.=) w.pid
+         WHERE w.job_id OPERATOR(pg_catalog.=) j.job_id
+           AND pg_catalog.starts_with(a.query, 'waiting for the source')) AS waiting_for,
+       -- a cutover in progress shows in its backend's activity (its
+       -- transaction shows nothing else until it commits); then the last one
+       coalesce((SELECT pg_catalog.min(pg_catalog.substr(a.query,
+                            pg_catalog.length(pg_catalog.format('backfill cutover of job %s: ', j.job_id)) OPERATOR(pg_catalog.+) 1))
+                   FROM pg_catalog.pg_stat_activity a
+                  WHERE a.state OPERATOR(pg_catalog.=) 'active'
+                    AND pg_catalog.starts_with(a.query, pg_catalog.format('backfill cutover of job %s: waiting_for_lock', j.job_id))),
+                (SELECT c.state FROM backfill.job_cutover c
+                  WHERE c.job_id OPERATOR(pg_catalog.=) j.job_id)) AS cutover
+  FROM (SELECT * FROM backfill.job UNION ALL SELECT * FROM backfill._monitored_jobs()) j
+  CROSS JOIN (SELECT oid FROM pg_catalog.pg_database
+               WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) d
+  LEFT JOIN LATERAL (SELECT pg_catalog.max(a.epoch) AS epoch, pg_catalog.sum(a.row_count) AS row_count,
+                            pg_catalog.sum(a.rows_per_second) AS rows_per_second,
+                            (pg_catalog.array_agg(a.throttled_by ORDER BY a.actor_id)
+                               FILTER (WHERE a.throttled_by IS NOT NULL))[1] AS throttled_by,
+                            pg_catalog.count(*) AS actors,
+                            pg_catalog.count(a.log_store_lag_ms) AS in_log_store,
+                            pg_catalog.count(*) FILTER (WHERE a.log_store_caught_up) AS caught_up,
+                            coalesce(pg_catalog.floor(pg_catalog.avg(a.log_store_lag_ms)
+                                         FILTER (WHERE NOT a.log_store_caught_up)), 0)::bigint
+                                AS ongoing_lag_ms
+                       FROM backfill.actor a
+                      WHERE a.job_id OPERATOR(pg_catalog.=) j.job_id) p ON true
+  CROSS JOIN LATERAL (SELECT CASE WHEN j.status OPERATOR(pg_catalog.=) 'backfilling'
+                                  THEN backfill._job_is_running(j.job_id)
+                                  ELSE false END AS running) r
+  CROSS JOIN LATERAL (SELECT pg_catalog.pg_has_role(CURRENT_USER, j.owner, 'USAGE') AS mine) o;
+
+-- RisingWave's rw_catalog.rw_ddl_progress: the jobs being created, with
+-- RisingWave's columns; finished, failed and cancelled jobs are in
+-- backfill.jobs
+CREATE OR REPLACE VIEW backfill.ddl_progress WITH (security_invoker = true) AS
+SELECT s.job_id AS ddl_id,
+       j.ddl_statement,
+       CASE s.run_mode WHEN 'background' THEN 'BACKGROUND' ELSE 'FOREGROUND' END AS create_type,
+       s.progress,
+       s.created_at AS initialized_at,
+       false AS is_serverless_backfill,
+       CASE s.kind WHEN 'snapshot' THEN 'SNAPSHOT_BACKFILL' ELSE 'NORMAL_BACKFILL' END AS backfill_type
+  FROM backfill.jobs s
+  JOIN (SELECT * FROM backfill.job UNION ALL SELECT * FROM backfill._monitored_jobs()) j
+    ON j.job_id OPERATOR(pg_catalog.=) s.job_id
+ WHERE s.status OPERATOR(pg_catalog.=) ANY (ARRAY['pending', 'backfilling']);
+
+-- One row per actor running now, in a background worker or in a session's
+-- CALL backfill.run_job, as pg_stat_progress_* has one per backend: from
+-- shared memory when the library is preloaded; otherwise the actors of a run
+-- in a session come from the catalog (committed each barrier), with its pid
+-- from the job lock the session holds, and without position or barriers.
+CREATE OR REPLACE VIEW backfill.progress WITH (security_invoker = true) AS
+SELECT l.pid, l.job_id, j.job_name, l.actor_id, j.kind, l.run_mode, l.phase,
+       l.rows_done,
+       (SELECT pg_catalog.sum(a.row_count) FROM backfill.actor a
+         WHERE a.job_id OPERATOR(pg_catalog.=) j.job_id)::bigint AS job_rows_done,
+       j.total_rows AS job_rows_total,
+       l."position", l.barriers, l.epoch,
+       pg_catalog.round(l.rows_per_second)::bigint AS rows_per_second,
+       l.throttled_by, l.started_at, l.last_barrier_at
+  FROM backfill._live_actors() l
+  JOIN (SELECT * FROM backfill.job UNION ALL SELECT * FROM backfill._monitored_jobs()) j
+    ON j.job_id OPERATOR(pg_catalog.=) l.job_id
+UNION ALL
+SELECT k.pid, j.job_id, j.job_name, a.actor_id, j.kind, 'foreground',
+       CASE WHEN a.log_store_lag_ms IS NOT NULL THEN 'log store' ELSE 'snapshot' END,
+       a.row_count,
+       (SELECT pg_catalog.sum(b.row_count) FROM backfill.actor b
+         WHERE b.job_id OPERATOR(pg_catalog.=) j.job_id)::bigint,
+       j.total_rows, NULL, NULL, a.epoch,
+       pg_catalog.round(a.rows_per_second)::bigint, a.throttled_by, NULL, NULL
+  FROM (SELECT * FROM backfill.job UNION ALL SELECT * FROM backfill._monitored_jobs()) j
+  JOIN pg_catalog.pg_locks k
+    ON k.locktype OPERATOR(pg_catalog.=) 'advisory'
+   AND k.database OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database d
+                                          WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+   AND k.classid OPERATOR(pg_catalog.=) (j.job_id OPERATOR(pg_catalog.>>) 32)::pg_catalog.oid
+   AND k.objid OPERATOR(pg_catalog.=) (j.job_id OPERATOR(pg_catalog.&) 4294967295)::pg_catalog.oid
+   AND k.objsubid OPERATOR(pg_catalog.=) 25190   -- BACKFILL_LOCK_FIELD4, the job lock
+   AND k.mode OPERATOR(pg_catalog.=) 'ExclusiveLock' AND k.granted
+  JOIN backfill.actor a ON a.job_id OPERATOR(pg_catalog.=) j.job_id
+ WHERE j.status OPERATOR(pg_catalog.=) 'backfilling'
+   AND NOT EXISTS (SELECT FROM backfill._live_actors() l
+                    WHERE l.job_id OPERATOR(pg_catalog.=) j.job_id);
+COMMENT ON VIEW backfill.progress IS
+'One row per actor running now, in a worker or in CALL backfill.run_job: its process, phase, rows, position, barriers and pace; \watch 1 on it is the live picture.';
+

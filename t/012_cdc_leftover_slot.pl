@@ -20,10 +20,13 @@
 #
 # 1. In database postgres (backfill.database): the launcher drops the slot
 #    when it starts after the crash.
-# 2. In database other, which the launcher does not visit: the slot is still
-#    there after the restart, and a start_job of another job drops it.
-# 3. Again in database other: a run_job of another job drops it.
-# 4. cancel_job killed while it waits for the slot lock, before its commit:
+# 2. In database other, which the launcher visits too: it drops the slot
+#    there as well.
+# 3. In database other, kept from the launcher at the restart (it does not
+#    accept connections until the launcher has done its pass): the slot is
+#    still there after the restart, and a start_job of another job drops it.
+# 4. Likewise: a run_job of another job drops it.
+# 5. cancel_job killed while it waits for the slot lock, before its commit:
 #    the job is not cancelled and keeps its slot, which a second cancel_job
 #    drops.
 
@@ -124,7 +127,7 @@ sub wait_launcher_idle
 # Returns the job's id.
 sub finished_with_slot_left
 {
-	my ($db, $t, $label) = @_;
+	my ($db, $t, $label, $unvisited) = @_;
 	sql(
 		$db, qq{
 CREATE TABLE $t (id bigint PRIMARY KEY, a int, b text);
@@ -168,9 +171,16 @@ INSERT INTO $t SELECT g, g, md5(g::text) FROM generate_series(1, 300) g;
 	is(sql($db, "SELECT status FROM backfill.job WHERE job_id = $job"),
 		'finished', "$label: job $job has finished");
 
+	# the launcher visits the databases that accept connections
+	sql('postgres', "ALTER DATABASE $db ALLOW_CONNECTIONS false") if $unvisited;
 	kill_and_wait_restart($node, $pid, $label);
 	finish_bg($r);
 	finish_bg($slot);
+	if ($unvisited)
+	{
+		ok(wait_launcher_idle(), "$label: the launcher has done its pass");
+		sql('postgres', "ALTER DATABASE $db ALLOW_CONNECTIONS true");
+	}
 	is(sql($db, "SELECT status FROM backfill.job WHERE job_id = $job"),
 		'finished', "$label: job $job is finished after the restart");
 	return $job;
@@ -187,16 +197,21 @@ like(
 	qr/LOG:  dropped replication slot "backfill_\d+_$job" of backfill job $job, which is finished/,
 	'launcher: the server log says so');
 
-# 2. start_job of another job drops it
+# 2. the launcher drops it in another database too
+$job = finished_with_slot_left('other', 'up4', 'other database');
+ok(wait_launcher_idle(), 'other database: the launcher has done its pass');
+ok(wait_until($bg_timeout, sub { job_slots('other', $job) == 0 }),
+	"other database: job ${job}'s slot is gone after the launcher's pass");
+
+# 3. start_job of another job drops it
 sql('other', q{
 CREATE TABLE other_up (id bigint PRIMARY KEY, a int);
 INSERT INTO other_up SELECT g, g FROM generate_series(1, 100) g;
 });
 my $other = sql('other', "SELECT backfill.create_job('other_down', 'other_up')");
-$job = finished_with_slot_left('other', 'up2', 'start_job');
-ok(wait_launcher_idle(), 'start_job: the launcher has done its pass');
+$job = finished_with_slot_left('other', 'up2', 'start_job', 1);
 is(job_slots('other', $job), 1,
-	"start_job: job ${job}'s slot is still there, in a database the launcher does not visit");
+	"start_job: job ${job}'s slot is still there, in a database the launcher did not visit");
 sql('other', "SELECT backfill.start_job($other)");
 is(job_slots('other', $job), 0, "start_job: job ${job}'s slot is gone after start_job($other)");
 ok( wait_until(
@@ -205,14 +220,13 @@ ok( wait_until(
 	),
 	"start_job: job $other finished");
 
-# 3. run_job of another job drops it
-$job = finished_with_slot_left('other', 'up3', 'run_job');
-ok(wait_launcher_idle(), 'run_job: the launcher has done its pass');
+# 4. run_job of another job drops it
+$job = finished_with_slot_left('other', 'up3', 'run_job', 1);
 is(job_slots('other', $job), 1, "run_job: job ${job}'s slot is still there");
 sql('other', "CALL backfill.run_job($other)");
 is(job_slots('other', $job), 0, "run_job: job ${job}'s slot is gone after run_job($other)");
 
-# 4. cancel_job killed before its commit
+# 5. cancel_job killed before its commit
 sql(
 	'postgres', q{
 CREATE TABLE up4 (id bigint PRIMARY KEY, a int);

@@ -38,6 +38,7 @@ extern void backfill_attach_worker(int64 job_id, int32 actor_id);
 extern void backfill_worker_locked_job(void);
 extern void backfill_worker_exit_expected(void);
 extern int64 backfill_take_lost_worker(int32 *actor_id, int *exit_code);
+extern int	backfill_lost_worker_databases(Oid *dboids, int max);
 
 /* live_actors.c: the live actors that backfill.progress shows */
 #define BACKFILL_PHASE_LEN 24

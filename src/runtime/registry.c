@@ -703,6 +703,37 @@ backfill_take_lost_worker(int32 *actor_id, int *exit_code)
 	return job_id;
 }
 
+/*
+ * backfill_lost_worker_databases
+ *		The databases that have a lost worker whose job's other workers have
+ *		exited too: a worker of that database is to take it
+ *		(backfill_take_lost_worker).  Fills at most max of them into dboids,
+ *		each once; returns how many.  For the launcher, which is connected to
+ *		no database.
+ */
+int
+backfill_lost_worker_databases(Oid *dboids, int max)
+{
+	int			n = 0;
+
+	LWLockAcquire(shared->lock, LW_EXCLUSIVE);
+	reap_dead_slots();
+	for (int i = 0; i < shared->nslots && n < max; i++)
+	{
+		BackfillLostWorker *entry = &shared->lost[i];
+		bool		listed = false;
+
+		if (entry->job_id == 0 || find_run_of(entry->dboid, entry->job_id) != NULL)
+			continue;
+		for (int k = 0; k < n && !listed; k++)
+			listed = (dboids[k] == entry->dboid);
+		if (!listed)
+			dboids[n++] = entry->dboid;
+	}
+	LWLockRelease(shared->lock);
+	return n;
+}
+
 bool
 backfill_stop_requested(int64 job_id)
 {

@@ -39,19 +39,30 @@
  * reach it, ends at once, its barrier rolled back, without failing the job.
  *
  * The launcher (backfill_launcher_main) starts with the server when the
- * library is preloaded, and again after a crash.  It connects to
- * backfill.database and launches every job whose run_mode is 'background'
- * and that is still pending or backfilling, or finished and following its
- * upstream in a worker; their actors then run the
- * recovery check exactly as at any restart.  A job whose owner may no longer
- * log in is failed instead, with the reason: its workers, which connect as
- * the owner, would end before they could record it.  Then it drops the slots
- * that cdc jobs which finished or were cancelled left behind (slot.c), and
- * wakes every second to start again the jobs of its database whose worker
- * exited unexpectedly (pg_terminate_backend(), a FATAL error): each such
- * exit is counted as a failure of the job, with what is known of it as the
- * job's last error, and the job is started again after a pause that doubles
- * with each exit in a row (replace_lost_workers).
+ * library is preloaded, and again after a crash.  Job ids and catalogs are
+ * each database's, and a backend reads one database only, so the launcher
+ * connects to no database, as logical replication's launcher does: it reads
+ * pg_database, a shared catalog, and starts for each database that accepts
+ * connections and is not a template (backfill.database first) a database
+ * worker (backfill_database_worker_main), one at a time, waiting for each to
+ * exit.  That worker connects to the database, does nothing where the
+ * extension is not installed, and launches every job whose run_mode is
+ * 'background' and that is still pending or backfilling, or finished and
+ * following its upstream in a worker; their actors then run the recovery
+ * check exactly as at any restart.  A job whose owner may no longer log in
+ * is failed instead, with the reason: its workers, which connect as the
+ * owner, would end before they could record it.  It logs one line for the
+ * database, drops the slots that cdc jobs which finished or were cancelled
+ * left behind (slot.c), and exits.
+ *
+ * Then the launcher wakes every second to look for jobs, of any database,
+ * whose worker exited unexpectedly (pg_terminate_backend(), a FATAL error),
+ * and starts a database worker for each database that has any, unless that
+ * database's still runs.  That worker counts each such exit as a failure of
+ * the job, with what is known of it as the job's last error, and starts the
+ * job again after a pause that doubles with each exit in a row
+ * (replace_lost_workers); it stays while a job of its database is to start
+ * again and for a minute after, so that it remembers the exits in a row.
  *
  * May call: registry.c (the registry), driver.c, the kinds (their routines),
  * catalog.c and the foundations.
@@ -60,7 +71,13 @@
  */
 #include "postgres.h"
 
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/tableam.h"
 #include "access/xact.h"
+#include "catalog/pg_database.h"
+#include "commands/dbcommands.h"
+#include "commands/extension.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -72,6 +89,7 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/memutils.h"
+#include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
@@ -85,8 +103,9 @@
 
 PGDLLEXPORT void backfill_actor_main(Datum main_arg);
 PGDLLEXPORT void backfill_launcher_main(Datum main_arg);
+PGDLLEXPORT void backfill_database_worker_main(Datum main_arg);
 
-/* backfill.database: where the launcher looks for jobs */
+/* backfill.database: the database whose jobs the launcher restarts first */
 static char *backfill_database = NULL;
 
 /* how often a worker retries a barrier that lost a serialization race */
@@ -307,23 +326,29 @@ backfill_actor_main(Datum main_arg pg_attribute_unused())
 	proc_exit(0);
 }
 
-/* launch every job that was running in the background when the server stopped */
-static void
+/*
+ * launch every job of this database that was running in the background when
+ * the server stopped; returns how many were launched, -1 when the database
+ * does not have the extension
+ */
+static int
 launch_jobs(void)
 {
 	MemoryContext cxt = AllocSetContextCreate(TopMemoryContext, "backfill launcher",
 											  ALLOCSET_DEFAULT_SIZES);
 	int64	   *volatile job_ids = NULL;
 	volatile int njobs = 0;
+	volatile bool installed = false;
+	volatile int launched = 0;
 	int			n;
 
 	/* an error here (say, a catalog of another version) must not loop */
 	PG_TRY();
 	{
 		backfill_xact_begin(false);
-		if (SPI_execute("SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'backfill'",
-						true, 0) == SPI_OK_SELECT && SPI_processed == 1 &&
-			(job_ids = backfill_jobs_to_relaunch(&n, cxt)) != NULL)
+		installed = SPI_execute("SELECT 1 FROM pg_catalog.pg_extension WHERE extname = 'backfill'",
+								true, 0) == SPI_OK_SELECT && SPI_processed == 1;
+		if (installed && (job_ids = backfill_jobs_to_relaunch(&n, cxt)) != NULL)
 			njobs = n;
 		backfill_xact_end();
 	}
@@ -354,6 +379,7 @@ launch_jobs(void)
 				backfill_launch_job(job);
 				ereport(LOG,
 						(errmsg("backfill launcher restarted backfill job %lld", (long long) job_ids[i])));
+				launched++;
 			}
 			backfill_xact_end();
 		}
@@ -374,6 +400,7 @@ launch_jobs(void)
 		PG_END_TRY();
 	}
 	MemoryContextDelete(cxt);
+	return installed ? launched : -1;
 }
 
 /*
@@ -519,20 +546,26 @@ relaunch_lost_job(LostJob *entry)
 	(void) launcher_xact(relaunch_job, &job_id);
 }
 
-static void
+/* returns whether a job of this database is still to start again */
+static bool
 replace_lost_workers(void)
 {
 	int64		job_id;
 	int32		actor_id;
 	int			exit_code;
 	TimestampTz now;
+	bool		waiting = false;
 
 	while ((job_id = backfill_take_lost_worker(&actor_id, &exit_code)) != 0)
 		note_lost_job(job_id, actor_id, exit_code);
 	now = GetCurrentTimestamp();
 	for (int i = 0; i < BACKFILL_LOST_TRACKED; i++)
+	{
 		if (lost_jobs[i].relaunch_at != 0 && lost_jobs[i].relaunch_at <= now)
 			relaunch_lost_job(&lost_jobs[i]);
+		waiting |= (lost_jobs[i].relaunch_at != 0);
+	}
+	return waiting;
 }
 
 /* drop what cdc jobs that finished or were cancelled left of their slots */
@@ -542,23 +575,264 @@ drop_leftover_slots(void *arg pg_attribute_unused())
 	backfill_drop_leftover_slots();
 }
 
+/*
+ * The database workers: one per database, started by the launcher, connected
+ * to that database.  A "start" worker restarts the database's background
+ * jobs and drops the slots its cdc jobs left, then exits; a "lost" worker
+ * starts again the jobs whose workers exited unexpectedly, and exits once it
+ * has had nothing to do for BACKFILL_LOST_LINGER_MS, long enough to remember
+ * the exits in a row of a job whose workers keep failing (each pause is
+ * BACKFILL_MAX_WAIT_MS at most).
+ */
+typedef enum DatabaseWorkerMode
+{
+	DATABASE_WORKER_START,
+	DATABASE_WORKER_LOST
+} DatabaseWorkerMode;
+
+#define BACKFILL_LOST_LINGER_MS (60 * 1000)
+
+/* a database worker's pass: restart the jobs, log it, drop leftover slots */
+static void
+restart_database_jobs(void)
+{
+	int			launched;
+
+	pgstat_report_activity(STATE_RUNNING, "restarting background jobs");
+	launched = launch_jobs();
+	if (launched < 0)
+		return;					/* the extension is not installed here */
+	if (launched > 0)
+	{
+		/* the database's name, read in a transaction */
+		backfill_xact_begin(false);
+		ereport(LOG,
+				(errmsg_plural("backfill launcher restarted %d background job in database \"%s\"",
+							   "backfill launcher restarted %d background jobs in database \"%s\"",
+							   launched, launched, get_database_name(MyDatabaseId))));
+		backfill_xact_end();
+	}
+	(void) launcher_xact(drop_leftover_slots, NULL);
+}
+
+/* a lost worker's pass: until there has been nothing to do for a while */
+static void
+replace_database_lost_workers(void)
+{
+	TimestampTz last_busy = GetCurrentTimestamp();
+
+	pgstat_report_activity(STATE_IDLE, NULL);
+	for (;;)
+	{
+		if (replace_lost_workers())
+			last_busy = GetCurrentTimestamp();
+		else if (TimestampDifferenceExceeds(last_busy, GetCurrentTimestamp(),
+											BACKFILL_LOST_LINGER_MS))
+			return;
+		backfill_sleep_ms(BACKFILL_LAUNCHER_NAP_MS);
+	}
+}
+
+void
+backfill_database_worker_main(Datum main_arg)
+{
+	DatabaseWorkerMode mode;
+
+	memcpy(&mode, MyBgworkerEntry->bgw_extra, sizeof(mode));
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnectionByOid(DatumGetObjectId(main_arg), InvalidOid, 0);
+	pin_session_path();
+	pgstat_report_appname("backfill database worker");
+
+	if (mode == DATABASE_WORKER_START)
+		restart_database_jobs();
+	else
+	{
+		bool		installed = false;
+
+		backfill_xact_begin(false);
+		installed = OidIsValid(get_extension_oid("backfill", true));
+		backfill_xact_end();
+		if (installed)
+			replace_database_lost_workers();
+	}
+	proc_exit(0);
+}
+
+/*
+ * start_database_worker
+ *		Register a database worker for the database; NULL when no background
+ *		worker slot is free.  The launcher is told when it stops.
+ */
+static BackgroundWorkerHandle *
+start_database_worker(Oid dboid, DatabaseWorkerMode mode)
+{
+	BackgroundWorker worker;
+	BackgroundWorkerHandle *handle;
+
+	memset(&worker, 0, sizeof(worker));
+	worker.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	worker.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	worker.bgw_restart_time = BGW_NEVER_RESTART;
+	strlcpy(worker.bgw_library_name, "backfill", BGW_MAXLEN);
+	strlcpy(worker.bgw_function_name, "backfill_database_worker_main", BGW_MAXLEN);
+	snprintf(worker.bgw_name, BGW_MAXLEN, "backfill database worker for database %u", dboid);
+	strlcpy(worker.bgw_type, "backfill database worker", BGW_MAXLEN);
+	worker.bgw_main_arg = ObjectIdGetDatum(dboid);
+	memcpy(worker.bgw_extra, &mode, sizeof(mode));
+	worker.bgw_notify_pid = MyProcPid;
+	if (!RegisterDynamicBackgroundWorker(&worker, &handle))
+		return NULL;
+	return handle;
+}
+
+/*
+ * list_databases
+ *		The databases the launcher visits: every one that accepts
+ *		connections and is not a template (a connection to a template would
+ *		make CREATE DATABASE fail), backfill.database first.  Read from
+ *		pg_database, a shared catalog, without a database connection.
+ */
+static Oid *
+list_databases(int *ndbs)
+{
+	Relation	rel;
+	TableScanDesc scan;
+	HeapTuple	tup;
+	int			n = 0;
+	int			size = 16;
+	Oid		   *dboids = MemoryContextAlloc(TopMemoryContext, size * sizeof(Oid));
+
+	backfill_xact_begin(false);
+	rel = table_open(DatabaseRelationId, AccessShareLock);
+	scan = table_beginscan_catalog(rel, 0, NULL);
+	while ((tup = heap_getnext(scan, ForwardScanDirection)) != NULL)
+	{
+		Form_pg_database db = (Form_pg_database) GETSTRUCT(tup);
+
+		if (!db->datallowconn || db->datistemplate)
+			continue;
+		if (n == size)
+		{
+			size *= 2;
+			dboids = repalloc(dboids, size * sizeof(Oid));
+		}
+		dboids[n] = db->oid;
+		/* its jobs get their worker slots first */
+		if (backfill_database != NULL && strcmp(NameStr(db->datname), backfill_database) == 0)
+		{
+			dboids[n] = dboids[0];
+			dboids[0] = db->oid;
+		}
+		n++;
+	}
+	table_endscan(scan);
+	table_close(rel, AccessShareLock);
+	backfill_xact_end();
+	*ndbs = n;
+	return dboids;
+}
+
+/* restart the background jobs of every database, one database at a time */
+static void
+restart_every_database(void)
+{
+	int			ndbs;
+	Oid		   *dboids = list_databases(&ndbs);
+
+	for (int i = 0; i < ndbs; i++)
+	{
+		BackgroundWorkerHandle *handle;
+
+		while ((handle = start_database_worker(dboids[i], DATABASE_WORKER_START)) == NULL)
+		{
+			ereport(LOG,
+					(errmsg("backfill launcher found no free background worker slot for database %u, trying again",
+							dboids[i]),
+					 errhint("Consider increasing the configuration parameter \"max_worker_processes\".")));
+			backfill_sleep_ms(BACKFILL_LAUNCHER_NAP_MS);
+		}
+		if (WaitForBackgroundWorkerShutdown(handle) == BGWH_POSTMASTER_DIED)
+			proc_exit(1);
+		pfree(handle);
+	}
+	pfree(dboids);
+}
+
+/*
+ * The lost workers' database workers the launcher started, by database: a
+ * database with lost workers gets one unless its own still runs.
+ */
+#define BACKFILL_LOST_DATABASES 64
+
+typedef struct LostDatabase
+{
+	Oid			dboid;			/* InvalidOid: free */
+	BackgroundWorkerHandle *handle;
+} LostDatabase;
+
+static LostDatabase lost_databases[BACKFILL_LOST_DATABASES];
+
+/* whether the database worker of a lost database still runs; frees it if not */
+static bool
+lost_database_busy(LostDatabase *entry)
+{
+	pid_t		pid;
+
+	if (entry->handle != NULL &&
+		GetBackgroundWorkerPid(entry->handle, &pid) != BGWH_STOPPED)
+		return true;
+	if (entry->handle != NULL)
+		pfree(entry->handle);
+	memset(entry, 0, sizeof(LostDatabase));
+	return false;
+}
+
+static void
+watch_lost_workers(void)
+{
+	Oid			dboids[BACKFILL_LOST_DATABASES];
+	int			n = backfill_lost_worker_databases(dboids, BACKFILL_LOST_DATABASES);
+
+	for (int i = 0; i < n; i++)
+	{
+		LostDatabase *free_entry = NULL;
+		bool		busy = false;
+
+		for (int k = 0; k < BACKFILL_LOST_DATABASES; k++)
+		{
+			if (lost_databases[k].dboid == dboids[i])
+				busy = lost_database_busy(&lost_databases[k]);
+			if (lost_databases[k].dboid == InvalidOid && free_entry == NULL)
+				free_entry = &lost_databases[k];
+		}
+		if (busy || free_entry == NULL)
+			continue;
+		/* no slot free: the next nap tries again */
+		free_entry->handle = start_database_worker(dboids[i], DATABASE_WORKER_LOST);
+		if (free_entry->handle != NULL)
+			free_entry->dboid = dboids[i];
+	}
+}
+
 void
 backfill_launcher_main(Datum main_arg pg_attribute_unused())
 {
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
-	BackgroundWorkerInitializeConnection(backfill_database, NULL, 0);
-	pin_session_path();
+	/* connected to no database: it reads pg_database only */
+	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
 	pgstat_report_appname("backfill launcher");
+	pgstat_report_activity(STATE_RUNNING, "restarting background jobs");
 
-	launch_jobs();
-	(void) launcher_xact(drop_leftover_slots, NULL);
+	restart_every_database();
 
 	pgstat_report_activity(STATE_IDLE, NULL);
 	for (;;)
 	{
 		backfill_sleep_ms(BACKFILL_LAUNCHER_NAP_MS);
-		replace_lost_workers();
+		watch_lost_workers();
 	}
 }
 
@@ -574,8 +848,8 @@ backfill_worker_init(void)
 	BackgroundWorker worker;
 
 	DefineCustomStringVariable("backfill.database",
-							   "Database in which the launcher restarts background jobs.",
-							   "The launcher starts with the server when the library is preloaded.",
+							   "Database whose background jobs the launcher restarts first.",
+							   "The launcher restarts the background jobs of every database that accepts connections and is not a template.",
 							   &backfill_database,
 							   "postgres",
 							   PGC_POSTMASTER,
