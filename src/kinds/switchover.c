@@ -560,7 +560,11 @@ fences_at_abort_callback(XactEvent event, void *arg pg_attribute_unused())
 		int			previous;
 
 		if (event != XACT_EVENT_ABORT)
+		{
+			pfree(f->qualified);
+			pfree(f->display);
 			continue;
+		}
 		previous = backfill_remote_set_deadline(BACKFILL_SWITCHOVER_UNFENCE_TIMEOUT_MS);
 		PG_TRY();
 		{
@@ -583,8 +587,10 @@ fences_at_abort_callback(XactEvent event, void *arg pg_attribute_unused())
 		}
 		PG_END_TRY();
 		(void) backfill_remote_set_deadline(previous);
+		pfree(f->qualified);
+		pfree(f->display);
 	}
-	list_free(fences);
+	list_free_deep(fences);
 }
 
 /* give the fences of sw back if the transaction aborts */
