@@ -198,6 +198,18 @@ sub source_processes
 	return ($pm, grep { /^\d+$/ } split /\s+/, `pgrep -P $pm`);
 }
 
+# ---- backfill.unfence refuses a job that fences nothing ----
+$local->safe_psql('postgres', q{
+CREATE TABLE here (id int PRIMARY KEY, v int);
+INSERT INTO here SELECT g, g FROM generate_series(1, 10) g;
+});
+my $here = $local->safe_psql('postgres', "SELECT backfill.create_job('here_copy', 'here')");
+is(join(': ', (psql_error($local, "SELECT backfill.unfence($here)"))[0, 1]),
+	"42809: backfill job $here does not copy a table of another server",
+	'item 6: backfill.unfence of a job on a local table is refused');
+is(join(': ', (psql_error($local, 'SELECT backfill.unfence(NULL)'))[0, 1]),
+	'22004: argument "job_id" must not be null', 'item 6: backfill.unfence of NULL is refused');
+
 # ==== item 2: a rollback after the switchover ====
 my $ja = finished_job('t_a');
 my $wa = start_writer('a', 100001);
