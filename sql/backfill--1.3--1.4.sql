@@ -1444,8 +1444,9 @@ $$;
 -- of _remote_switchover is with the other internal functions', above).
 CREATE FUNCTION backfill._remote_unfence(job_id bigint)
 RETURNS integer
+AS 'MODULE_PATHNAME', 'backfill_remote_unfence'
 LANGUAGE C VOLATILE PARALLEL UNSAFE
-AS 'MODULE_PATHNAME', 'backfill_remote_unfence';
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._remote_unfence(bigint) IS
 'Internal: for backfill.unfence, gives back on the source the write privileges the fences of a remote job the caller owns revoked and recorded there; returns how many.';
 
