@@ -41,7 +41,7 @@ COMMENT ON FUNCTION backfill._cutover_record(bigint, text, integer, oid, oid, te
 COMMENT ON FUNCTION backfill._cutover_report(bigint, text) IS
 'Internal: shows what a cutover of a job the caller owns is doing in pg_stat_activity.query of its backend: one line of at most 512 bytes.';
 COMMENT ON FUNCTION backfill._remote_switchover(bigint, boolean, interval, integer) IS
-'Internal: switches a finished remote job the caller owns, not cut over, over from its source, for a caller with the privileges of the owner of its local table: optionally fences the source table (revokes its write privileges from every role but its owner), fetches and applies every change committed there, sets the local sequences to the source''s, stops following and drops the slot and the publication on the source; returns the source LSN it switched at.';
+'Internal: switches a finished remote job the caller owns, not cut over, over from its source, for a caller with the privileges of the owner of its local table: optionally fences the source table (revokes its write privileges from every role but its owner, and records them on the source), fetches and applies every change committed there, sets the local sequences to the source''s, stops following; drops the slot and the publication on the source once the transaction has committed, and gives the fence back if it aborts; returns the source LSN it switched at.';
 COMMENT ON FUNCTION backfill._drop_slot(bigint) IS
 'Internal: drops the replication slot of a cdc job the caller owns, if it exists, when the transaction commits.  Not executable by PUBLIC: nothing calls it.';
 
@@ -2059,3 +2059,37 @@ SELECT k.pid, j.job_id, j.job_name, a.actor_id, j.kind, 'foreground',
 COMMENT ON VIEW backfill.progress IS
 'One row per actor running now, in a worker or in CALL backfill.run_job: its process, phase, rows, position, barriers and pace; \watch 1 on it is the live picture.';
 
+-- ---------------------------------------------------------------------------
+-- Remote switchover: nothing on the source before the local commit
+-- ---------------------------------------------------------------------------
+
+-- The switchover of a remote job drops the job's slot and publication on the
+-- source once the local transaction has committed, and records what its
+-- fence revokes on the source, in the fence's own transaction there (the
+-- comment of the job's publication), so that a fence whose switchover died
+-- with its backend can be given back (src/kinds/switchover.c; the comment
+-- of _remote_switchover is with the other internal functions', above).
+CREATE FUNCTION backfill._remote_unfence(job_id bigint)
+RETURNS integer
+AS 'MODULE_PATHNAME', 'backfill_remote_unfence'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._remote_unfence(bigint) IS
+'Internal: for backfill.unfence, gives back on the source the write privileges the fences of a remote job the caller owns revoked and recorded there; returns how many.';
+
+CREATE FUNCTION backfill.unfence(job_id bigint)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+    IF job_id IS NULL THEN
+        RAISE EXCEPTION 'argument "job_id" must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    -- not while a switchover of the job fences and fetches
+    PERFORM pg_advisory_xact_lock(hashtext('backfill.cutover'), job_id::integer);
+    RETURN backfill._remote_unfence(job_id);
+END
+$$;
+COMMENT ON FUNCTION backfill.unfence(bigint) IS
+'Gives back the write privileges on the source table(s) of a remote job that a switchover''s fence revoked and that no switchover kept (one killed or crashed before its commit, or whose source did not answer when it failed), as the source records them; returns how many grants were given back.  A fence whose switchover committed stays.';

@@ -1026,7 +1026,12 @@ remote_after_finish(int64 job_id)
 	PG_END_TRY();
 }
 
-/* kind.h: drop_objects: the slot and the publication on the source */
+/*
+ * kind.h: drop_objects: the slot and the publication on the source, once
+ * the transaction has committed (replication.c): dropped before, a rollback
+ * of the caller (a cutover, drop_job) would leave the job without the
+ * changes only its slot held
+ */
 static void
 remote_drop_objects(int64 job_id)
 {
@@ -1052,7 +1057,7 @@ remote_drop_objects(int64 job_id)
 			RemoteConn *conn = backfill_remote_connect(table.serverid, owner,
 													   psprintf("backfill job %lld", (long long) job_id));
 
-			backfill_remote_drop_slot(conn, name);
+			backfill_remote_drop_slot_at_commit(conn, name);
 		}
 		PG_CATCH();
 		{

@@ -25,7 +25,12 @@
  *		the revoke stays after a switchover, and is undone (the same grants
  *		again) when the switchover fails.  Only grants made by the table's
  *		owner can be given back, so a table with write grants made by
- *		another role is refused before anything changed.
+ *		another role is refused before anything changed.  The revoked
+ *		grants are recorded, in the same transaction on the source, in the
+ *		ledger (the comment of the job's publication there): a fence whose
+ *		switchover died with its backend (a kill, a crash) is given back by
+ *		backfill.unfence(), or taken over by the next switchover, which
+ *		gives back both if it fails.
  *	 2. The target is the source's WAL insert position read after the
  *		fence (without fence: now; the caller has stopped the writers).
  *		Once the source has flushed up to it, one fetch takes every change
@@ -41,20 +46,30 @@
  *		when they are behind, so that the next value continues after the
  *		source's.
  *	 4. The job is no longer run in the background (run_mode foreground),
- *		and its slot and publication are dropped on the source, last,
- *		because that cannot be undone; a failure to drop them fails the
- *		switchover (drop_job would leave them to a later sweep, which
- *		spares the slots of jobs that exist).
+ *		and its slot and publication are dropped on the source once the
+ *		local transaction has committed (replication.c), never before:
+ *		the changes just applied are in the slot until then, and the slot
+ *		is only ever advanced to an offset committed here, so a rollback,
+ *		a timeout or a crash before the commit leaves the slot as it was,
+ *		and a switchover again fetches them again.
  * Returns the job's offset after the fetch: every transaction the source
  * committed before it is in the local table.  The caller records that the
  * job was switched over (the job row keeps remote_lsn at that offset).
  *
- * No rollback: once the slot is dropped nothing records the source's
- * changes, and a switchover back would need a slot on this server and a
- * job on the source, which the source's extension (if any) would own.
+ * Nothing else it does on the source outlives a rollback: steps 2 to 4 run
+ * in a subtransaction, and when one fails it is rolled back, the fence is
+ * given back on the source, then the error goes on; when the caller's
+ * transaction aborts later (its cutover fails, a ROLLBACK), the fence is
+ * given back then (an abort callback over the open connection).  Both
+ * wait for the source BACKFILL_SWITCHOVER_UNFENCE_TIMEOUT_MS at most,
+ * since after a statement timeout nothing else would end the wait; a
+ * source that does not answer keeps its fence and ledger, and the warning
+ * names backfill.unfence().
  *
- * Steps 2 to 4 run in a subtransaction: when one fails, it is rolled back,
- * then the fence is undone on the source, then the error goes on.
+ * No switchover back after the commit: once the slot is dropped nothing
+ * records the source's changes, and a switchover back would need a slot on
+ * this server and a job on the source, which the source's extension (if
+ * any) would own.
  *
  * A job over the foreign partitions of several servers (kind_remote.c)
  * switches over from all of them at once: each partition's table is fenced
@@ -81,6 +96,7 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
+#include "utils/json.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/pg_lsn.h"
@@ -98,6 +114,9 @@
 
 /* the longest pause between two attempts at the fence's lock */
 #define BACKFILL_SWITCHOVER_MAX_BACKOFF_MS 5000
+
+/* how long giving the fences back after a failure waits for the sources */
+#define BACKFILL_SWITCHOVER_UNFENCE_TIMEOUT_MS 5000
 
 /* one write privilege the fence revoked, to give back on failure */
 typedef struct FenceGrant
@@ -129,17 +148,177 @@ typedef struct Switchover
 	struct RemoteJob *rj;
 	int			ntargets;
 	FenceTarget *targets;
+	char	   *pubname;		/* the job's publication and slot on each source */
 	int			lock_timeout_ms;
 	int			sequences;		/* set here */
 } Switchover;
 
+/* the source's fences to give back if the transaction aborts, in TopMemoryContext */
+typedef struct FenceAtAbort
+{
+	int64		job_id;
+	RemoteConn *conn;			/* opened in the transaction: none is opened after */
+	char	   *qualified;		/* the table on the source */
+	char	   *display;
+} FenceAtAbort;
+
+static List *fences_at_abort = NIL;
+static bool abort_callback_registered = false;
+
+/*
+ * The fence's ledger on the source: the comment of the job's publication
+ * there, a JSON array of the grants each fence revoked, one object each
+ * (table, grantee or null for PUBLIC, privilege, column or null, grantable).
+ * Written in the fence's own transaction, so that the source never has a
+ * fence it does not record; read back, the grants given back and the
+ * entries removed in one transaction too.  $1 the publication, $2 a table.
+ */
+#define LEDGER_QUERY \
+	"SELECT e->>'grantee', e->>'privilege', e->>'grantable', e->>'column' " \
+	"FROM pg_catalog.pg_publication p CROSS JOIN LATERAL pg_catalog.jsonb_array_elements(" \
+	"pg_catalog.obj_description(p.oid, 'pg_publication')::pg_catalog.jsonb) g(e) " \
+	"WHERE p.pubname OPERATOR(pg_catalog.=) $1 AND e->>'table' OPERATOR(pg_catalog.=) $2"
+
+/* the ledger without table $2's entries, then $3's (a JSON array) */
+#define LEDGER_REWRITE_QUERY \
+	"SELECT (coalesce((SELECT pg_catalog.jsonb_agg(e) FROM pg_catalog.jsonb_array_elements(" \
+	"pg_catalog.obj_description(p.oid, 'pg_publication')::pg_catalog.jsonb) g(e) " \
+	"WHERE e->>'table' OPERATOR(pg_catalog.<>) $2), '[]') OPERATOR(pg_catalog.||) $3::pg_catalog.jsonb)::text " \
+	"FROM pg_catalog.pg_publication p WHERE p.pubname OPERATOR(pg_catalog.=) $1"
+
 /* "INSERT (col) ON TABLE t" or "INSERT ON TABLE t" */
 static char *
-grant_target(FenceTarget *t, FenceGrant *g)
+grant_target(const char *qualified, FenceGrant *g)
 {
 	return psprintf("%s%s%s%s ON TABLE %s", g->privilege,
 					g->column ? " (" : "", g->column ? quote_identifier(g->column) : "",
-					g->column ? ")" : "", t->table.qualified);
+					g->column ? ")" : "", qualified);
+}
+
+/* the ledger's entries of table qualified, in cxt */
+static List *
+read_ledger(RemoteConn *conn, const char *pubname, const char *qualified, MemoryContext cxt)
+{
+	const char *params[2] = {pubname, qualified};
+	RemoteRows *rows = backfill_remote_query(conn, LEDGER_QUERY, 2, params);
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	List	   *grants = NIL;
+
+	for (int i = 0; i < rows->nrows; i++)
+	{
+		FenceGrant *g = palloc0(sizeof(FenceGrant));
+		char	   *grantee = backfill_remote_value(rows, i, 0);
+		char	   *column = backfill_remote_value(rows, i, 3);
+
+		g->grantee = grantee ? pstrdup(grantee) : NULL;
+		g->privilege = pstrdup(backfill_remote_value(rows, i, 1));
+		g->grantable = strcmp(backfill_remote_value(rows, i, 2), "true") == 0;
+		g->column = column ? pstrdup(column) : NULL;
+		grants = lappend(grants, g);
+	}
+	MemoryContextSwitchTo(old);
+	return grants;
+}
+
+/*
+ * Make table qualified's entries of the ledger grants, in the caller's
+ * transaction on the source.  No publication: nothing to write.
+ */
+static void
+write_ledger(RemoteConn *conn, const char *pubname, const char *qualified, List *grants)
+{
+	StringInfoData json;
+	const char *params[3];
+	RemoteRows *rows;
+	ListCell   *lc;
+	char	   *ledger;
+
+	initStringInfo(&json);
+	appendStringInfoChar(&json, '[');
+	foreach(lc, grants)
+	{
+		FenceGrant *g = lfirst(lc);
+
+		if (lc != list_head(grants))
+			appendStringInfoString(&json, ", ");
+		appendStringInfoString(&json, "{\"table\": ");
+		escape_json(&json, qualified);
+		appendStringInfoString(&json, ", \"grantee\": ");
+		if (g->grantee)
+			escape_json(&json, g->grantee);
+		else
+			appendStringInfoString(&json, "null");
+		appendStringInfoString(&json, ", \"privilege\": ");
+		escape_json(&json, g->privilege);
+		appendStringInfoString(&json, ", \"column\": ");
+		if (g->column)
+			escape_json(&json, g->column);
+		else
+			appendStringInfoString(&json, "null");
+		appendStringInfo(&json, ", \"grantable\": %s}", g->grantable ? "true" : "false");
+	}
+	appendStringInfoChar(&json, ']');
+	params[0] = pubname;
+	params[1] = qualified;
+	params[2] = json.data;
+	rows = backfill_remote_query(conn, LEDGER_REWRITE_QUERY, 3, params);
+	if (rows->nrows == 0)
+		return;
+	ledger = backfill_remote_value(rows, 0, 0);
+	(void) backfill_remote_query(conn, psprintf("COMMENT ON PUBLICATION %s IS %s", quote_identifier(pubname),
+												strcmp(ledger, "[]") == 0 ? "NULL" :
+												backfill_remote_literal(conn, ledger)),
+								 0, NULL);
+}
+
+/* whether grants has one equal to g */
+static bool
+has_grant(List *grants, FenceGrant *g)
+{
+	ListCell   *lc;
+
+	foreach(lc, grants)
+	{
+		FenceGrant *h = lfirst(lc);
+
+		if ((h->grantee == NULL) == (g->grantee == NULL) &&
+			(h->grantee == NULL || strcmp(h->grantee, g->grantee) == 0) &&
+			strcmp(h->privilege, g->privilege) == 0 &&
+			(h->column == NULL) == (g->column == NULL) &&
+			(h->column == NULL || strcmp(h->column, g->column) == 0))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * give_back
+ *		Grant again what the ledger records for table qualified, and remove
+ *		those entries, in one transaction on the source; return how many.
+ *		A failed query closes the connection, and the source's transaction
+ *		with it.
+ */
+static int
+give_back(RemoteConn *conn, const char *pubname, const char *qualified)
+{
+	List	   *grants;
+	ListCell   *lc;
+
+	(void) backfill_remote_query(conn, "BEGIN", 0, NULL);
+	grants = read_ledger(conn, pubname, qualified, CurrentMemoryContext);
+	foreach(lc, grants)
+	{
+		FenceGrant *g = lfirst(lc);
+
+		(void) backfill_remote_query(conn, psprintf("GRANT %s TO %s%s", grant_target(qualified, g),
+													g->grantee ? quote_identifier(g->grantee) : "PUBLIC",
+													g->grantable ? " WITH GRANT OPTION" : ""),
+									 0, NULL);
+	}
+	if (grants != NIL)
+		write_ledger(conn, pubname, qualified, NIL);
+	(void) backfill_remote_query(conn, "COMMIT", 0, NULL);
+	return list_length(grants);
 }
 
 /*
@@ -153,7 +332,8 @@ fence_once(Switchover *sw, FenceTarget *t, MemoryContext cxt)
 	const char *params[1] = {t->table.qualified};
 	const char *timeout = psprintf("%dms", sw->lock_timeout_ms);
 	RemoteRows *rows;
-	List	   *grants = NIL;
+	List	   *grants;
+	List	   *fresh;
 	ListCell   *lc;
 
 	/* a failure before the COMMIT closes it, and the source's transaction */
@@ -177,6 +357,10 @@ fence_once(Switchover *sw, FenceTarget *t, MemoryContext cxt)
 				 errdetail("Role \"%s\" of the user mapping of the job's owner does not have the privileges of the table's owner \"%s\" there, which revoking its write privileges needs.",
 						   backfill_remote_value(rows, 0, 2), backfill_remote_value(rows, 0, 1)),
 				 errhint("Stop the writers yourself and switch over with fence => false, or map the job's owner to the table's owner.")));
+
+	/* what an earlier fence that was not given back revoked (a crash) */
+	grants = read_ledger(conn, sw->pubname, t->table.qualified, cxt);
+	fresh = NIL;
 
 	rows = backfill_remote_query(conn,
 								 "SELECT r.rolname::text, a.privilege_type, a.is_grantable, NULL::text, "
@@ -216,17 +400,26 @@ fence_once(Switchover *sw, FenceTarget *t, MemoryContext cxt)
 		g->privilege = pstrdup(backfill_remote_value(rows, i, 1));
 		g->grantable = strcmp(backfill_remote_value(rows, i, 2), "t") == 0;
 		g->column = backfill_remote_value(rows, i, 3) ? pstrdup(backfill_remote_value(rows, i, 3)) : NULL;
-		grants = lappend(grants, g);
+		fresh = lappend(fresh, g);
 		MemoryContextSwitchTo(old);
 	}
-	foreach(lc, grants)
+	foreach(lc, fresh)
 	{
 		FenceGrant *g = lfirst(lc);
 
-		(void) backfill_remote_query(conn, psprintf("REVOKE %s FROM %s", grant_target(t, g),
+		(void) backfill_remote_query(conn, psprintf("REVOKE %s FROM %s", grant_target(t->table.qualified, g),
 													g->grantee ? quote_identifier(g->grantee) : "PUBLIC"),
 									 0, NULL);
+		if (!has_grant(grants, g))
+		{
+			MemoryContext old = MemoryContextSwitchTo(cxt);
+
+			grants = lappend(grants, g);
+			MemoryContextSwitchTo(old);
+		}
 	}
+	/* the ledger commits with the revokes, or neither does */
+	write_ledger(conn, sw->pubname, t->table.qualified, grants);
 	(void) backfill_remote_query(conn, "COMMIT", 0, NULL);
 	t->revoked = grants;
 	t->fenced = true;
@@ -293,45 +486,20 @@ fence(Switchover *sw, FenceTarget *t, int attempts)
 }
 
 /*
- * Give back what the fence revoked, after a failure.  Best effort: a
- * source that cannot be reached keeps the fence, and the warning says
- * what to run there.
+ * Give back what the ledger records for one table, after a failure.  Best
+ * effort: a source that cannot be reached keeps the fence, and its ledger,
+ * and the warning says how to give it back later.
  */
 static void
 unfence_target(Switchover *sw, FenceTarget *t)
 {
-	StringInfoData sql;
 	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner owner;
-	ListCell   *lc;
 
-	initStringInfo(&sql);
-	foreach(lc, t->revoked)
-	{
-		FenceGrant *g = lfirst(lc);
-
-		appendStringInfo(&sql, "GRANT %s TO %s%s; ", grant_target(t, g),
-						 g->grantee ? quote_identifier(g->grantee) : "PUBLIC",
-						 g->grantable ? " WITH GRANT OPTION" : "");
-	}
-	if (t->revoked == NIL)
-		return;
 	owner = backfill_subxact_begin();
 	PG_TRY();
 	{
-		RemoteConn *conn = remote_source_connect(sw->rj, t->source);
-
-		(void) backfill_remote_query(conn, "BEGIN", 0, NULL);
-		foreach(lc, t->revoked)
-		{
-			FenceGrant *g = lfirst(lc);
-
-			(void) backfill_remote_query(conn, psprintf("GRANT %s TO %s%s", grant_target(t, g),
-														g->grantee ? quote_identifier(g->grantee) : "PUBLIC",
-														g->grantable ? " WITH GRANT OPTION" : ""),
-										 0, NULL);
-		}
-		(void) backfill_remote_query(conn, "COMMIT", 0, NULL);
+		(void) give_back(remote_source_connect(sw->rj, t->source), sw->pubname, t->table.qualified);
 		backfill_subxact_release(owner);
 	}
 	PG_CATCH();
@@ -347,17 +515,106 @@ unfence_target(Switchover *sw, FenceTarget *t)
 				 errmsg("could not give back the write privileges on table \"%s\" on server \"%s\"",
 						t->display, t->table.server_name),
 				 errdetail_internal("%s", edata->detail ? edata->detail : edata->message),
-				 errhint("Run on the source: %s", sql.data)));
+				 errhint("The source records what the fence revoked: call backfill.unfence(%lld) once it answers, or switch over again.",
+						 (long long) sw->job->job_id)));
 	}
 	PG_END_TRY();
 }
 
-/* give back what every fence revoked */
+/*
+ * Give back what every fence revoked, waiting for the sources
+ * BACKFILL_SWITCHOVER_UNFENCE_TIMEOUT_MS at most in all: after a statement
+ * timeout, nothing else would end a wait on a source that does not answer.
+ */
 static void
 unfence(Switchover *sw)
 {
+	int			previous = backfill_remote_set_deadline(BACKFILL_SWITCHOVER_UNFENCE_TIMEOUT_MS);
+
 	for (int i = 0; i < sw->ntargets; i++)
 		unfence_target(sw, &sw->targets[i]);
+	(void) backfill_remote_set_deadline(previous);
+}
+
+/*
+ * If the transaction that switched over aborts, give the fences back
+ * (sources that do not answer within the bound keep them, and their
+ * ledger); once it commits, they stay.  Interrupts are held here: the
+ * deadline bounds the waits.
+ */
+static void
+fences_at_abort_callback(XactEvent event, void *arg pg_attribute_unused())
+{
+	List	   *fences;
+	ListCell   *lc;
+
+	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT && event != XACT_EVENT_PREPARE &&
+		event != XACT_EVENT_PARALLEL_COMMIT && event != XACT_EVENT_PARALLEL_ABORT)
+		return;
+	fences = fences_at_abort;
+	fences_at_abort = NIL;
+	foreach(lc, fences)
+	{
+		FenceAtAbort *f = lfirst(lc);
+		MemoryContext cxt = CurrentMemoryContext;
+		int			previous;
+
+		if (event != XACT_EVENT_ABORT)
+		{
+			pfree(f->qualified);
+			pfree(f->display);
+			continue;
+		}
+		previous = backfill_remote_set_deadline(BACKFILL_SWITCHOVER_UNFENCE_TIMEOUT_MS);
+		PG_TRY();
+		{
+			(void) give_back(f->conn, remote_object_name(f->job_id, false), f->qualified);
+		}
+		PG_CATCH();
+		{
+			ErrorData  *edata;
+
+			MemoryContextSwitchTo(cxt);
+			edata = CopyErrorData();
+			FlushErrorState();
+			ereport(WARNING,
+					(errcode(edata->sqlerrcode),
+					 errmsg("could not give back the write privileges on table \"%s\" on server \"%s\"",
+							f->display, backfill_remote_server_name(f->conn)),
+					 errdetail_internal("%s", edata->detail ? edata->detail : edata->message),
+					 errhint("The source records what the fence revoked: call backfill.unfence(%lld) once it answers, or switch over again.",
+							 (long long) f->job_id)));
+		}
+		PG_END_TRY();
+		(void) backfill_remote_set_deadline(previous);
+		pfree(f->qualified);
+		pfree(f->display);
+	}
+	list_free_deep(fences);
+}
+
+/* give the fences of sw back if the transaction aborts */
+static void
+unfence_at_abort(Switchover *sw)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+	for (int i = 0; i < sw->ntargets; i++)
+	{
+		FenceAtAbort *f = palloc(sizeof(FenceAtAbort));
+
+		f->job_id = sw->job->job_id;
+		f->conn = remote_source_connect(sw->rj, sw->targets[i].source);
+		f->qualified = pstrdup(sw->targets[i].table.qualified);
+		f->display = pstrdup(sw->targets[i].display);
+		fences_at_abort = lappend(fences_at_abort, f);
+	}
+	MemoryContextSwitchTo(old);
+	if (!abort_callback_registered)
+	{
+		RegisterXactCallback(fences_at_abort_callback, NULL);
+		abort_callback_registered = true;
+	}
 }
 
 /* source s's WAL insert position now */
@@ -460,24 +717,6 @@ copy_sequences(Switchover *sw, FenceTarget *t)
 	}
 }
 
-/*
- * Drop the job's slot and publication on the source, last: it cannot be
- * undone.  Unlike drop_job, a failure fails the switchover: a slot left
- * there by a job that still exists would hold the source's WAL for good.
- */
-static void
-drop_slot_and_publication(Switchover *sw, int source)
-{
-	RemoteConn *conn = remote_source_connect(sw->rj, source);
-	const char *params[1] = {remote_object_name(sw->job->job_id, false)};
-
-	/* the publication first: a fetch makes it again, not the slot */
-	(void) backfill_remote_query(conn, psprintf("DROP PUBLICATION IF EXISTS %s", quote_identifier(params[0])),
-								 0, NULL);
-	(void) backfill_remote_query(conn, "SELECT pg_catalog.pg_drop_replication_slot(slot_name) "
-								 "FROM pg_catalog.pg_replication_slots WHERE slot_name = $1",
-								 1, params);
-}
 
 /*
  * Steps 2 to 4 of the file header, on each of the job's servers; returns
@@ -520,8 +759,9 @@ catch_up_and_stop(Switchover *sw)
 	for (int i = 0; i < sw->ntargets; i++)
 		copy_sequences(sw, &sw->targets[i]);
 	backfill_set_foreground(job_id);
+	/* last, and after the commit: a rollback cannot make them again */
 	for (int s = 0; s < rj->nsources; s++)
-		drop_slot_and_publication(sw, s);
+		backfill_remote_drop_slot_at_commit(remote_source_connect(rj, s), sw->pubname);
 	return rj->sharded ? InvalidXLogRecPtr : offset;
 }
 
@@ -573,6 +813,7 @@ backfill_remote_switchover(int64 job_id, bool fence_writes, int lock_timeout_ms,
 	Assert(lock_timeout_ms > 0 && attempts > 0);
 	sw->job = backfill_load_job_to_run(job_id, cxt);
 	sw->lock_timeout_ms = lock_timeout_ms;
+	sw->pubname = remote_object_name(job_id, false);
 	check_switchable(sw->job);
 	if (!backfill_job_lock_mine(job_id))
 		elog(ERROR, "the switchover of backfill job %lld needs the job lock", (long long) job_id);
@@ -600,9 +841,10 @@ backfill_remote_switchover(int64 job_id, bool fence_writes, int lock_timeout_ms,
 	 */
 	for (int s = 0; s < sw->rj->nsources; s++)
 	{
-		const char *params[1] = {remote_object_name(job_id, false)};
+		const char *params[1] = {sw->pubname};
+		RemoteConn *conn = remote_source_connect(sw->rj, s);
 
-		if (backfill_remote_query(remote_source_connect(sw->rj, s),
+		if (backfill_remote_query(conn,
 								  "SELECT FROM pg_catalog.pg_replication_slots WHERE slot_name = $1",
 								  1, params)->nrows == 0)
 			ereport(ERROR,
@@ -613,6 +855,8 @@ backfill_remote_switchover(int64 job_id, bool fence_writes, int lock_timeout_ms,
 							   params[0]),
 					 errhint("To copy the table again, create the job again with backfill.recreate_job(%lld).",
 							 (long long) job_id)));
+		/* the publication holds the fence's ledger: made again if dropped */
+		(void) ensure_slot(sw->rj, conn, s, true);
 	}
 
 	/* every table fenced, or none: a fence that fails gives back the others' */
@@ -654,6 +898,8 @@ backfill_remote_switchover(int64 job_id, bool fence_writes, int lock_timeout_ms,
 		ReThrowError(edata);
 	}
 	PG_END_TRY();
+	if (fence_writes)
+		unfence_at_abort(sw);
 
 	backfill_unpin_search_path(guc_level);
 	backfill_role_leave(&rc);
@@ -764,4 +1010,58 @@ backfill_remote_switchover_1_3(PG_FUNCTION_ARGS)
 	if (XLogRecPtrIsInvalid(lsn))
 		PG_RETURN_NULL();
 	PG_RETURN_LSN(lsn);
+}
+
+/* ---- giving a fence back ---- */
+
+PG_FUNCTION_INFO_V1(backfill_remote_unfence);
+
+/*
+ * backfill._remote_unfence(job_id bigint) RETURNS integer
+ *		Give back, on each of the job's servers, the write privileges its
+ *		switchovers' fences revoked and recorded in the ledger there (see
+ *		give_back), as the job's owner over the owner's user mapping;
+ *		return how many.  A fence whose switchover committed was dropped
+ *		with the publication that recorded it: it stays.  The caller
+ *		(backfill.unfence) holds the job's cutover lock, so that no
+ *		switchover fences meanwhile.
+ */
+Datum
+backfill_remote_unfence(PG_FUNCTION_ARGS)
+{
+	int64		job_id;
+	Oid			owner;
+	Oid			upstream;
+	List	   *leaves;
+	RoleContext rc;
+	ListCell   *lc;
+	int			given = 0;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"%s\" must not be null", "job_id")));
+	job_id = PG_GETARG_INT64(0);
+	owner = backfill_require_job_owner(job_id);
+	upstream = backfill_job_upstream(job_id);
+	leaves = OidIsValid(upstream) ? backfill_remote_leaves(upstream) : NIL;
+	if (leaves == NIL)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("backfill job %lld does not copy a table of another server", (long long) job_id),
+				 errdetail("Only the switchover of a job on a foreign table of postgres_fdw fences a table.")));
+
+	backfill_owner_enter(owner, false, &rc);
+	foreach(lc, leaves)
+	{
+		RemoteTable table;
+		RemoteConn *conn;
+
+		backfill_remote_table(lfirst_oid(lc), &table);
+		conn = backfill_remote_connect(table.serverid, owner,
+									   psprintf("backfill job %lld", (long long) job_id));
+		given += give_back(conn, remote_object_name(job_id, false), table.qualified);
+	}
+	backfill_role_leave(&rc);
+	PG_RETURN_INT32(given);
 }

@@ -19,12 +19,22 @@
  * Every wait on the source, the connection's start included, goes through
  * WaitLatchOrSocket (wait_socket), so nothing waits on a source that does
  * not answer for longer than the caller lets it: a statement timeout, a
- * cancel, a worker's SIGTERM interrupt the wait, the query is cancelled on
- * the source and the connection closed before the error goes on.  A
- * worker's job being stopped (stop_job sets the worker's latch) interrupts
- * it too, with an error of its own (backfill_stop_pending, xact.c): the
- * connection is closed without a cancel, which would itself wait for the
- * source, and the worker ends (worker.c).
+ * cancel, a worker's SIGTERM interrupt the wait, and the connection is
+ * closed before the error goes on.  A worker's job being stopped (stop_job
+ * sets the worker's latch) interrupts it too, with an error of its own
+ * (backfill_stop_pending, xact.c), and the worker ends (worker.c).  Where
+ * interrupts cannot end a wait (at commit, where they are held) or have
+ * been spent (the clean-up after a statement timeout), the caller bounds
+ * it with a deadline (backfill_remote_set_deadline), after which the wait
+ * fails as a lost connection does.
+ *
+ * No cancel request is sent after an error: libpq's PQcancel() connects
+ * to the source and waits for its answer without a way to interrupt it, so
+ * a source that has stopped answering (a frozen host, a stopped process)
+ * would hold the backend for good, past every timeout and
+ * pg_terminate_backend.  Closing the connection is enough: the source ends
+ * the statement when it next writes to the closed socket, and ends a
+ * transaction left open on it at once.
  *
  * Errors: a failure to connect, or a connection lost, is reported with
  * SQLSTATE 08006 (connection_failure), which workers retry; an error the
@@ -58,6 +68,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
 #include "backfill.h"
@@ -73,17 +84,51 @@ struct RemoteConn
 	List	   *secrets;		/* the passwords of its options, to strip */
 };
 
+/* when waits on the source give up (0: never), and the bound it came from */
+static TimestampTz deadline = 0;
+static int	deadline_ms = 0;
+
+/*
+ * backfill_remote_set_deadline
+ *		Make every wait on a source from now on fail once timeout_ms have
+ *		passed (0: lift it), as a lost connection fails (08006).  For the
+ *		waits interrupts cannot end.  Returns the bound it replaces, to set
+ *		again after.
+ */
+int
+backfill_remote_set_deadline(int timeout_ms)
+{
+	int			previous = deadline_ms;
+
+	deadline_ms = timeout_ms;
+	deadline = timeout_ms > 0 ?
+		TimestampTzPlusMilliseconds(GetCurrentTimestamp(), timeout_ms) : 0;
+	return previous;
+}
+
 /*
  * Wait until sock is ready for events, or for the latch: a cancel, a
  * statement timeout or SIGTERM then raise their error, and a stop of the
- * worker's job raises ours.  Returns WaitLatchOrSocket's events.
+ * worker's job raises ours; past the deadline, an error of a lost
+ * connection.  Returns WaitLatchOrSocket's events.
  */
 static int
 wait_socket(const char *server_name, pgsocket sock, int events)
 {
-	int			rc = WaitLatchOrSocket(MyLatch, WL_EXIT_ON_PM_DEATH | WL_LATCH_SET | events,
-									   sock, 0, PG_WAIT_EXTENSION);
+	long		timeout = -1;
+	int			rc;
 
+	if (deadline != 0)
+	{
+		timeout = TimestampDifferenceMilliseconds(GetCurrentTimestamp(), deadline);
+		if (timeout <= 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_CONNECTION_FAILURE),
+					 errmsg("server \"%s\" did not answer within %d ms", server_name, deadline_ms)));
+		events |= WL_TIMEOUT;
+	}
+	rc = WaitLatchOrSocket(MyLatch, WL_EXIT_ON_PM_DEATH | WL_LATCH_SET | events,
+						   sock, timeout, PG_WAIT_EXTENSION);
 	if (rc & WL_LATCH_SET)
 	{
 		ResetLatch(MyLatch);
@@ -435,6 +480,13 @@ backfill_remote_connect(Oid serverid, Oid userid, const char *appname)
 	return rc;
 }
 
+/* the name of the foreign server a connection is to, for messages */
+const char *
+backfill_remote_server_name(RemoteConn *rc)
+{
+	return rc->server_name;
+}
+
 /* close a connection; the next backfill_remote_connect() opens it again */
 void
 backfill_remote_disconnect(RemoteConn *rc)
@@ -445,26 +497,12 @@ backfill_remote_disconnect(RemoteConn *rc)
 }
 
 /*
- * After an error or an interrupt: cancel what runs on the source, close.
- * Not when the job is being stopped: PQcancel() waits for the source,
- * which may be what never answers; closing is enough for the source to end
- * the query when it next writes.
+ * After an error or an interrupt: close the connection, without a cancel
+ * request (see the file header): nothing here waits for the source.
  */
 static void
 abandon(RemoteConn *rc)
 {
-	if (rc->conn != NULL && PQtransactionStatus(rc->conn) == PQTRANS_ACTIVE &&
-		!backfill_stop_pending())
-	{
-		PGcancel   *cancel = PQgetCancel(rc->conn);
-		char		errbuf[256];
-
-		if (cancel != NULL)
-		{
-			(void) PQcancel(cancel, errbuf, sizeof(errbuf));
-			PQfreeCancel(cancel);
-		}
-	}
 	backfill_remote_disconnect(rc);
 }
 

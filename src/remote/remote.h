@@ -45,6 +45,8 @@ extern void backfill_remote_table(Oid foreign_table, RemoteTable *table);
 extern List *backfill_remote_leaves(Oid relid);
 extern RemoteConn *backfill_remote_connect(Oid serverid, Oid userid, const char *appname);
 extern void backfill_remote_disconnect(RemoteConn *conn);
+extern int	backfill_remote_set_deadline(int timeout_ms);
+extern const char *backfill_remote_server_name(RemoteConn *conn);
 extern RemoteRows *backfill_remote_query(RemoteConn *conn, const char *sql, int nparams,
 										 const char *const *params);
 extern char *backfill_remote_value(RemoteRows *rows, int row, int col);
@@ -115,6 +117,7 @@ extern RemoteRows *backfill_remote_peek(RemoteConn *conn, const char *name, cons
 										int nchanges);
 extern void backfill_remote_decode_peeked(RemoteRows *rows, RemoteDecoder *dec);
 extern void backfill_remote_drop_slot(RemoteConn *conn, const char *name);
+extern void backfill_remote_drop_slot_at_commit(RemoteConn *conn, const char *name);
 extern void backfill_remote_drop_orphans(RemoteConn *conn, const char *prefix, const char *live);
 
 /* reads.c: rows of the source table, by chunk or by key */

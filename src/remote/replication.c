@@ -14,6 +14,13 @@
  * to an offset whose changes the caller has committed, so a crash anywhere
  * re-reads from that offset; the messages are decoded by pgoutput.c.
  *
+ * A slot dropped is not made again by a rollback, and the changes only it
+ * held are gone: so a job's slot and publication are dropped after the
+ * local transaction that lets go of them has committed
+ * (backfill_remote_drop_slot_at_commit), never before.  A failure then,
+ * or a crash between the commit and the drop, leaves them to the sweep of
+ * the slots of jobs that no longer run (backfill_remote_drop_orphans).
+ *
  * This file sends the statements and reads their answers; which offset to
  * advance to, when to sweep and which jobs are alive are the kind's to say.
  *
@@ -23,10 +30,15 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "utils/builtins.h"
+#include "utils/memutils.h"
 #include "utils/pg_lsn.h"
 
 #include "remote.h"
+
+/* how long the drops after a commit wait for a source at most, each */
+#define BACKFILL_REMOTE_DROP_TIMEOUT_MS 10000
 
 /* The confirmed offset of the slot named $1, as the source writes it */
 #define SLOT_CONFIRMED_QUERY \
@@ -203,6 +215,93 @@ backfill_remote_drop_slot(RemoteConn *conn, const char *name)
 								 1, params);
 	(void) backfill_remote_query(conn, psprintf("DROP PUBLICATION IF EXISTS %s", quote_identifier(name)),
 								 0, NULL);
+}
+
+/* a slot and publication to drop once the transaction has committed */
+typedef struct DropAtCommit
+{
+	RemoteConn *conn;			/* opened in the transaction: none is opened after */
+	char	   *name;
+} DropAtCommit;
+
+/* this transaction's, in TopMemoryContext */
+static List *drops_at_commit = NIL;
+static bool drop_callback_registered = false;
+
+/*
+ * After the commit, drop what the transaction asked to, each under a
+ * deadline (interrupts are held here, and a source that does not answer
+ * must not hold the backend), an error a WARNING: the commit stands, and
+ * the sweep drops what is left.  After an abort, drop nothing.
+ */
+static void
+drop_at_commit_callback(XactEvent event, void *arg pg_attribute_unused())
+{
+	List	   *drops;
+	ListCell   *lc;
+
+	if (event != XACT_EVENT_COMMIT && event != XACT_EVENT_ABORT &&
+		event != XACT_EVENT_PARALLEL_COMMIT && event != XACT_EVENT_PARALLEL_ABORT)
+		return;
+	drops = drops_at_commit;
+	drops_at_commit = NIL;
+	if (event != XACT_EVENT_COMMIT)
+	{
+		list_free_deep(drops);
+		return;
+	}
+	foreach(lc, drops)
+	{
+		DropAtCommit *d = lfirst(lc);
+		MemoryContext cxt = CurrentMemoryContext;
+		int			previous = backfill_remote_set_deadline(BACKFILL_REMOTE_DROP_TIMEOUT_MS);
+
+		PG_TRY();
+		{
+			backfill_remote_drop_slot(d->conn, d->name);
+		}
+		PG_CATCH();
+		{
+			ErrorData  *edata;
+
+			MemoryContextSwitchTo(cxt);
+			edata = CopyErrorData();
+			FlushErrorState();
+			ereport(WARNING,
+					(errcode(edata->sqlerrcode),
+					 errmsg("could not drop replication slot and publication \"%s\" on server \"%s\"",
+							d->name, backfill_remote_server_name(d->conn)),
+					 errdetail_internal("%s", edata->detail ? edata->detail : edata->message),
+					 errhint("The next fetch of a job on that server drops them, or drop them on the source.")));
+		}
+		PG_END_TRY();
+		(void) backfill_remote_set_deadline(previous);
+		pfree(d->name);
+	}
+	list_free_deep(drops);
+}
+
+/*
+ * backfill_remote_drop_slot_at_commit
+ *		Drop slot name, if it exists, and the publication, over conn once
+ *		the transaction has committed (see the file header).  conn stays
+ *		this process's: it is used as it is then, or not at all.
+ */
+void
+backfill_remote_drop_slot_at_commit(RemoteConn *conn, const char *name)
+{
+	MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+	DropAtCommit *d = palloc(sizeof(DropAtCommit));
+
+	d->conn = conn;
+	d->name = pstrdup(name);
+	drops_at_commit = lappend(drops_at_commit, d);
+	MemoryContextSwitchTo(old);
+	if (!drop_callback_registered)
+	{
+		RegisterXactCallback(drop_at_commit_callback, NULL);
+		drop_callback_registered = true;
+	}
 }
 
 /*
