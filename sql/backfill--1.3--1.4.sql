@@ -545,6 +545,10 @@ COMMENT ON FUNCTION backfill.verify_job(bigint) IS
 -- gives its downstream the upstream's NOT NULL columns, CHECK, UNIQUE and
 -- EXCLUDE constraints and other indexes (src/copy/index_build.c); false
 -- still makes a bare copy.  The signature is 1.3's, and so is its C symbol.
+-- a job made with indexes NULL says so, and recreate_job passes it on
+ALTER TABLE backfill.job ALTER COLUMN indexes DROP NOT NULL;
+COMMENT ON COLUMN backfill.job.indexes IS
+'create_job''s "indexes": true when it gave the downstream the upstream''s indexes besides its key, NULL when it was left to the job (a whole-table copy then gets them and the upstream''s constraints), false for neither.';
 CREATE OR REPLACE FUNCTION backfill.create_job(name text, upstream regclass,
                                     kind text DEFAULT 'arrangement',
                                     columns text[] DEFAULT NULL,

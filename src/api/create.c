@@ -579,7 +579,7 @@ downstream_gift(const CreateArgs *args, const CreatePlan *plan)
 		return args->indexes ? GIFT_INDEXES : GIFT_NONE;
 	if (args->into_existing || plan->shape.computed || plan->shape.filter != NULL ||
 		(relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE))
-		return GIFT_NONE;
+		return GIFT_DEFAULT_NONE;
 	return GIFT_MIGRATION;
 }
 

@@ -617,7 +617,7 @@ backfill_create_indexes(int64 job_id, Relation upstream, const char *downstream_
 						const JobShape *shape, DownstreamGift gift, bool build_once,
 						bool into_existing)
 {
-	if (gift != GIFT_NONE)
+	if (gift == GIFT_INDEXES || gift == GIFT_MIGRATION)
 	{
 
 		if (into_existing)
@@ -629,8 +629,11 @@ backfill_create_indexes(int64 job_id, Relation upstream, const char *downstream_
 		if (gift == GIFT_MIGRATION)
 			copy_upstream_constraints(upstream, downstream_sql, shape);
 		copy_upstream_indexes(upstream, downstream_sql, shape, gift);
-		backfill_mark_job_indexes(job_id);
+		if (gift == GIFT_INDEXES)
+			backfill_mark_job_indexes(job_id);
 	}
+	if (gift == GIFT_MIGRATION || gift == GIFT_DEFAULT_NONE)
+		backfill_mark_job_indexes_default(job_id);
 	if (build_once && backfill_job_catalog_has("indexes"))
 		defer_indexes(job_id, downstream_sql, into_existing);
 }

@@ -18,6 +18,8 @@
 typedef enum DownstreamGift
 {
 	GIFT_NONE,					/* the key's index alone (indexes => false) */
+	GIFT_DEFAULT_NONE,			/* the same, for a copy that is not a whole
+								 * table's (indexes => NULL) */
 	GIFT_INDEXES,				/* its other indexes (indexes => true) */
 	GIFT_MIGRATION				/* its indexes and constraints (indexes => NULL) */
 } DownstreamGift;

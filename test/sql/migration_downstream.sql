@@ -110,7 +110,13 @@ SET ROLE regress_md_other;
 SELECT backfill.create_job('md_others_new', 'md_others') AS own_job \gset
 SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint
  WHERE conrelid = 'md_others_new'::regclass AND contype = 'c';
+-- the job records that it was left to make, and recreate_job makes it so again
+SELECT indexes IS NULL AS as_migration FROM backfill.job WHERE job_id = :own_job;
+SELECT backfill.recreate_job(:own_job) AS own_job2 \gset
+SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint
+ WHERE conrelid = 'md_others_new'::regclass AND contype = 'c';
 SELECT backfill.drop_job(:own_job);
+SELECT backfill.drop_job(:own_job2);
 DROP TABLE md_others;
 DROP FUNCTION md_positive(int);
 RESET ROLE;
