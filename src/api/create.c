@@ -568,7 +568,9 @@ plan_job(const CreateArgs *args, const KindRoutine *kind, CreatePlan *plan)
  * with "indexes" NULL, all that a migration needs when the job copies the
  * whole of a local table (no computed column, no filter), which its
  * downstream is to replace; none for another copy, which is no stand-in
- * for its upstream, nor for a table of the user's.
+ * for its upstream, nor for a table of the user's, nor for rows of
+ * another server (a foreign table, a table of foreign partitions), whose
+ * constraints that server does not enforce.
  */
 static DownstreamGift
 downstream_gift(const CreateArgs *args, const CreatePlan *plan)
@@ -578,7 +580,9 @@ downstream_gift(const CreateArgs *args, const CreatePlan *plan)
 	if (!args->indexes_null)
 		return args->indexes ? GIFT_INDEXES : GIFT_NONE;
 	if (args->into_existing || plan->shape.computed || plan->shape.filter != NULL ||
-		(relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE))
+		(relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE) ||
+		(relkind == RELKIND_PARTITIONED_TABLE &&
+		 backfill_remote_leaves(RelationGetRelid(plan->rel)) != NIL))
 		return GIFT_DEFAULT_NONE;
 	return GIFT_MIGRATION;
 }
