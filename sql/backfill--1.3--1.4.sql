@@ -538,6 +538,33 @@ COMMENT ON FUNCTION backfill.verify_job(bigint) IS
 'Compares the downstream of a job with its upstream; returns one row per missing, extra or different row.';
 
 -- ---------------------------------------------------------------------------
+-- A whole-table copy's downstream refuses what its upstream refuses
+-- ---------------------------------------------------------------------------
+
+-- indexes now defaults to NULL: a job that copies the whole of a table
+-- gives its downstream the upstream's NOT NULL columns, CHECK, UNIQUE and
+-- EXCLUDE constraints and other indexes (src/copy/index_build.c); false
+-- still makes a bare copy.  The signature is 1.3's, and so is its C symbol.
+-- a job made with indexes NULL says so, and recreate_job passes it on
+ALTER TABLE backfill.job ALTER COLUMN indexes DROP NOT NULL;
+COMMENT ON COLUMN backfill.job.indexes IS
+'create_job''s "indexes": true when it gave the downstream the upstream''s indexes besides its key, NULL when it was left to the job (a whole-table copy then gets them and the upstream''s constraints), false for neither.';
+CREATE OR REPLACE FUNCTION backfill.create_job(name text, upstream regclass,
+                                    kind text DEFAULT 'arrangement',
+                                    columns text[] DEFAULT NULL,
+                                    parallelism integer DEFAULT 1,
+                                    chunk_size integer DEFAULT 256,
+                                    rate_limit integer DEFAULT NULL,
+                                    filter text DEFAULT NULL,
+                                    into_existing boolean DEFAULT false,
+                                    indexes boolean DEFAULT NULL)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'backfill_create_job_1_3'
+LANGUAGE C VOLATILE PARALLEL UNSAFE;
+COMMENT ON FUNCTION backfill.create_job(text, regclass, text, text[], integer, integer, integer, text, boolean, boolean) IS
+'Creates a streaming job that fills the table "name" (a new one, or with into_existing an empty one of the user''s) from the rows of "upstream" that pass "filter"; returns the job id.  With indexes NULL, a copy of a whole table gets its NOT NULL columns, CHECK, UNIQUE and EXCLUDE constraints and other indexes; with true, its other indexes; with false, neither.';
+
+-- ---------------------------------------------------------------------------
 -- The cutover: what it refuses, what it carries, and as whom
 -- ---------------------------------------------------------------------------
 
@@ -959,6 +986,150 @@ END
 $$;
 COMMENT ON FUNCTION backfill._cutover_check_matview(regclass, regclass) IS
 'Internal: refuses to carry a materialized view another object depends on, or whose owner''s privileges the caller lacks.';
+
+-- What src (the old table) enforces that dst (the new one) does not, one
+-- row per thing, kind being the word cutover's "accept" takes for it.  The
+-- swap carries src's defaults and identity to columns of dst that have
+-- none, and the foreign keys of other tables that reference src; what it
+-- does not carry is the table's own: NOT NULL, CHECK, UNIQUE (a unique
+-- index or constraint, the primary key too), EXCLUDE, its own foreign
+-- keys, generated columns and partitioning.  A default or an identity of
+-- dst's own that differs from src's stays dst's, so it is listed too.
+-- Constraints compare by definition (a NOT VALID one on dst checks new
+-- rows as src's does); indexes as the swap pairs them.
+CREATE FUNCTION backfill._cutover_weaker(src regclass, dst regclass)
+RETURNS TABLE (kind text, detail text)
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+WITH cols AS (
+    SELECT sa.attname, sa.attnotnull AS s_notnull, da.attnotnull AS d_notnull,
+           sa.attidentity AS s_identity, da.attidentity AS d_identity,
+           sa.attgenerated AS s_generated, da.attgenerated AS d_generated,
+           pg_get_expr(sd.adbin, sd.adrelid) AS s_expr, pg_get_expr(dd.adbin, dd.adrelid) AS d_expr,
+           (SELECT relname FROM pg_class WHERE oid = src) AS tab
+      FROM pg_attribute sa
+      JOIN pg_attribute da ON da.attrelid = dst AND da.attname = sa.attname
+                          AND da.attnum > 0 AND NOT da.attisdropped
+      LEFT JOIN pg_attrdef sd ON sd.adrelid = src AND sd.adnum = sa.attnum
+      LEFT JOIN pg_attrdef dd ON dd.adrelid = dst AND dd.adnum = da.attnum
+     WHERE sa.attrelid = src AND sa.attnum > 0 AND NOT sa.attisdropped
+), cons AS (
+    SELECT c.conname, c.contype, c.conrelid, c.conindid,
+           regexp_replace(pg_get_constraintdef(c.oid), ' NOT VALID$', '') AS def
+      FROM pg_constraint c WHERE c.conrelid IN (src, dst)
+), idx AS (
+    SELECT x.indrelid, i.relname, x.indisvalid,
+           substr(pg_get_indexdef(i.oid), strpos(pg_get_indexdef(i.oid), ' USING ')) AS tail,
+           (SELECT c.conname FROM pg_constraint c WHERE c.conindid = i.oid AND c.conrelid = x.indrelid
+                                                   AND c.contype IN ('p', 'u')) AS conname,
+           (SELECT pg_get_constraintdef(c.oid) FROM pg_constraint c WHERE c.conindid = i.oid AND c.conrelid = x.indrelid
+                                                                  AND c.contype IN ('p', 'u')) AS condef
+      FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
+     WHERE x.indrelid IN (src, dst) AND x.indisunique
+)
+SELECT w.kind, w.detail FROM (
+    -- the swap makes a column it carries an identity to NOT NULL
+    SELECT 1 AS o, 'not_null' AS kind, format('Column %I.%I is NOT NULL on the old table only.', tab, attname) AS detail, attname::text AS name
+      FROM cols WHERE s_notnull AND NOT d_notnull AND NOT (s_identity <> '' AND d_identity = '')
+    UNION ALL
+    SELECT 2, 'check', format('Constraint %I (%s) is on the old table only.', s.conname, s.def), s.conname
+      FROM cons s
+     WHERE s.conrelid = src AND s.contype = 'c'
+       AND NOT EXISTS (SELECT FROM cons d WHERE d.conrelid = dst AND d.contype = 'c' AND d.def = s.def)
+    UNION ALL
+    SELECT 3, 'unique', format('%s %I (%s) is on the old table only.',
+                               CASE WHEN s.conname IS NULL THEN 'Unique index' ELSE 'Constraint' END,
+                               coalesce(s.conname, s.relname), coalesce(s.condef, 'UNIQUE' || s.tail)),
+           coalesce(s.conname, s.relname)
+      FROM idx s
+     WHERE s.indrelid = src AND s.indisvalid
+       AND NOT EXISTS (SELECT FROM idx d WHERE d.indrelid = dst AND d.indisvalid AND d.tail = s.tail)
+    UNION ALL
+    SELECT 4, 'exclusion', format('Constraint %I (%s) is on the old table only.', s.conname, s.def), s.conname
+      FROM cons s
+     WHERE s.conrelid = src AND s.contype = 'x'
+       AND NOT EXISTS (SELECT FROM cons d WHERE d.conrelid = dst AND d.contype = 'x' AND d.def = s.def)
+    UNION ALL
+    SELECT 5, 'foreign_key', format('Foreign key %I (%s) is on the old table only.', s.conname, s.def), s.conname
+      FROM cons s
+     WHERE s.conrelid = src AND s.contype = 'f'
+       AND NOT EXISTS (SELECT FROM cons d WHERE d.conrelid = dst AND d.contype = 'f' AND d.def = s.def)
+    UNION ALL
+    SELECT 6, 'generated',
+           CASE WHEN d_generated = ''
+                THEN format('Column %I.%I is generated on the old table only: GENERATED ALWAYS AS (%s) STORED.', tab, attname, s_expr)
+                ELSE format('Column %I.%I is generated as (%s) on the old table and as (%s) on the new one.', tab, attname, s_expr, d_expr) END,
+           attname
+      FROM cols WHERE s_generated <> '' AND (d_generated = '' OR s_expr IS DISTINCT FROM d_expr)
+    UNION ALL
+    SELECT 7, 'default', format('The default of column %I.%I is %s on the old table and %s on the new one.', tab, attname, s_expr, d_expr), attname
+      FROM cols WHERE s_generated = '' AND d_generated = '' AND s_expr IS NOT NULL AND d_expr IS NOT NULL
+                  AND s_expr <> d_expr
+    UNION ALL
+    SELECT 8, 'identity', format('Column %I.%I is GENERATED %s AS IDENTITY on the old table and %s on the new one.', tab, attname,
+                                 CASE s_identity WHEN 'a' THEN 'ALWAYS' ELSE 'BY DEFAULT' END,
+                                 CASE d_identity WHEN 'a' THEN 'GENERATED ALWAYS AS IDENTITY'
+                                                 WHEN 'd' THEN 'GENERATED BY DEFAULT AS IDENTITY'
+                                                 ELSE 'has a default of its own' END), attname
+      FROM cols WHERE s_identity <> '' AND (d_identity NOT IN ('', s_identity) OR (d_identity = '' AND d_expr IS NOT NULL))
+    UNION ALL
+    SELECT 9, 'partitioning',
+           CASE WHEN d.relkind = 'p'
+                THEN format('Table %I is partitioned by %s; the new table by %s.', s.relname, pg_get_partkeydef(s.oid), pg_get_partkeydef(d.oid))
+                ELSE format('Table %I is partitioned by %s; the new table is not partitioned.', s.relname, pg_get_partkeydef(s.oid)) END,
+           s.relname
+      FROM pg_class s, pg_class d
+     WHERE s.oid = src AND d.oid = dst AND s.relkind = 'p'
+       AND (d.relkind <> 'p' OR pg_get_partkeydef(s.oid) <> pg_get_partkeydef(d.oid))
+) w
+ORDER BY w.o, w.name
+$$;
+COMMENT ON FUNCTION backfill._cutover_weaker(regclass, regclass) IS
+'Internal: what table src enforces that table dst does not and a cutover would not carry over (NOT NULL, CHECK, UNIQUE, EXCLUDE, its own foreign keys, generated columns, a different default or identity, partitioning), one row per thing, with the word that accepts it.';
+
+-- Refuses the cutover of a job whose downstream would enforce less than its
+-- upstream did, unless the caller accepts each kind of loss by name
+CREATE FUNCTION backfill._cutover_accepts(j backfill.job, accept text[])
+RETURNS void
+LANGUAGE plpgsql STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    words CONSTANT text[] := '{not_null,check,unique,exclusion,foreign_key,generated,default,identity,partitioning}';
+    bad text;
+    lost text[];
+    lines text;
+BEGIN
+    IF array_ndims(accept) > 1 THEN
+        RAISE EXCEPTION 'argument "accept" must be a one-dimensional array'
+            USING ERRCODE = 'invalid_parameter_value';
+    END IF;
+    IF array_position(accept, NULL) IS NOT NULL THEN
+        RAISE EXCEPTION 'argument "accept" must not contain nulls'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT a INTO bad FROM unnest(accept) a WHERE a <> ALL (words) LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION 'unrecognized value "%" in argument "accept"', bad
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = format('The values are %s.', array_to_string(words, ', '));
+    END IF;
+    SELECT array_agg(DISTINCT w.kind ORDER BY w.kind), string_agg(w.detail, E'\n')
+      INTO lost, lines
+      FROM backfill._cutover_weaker(j.upstream, j.downstream) w
+     WHERE w.kind <> ALL (coalesce(accept, '{}'));
+    IF lost IS NOT NULL THEN
+        RAISE EXCEPTION 'cannot cut over backfill job % because table % does not enforce all that table % does', j.job_id, j.downstream, j.upstream
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = lines,
+                  HINT = format('Give table %s what it lacks before the cutover, or accept the loss: backfill.cutover(%s, accept => %L).',
+                                j.downstream, j.job_id, lost::text);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION backfill._cutover_accepts(backfill.job, text[]) IS
+'Internal: refuses the cutover of a job whose downstream does not enforce what its upstream does (backfill._cutover_weaker), unless accept names each kind of loss.';
 
 -- What refuses a swap of src (which has the name) for dst, before anything
 -- is locked or changed: a dst whose owner's code src's writers do not
@@ -1389,9 +1560,12 @@ $$;
 COMMENT ON FUNCTION backfill._cutover_swap(regclass, regclass, text) IS
 'Internal: under the lock of both tables, renames src to src_new_name and dst to src''s name, swaps the names of their indexes of the same definition, and moves to dst what names src.';
 
-CREATE OR REPLACE FUNCTION backfill.cutover(job_id bigint, old_name text DEFAULT NULL,
+-- accept joins the arguments: the function is made again, with the rights
+-- it had (EXECUTE to PUBLIC, as in 1.3) and its comment
+DROP FUNCTION backfill.cutover(bigint, text, interval, integer, boolean);
+CREATE FUNCTION backfill.cutover(job_id bigint, old_name text DEFAULT NULL,
                                  lock_timeout interval DEFAULT '1s', attempts integer DEFAULT 20,
-                                 fence boolean DEFAULT false,
+                                 fence boolean DEFAULT false, accept text[] DEFAULT NULL,
                                  OUT state text, OUT attempts_made integer,
                                  OUT lock_held_ms double precision, OUT old_table regclass,
                                  OUT rollback_possible boolean, OUT source_lsn pg_lsn)
@@ -1482,6 +1656,7 @@ BEGIN
                   HINT = 'Copy the table as its owner (without FORCE ROW LEVEL SECURITY), as a superuser or as a role with BYPASSRLS.';
     END IF;
     PERFORM backfill._cutover_check(j, j.upstream, j.downstream);
+    PERFORM backfill._cutover_accepts(j, accept);
     why := backfill._cutover_irreversible(j);
     IF why IS NOT NULL THEN
         RAISE NOTICE 'backfill job % cannot be rolled back after its cutover: %', job_id, why
@@ -1516,8 +1691,8 @@ BEGIN
     rollback_possible := why IS NULL;
 END
 $$;
-COMMENT ON FUNCTION backfill.cutover(bigint, text, interval, integer, boolean) IS
-'Gives a finished job''s downstream its upstream''s name and what names it (privileges, owner, sequences, defaults, identity, policies, comments, statistics targets, replica identity, publications, subscriptions, triggers, views, materialized views, functions of its row type, foreign keys), under the upstream''s lock taken with lock_timeout and retried; the old table then follows the new one until finish_cutover.';
+COMMENT ON FUNCTION backfill.cutover(bigint, text, interval, integer, boolean, text[]) IS
+'Gives a finished job''s downstream its upstream''s name and what names it (privileges, owner, sequences, defaults, identity, policies, comments, statistics targets, replica identity, publications, subscriptions, triggers, views, materialized views, functions of its row type, foreign keys), under the upstream''s lock taken with lock_timeout and retried; the old table then follows the new one until finish_cutover.  Refused when the downstream enforces less than the upstream (NOT NULL, CHECK, UNIQUE, ...), unless accept names each such loss.';
 
 CREATE OR REPLACE FUNCTION backfill.rollback_cutover(job_id bigint, lock_timeout interval DEFAULT '1s',
                                           attempts integer DEFAULT 20,

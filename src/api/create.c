@@ -137,6 +137,7 @@ typedef struct CreateArgs
 	char	   *filter;			/* NULL for none */
 	bool		into_existing;
 	bool		indexes;		/* the upstream's other indexes too */
+	bool		indexes_null;	/* "indexes" NULL: as a migration needs */
 } CreateArgs;
 
 /* what create_job found out about the upstream and the downstream */
@@ -213,10 +214,11 @@ read_arguments(FunctionCallInfo fcinfo, CreateArgs *args)
 		args->into_existing = PG_GETARG_BOOL(8);
 	}
 	args->indexes = false;
+	args->indexes_null = false;
 	if (PG_NARGS() > 9)
 	{
-		require_arg(fcinfo, 9, "indexes");
-		args->indexes = PG_GETARG_BOOL(9);
+		args->indexes_null = PG_ARGISNULL(9);
+		args->indexes = !args->indexes_null && PG_GETARG_BOOL(9);
 	}
 	if (!PG_ARGISNULL(6))
 	{
@@ -562,6 +564,30 @@ plan_job(const CreateArgs *args, const KindRoutine *kind, CreatePlan *plan)
 }
 
 /*
+ * What the new downstream gets of the upstream's indexes and constraints:
+ * with "indexes" NULL, all that a migration needs when the job copies the
+ * whole of a local table (no computed column, no filter), which its
+ * downstream is to replace; none for another copy, which is no stand-in
+ * for its upstream, nor for a table of the user's, nor for rows of
+ * another server (a foreign table, a table of foreign partitions), whose
+ * constraints that server does not enforce.
+ */
+static DownstreamGift
+downstream_gift(const CreateArgs *args, const CreatePlan *plan)
+{
+	char		relkind = plan->rel->rd_rel->relkind;
+
+	if (!args->indexes_null)
+		return args->indexes ? GIFT_INDEXES : GIFT_NONE;
+	if (args->into_existing || plan->shape.computed || plan->shape.filter != NULL ||
+		(relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE) ||
+		(relkind == RELKIND_PARTITIONED_TABLE &&
+		 backfill_remote_leaves(RelationGetRelid(plan->rel)) != NIL))
+		return GIFT_DEFAULT_NONE;
+	return GIFT_MIGRATION;
+}
+
+/*
  * The partitions a sharded upstream's rows are counted by, one count sent
  * to each one's server (backfill_count_sql), or NIL.  The caller may read
  * each of them (remote_check_create), and a foreign table has no row-level
@@ -746,7 +772,8 @@ create_job(FunctionCallInfo fcinfo)
 	backfill_capture_install(plan.rel, def.upstream_sql, def.job_id, kind->capture);
 	backfill_role_leave(&rc);
 	backfill_create_indexes(def.job_id, plan.rel, plan.downstream_sql, &plan.shape,
-							args.indexes, kind->builds_indexes_once, args.into_existing);
+							downstream_gift(&args, &plan), kind->builds_indexes_once,
+							args.into_existing);
 	backfill_unpin_search_path(guc_level);
 
 	SPI_finish();

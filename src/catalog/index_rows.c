@@ -3,7 +3,8 @@
  * index_rows.c
  *	  The rows of backfill.job_index, the indexes of a job's downstream
  *	  still to build once its snapshot is copied (src/copy/index_build.c),
- *	  and the job's indexes flag in backfill.job.
+ *	  and the job's indexes flag in backfill.job (NULL: as a migration
+ *	  needs).
  *
  * Only the extension's owner writes the catalogs: each function here acts
  * in a catalog context (privilege.c) on behalf of a caller whose right was
@@ -89,5 +90,20 @@ void
 backfill_mark_job_indexes(int64 job_id)
 {
 	backfill_catalog_write("UPDATE backfill.job SET indexes = true WHERE job_id = $1",
+						   job_id, true, 0, SPI_OK_UPDATE);
+}
+
+/*
+ * The job was made with "indexes" NULL, as a migration needs: recorded as
+ * NULL, so that recreate_job makes it so again.  A catalog before 1.4,
+ * whose column takes no NULL, keeps false.
+ */
+void
+backfill_mark_job_indexes_default(int64 job_id)
+{
+	backfill_catalog_write("UPDATE backfill.job SET indexes = NULL WHERE job_id = $1 "
+						   "AND NOT (SELECT a.attnotnull FROM pg_catalog.pg_attribute a "
+						   "WHERE a.attrelid OPERATOR(pg_catalog.=) 'backfill.job'::pg_catalog.regclass "
+						   "AND a.attname OPERATOR(pg_catalog.=) 'indexes')",
 						   job_id, true, 0, SPI_OK_UPDATE);
 }

@@ -26,5 +26,6 @@ extern void backfill_record_pending_index(int64 job_id, int position, const char
 extern int	backfill_pending_indexes(int64 job_id, PendingIndex **pending);
 extern void backfill_forget_pending_indexes(int64 job_id);
 extern void backfill_mark_job_indexes(int64 job_id);
+extern void backfill_mark_job_indexes_default(int64 job_id);
 
 #endif							/* BACKFILL_CATALOG_INDEX_ROWS_H */

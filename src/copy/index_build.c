@@ -38,7 +38,14 @@
  * with the name PostgreSQL derives from the downstream's (CREATE INDEX
  * without a name).  An index whose expressions or predicate call a
  * function of a role that the job's owner, who owns the downstream, does
- * not trust with its rights is refused (check_index_functions).  Then, for
+ * not trust with its rights is refused (check_index_functions).  A job
+ * that copies a whole table ("indexes" NULL, its default) gets more: what
+ * the upstream refuses, the downstream that is to replace it refuses too
+ * (copy_upstream_constraints): the upstream's NOT NULL columns, and its
+ * valid CHECK, UNIQUE and EXCLUDE constraints, their functions checked as
+ * an index's are.  The table is empty, so adding them costs nothing; the
+ * copy then checks each row as INSERT does (sink.c), and a UNIQUE or
+ * EXCLUDE constraint's index is built once like the others.  Then, for
  * a kind that builds once, every index of the downstream (the key's
  * included) is written down in backfill.job_index as
  * the statement that makes it again (ALTER TABLE ... ADD CONSTRAINT for a
@@ -80,6 +87,7 @@
 #include "catalog/indexing.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_constraint.h"
 #include "catalog/pg_depend.h"
 #include "catalog/pg_index.h"
 #include "catalog/pg_operator.h"
@@ -199,15 +207,15 @@ function_owner_trusted(Oid owner, Oid runner)
 }
 
 /*
- * The first function an index calls, in its expressions or its predicate,
- * directly or as an operator's code, whose owner's code must not run with
- * the rights of role runner (function_owner_trusted), its owner into
- * *owner; InvalidOid when there is none.  Read from the index's
- * dependencies, which CREATE INDEX records for every function and operator
- * of both.
+ * The first function an index or a constraint (classid, objid) calls, in
+ * its expressions or its predicate, directly or as an operator's code,
+ * whose owner's code must not run with the rights of role runner
+ * (function_owner_trusted), its owner into *owner; InvalidOid when there
+ * is none.  Read from the object's dependencies, which CREATE INDEX and
+ * ADD CONSTRAINT record for every function and operator they call.
  */
 static Oid
-untrusted_function(Oid indexoid, Oid runner, Oid *owner)
+untrusted_function(Oid classid, Oid objid, Oid runner, Oid *owner)
 {
 	Relation	depend = table_open(DependRelationId, AccessShareLock);
 	ScanKeyData keys[2];
@@ -216,9 +224,9 @@ untrusted_function(Oid indexoid, Oid runner, Oid *owner)
 	Oid			result = InvalidOid;
 
 	ScanKeyInit(&keys[0], Anum_pg_depend_classid, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(RelationRelationId));
+				ObjectIdGetDatum(classid));
 	ScanKeyInit(&keys[1], Anum_pg_depend_objid, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(indexoid));
+				ObjectIdGetDatum(objid));
 	scan = systable_beginscan(depend, DependDependerIndexId, true, NULL, 2, keys);
 	while (!OidIsValid(result) && HeapTupleIsValid(tup = systable_getnext(scan)))
 	{
@@ -259,7 +267,7 @@ check_index_functions(Relation upstream, Oid indexoid)
 {
 	Oid			runner = GetUserId();
 	Oid			owner;
-	Oid			func = untrusted_function(indexoid, runner, &owner);
+	Oid			func = untrusted_function(RelationRelationId, indexoid, runner, &owner);
 
 	if (!OidIsValid(func))
 		return;
@@ -281,7 +289,8 @@ check_index_functions(Relation upstream, Oid indexoid)
  * named as PostgreSQL names an index of the downstream.
  */
 static void
-copy_upstream_indexes(Relation upstream, const char *downstream_sql, const JobShape *shape)
+copy_upstream_indexes(Relation upstream, const char *downstream_sql, const JobShape *shape,
+					  DownstreamGift gift)
 {
 	List	   *indexes = RelationGetIndexList(upstream);
 	ListCell   *lc;
@@ -298,13 +307,17 @@ copy_upstream_indexes(Relation upstream, const char *downstream_sql, const JobSh
 		if (!HeapTupleIsValid(tup))
 			elog(ERROR, "cache lookup failed for index %u", indexoid);
 		index = (Form_pg_index) GETSTRUCT(tup);
-		if (index->indisprimary || !index->indisvalid || !index->indisready)
+		if (index->indisprimary || !index->indisvalid || !index->indisready ||
+			(gift == GIFT_MIGRATION && OidIsValid(get_index_constraint(indexoid))))
 		{
+			/* a constraint's index comes with it (copy_upstream_constraints) */
 			ReleaseSysCache(tup);
 			continue;
 		}
 		missing = unmapped_column(upstream, index, tup, shape);
 		ReleaseSysCache(tup);
+		if (missing != NULL && gift == GIFT_MIGRATION)
+			continue;			/* the cutover lists a unique one left out */
 		if (missing != NULL)
 		{
 			ereport(NOTICE,
@@ -323,6 +336,151 @@ copy_upstream_indexes(Relation upstream, const char *downstream_sql, const JobSh
 						  SPI_OK_UTILITY);
 	}
 	list_free(indexes);
+}
+
+/*
+ * Whether the downstream has every column a constraint reads (conkey) as a
+ * copy of the upstream's column under the same name.
+ */
+static bool
+constraint_columns_copied(Relation upstream, Form_pg_constraint con, HeapTuple tup,
+						  const JobShape *shape)
+{
+	bool		isnull;
+	Datum		conkey = SysCacheGetAttr(CONSTROID, tup, Anum_pg_constraint_conkey, &isnull);
+	ArrayType  *arr;
+	int16	   *attnums;
+	int			n;
+
+	if (isnull)
+		return false;			/* a CHECK that reads no column: nothing to pin it to */
+	arr = DatumGetArrayTypeP(conkey);
+	n = ARR_DIMS(arr)[0];
+	attnums = (int16 *) ARR_DATA_PTR(arr);
+	for (int i = 0; i < n; i++)
+	{
+		const char *name;
+		bool		found = false;
+
+		if (attnums[i] == 0)
+			continue;			/* an index's expression: read below */
+		name = get_attname(RelationGetRelid(upstream), attnums[i], false);
+
+		for (int c = 0; c < shape->ncols && !found; c++)
+			found = shape->cols[c].expr == NULL && shape->cols[c].attnum == attnums[i] &&
+				strcmp(shape->cols[c].name, name) == 0;
+		if (!found)
+			return false;
+	}
+	if (OidIsValid(con->conindid))
+	{
+		HeapTuple	itup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(con->conindid));
+		const char *missing;
+
+		if (!HeapTupleIsValid(itup))
+			elog(ERROR, "cache lookup failed for index %u", con->conindid);
+		missing = unmapped_column(upstream, (Form_pg_index) GETSTRUCT(itup), itup, shape);
+		ReleaseSysCache(itup);
+		return missing == NULL;
+	}
+	return true;
+}
+
+/*
+ * Refuse a constraint of the upstream whose functions the downstream's
+ * owner (the current user) must not run, as check_index_functions does an
+ * index: a CHECK runs as whoever writes the table, and an exclusion
+ * constraint's operators and a unique constraint's index expressions as
+ * its owner at every write.
+ */
+static void
+check_constraint_functions(Relation upstream, Oid conoid, Oid indexoid)
+{
+	Oid			runner = GetUserId();
+	Oid			owner = InvalidOid;
+	Oid			func = untrusted_function(ConstraintRelationId, conoid, runner, &owner);
+
+	if (!OidIsValid(func) && OidIsValid(indexoid))
+		func = untrusted_function(RelationRelationId, indexoid, runner, &owner);
+	if (!OidIsValid(func))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("cannot give constraint \"%s\" of table \"%s\" to the downstream",
+					get_constraint_name(conoid), RelationGetRelationName(upstream)),
+			 errdetail("The constraint calls function %s of role \"%s\", which would run with the rights of role \"%s\", the owner of the downstream, or of its writers.",
+					   format_procedure(func),
+					   GetUserNameFromId(owner, true) ? GetUserNameFromId(owner, true) : "?",
+					   GetUserNameFromId(runner, false)),
+			 errhint("Pass indexes => false and add the constraints the downstream needs once their functions are reviewed, or create the job as a role whose privileges role \"%s\" has.",
+					 GetUserNameFromId(owner, true) ? GetUserNameFromId(owner, true) : "?")));
+}
+
+/*
+ * Give the new, empty downstream the upstream's NOT NULL columns and its
+ * valid CHECK, UNIQUE and EXCLUDE constraints, each that reads only
+ * columns copied under their own names: a migration's downstream is to
+ * refuse what the table it replaces refuses.  CHECK keeps its name (a
+ * table's own); a UNIQUE or EXCLUDE constraint is named as PostgreSQL
+ * names one of the downstream's, its index's name being the schema's.  A
+ * NOT VALID constraint is left out: the upstream may hold rows it would
+ * refuse.  Foreign keys are left out: checked row by row against the
+ * referenced table while the copy is of an older snapshot, they could
+ * refuse a row the upstream holds; the cutover lists them, as it does
+ * the upstream's generated columns and partitioning.
+ */
+static void
+copy_upstream_constraints(Relation upstream, const char *downstream_sql, const JobShape *shape)
+{
+	TupleDesc	desc = RelationGetDescr(upstream);
+	StringInfoData notnull;
+	Relation	conrel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	List	   *ddl = NIL;
+	ListCell   *lc;
+
+	initStringInfo(&notnull);
+	for (int c = 0; c < shape->ncols; c++)
+	{
+		const ShapeColumn *col = &shape->cols[c];
+
+		if (col->expr == NULL && col->attnum > 0 &&
+			TupleDescAttr(desc, col->attnum - 1)->attnotnull)
+			appendStringInfo(&notnull, "%sALTER COLUMN %s SET NOT NULL",
+							 notnull.len > 0 ? ", " : "", quote_identifier(col->name));
+	}
+	if (notnull.len > 0)
+		ddl = lappend(ddl, psprintf("ALTER TABLE %s %s", downstream_sql, notnull.data));
+
+	conrel = table_open(ConstraintRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_constraint_conrelid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(RelationGetRelid(upstream)));
+	scan = systable_beginscan(conrel, ConstraintRelidTypidNameIndexId, true, NULL, 1, &key);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_constraint con = (Form_pg_constraint) GETSTRUCT(tup);
+		char	   *def;
+
+		if ((con->contype != CONSTRAINT_CHECK && con->contype != CONSTRAINT_UNIQUE &&
+			 con->contype != CONSTRAINT_EXCLUSION) ||
+			!con->convalidated || !constraint_columns_copied(upstream, con, tup, shape))
+			continue;
+		check_constraint_functions(upstream, con->oid, con->conindid);
+		def = TextDatumGetCString(DirectFunctionCall1(pg_get_constraintdef,
+													  ObjectIdGetDatum(con->oid)));
+		if (con->contype == CONSTRAINT_CHECK)
+			ddl = lappend(ddl, psprintf("ALTER TABLE %s ADD CONSTRAINT %s %s", downstream_sql,
+										quote_identifier(NameStr(con->conname)), def));
+		else
+			ddl = lappend(ddl, psprintf("ALTER TABLE %s ADD %s", downstream_sql, def));
+	}
+	systable_endscan(scan);
+	table_close(conrel, AccessShareLock);
+
+	foreach(lc, ddl)
+		backfill_spi_exec(lfirst(lc), SPI_OK_UTILITY);
 }
 
 /* whether a foreign key references an index */
@@ -447,18 +605,19 @@ defer_indexes(int64 job_id, const char *downstream_sql, bool into_existing)
 /*
  * backfill_create_indexes
  *		At create_job, after the downstream (downstream_sql) and the job's
- *		catalog row exist: with copy_upstream, give the new downstream the
- *		upstream's other indexes; with build_once (the job's kind builds
+ *		catalog row exist: with gift GIFT_INDEXES, give the new downstream
+ *		the upstream's other indexes; with GIFT_MIGRATION, its NOT NULL
+ *		columns and constraints too; with build_once (the job's kind builds
  *		them after its snapshot), drop the downstream's indexes that can
  *		wait, written down in backfill.job_index.  As the caller, under the
  *		pinned search_path, connected to SPI.
  */
 void
 backfill_create_indexes(int64 job_id, Relation upstream, const char *downstream_sql,
-						const JobShape *shape, bool copy_upstream, bool build_once,
+						const JobShape *shape, DownstreamGift gift, bool build_once,
 						bool into_existing)
 {
-	if (copy_upstream)
+	if (gift == GIFT_INDEXES || gift == GIFT_MIGRATION)
 	{
 
 		if (into_existing)
@@ -467,9 +626,14 @@ backfill_create_indexes(int64 job_id, Relation upstream, const char *downstream_
 					 errmsg("indexes cannot be given to a downstream of the user's"),
 					 errdetail("A job with into_existing fills a table the user made, which keeps its own indexes."),
 					 errhint("Create the indexes the table needs on it, or pass indexes => false.")));
-		copy_upstream_indexes(upstream, downstream_sql, shape);
-		backfill_mark_job_indexes(job_id);
+		if (gift == GIFT_MIGRATION)
+			copy_upstream_constraints(upstream, downstream_sql, shape);
+		copy_upstream_indexes(upstream, downstream_sql, shape, gift);
+		if (gift == GIFT_INDEXES)
+			backfill_mark_job_indexes(job_id);
 	}
+	if (gift == GIFT_MIGRATION || gift == GIFT_DEFAULT_NONE)
+		backfill_mark_job_indexes_default(job_id);
 	if (build_once && backfill_job_catalog_has("indexes"))
 		defer_indexes(job_id, downstream_sql, into_existing);
 }

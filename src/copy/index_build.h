@@ -14,8 +14,18 @@
 #include "backfill.h"
 #include "copy.h"
 
+/* what create_job's "indexes" gives a new downstream of the upstream's */
+typedef enum DownstreamGift
+{
+	GIFT_NONE,					/* the key's index alone (indexes => false) */
+	GIFT_DEFAULT_NONE,			/* the same, for a copy that is not a whole
+								 * table's (indexes => NULL) */
+	GIFT_INDEXES,				/* its other indexes (indexes => true) */
+	GIFT_MIGRATION				/* its indexes and constraints (indexes => NULL) */
+} DownstreamGift;
+
 extern void backfill_create_indexes(int64 job_id, Relation upstream, const char *downstream_sql,
-									const JobShape *shape, bool copy_upstream, bool build_once,
+									const JobShape *shape, DownstreamGift gift, bool build_once,
 									bool into_existing);
 extern bool backfill_indexes_built(BackfillJob *job, bool build);
 

@@ -60,7 +60,7 @@ UPDATE ix.up SET v = 'after' WHERE id = 2;
 SELECT * FROM ix.snap WHERE id = 2;
 
 -- without indexes, a snapshot job builds its key's index alone, once
-SELECT backfill.create_job('ix.snap_key', 'ix.up', kind => 'snapshot') AS snap_key \gset
+SELECT backfill.create_job('ix.snap_key', 'ix.up', kind => 'snapshot', indexes => false) AS snap_key \gset
 SELECT position, index_name, head, tail FROM backfill.job_index WHERE job_id = :snap_key;
 SELECT indexes FROM backfill.job WHERE job_id = :snap_key;
 CALL backfill.run_job(:snap_key);
@@ -104,11 +104,18 @@ SELECT indexrelid::regclass::text AS index, indisprimary FROM pg_index WHERE ind
 SELECT backfill.drop_job(:mine_c);
 SELECT count(*) AS indexes FROM pg_index WHERE indrelid = 'ix.mine3'::regclass;
 
--- refused: the upstream's indexes for a table of the user's; a NULL
+-- refused: the upstream's indexes for a table of the user's
 CREATE TABLE ix.mine2 (id int PRIMARY KEY, v text);
 SELECT backfill.create_job('ix.mine2', 'ix.up', columns => '{v}', into_existing => true, indexes => true);
-SELECT backfill.create_job('ix.nul', 'ix.up', indexes => NULL);
-SELECT count(*) AS left_behind FROM pg_class WHERE relname IN ('nul') AND relnamespace = 'ix'::regnamespace;
+-- NULL, the default: a copy of the whole table gets its indexes and its
+-- constraints, the unique one as a constraint; a filtered copy neither
+SELECT backfill.create_job('ix.nul', 'ix.up', indexes => NULL) AS nul \gset
+SELECT conname, pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'ix.nul'::regclass ORDER BY 1;
+SELECT count(*) AS indexes FROM pg_index WHERE indrelid = 'ix.nul'::regclass;
+SELECT backfill.drop_job(:nul);
+SELECT backfill.create_job('ix.nul', 'ix.up', filter => 'w > 0') AS nul \gset
+SELECT count(*) AS indexes FROM pg_index WHERE indrelid = 'ix.nul'::regclass;
+SELECT backfill.drop_job(:nul);
 
 -- recreate_job keeps indexes
 SELECT backfill.create_job('ix.again', 'ix.up', kind => 'snapshot', indexes => true) AS again \gset
