@@ -109,3 +109,27 @@ backfill_cutover_row_tables(int64 job_id, Oid *old_table, Oid *new_table, bool *
 	*swapped = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
 	return true;
 }
+
+/*
+ * backfill_cutover_row_into_existing
+ *		Whether the job of this cutover row filled a table of the user's
+ *		before its cutover (what its rollback makes its downstream again);
+ *		false when the job has no cutover row.
+ */
+bool
+backfill_cutover_row_into_existing(int64 job_id)
+{
+	Oid			types[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(job_id)};
+	bool		isnull;
+	bool		into_existing;
+
+	if (SPI_execute_with_args("SELECT into_existing FROM backfill.job_cutover "
+							  "WHERE job_id OPERATOR(pg_catalog.=) $1",
+							  1, types, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "could not read the cutover row of backfill job %lld", (long long) job_id);
+	if (SPI_processed == 0)
+		return false;
+	into_existing = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	return !isnull && into_existing;
+}

@@ -21,5 +21,6 @@ extern void backfill_hide_job_status(int64 job_id);
 extern void backfill_turn_job_row(int64 job_id, bool into_existing);
 extern bool backfill_cutover_row_tables(int64 job_id, Oid *old_table, Oid *new_table,
 										bool *swapped);
+extern bool backfill_cutover_row_into_existing(int64 job_id);
 
 #endif							/* BACKFILL_CATALOG_CUTOVER_ROWS_H */
