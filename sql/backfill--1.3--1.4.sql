@@ -1531,7 +1531,9 @@ BEGIN
     FOR i IN 1 .. coalesce(cardinality(views), 0) LOOP
         BEGIN
             EXECUTE views[i];
-        EXCEPTION WHEN OTHERS THEN
+        EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
+            RAISE;              -- a failed attempt, retried (_cutover_attempts)
+        WHEN OTHERS THEN
             DECLARE
                 msg text;
             BEGIN
@@ -1559,6 +1561,328 @@ END
 $$;
 COMMENT ON FUNCTION backfill._cutover_swap(regclass, regclass, text) IS
 'Internal: under the lock of both tables, renames src to src_new_name and dst to src''s name, swaps the names of their indexes of the same definition, and moves to dst what names src.';
+
+-- ---------------------------------------------------------------------------
+-- The lock step: everything the swap alters, locked before the swap, in one
+-- order, each wait bounded; partitions renamed with their tables
+-- ---------------------------------------------------------------------------
+
+-- one relation ACCESS EXCLUSIVE, a view without its tables, a sequence as
+-- a table (src/api/cutover.c)
+CREATE FUNCTION backfill._cutover_lock_relation(rel regclass)
+RETURNS void
+AS 'MODULE_PATHNAME', 'backfill_cutover_lock_relation'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._cutover_lock_relation(regclass) IS
+'Internal: locks one relation whose owner''s privileges the caller has ACCESS EXCLUSIVE, under the caller''s lock_timeout, and nothing else with it (not the tables of a view).';
+
+-- What the swap alters, locked in this order before it starts: the tables
+-- whose foreign keys reference src, the views and materialized views that
+-- select from it, the sequences of its columns, then src and dst with
+-- their partitions.  An application holds the first ones before it touches
+-- src (it wrote a child row, it updated through a view, it drew a value
+-- from a sequence and then inserts): the cutover waits for them while it
+-- holds nothing the application needs next, and the swap, which holds
+-- src, never waits for a lock.  Each wait is bounded by the caller's
+-- lock_timeout.  PostgreSQL checks the caller's right to each lock.
+CREATE FUNCTION backfill._cutover_lock_dependents(src regclass, dst regclass)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r record;
+BEGIN
+    FOR r IN SELECT DISTINCT c.conrelid::regclass AS child FROM pg_constraint c
+              WHERE c.contype = 'f' AND c.confrelid = src AND c.conrelid NOT IN (src, dst)
+              ORDER BY 1 LOOP
+        EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', r.child);
+    END LOOP;
+    FOR r IN SELECT DISTINCT rw.ev_class::regclass AS v
+               FROM pg_depend dep JOIN pg_rewrite rw ON rw.oid = dep.objid
+               JOIN pg_class vc ON vc.oid = rw.ev_class AND vc.relkind IN ('v', 'm')
+              WHERE dep.classid = 'pg_rewrite'::regclass AND dep.refclassid = 'pg_class'::regclass
+                AND dep.refobjid = src AND dep.deptype = 'n' AND rw.ev_class <> src
+              ORDER BY 1 LOOP
+        PERFORM backfill._cutover_lock_relation(r.v);
+    END LOOP;
+    FOR r IN SELECT DISTINCT dep.objid::regclass AS seq
+               FROM pg_depend dep JOIN pg_class sc ON sc.oid = dep.objid AND sc.relkind = 'S'
+              WHERE dep.classid = 'pg_class'::regclass AND dep.refclassid = 'pg_class'::regclass
+                AND dep.refobjid = src AND dep.deptype IN ('a', 'i')
+              ORDER BY 1 LOOP
+        PERFORM backfill._cutover_lock_relation(r.seq);
+    END LOOP;
+    -- src first, the table writers queue on; LOCK TABLE takes the
+    -- partitions of each with it
+    EXECUTE format('LOCK TABLE %s, %s IN ACCESS EXCLUSIVE MODE', src, dst);
+END
+$$;
+COMMENT ON FUNCTION backfill._cutover_lock_dependents(regclass, regclass) IS
+'Internal: locks ACCESS EXCLUSIVE, in this order, the tables whose foreign keys reference src, the views over src, the sequences of its columns, then src and dst with their partitions; each wait bounded by the caller''s lock_timeout.';
+
+-- A CREATE INDEX CONCURRENTLY or REINDEX CONCURRENTLY on either table (or
+-- a partition of either) holds it SHARE UPDATE EXCLUSIVE until it ends, and
+-- before it ends waits for every transaction older than its snapshot: the
+-- cutover's among them.  The cutover could never take its lock, and would
+-- keep the index build waiting through every attempt.  The process and the
+-- table, from what pg_locks and pg_stat_progress_create_index show every
+-- role; nothing if there is none.
+CREATE FUNCTION backfill._cutover_index_build(src regclass, dst regclass)
+RETURNS TABLE (pid integer, rel regclass)
+LANGUAGE sql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+SELECT l.pid, l.relation::regclass
+  FROM pg_stat_progress_create_index p
+  JOIN pg_locks l ON l.pid = p.pid
+ WHERE p.datid = (SELECT oid FROM pg_database WHERE datname = current_database())
+   AND p.pid <> pg_backend_pid()
+   AND l.locktype = 'relation' AND l.granted AND l.mode = 'ShareUpdateExclusiveLock'
+   AND l.database = p.datid
+   AND l.relation IN (SELECT src UNION ALL SELECT dst
+                      UNION ALL SELECT relid FROM pg_partition_tree(src)
+                      UNION ALL SELECT relid FROM pg_partition_tree(dst))
+ ORDER BY l.pid
+ LIMIT 1
+$$;
+COMMENT ON FUNCTION backfill._cutover_index_build(regclass, regclass) IS
+'Internal: a process building an index concurrently (CREATE INDEX CONCURRENTLY, REINDEX CONCURRENTLY) on src, dst or one of their partitions, and that table; no row if none.';
+
+-- ends the cutover at once when an index is being built concurrently on
+-- one of its tables (_cutover_index_build)
+CREATE FUNCTION backfill._cutover_refuse_index_build(job_id bigint, src regclass, dst regclass)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    build record;
+BEGIN
+    PERFORM backfill._get_job(job_id);          -- the caller's
+    SELECT * INTO build FROM backfill._cutover_index_build(src, dst);
+    IF FOUND THEN
+        PERFORM backfill._cutover_report(job_id, 'gave up');
+        RAISE EXCEPTION 'cannot cut over backfill job % while an index is being built concurrently on table %', job_id, build.rel
+            USING ERRCODE = 'lock_not_available',
+                  DETAIL = format('Process %s runs CREATE INDEX CONCURRENTLY or REINDEX CONCURRENTLY on table %s, which waits for the cutover''s transaction to end before it ends; the cutover could not lock the table until then. Nothing was changed.', build.pid, build.rel),
+                  HINT = 'Run the cutover again once the index is built.';
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION backfill._cutover_refuse_index_build(bigint, regclass, regclass) IS
+'Internal: for a caller who owns job job_id, fails with 55P03 when a process builds an index concurrently on src, dst or one of their partitions.';
+
+-- The partitions of two partitioned tables that take each other's place:
+-- each of src's with the one of dst's of the same bounds, one to one, both
+-- partitioned by the same key; anything else is refused, before anything
+-- is locked or changed
+CREATE FUNCTION backfill._cutover_partition_pairs(src regclass, dst regclass,
+                                                  OUT old_part regclass, OUT new_part regclass)
+RETURNS SETOF record
+LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r record;
+BEGIN
+    IF pg_get_partkeydef(src) IS DISTINCT FROM pg_get_partkeydef(dst) THEN
+        RAISE EXCEPTION 'cannot cut over table % because table % is partitioned differently', src, dst
+            USING ERRCODE = 'feature_not_supported',
+                  DETAIL = format('Table %s is partitioned by %s, table %s by %s. Each partition takes the name of the partition it replaces.',
+                                  src, pg_get_partkeydef(src), dst, pg_get_partkeydef(dst)),
+                  HINT = format('Partition table %s as table %s is.', dst, src);
+    END IF;
+    FOR r IN
+        WITH s AS (SELECT i.inhrelid AS part, pg_get_expr(c.relpartbound, c.oid) AS bound
+                     FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = src),
+             d AS (SELECT i.inhrelid AS part, pg_get_expr(c.relpartbound, c.oid) AS bound
+                     FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = dst)
+        SELECT s.part::regclass AS s_part, d.part::regclass AS d_part, coalesce(s.bound, d.bound) AS bound
+          FROM s FULL JOIN d ON d.bound = s.bound
+         ORDER BY s.part IS NULL, d.part IS NULL, coalesce(s.part, d.part)
+    LOOP
+        IF r.s_part IS NULL OR r.d_part IS NULL THEN
+            RAISE EXCEPTION 'cannot cut over table % because the partitions of table % do not match its own', src, dst
+                USING ERRCODE = 'feature_not_supported',
+                      DETAIL = format('Partition %s of table %s, %s, has no partition of table %s with the same bounds. Each partition takes the name of the partition it replaces.',
+                                      coalesce(r.s_part, r.d_part), CASE WHEN r.s_part IS NULL THEN dst ELSE src END,
+                                      r.bound, CASE WHEN r.s_part IS NULL THEN src ELSE dst END),
+                      HINT = format('Partition table %s as table %s is before the cutover.', dst, src);
+        END IF;
+        old_part := r.s_part;
+        new_part := r.d_part;
+        RETURN NEXT;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION backfill._cutover_partition_pairs(regclass, regclass) IS
+'Internal: each partition of the partitioned table src with the partition of the partitioned table dst of the same bounds; an error unless both are partitioned by the same key and their partitions match one to one.';
+
+-- The partitions of a table renamed from before to after follow its name:
+-- one named before_x becomes after_x, another name x becomes after_x; and
+-- so on down, for partitions that are partitioned in turn
+CREATE FUNCTION backfill._cutover_rename_partitions_of(rel regclass, before name, after name)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    r record;
+    renamed name;
+BEGIN
+    FOR r IN SELECT i.inhrelid::regclass AS part, c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+              WHERE i.inhparent = rel AND c.relispartition ORDER BY c.relname LOOP
+        renamed := CASE WHEN left(r.relname, length(before)) = before
+                        THEN after || substr(r.relname, length(before) + 1)
+                        ELSE after || '_' || r.relname END;
+        EXECUTE format('ALTER TABLE %s RENAME TO %I', r.part, renamed);
+        PERFORM backfill._cutover_rename_partitions_of(r.part, r.relname, renamed);
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION backfill._cutover_rename_partitions_of(regclass, name, name) IS
+'Internal: renames the partitions of rel, a table just renamed from before to after: a partition named before_x becomes after_x, another x becomes after_x; and their partitions alike.';
+
+-- After the swap, under its lock: src was src_name and has its new name,
+-- dst was dst_name and has src_name.  A partition of src is renamed as
+-- src was; the partition of dst of the same bounds takes its name and
+-- schema, so that what names a partition (a writer, a grant, a report)
+-- names the one that takes the writes.  The rollback, the same swap the
+-- other way, gives the old partitions their names back.  Where only one
+-- table is partitioned, its partitions follow its name.
+CREATE FUNCTION backfill._cutover_rename_partitions(src regclass, dst regclass, src_name name, dst_name name)
+RETURNS void
+LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    src_new name := (SELECT relname FROM pg_class WHERE oid = src);
+    old_parts regclass[];
+    new_parts regclass[];
+    names name[];
+    new_names name[];
+    schemas name[];
+    i integer;
+BEGIN
+    IF (SELECT relkind FROM pg_class WHERE oid = src) = 'p' AND (SELECT relkind FROM pg_class WHERE oid = dst) = 'p' THEN
+        SELECT array_agg(p.old_part ORDER BY o.relname), array_agg(p.new_part ORDER BY o.relname),
+               array_agg(o.relname ORDER BY o.relname), array_agg(n.relname ORDER BY o.relname),
+               array_agg(ns.nspname ORDER BY o.relname)
+          INTO old_parts, new_parts, names, new_names, schemas
+          FROM backfill._cutover_partition_pairs(src, dst) p
+          JOIN pg_class o ON o.oid = p.old_part
+          JOIN pg_namespace ns ON ns.oid = o.relnamespace
+          JOIN pg_class n ON n.oid = p.new_part;
+        -- the old partitions free their names first
+        FOR i IN 1 .. coalesce(cardinality(old_parts), 0) LOOP
+            EXECUTE format('ALTER TABLE %s RENAME TO %I', old_parts[i],
+                           CASE WHEN left(names[i], length(src_name)) = src_name
+                                THEN src_new || substr(names[i], length(src_name) + 1)
+                                ELSE src_new || '_' || names[i] END::name);
+        END LOOP;
+        FOR i IN 1 .. coalesce(cardinality(new_parts), 0) LOOP
+            IF (SELECT relnamespace FROM pg_class WHERE oid = new_parts[i]) <> schemas[i]::regnamespace THEN
+                EXECUTE format('ALTER TABLE %s SET SCHEMA %I', new_parts[i], schemas[i]);
+            END IF;
+            EXECUTE format('ALTER TABLE %s RENAME TO %I', new_parts[i], names[i]);
+        END LOOP;
+        FOR i IN 1 .. coalesce(cardinality(old_parts), 0) LOOP
+            PERFORM backfill._cutover_rename_partitions(old_parts[i], new_parts[i], names[i], new_names[i]);
+        END LOOP;
+    ELSE
+        PERFORM backfill._cutover_rename_partitions_of(src, src_name, src_new);
+        PERFORM backfill._cutover_rename_partitions_of(dst, dst_name, src_name);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION backfill._cutover_rename_partitions(regclass, regclass, name, name) IS
+'Internal: after the swap of src (once src_name) and dst (once dst_name, now src_name), gives each partition of dst the name and schema of the partition of src of the same bounds, and src''s partitions names that follow src''s new name.';
+
+-- Lock everything the swap alters (_cutover_lock_dependents), each
+-- attempt in a subtransaction waiting at most lock_timeout for each lock:
+-- a writer queued behind the attempt waits no longer than that.  A lock
+-- not had in time, or a deadlock with an application that PostgreSQL
+-- resolves against the cutover, anywhere in the attempt (the swap
+-- included), is a failed attempt: a NOTICE and a line in the server log,
+-- then a pause that doubles each time (with jitter, at most a second) lets
+-- the queued writers through.  An index built concurrently on either table
+-- ends the cutover at once: it waits for the cutover's transaction, which
+-- could not take its lock before it ends.  Gives up with 55P03 after
+-- "attempts" attempts, everything as it was.
+CREATE OR REPLACE FUNCTION backfill._cutover_attempts(job_id bigint, src regclass, dst regclass, src_new_name text,
+                                           lock_timeout interval, attempts integer,
+                                           OUT tries integer, OUT lock_held_ms double precision,
+                                           OUT to_validate oid[])
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    saved text := current_setting('lock_timeout');
+    timeout_ms bigint := (extract(epoch FROM lock_timeout) * 1000)::bigint;
+    locked_at timestamptz;
+    pause double precision;
+    src_name name;
+    dst_name name;
+    what text;
+BEGIN
+    -- partitions that would not match are refused before anything is locked
+    IF (SELECT relkind FROM pg_class WHERE oid = src) = 'p' AND (SELECT relkind FROM pg_class WHERE oid = dst) = 'p' THEN
+        PERFORM backfill._cutover_partition_pairs(src, dst);
+    END IF;
+    tries := 0;
+    LOOP
+        tries := tries + 1;
+        PERFORM backfill._cutover_refuse_index_build(job_id, src, dst);
+        PERFORM backfill._cutover_report(job_id,
+                    format('waiting_for_lock (attempt %s of %s) on table %s', tries, attempts, src));
+        BEGIN
+            PERFORM set_config('lock_timeout', timeout_ms || 'ms', true);
+            PERFORM backfill._cutover_lock_dependents(src, dst);
+            locked_at := clock_timestamp();
+            -- again, under the lock: a view or key made while we waited
+            PERFORM backfill._cutover_check(backfill._get_job(job_id), src, dst);
+            PERFORM backfill._cutover_report(job_id, format('swapping table %s with table %s', src, dst));
+            src_name := (SELECT relname FROM pg_class WHERE oid = src);
+            dst_name := (SELECT relname FROM pg_class WHERE oid = dst);
+            to_validate := backfill._cutover_swap(src, dst, src_new_name);
+            PERFORM backfill._cutover_rename_partitions(src, dst, src_name, dst_name);
+            PERFORM set_config('lock_timeout', saved, true);
+            EXIT;
+        EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
+            PERFORM set_config('lock_timeout', saved, true);
+            GET STACKED DIAGNOSTICS what = RETURNED_SQLSTATE;
+            IF what = '40P01' THEN
+                -- PostgreSQL broke a deadlock with another transaction by
+                -- failing the attempt: the other goes on
+                what := format('cutover of backfill job %s: attempt %s of %s gave way to another transaction in a deadlock over table %s',
+                               job_id, tries, attempts, src);
+            ELSE
+                what := format('cutover of backfill job %s: attempt %s of %s could not lock table %s within %s ms',
+                               job_id, tries, attempts, src, timeout_ms);
+            END IF;
+            RAISE NOTICE '%', what;
+            RAISE LOG '%', what;
+            -- an index build that took the table meanwhile waits for us
+            PERFORM backfill._cutover_refuse_index_build(job_id, src, dst);
+            IF tries >= attempts THEN
+                PERFORM backfill._cutover_report(job_id, 'gave up');
+                RAISE EXCEPTION 'could not lock table % for the cutover of backfill job % in % attempts',
+                    src, job_id, attempts
+                    USING ERRCODE = 'lock_not_available',
+                          DETAIL = format('Each attempt waited at most %s ms for each lock, of the table and of what the swap alters; another transaction held one or was ahead in the queue each time. Nothing was changed.', timeout_ms),
+                          HINT = 'Find the long transaction on the table in pg_locks and pg_stat_activity, or try again with more attempts or a longer lock_timeout.';
+            END IF;
+            pause := least(0.01 * power(2, tries - 1), 1.0) * (0.5 + random() / 2);
+            PERFORM pg_sleep(pause);
+        END;
+    END LOOP;
+    lock_held_ms := extract(epoch FROM clock_timestamp() - locked_at) * 1000;
+END
+$$;
+COMMENT ON FUNCTION backfill._cutover_attempts(bigint, regclass, regclass, text, interval, integer) IS
+'Internal: locks both tables of a cutover and what the swap alters with bounded waits and retries, then swaps them and renames their partitions.';
 
 -- accept joins the arguments: the function is made again, with the rights
 -- it had (EXECUTE to PUBLIC, as in 1.3) and its comment

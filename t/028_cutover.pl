@@ -112,6 +112,8 @@ INSERT INTO accounts SELECT g, g FROM generate_series(1, 1000) g;
 CREATE TABLE account_refs (id int PRIMARY KEY, account int REFERENCES accounts);
 INSERT INTO account_refs VALUES (1, 1);
 CREATE VIEW account_view AS SELECT id, v FROM accounts;
+CREATE TABLE account_notes (id int PRIMARY KEY, note text);
+CREATE VIEW account_noted AS SELECT a.id, n.note FROM accounts a LEFT JOIN account_notes n USING (id);
 SELECT backfill.create_job('accounts_new', 'accounts');
 CALL backfill.run_job(2);
 });
@@ -135,10 +137,12 @@ my $expected = $node->safe_psql('postgres', $state_sql);
 
 for my $victim ('backend', 'postmaster')
 {
-	# a reader of the child table: the swap waits for it when it re-points
-	# the foreign key, with the tables already renamed
+	# the holder of a table that a view over accounts reads too: the lock
+	# step takes what the swap alters, not the view's other tables, so the
+	# swap waits for it when it re-creates the view, with the tables
+	# already renamed
 	my $holder = $node->background_psql('postgres', on_error_stop => 0);
-	$holder->query_safe('BEGIN; LOCK account_refs IN ACCESS SHARE MODE');
+	$holder->query_safe('BEGIN; LOCK account_notes IN ACCESS EXCLUSIVE MODE');
 	my $cut = BackfillTestLib::start_bg(
 		[
 			'psql', '-X', '-At', '-d',
