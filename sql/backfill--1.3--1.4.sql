@@ -790,18 +790,6 @@ BEGIN
                   HINT = 'Wait until the subscription has synchronised the table, then try again.';
     END IF;
 
-    SELECT string_agg(quote_ident(sa.attname), ', ' ORDER BY sa.attnum) INTO what
-      FROM pg_attribute sa
-      JOIN pg_attribute da ON da.attrelid = dst AND da.attname = sa.attname AND da.attnum > 0 AND NOT da.attisdropped
-     WHERE sa.attrelid = src AND sa.attnum > 0 AND NOT sa.attisdropped
-       AND sa.attgenerated <> '' AND da.attgenerated = '';
-    IF what IS NOT NULL THEN
-        RAISE EXCEPTION 'cannot cut over backfill job % because generated columns of table % are not generated in table %', j.job_id, src, dst
-            USING ERRCODE = 'feature_not_supported',
-                  DETAIL = format('Columns %s of table %s are generated, and the same columns of table %s are not: they would no longer be computed after the cutover, and no command makes a column generated.', what, src, dst),
-                  HINT = format('Create table %s yourself with the columns generated, and copy the other columns into it: backfill.create_job(..., columns => ..., into_existing => true).', dst);
-    END IF;
-
     -- functions of src's row type go over to dst's when the columns are
     -- the same (src/api/cutover_carry.c); else they would keep the old
     -- table's type, which finish_cutover could then not drop
