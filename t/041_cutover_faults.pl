@@ -38,7 +38,7 @@ CREATE TABLE inject (command_tag text PRIMARY KEY);
 GRANT SELECT ON inject TO PUBLIC;
 CREATE FUNCTION sleep_at_injected_command() RETURNS event_trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF EXISTS (SELECT FROM inject WHERE command_tag = tg_tag) THEN
+    IF EXISTS (SELECT FROM public.inject WHERE command_tag = tg_tag) THEN
         PERFORM pg_sleep(120);
     END IF;
 END $$;
