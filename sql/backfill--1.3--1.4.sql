@@ -1619,9 +1619,13 @@ COMMENT ON FUNCTION backfill._cutover_lock_dependents(regclass, regclass) IS
 -- role; nothing if there is none.
 CREATE FUNCTION backfill._cutover_index_build(src regclass, dst regclass)
 RETURNS TABLE (pid integer, rel regclass)
-LANGUAGE sql STABLE STRICT PARALLEL SAFE
+LANGUAGE sql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $$
+-- the activity of other processes is read once per transaction unless this
+-- discards it: the cutover's retries run in one, and must see a build that
+-- started after its first look
+SELECT pg_stat_clear_snapshot();
 SELECT l.pid, l.relation::regclass
   FROM pg_stat_progress_create_index p
   JOIN pg_locks l ON l.pid = p.pid
