@@ -18,8 +18,8 @@
 # 3. A job in background workers: backfill.progress has one row per worker,
 #    with the worker's pid, phase snapshot, a position, its rows and barriers
 #    growing; another role sees none of them (with pg_read_all_stats, the
-#    live entries without their positions, which are keys of the upstream,
-#    but not the view's rows of a job it cannot see); wait_job
+#    view's rows and the live entries, without their positions, which are
+#    keys of the upstream); wait_job
 #    sends its INFO lines with growing progress too; once
 #    the job has finished the view has no row of it.
 # 4. A finished job copying from another server (a foreign table of
@@ -165,8 +165,9 @@ my @workers = map { $_->[1] } @{ job_workers($node, $job) };
 is_deeply([ map { "$_->[0] $_->[2] $_->[3]" } @first ],
 	[ map { "$_ background snapshot" } @workers ],
 	"each row is a worker's, with its pid, in the background, reading the snapshot");
-# another role sees none of them; pg_read_all_stats shows it the live
-# entries, but the view still joins only the jobs it may see
+# another role sees none of them; a member of pg_read_all_stats (as
+# pg_monitor is) sees the job's actors, through the view too, without their
+# positions, which are keys of the upstream
 $node->safe_psql('postgres', 'CREATE ROLE regress_watcher');
 is($node->safe_psql('postgres',
 		"SET ROLE regress_watcher; SELECT count(*) FROM backfill.progress WHERE job_id = $job; "
@@ -175,10 +176,10 @@ is($node->safe_psql('postgres',
 	"0\n0\n0", "another role sees nothing of the job's actors, nor of its workers");
 $node->safe_psql('postgres', 'GRANT pg_read_all_stats TO regress_watcher');
 is($node->safe_psql('postgres',
-		"SET ROLE regress_watcher; SELECT count(*) FROM backfill.progress WHERE job_id = $job; "
+		"SET ROLE regress_watcher; SELECT count(*), count(position) FROM backfill.progress WHERE job_id = $job; "
 	  . "SELECT count(*) > 0, count(position) FROM backfill._live_actors() WHERE job_id = $job; "
 	  . "SELECT count(*) FROM backfill.job_workers() WHERE job_id = $job"),
-	"0\nt|0\n2", "pg_read_all_stats reads the live entries without their positions (keys of the upstream) and the workers, and the view still hides another's job");
+	"2|0\nt|0\n2", "pg_read_all_stats sees the job's actors in the view and the live entries, without their positions (keys of the upstream), and its workers");
 ($rc, $out, $err) = $node->psql('postgres',
 	"SET backfill.client_progress_interval = '300ms'; SELECT backfill.wait_job($job)");
 is($rc, 0, 'wait_job returns once the job has finished');
