@@ -43,7 +43,9 @@ my $job = $node->safe_psql('postgres',
 
 # the exporter, on 127.0.0.1 only
 my $port = PostgreSQL::Test::Cluster::get_free_port();
-my $user = $node->safe_psql('postgres', 'SELECT current_user');
+# as a monitoring role: the jobs are the superuser's
+$node->safe_psql('postgres', 'CREATE ROLE prometheus LOGIN IN ROLE pg_monitor');
+my $user = 'prometheus';
 my ($eout, $eerr) = ('', '');
 local $ENV{DATA_SOURCE_NAME} =
   "host=" . $node->host . " port=" . $node->port . " user=$user dbname=postgres sslmode=disable";

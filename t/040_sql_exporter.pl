@@ -9,7 +9,8 @@
 #
 # The exporter's configuration is the file as shipped, with its connections
 # replaced by the two databases and its interval shortened to a second.
-# Every series is served for the jobs of both databases, the rows copied
+# The exporter connects as a member of pg_monitor, and the jobs are a
+# superuser's.  Every series is served for the jobs of both databases, the rows copied
 # grow from one scrape to the next, and an unknown value is left out rather
 # than served as NaN.  Every series the dashboard uses is served.
 # Prometheus scrapes the exporter with the shipped relabelling, and its
@@ -56,8 +57,10 @@ my $job1 = $node->safe_psql('postgres',
 my $job2 = $node->safe_psql('app2',
 	"SELECT backfill.create_job('down2', 'up2', chunk_size => 50, rate_limit => 400)");
 
-# the configuration as shipped, with this cluster's two databases
-my $user = $node->safe_psql('postgres', 'SELECT current_user');
+# the configuration as shipped, with this cluster's two databases, as a
+# monitoring role: the jobs are the superuser's
+$node->safe_psql('postgres', 'CREATE ROLE prometheus LOGIN IN ROLE pg_monitor');
+my $user = 'prometheus';
 my $yml = slurp_file("$contrib/sql_exporter/backfill.yml");
 my ($host, $pgport) = ($node->host, $node->port);
 my $conns = join '',
