@@ -1,23 +1,23 @@
 
 # Copyright (c) backfill authors
 #
-# Faults during the switchover of a remote job (src/kinds/switchover.c),
+# t/037_switchover_faults.pl: faults during the switchover of a remote job (src/kinds/switchover.c),
 # each while a writer on the source keeps a ledger of acknowledged writes:
 # it inserts one key at a time as role app and appends the key to a file
 # only after its commit returned.  After recovery, every acknowledged key
 # must be in the local table, exactly once (its primary key), and the local
 # table must equal the source.
 #
-# Item 2: the slot and publication on the source are dropped only after the
+# 1. The slot and publication on the source are dropped only after the
 # local commit.  A cutover rolled back, or whose server is killed before its
 # commit, leaves them, and the cutover called again fetches the changes
 # again and succeeds.
 #
-# Item 6: a kill -9 right after the fence leaves the source's write grants
+# 2. A kill -9 right after the fence leaves the source's write grants
 # revoked; the source records which (the comment of the job's publication),
 # backfill.unfence() gives them back, and so does a rollback.
 #
-# Item 8: with the source stopped (SIGSTOP of its postmaster and every
+# 3. With the source stopped (SIGSTOP of its postmaster and every
 # child), statement_timeout, pg_cancel_backend and pg_terminate_backend end
 # a switchover within seconds; after SIGCONT the cutover succeeds.
 
@@ -206,113 +206,113 @@ INSERT INTO here SELECT g, g FROM generate_series(1, 10) g;
 my $here = $local->safe_psql('postgres', "SELECT backfill.create_job('here_copy', 'here')");
 is(join(': ', (psql_error($local, "SELECT backfill.unfence($here)"))[0, 1]),
 	"42809: backfill job $here does not copy a table of another server",
-	'item 6: backfill.unfence of a job on a local table is refused');
+	'backfill.unfence of a job on a local table is refused');
 is(join(': ', (psql_error($local, 'SELECT backfill.unfence(NULL)'))[0, 1]),
-	'22004: argument "job_id" must not be null', 'item 6: backfill.unfence of NULL is refused');
+	'22004: argument "job_id" must not be null', 'backfill.unfence of NULL is refused');
 
-# ==== item 2: a rollback after the switchover ====
+# ==== a rollback after the switchover ====
 my $ja = finished_job('t_a');
 my $wa = start_writer('a', 100001);
-ok(wait_writes($wa, 30), 'item 2: the writer writes on the source');
+ok(wait_writes($wa, 30), 'the writer writes on the source');
 my $s = $local->background_psql('postgres');
 $s->query_safe('BEGIN');
 is($s->query("SELECT state FROM backfill.cutover($ja, fence => true, lock_timeout => '1s', attempts => 20)"),
-	'finished', 'item 2: the cutover (a switchover) returns in an open transaction');
-is(source_objects(), '1 1', 'item 2: before the commit, the slot and the publication are on the source');
-is(app_privileges(), 'f f f t f', 'item 2: the source is fenced');
-is(ledger_entries($ja), '4', 'item 6: the source records the 4 grants the fence revoked');
+	'finished', 'the cutover (a switchover) returns in an open transaction');
+is(source_objects(), '1 1', 'before the commit, the slot and the publication are on the source');
+is(app_privileges(), 'f f f t f', 'the source is fenced');
+is(ledger_entries($ja), '4', 'the source records the 4 grants the fence revoked');
 $s->query_safe('ROLLBACK');
 $s->quit;
-is(app_privileges(), 't t t t t', 'item 2: the rollback gives the fence back');
-is(ledger_entries($ja), '0', 'item 6: and its record');
-ok(wait_writes($wa, 20), 'item 2: the writer writes again');
+is(app_privileges(), 't t t t t', 'the rollback gives the fence back');
+is(ledger_entries($ja), '0', 'and its record');
+ok(wait_writes($wa, 20), 'the writer writes again');
 my ($ret, $out, $err) = $local->psql('postgres',
 	"SELECT state FROM backfill.cutover($ja, fence => true, lock_timeout => '1s', attempts => 20)");
-is($out, 'finished', 'item 2: the cutover called again succeeds') or diag($err);
+is($out, 'finished', 'the cutover called again succeeds') or diag($err);
 stop_writer($wa);
 my ($n, $found) = split / /, acknowledged_in($wa, 't_a');
-ok($n > 50, "item 2: the writer had $n acknowledged writes");
-is($found, $n, 'item 2: every acknowledged write is in the new table, once');
-is(diff_both_ways('t_a'), '0 0', 'item 2: the new table equals the source');
-is(source_objects(), '0 0', 'item 2: the slot and the publication are dropped after the commit');
-is(app_privileges(), 'f f f t f', 'item 2: the fence stays after the switchover');
+ok($n > 50, "the writer had $n acknowledged writes");
+is($found, $n, 'every acknowledged write is in the new table, once');
+is(diff_both_ways('t_a'), '0 0', 'the new table equals the source');
+is(source_objects(), '0 0', 'the slot and the publication are dropped after the commit');
+is(app_privileges(), 'f f f t f', 'the fence stays after the switchover');
 
-# ==== item 2: the server killed after the switchover, before the commit ====
+# ==== the server killed after the switchover, before the commit ====
 my $jb = finished_job('t_b');
 my $wb = start_writer('b', 300001);
-ok(wait_writes($wb, 30), 'item 2 (crash): the writer writes on the source');
+ok(wait_writes($wb, 30), 'the writer writes on the source');
 $s = $local->background_psql('postgres');
 $s->query_safe('BEGIN');
 is($s->query("SELECT state FROM backfill.cutover($jb, fence => true, lock_timeout => '1s', attempts => 20)"),
-	'finished', 'item 2 (crash): the cutover returns in an open transaction');
-kill_postmaster_and_restart($local, 'item 2 (crash)');
+	'finished', 'the cutover returns in an open transaction');
+kill_postmaster_and_restart($local, 'crash before the commit');
 eval { $s->quit; };
-is(source_objects(), '1 1', 'item 2 (crash): the slot and the publication are still on the source');
-is(app_privileges(), 'f f f t f', 'item 6 (crash): the fence of the killed switchover stays');
-is(ledger_entries($jb), '4', 'item 6 (crash): the source records what it revoked');
+is(source_objects(), '1 1', 'the slot and the publication are still on the source');
+is(app_privileges(), 'f f f t f', 'the fence of the killed switchover stays');
+is(ledger_entries($jb), '4', 'the source records what it revoked');
 ($ret, $out, $err) = $local->psql('postgres',
 	"SELECT state FROM backfill.cutover($jb, fence => true, lock_timeout => '1s', attempts => 20)");
-is($out, 'finished', 'item 2 (crash): the cutover called again succeeds') or diag($err);
+is($out, 'finished', 'the cutover called again succeeds') or diag($err);
 stop_writer($wb);
 ($n, $found) = split / /, acknowledged_in($wb, 't_b');
-ok($n > 20, "item 2 (crash): the writer had $n acknowledged writes");
-is($found, $n, 'item 2 (crash): every acknowledged write is in the new table, once');
-is(diff_both_ways('t_b'), '0 0', 'item 2 (crash): the new table equals the source');
-is(source_objects(), '0 0', 'item 2 (crash): the slot and the publication are dropped');
+ok($n > 20, "the writer had $n acknowledged writes");
+is($found, $n, 'every acknowledged write is in the new table, once');
+is(diff_both_ways('t_b'), '0 0', 'the new table equals the source');
+is(source_objects(), '0 0', 'the slot and the publication are dropped');
 
-# ==== item 6: kill -9 of the backend right after the fence ====
+# ==== kill -9 of the backend right after the fence ====
 my $jc = finished_job('t_c');
 add_stall('t_c');
 $source->safe_psql('postgres', "UPDATE t SET b = 'stall' WHERE id = 2");
 my $wc = start_writer('c', 500001);
-ok(wait_writes($wc, 30), 'item 6: the writer writes on the source');
+ok(wait_writes($wc, 30), 'the writer writes on the source');
 my $cut = start_cutover($jc, 'cutover_c');
 my $pid = wait_backend('cutover_c', 'PgSleep');
-isnt($pid, '', 'item 6: the switchover applies the last changes, after its fence');
-is(app_privileges(), 'f f f t f', 'item 6: the source is fenced');
-kill_and_wait_restart($local, $pid, 'item 6');
+isnt($pid, '', 'the switchover applies the last changes, after its fence');
+is(app_privileges(), 'f f f t f', 'the source is fenced');
+kill_and_wait_restart($local, $pid, 'after the fence');
 finish_bg($cut);
-is(app_privileges(), 'f f f t f', 'item 6: after the kill the fence stays');
-is(ledger_entries($jc), '4', 'item 6: the source records the 4 grants it revoked');
+is(app_privileges(), 'f f f t f', 'after the kill the fence stays');
+is(ledger_entries($jc), '4', 'the source records the 4 grants it revoked');
 is($local->safe_psql('postgres', "SELECT backfill.unfence($jc)"), '4',
-	'item 6: backfill.unfence gives the 4 grants back');
-is(app_privileges(), 't t t t t', 'item 6: app and PUBLIC may write again');
-is(ledger_entries($jc), '0', 'item 6: the record is empty');
+	'backfill.unfence gives the 4 grants back');
+is(app_privileges(), 't t t t t', 'app and PUBLIC may write again');
+is(ledger_entries($jc), '0', 'the record is empty');
 is($local->safe_psql('postgres', "SELECT backfill.unfence($jc)"), '0',
-	'item 6: backfill.unfence again gives nothing back');
-ok(wait_writes($wc, 20), 'item 6: the writer writes again');
+	'backfill.unfence again gives nothing back');
+ok(wait_writes($wc, 20), 'the writer writes again');
 $local->safe_psql('postgres', 'DROP TRIGGER stall ON t_c');
 ($ret, $out, $err) = $local->psql('postgres',
 	"SELECT state FROM backfill.cutover($jc, fence => true, lock_timeout => '1s', attempts => 20)");
-is($out, 'finished', 'item 6: the cutover called again succeeds') or diag($err);
+is($out, 'finished', 'the cutover called again succeeds') or diag($err);
 stop_writer($wc);
 ($n, $found) = split / /, acknowledged_in($wc, 't_c');
-ok($n > 50, "item 6: the writer had $n acknowledged writes");
-is($found, $n, 'item 6: every acknowledged write is in the new table, once');
-is(diff_both_ways('t_c'), '0 0', 'item 6: the new table equals the source');
+ok($n > 50, "the writer had $n acknowledged writes");
+is($found, $n, 'every acknowledged write is in the new table, once');
+is(diff_both_ways('t_c'), '0 0', 'the new table equals the source');
 
-# ==== item 8: the source stopped ====
+# ==== the source stopped ====
 my $jd = finished_job('t_d');
 add_stall('t_d');
 $source->safe_psql('postgres', "UPDATE t SET b = 'stall' WHERE id = 4");
 my $wd = start_writer('d', 700001);
-ok(wait_writes($wd, 30), 'item 8: the writer writes on the source');
+ok(wait_writes($wd, 30), 'the writer writes on the source');
 
 # statement_timeout, the source stopped after the fence
 my $start = time;
 $cut = start_cutover($jd, 'cutover_d', "SET statement_timeout = '8s'");
 $pid = wait_backend('cutover_d', 'PgSleep');
-is(app_privileges(), 'f f f t f', 'item 8: the switchover has fenced the source');
+is(app_privileges(), 'f f f t f', 'the switchover has fenced the source');
 my @stopped = source_processes();
 kill('STOP', @stopped);
-isnt(finish_bg($cut), 0, 'item 8: with the source stopped, the cutover fails');
+isnt(finish_bg($cut), 0, 'with the source stopped, the cutover fails');
 my $elapsed = time - $start;
-like($cut->{err}, qr/canceling statement due to statement timeout/, 'item 8: on its statement timeout');
+like($cut->{err}, qr/canceling statement due to statement timeout/, 'on its statement timeout');
 like($cut->{err}, qr/could not give back the write privileges on table "public.t".*backfill.unfence\($jd\)/s,
-	'item 8: the fence it could not give back is reported, with the call that gives it back');
-ok($elapsed < 8 + 5 + 7, sprintf('item 8: it ends within the statement timeout and a few seconds (%.1f s)', $elapsed));
+	'the fence it could not give back is reported, with the call that gives it back');
+ok($elapsed < 8 + 5 + 7, sprintf('it ends within the statement timeout and a few seconds (%.1f s)', $elapsed));
 kill('CONT', @stopped);
-is(app_privileges(), 'f f f t f', 'item 8: the fence stays on the source that did not answer');
+is(app_privileges(), 'f f f t f', 'the fence stays on the source that did not answer');
 $local->safe_psql('postgres', 'DROP TRIGGER stall ON t_d');
 
 # pg_cancel_backend, then pg_terminate_backend, the source stopped while
@@ -326,24 +326,24 @@ for my $how ('pg_cancel_backend', 'pg_terminate_backend')
 	wait_backend("cutover_$how", 'Extension');
 	$start = time;
 	$local->safe_psql('postgres', "SELECT $how($pid)");
-	isnt(finish_bg($cut), 0, "item 8: $how ends the switchover waiting for the stopped source");
+	isnt(finish_bg($cut), 0, "$how ends the switchover waiting for the stopped source");
 	$elapsed = time - $start;
-	ok($elapsed < 5, sprintf("item 8: within seconds (%.1f s)", $elapsed));
+	ok($elapsed < 5, sprintf("within seconds (%.1f s)", $elapsed));
 	like($cut->{err}, $how eq 'pg_cancel_backend' ? qr/canceling statement due to user request/
-		: qr/terminating connection due to administrator command/, "item 8: $how: its error");
+		: qr/terminating connection due to administrator command/, "$how: its error");
 	kill('CONT', @stopped);
 }
-is(app_privileges(), 't t t t t', 'item 8: backfill.unfence gave the fence back once the source answered');
+is(app_privileges(), 't t t t t', 'backfill.unfence gave the fence back once the source answered');
 
 ($ret, $out, $err) = $local->psql('postgres',
 	"SELECT state FROM backfill.cutover($jd, fence => true, lock_timeout => '1s', attempts => 20)");
-is($out, 'finished', 'item 8: after SIGCONT the cutover succeeds') or diag($err);
+is($out, 'finished', 'after SIGCONT the cutover succeeds') or diag($err);
 stop_writer($wd);
 ($n, $found) = split / /, acknowledged_in($wd, 't_d');
-ok($n > 30, "item 8: the writer had $n acknowledged writes");
-is($found, $n, 'item 8: every acknowledged write is in the new table, once');
-is(diff_both_ways('t_d'), '0 0', 'item 8: the new table equals the source');
-is(source_objects(), '0 0', 'item 8: the slot and the publication are dropped');
+ok($n > 30, "the writer had $n acknowledged writes");
+is($found, $n, 'every acknowledged write is in the new table, once');
+is(diff_both_ways('t_d'), '0 0', 'the new table equals the source');
+is(source_objects(), '0 0', 'the slot and the publication are dropped');
 
 $source->stop;
 $local->stop;

@@ -12,7 +12,7 @@ CREATE ROLE cc_plain;
 CREATE ROLE cc_reader;
 GRANT CREATE ON SCHEMA public TO cc_plain;
 
--- 46.4c An identity of the new table's own goes on from the old table's
+-- An identity of the new table's own goes on from the old table's
 -- position, and the old one's from the new one's at the rollback: no
 -- insert collides
 CREATE TABLE cc_ident (id int GENERATED ALWAYS AS IDENTITY PRIMARY KEY, a int);
@@ -32,7 +32,7 @@ INSERT INTO cc_ident (a) VALUES (102) RETURNING *;
 SELECT backfill.finish_cutover(:job);
 INSERT INTO cc_ident (a) VALUES (103) RETURNING *;
 
--- 46.4c Generated columns.  A downstream whose column is plain where the
+-- Generated columns.  A downstream whose column is plain where the
 -- upstream's is generated: after the cutover it would no longer be
 -- computed, and no command makes a column generated.  Refused.
 CREATE TABLE cc_gen (id int GENERATED ALWAYS AS IDENTITY PRIMARY KEY, a int,
@@ -63,7 +63,7 @@ INSERT INTO cc_gen (a) VALUES (101) RETURNING *;
 SELECT attname, attidentity, attgenerated FROM pg_attribute
  WHERE attrelid = 'cc_gen'::regclass AND attnum > 0 ORDER BY attnum;
 
--- 46.4d The rollback of a snapshot job: its change table holds rows of its
+-- The rollback of a snapshot job: its change table holds rows of its
 -- downstream's type, which is not another table's column
 CREATE TABLE cc_snap (id int PRIMARY KEY, a int);
 INSERT INTO cc_snap SELECT g, g FROM generate_series(1, 10) g;
@@ -78,7 +78,7 @@ SELECT state FROM backfill.cutover(:job);
 SELECT backfill.finish_cutover(:job);
 SELECT count(*) FROM cc_snap;
 
--- 46.4e Index names: an exclusion constraint's index pairs with the new
+-- Index names: an exclusion constraint's index pairs with the new
 -- table's exclusion constraint, not with a plain index of the same
 -- columns; two indexes of one definition both get their names back
 CREATE TABLE cc_idx (id int PRIMARY KEY, a int, r int4range, EXCLUDE USING gist (r WITH &&));
@@ -105,7 +105,7 @@ SELECT i.indrelid::regclass AS table, c.relname AS index
  ORDER BY 1, 2;
 SELECT backfill.drop_job(:job);
 
--- 46.4a Functions of the table's row type: a plain role's table and
+-- Functions of the table's row type: a plain role's table and
 -- functions, cut over by a superuser.  They are re-pointed to the new
 -- table, whose columns are the same, and keep working after the finish.
 SET ROLE cc_plain;
@@ -159,7 +159,7 @@ ROLLBACK;
 RESET ROLE;
 DROP TABLE cc_su;
 
--- 46.4b Materialized views over the table are made again over the new one:
+-- Materialized views over the table are made again over the new one:
 -- their definition, options, owner, privileges, comments and indexes;
 -- filled (the new table is small)
 CREATE TABLE cc_sales (id int PRIMARY KEY, amount int);
