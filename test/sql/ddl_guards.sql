@@ -29,7 +29,7 @@ CREATE UNLOGGED TABLE g_parts_c PARTITION OF g_parts FOR VALUES FROM (200) TO (3
 SELECT relname, relpersistence FROM pg_class WHERE relname LIKE 'g\_parts%' AND relkind IN ('r', 'p')
  ORDER BY relname;
 SELECT inhrelid::regclass AS partition, inhparent::regclass AS parent FROM pg_inherits
- WHERE inhparent IN ('g_parts'::regclass, 'g_parts_a'::regclass) ORDER BY 1::text;
+ WHERE inhparent IN ('g_parts'::regclass, 'g_parts_a'::regclass) ORDER BY inhrelid::regclass::text;
 -- logged ones join as ever
 ALTER TABLE g_parts_b SET LOGGED;
 ALTER TABLE g_parts ATTACH PARTITION g_parts_b FOR VALUES FROM (100) TO (200);

@@ -38,7 +38,7 @@ SELECT attname, attnotnull FROM pg_attribute
 SELECT conname, contype, pg_get_constraintdef(oid) FROM pg_constraint
  WHERE conrelid = 'md_film_new'::regclass ORDER BY contype, conname;
 SELECT indexrelid::regclass, pg_get_indexdef(indexrelid) FROM pg_index
- WHERE indrelid = 'md_film_new'::regclass ORDER BY 1::text;
+ WHERE indrelid = 'md_film_new'::regclass ORDER BY indexrelid::regclass::text;
 -- what the cutover would not carry: the generated column, the foreign key
 SELECT kind, detail FROM backfill._cutover_weaker('md_film', 'md_film_new');
 
