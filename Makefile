@@ -79,9 +79,9 @@ DATA = sql/backfill--1.3.sql sql/backfill--1.0.sql sql/backfill--1.0--1.1.sql sq
 PGFILEDESC = "backfill - resumable backfill of derived tables"
 
 REGRESS = setup create_job run_job recovery legacy_message observe cancel_drop workers safety snapshot cdc ddl downstream filter_columns into_existing partitioned privileges search_path_attack owner_context bad_input capture apply_statements apply_direct pacing range_vnodes upgrade remote limits watch key_types ddl_guards expression_settings indexes cutover cutover_owner cutover_refusals row_security internal_functions job_tables cutover_carry waits_monitoring migration_downstream cutover_partitions
-REGRESS_OPTS = --inputdir=test --outputdir=.
+REGRESS_OPTS = --inputdir=$(srcdir)/test --outputdir=.
 ISOLATION = changes_across_barriers key_moves writer_across_barrier final_barrier_race two_runners snapshot_phases cdc_fetch capture_ddl_between_rows filter_moves apply_waits cdc_slot_lock partition_lock_order cutover_long_txn cutover_queued_writer cutover_concurrent_view cutover_repeatable_read_writer cutover_drop_job cutover_after_rollback job_caps cutover_finish_queued_writer cutover_app_locks cutover_index_build
-ISOLATION_OPTS = --inputdir=test --outputdir=output_iso
+ISOLATION_OPTS = --inputdir=$(srcdir)/test --outputdir=output_iso
 TAP_TESTS = 1
 
 # src/ is cut in folders by layer (doc/layers.md); each folder's header is
@@ -106,6 +106,15 @@ include $(PGXS)
 
 -include $(OBJS:.o=.d)
 $(foreach obj,$(OBJS),$(eval $(obj:.o=.bc): $(obj)))
+
+# A VPATH build (pg_buildext build build-%v) writes its objects into a tree
+# of its own, whose folders must exist before the compiler writes there
+# (named by absolute path, which VPATH does not search: the source tree has
+# folders of the same names)
+OBJ_DIRS = $(addprefix $(CURDIR)/,$(sort $(dir $(OBJS))))
+$(OBJS): | $(OBJ_DIRS)
+$(OBJ_DIRS):
+	@mkdir -p $@
 
 # The PGXN release: backfill-<version>.zip of the committed tree, with a
 # top-level backfill-<version>/ directory; <version> is META.json's.

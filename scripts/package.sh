@@ -6,10 +6,12 @@
 # 1. Installs the build dependencies from Debian (debhelper, build-essential,
 #    postgresql-all, postgresql-server-dev-all) and lintian, and checks that
 #    the versions agree.
-# 2. Builds postgresql-15-backfill_<version>_<arch>.deb with
-#    "dpkg-buildpackage -us -uc -b" (debian/rules, pg_buildext) in a copy of
-#    the tree made of the files git tracks or would track, so no build
-#    product or test output gets in, and copies the packages to packages/.
+# 2. Builds the source package and postgresql-15-backfill_<version>_<arch>.deb
+#    with "dpkg-buildpackage -us -uc" (debian/rules: pg_buildext, one VPATH
+#    build directory per PostgreSQL version) from a copy of the tree made of
+#    the files git tracks or would track, so no build product or test output
+#    gets in, and an upstream tarball of it; lintian checks both packages;
+#    the packages are copied to packages/.
 # 3. Removes a copy of the extension installed from source ("make install":
 #    backfill.so, its bitcode, backfill.control and the SQL scripts), and a
 #    package left installed by an earlier run, so the tests see only the
@@ -76,9 +78,15 @@ copy_tree() {
     fi
 }
 
-step "dpkg-buildpackage -us -uc -b (log: $BUILD/build.log)"
-copy_tree "$BUILD/backfill"
-if ! (cd "$BUILD/backfill" && dpkg-buildpackage -us -uc -b) >"$BUILD/build.log" 2>&1; then
+# The source package is the upstream tarball (the tree less debian/) and
+# debian/ beside it, as "3.0 (quilt)" has it: lintian checks both packages
+upstream=${version%-*}
+src_dir="$BUILD/pg-backfill-$upstream"
+step "dpkg-buildpackage -us -uc (source and binary; log: $BUILD/build.log)"
+copy_tree "$src_dir"
+tar -C "$BUILD" --exclude="pg-backfill-$upstream/debian" \
+    -czf "$BUILD/pg-backfill_$upstream.orig.tar.gz" "pg-backfill-$upstream"
+if ! (cd "$src_dir" && dpkg-buildpackage -us -uc) >"$BUILD/build.log" 2>&1; then
     tail -n 60 "$BUILD/build.log"
     exit 1
 fi
