@@ -1219,6 +1219,17 @@ BEGIN
                           DETAIL = format('Table %s references itself; the foreign keys of the new table are its own.', src),
                           HINT = format('Add the foreign key to table %s before the cutover.', dst);
             END IF;
+            -- a foreign key of a partitioned table is added only by checking
+            -- every row of it (PostgreSQL has no NOT VALID one there): the
+            -- swap would hold its lock for that long
+            IF (SELECT k.contype = 'f' AND k.conrelid <> src AND k.conparentid = 0 AND r.relkind = 'p'
+                  FROM pg_constraint k JOIN pg_class r ON r.oid = k.conrelid WHERE k.oid = d.objid) THEN
+                RAISE EXCEPTION 'cannot carry % over to table %', d.what, dst
+                    USING ERRCODE = 'feature_not_supported',
+                          DETAIL = format('Table %s is partitioned; a foreign key of a partitioned table is added only by checking all its rows, which the swap would do under its lock.',
+                                          (SELECT conrelid::regclass FROM pg_constraint WHERE oid = d.objid)),
+                          HINT = 'Define the foreign key on each partition instead, or drop it before the cutover and add it again after it.';
+            END IF;
             -- foreign keys from other tables are carried; a table's own
             -- constraints are its own
         ELSIF d.classid = 'pg_policy'::regclass
@@ -1756,7 +1767,10 @@ DECLARE
     names name[];
     new_names name[];
     schemas name[];
+    src_indexes name[];
+    dst_indexes name[];
     i integer;
+    k integer;
 BEGIN
     IF (SELECT relkind FROM pg_class WHERE oid = src) = 'p' AND (SELECT relkind FROM pg_class WHERE oid = dst) = 'p' THEN
         SELECT array_agg(p.old_part ORDER BY o.relname), array_agg(p.new_part ORDER BY o.relname),
@@ -1781,6 +1795,16 @@ BEGIN
             EXECUTE format('ALTER TABLE %s RENAME TO %I', new_parts[i], names[i]);
         END LOOP;
         FOR i IN 1 .. coalesce(cardinality(old_parts), 0) LOOP
+            -- their indexes' names follow, as the table's do in the swap
+            SELECT array_agg(p.src_index ORDER BY p.src_index), array_agg(p.dst_index ORDER BY p.src_index)
+              INTO src_indexes, dst_indexes FROM backfill._cutover_index_pairs(old_parts[i], new_parts[i]) p;
+            FOR k IN 1 .. coalesce(cardinality(src_indexes), 0) LOOP
+                EXECUTE format('ALTER INDEX %I.%I RENAME TO %I', schemas[i], src_indexes[k],
+                               'backfill_cutover_' || old_parts[i]::oid || '_' || k);
+                EXECUTE format('ALTER INDEX %I.%I RENAME TO %I', schemas[i], dst_indexes[k], src_indexes[k]);
+                EXECUTE format('ALTER INDEX %I.%I RENAME TO %I', schemas[i],
+                               'backfill_cutover_' || old_parts[i]::oid || '_' || k, dst_indexes[k]);
+            END LOOP;
             PERFORM backfill._cutover_rename_partitions(old_parts[i], new_parts[i], names[i], new_names[i]);
         END LOOP;
     ELSE
@@ -1790,7 +1814,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION backfill._cutover_rename_partitions(regclass, regclass, name, name) IS
-'Internal: after the swap of src (once src_name) and dst (once dst_name, now src_name), gives each partition of dst the name and schema of the partition of src of the same bounds, and src''s partitions names that follow src''s new name.';
+'Internal: after the swap of src (once src_name) and dst (once dst_name, now src_name), gives each partition of dst the name and schema of the partition of src of the same bounds, and the names of its indexes, and src''s partitions names that follow src''s new name.';
 
 -- Lock everything the swap alters (_cutover_lock_dependents), each
 -- attempt in a subtransaction waiting at most lock_timeout for each lock:
@@ -2087,6 +2111,7 @@ DECLARE
     fk record;
     saved text := current_setting('lock_timeout');
     tries integer := 0;
+    referenced text;
 BEGIN
     IF current_setting('transaction_isolation') <> 'read committed' THEN
         RAISE EXCEPTION 'backfill.finish_cutover() must run at isolation level READ COMMITTED'
@@ -2127,18 +2152,30 @@ BEGIN
     -- attempt waiting at most a second (the cutover's default
     -- lock_timeout), 20 attempts, so that writers queued behind an attempt
     -- wait no longer than that, rather than for the longest transaction on
-    -- the table
+    -- the table.  Dropping the old table drops its foreign keys' triggers
+    -- on the tables they reference, under ACCESS EXCLUSIVE: those tables
+    -- are locked in the same attempts, first, as an application that
+    -- writes a parent row and then a child locks them, so that the DROP
+    -- never waits behind a writer that waits for the finish
     IF j.status <> 'cancelled' THEN
+        IF NOT keep AND EXISTS (SELECT FROM pg_class WHERE oid = c.old_table) THEN
+            referenced := (SELECT string_agg(k.confrelid::regclass::text, ', ' ORDER BY k.confrelid)
+                             FROM (SELECT DISTINCT confrelid FROM pg_constraint
+                                    WHERE contype = 'f'
+                                      AND conrelid IN (SELECT relid FROM pg_partition_tree(c.old_table))
+                                      AND confrelid NOT IN (SELECT relid FROM pg_partition_tree(c.old_table))) k);
+        END IF;
         LOOP
             tries := tries + 1;
             BEGIN
                 PERFORM set_config('lock_timeout', '1000ms', true);
                 EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE',
-                               concat_ws(', ', (SELECT c2.oid::regclass::text FROM pg_class c2 WHERE c2.oid = j.upstream),
+                               concat_ws(', ', referenced,
+                                               (SELECT c2.oid::regclass::text FROM pg_class c2 WHERE c2.oid = j.upstream),
                                                (SELECT c2.oid::regclass::text FROM pg_class c2 WHERE c2.oid = j.downstream)));
                 PERFORM set_config('lock_timeout', saved, true);
                 EXIT;
-            EXCEPTION WHEN lock_not_available THEN
+            EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
                 PERFORM set_config('lock_timeout', saved, true);
                 RAISE NOTICE 'finish of the cutover of backfill job %: attempt % of 20 could not lock table % within 1000 ms',
                     job_id, tries, j.upstream;

@@ -71,6 +71,10 @@ SELECT backfill.finish_cutover(:job);
 INSERT INTO cpt_1 VALUES (98, 'after the finish');
 INSERT INTO cpt_ledger VALUES (98, 'after the finish');
 SELECT relname FROM pg_class WHERE relname LIKE 'cpt%' AND relkind IN ('r', 'p') ORDER BY 1;
+-- the partitions' indexes have the old ones' names too
+SELECT indrelid::regclass, indexrelid::regclass FROM pg_index
+ WHERE indrelid IN (SELECT relid FROM pg_partition_tree('cpt'))
+ ORDER BY indrelid::regclass::text, indexrelid::regclass::text;
 -- nothing lost
 SELECT l.id, l.note FROM cpt_ledger l WHERE NOT EXISTS (SELECT FROM cpt WHERE cpt.id = l.id);
 SELECT (SELECT count(*) FROM cpt_ledger) AS written, (SELECT count(*) FROM cpt) AS rows,
@@ -123,4 +127,24 @@ SELECT backfill.drop_job(:job);
 SELECT backfill.drop_job(:job2);
 SELECT backfill.drop_job(:job3);
 
-DROP TABLE cpt, cpt_ledger, cpm, cpm_new, cpk, cpk_new, cpi_child, cpi;
+-- a partitioned table's foreign key to the table: refused before anything
+-- changes (it could be added only by checking every row under the swap's
+-- lock); the same key on each partition is carried
+CREATE TABLE cpf_parent (id int PRIMARY KEY);
+INSERT INTO cpf_parent SELECT generate_series(1, 10);
+CREATE TABLE cpf_child (id int, parent_id int NOT NULL REFERENCES cpf_parent) PARTITION BY RANGE (id);
+CREATE TABLE cpf_child_1 PARTITION OF cpf_child FOR VALUES FROM (0) TO (100);
+INSERT INTO cpf_child SELECT g, g FROM generate_series(1, 10) g;
+SELECT backfill.create_job('cpf_parent_new', 'cpf_parent') AS job \gset
+CALL backfill.run_job(:job);
+SELECT code, message, detail, hint FROM pg_temp.refused(format('SELECT backfill.cutover(%s)', :job));
+SELECT relname FROM pg_class WHERE relname ~ '^cpf_parent' AND relkind = 'r' ORDER BY 1;
+ALTER TABLE cpf_child DROP CONSTRAINT cpf_child_parent_id_fkey;
+ALTER TABLE cpf_child_1 ADD FOREIGN KEY (parent_id) REFERENCES cpf_parent;
+SELECT state FROM backfill.cutover(:job);
+SELECT backfill.finish_cutover(:job);
+SELECT conrelid::regclass, confrelid::regclass, convalidated FROM pg_constraint
+ WHERE contype = 'f' AND conrelid = 'cpf_child_1'::regclass;
+SELECT backfill.drop_job(:job);
+
+DROP TABLE cpt, cpt_ledger, cpm, cpm_new, cpk, cpk_new, cpi_child, cpi, cpf_child, cpf_parent;
