@@ -536,6 +536,15 @@ unfence(Switchover *sw)
 	(void) backfill_remote_set_deadline(previous);
 }
 
+/* give_back for a fence of a transaction that aborted (a RemoteStep) */
+static void
+give_back_fence(void *arg)
+{
+	FenceAtAbort *f = arg;
+
+	(void) give_back(f->conn, remote_object_name(f->job_id, false), f->qualified);
+}
+
 /*
  * If the transaction that switched over aborts, give the fences back
  * (sources that do not answer within the bound keep them, and their
@@ -556,37 +565,14 @@ fences_at_abort_callback(XactEvent event, void *arg pg_attribute_unused())
 	foreach(lc, fences)
 	{
 		FenceAtAbort *f = lfirst(lc);
-		MemoryContext cxt = CurrentMemoryContext;
-		int			previous;
 
-		if (event != XACT_EVENT_ABORT)
-		{
-			pfree(f->qualified);
-			pfree(f->display);
-			continue;
-		}
-		previous = backfill_remote_set_deadline(BACKFILL_SWITCHOVER_UNFENCE_TIMEOUT_MS);
-		PG_TRY();
-		{
-			(void) give_back(f->conn, remote_object_name(f->job_id, false), f->qualified);
-		}
-		PG_CATCH();
-		{
-			ErrorData  *edata;
-
-			MemoryContextSwitchTo(cxt);
-			edata = CopyErrorData();
-			FlushErrorState();
-			ereport(WARNING,
-					(errcode(edata->sqlerrcode),
-					 errmsg("could not give back the write privileges on table \"%s\" on server \"%s\"",
-							f->display, backfill_remote_server_name(f->conn)),
-					 errdetail_internal("%s", edata->detail ? edata->detail : edata->message),
-					 errhint("The source records what the fence revoked: call backfill.unfence(%lld) once it answers, or switch over again.",
-							 (long long) f->job_id)));
-		}
-		PG_END_TRY();
-		(void) backfill_remote_set_deadline(previous);
+		if (event == XACT_EVENT_ABORT)
+			(void) backfill_remote_bounded_or_warn(BACKFILL_SWITCHOVER_UNFENCE_TIMEOUT_MS,
+												   give_back_fence, f,
+												   psprintf("could not give back the write privileges on table \"%s\" on server \"%s\"",
+															f->display, backfill_remote_server_name(f->conn)),
+												   psprintf("The source records what the fence revoked: call backfill.unfence(%lld) once it answers, or switch over again.",
+															(long long) f->job_id));
 		pfree(f->qualified);
 		pfree(f->display);
 	}

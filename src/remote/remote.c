@@ -107,6 +107,46 @@ backfill_remote_set_deadline(int timeout_ms)
 }
 
 /*
+ * backfill_remote_bounded_or_warn
+ *		Run step(arg), whose waits on a source fail after timeout_ms, where
+ *		an error must not escape: at the commit or the abort of the
+ *		transaction, which has decided already.  An error becomes a WARNING
+ *		of message and hint, with the error's own text as its DETAIL.
+ *		Returns whether step went through.
+ */
+bool
+backfill_remote_bounded_or_warn(int timeout_ms, RemoteStep step, void *arg,
+								const char *message, const char *hint)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	int			previous = backfill_remote_set_deadline(timeout_ms);
+	volatile bool done = true;
+
+	PG_TRY();
+	{
+		step(arg);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		ereport(WARNING,
+				(errcode(edata->sqlerrcode),
+				 errmsg("%s", message),
+				 errdetail_internal("%s", edata->detail ? edata->detail : edata->message),
+				 errhint("%s", hint)));
+		FreeErrorData(edata);
+		done = false;
+	}
+	PG_END_TRY();
+	(void) backfill_remote_set_deadline(previous);
+	return done;
+}
+
+/*
  * Wait until sock is ready for events, or for the latch: a cancel, a
  * statement timeout or SIGTERM then raise their error, and a stop of the
  * worker's job raises ours; past the deadline, an error of a lost

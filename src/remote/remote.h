@@ -46,6 +46,9 @@ extern List *backfill_remote_leaves(Oid relid);
 extern RemoteConn *backfill_remote_connect(Oid serverid, Oid userid, const char *appname);
 extern void backfill_remote_disconnect(RemoteConn *conn);
 extern int	backfill_remote_set_deadline(int timeout_ms);
+typedef void (*RemoteStep) (void *arg);
+extern bool backfill_remote_bounded_or_warn(int timeout_ms, RemoteStep step, void *arg,
+											const char *message, const char *hint);
 extern const char *backfill_remote_server_name(RemoteConn *conn);
 extern RemoteRows *backfill_remote_query(RemoteConn *conn, const char *sql, int nparams,
 										 const char *const *params);

@@ -224,6 +224,15 @@ typedef struct DropAtCommit
 	char	   *name;
 } DropAtCommit;
 
+/* the drop of a DropAtCommit (a RemoteStep) */
+static void
+drop_committed(void *arg)
+{
+	DropAtCommit *d = arg;
+
+	backfill_remote_drop_slot(d->conn, d->name);
+}
+
 /* this transaction's, in TopMemoryContext */
 static List *drops_at_commit = NIL;
 static bool drop_callback_registered = false;
@@ -253,29 +262,11 @@ drop_at_commit_callback(XactEvent event, void *arg pg_attribute_unused())
 	foreach(lc, drops)
 	{
 		DropAtCommit *d = lfirst(lc);
-		MemoryContext cxt = CurrentMemoryContext;
-		int			previous = backfill_remote_set_deadline(BACKFILL_REMOTE_DROP_TIMEOUT_MS);
 
-		PG_TRY();
-		{
-			backfill_remote_drop_slot(d->conn, d->name);
-		}
-		PG_CATCH();
-		{
-			ErrorData  *edata;
-
-			MemoryContextSwitchTo(cxt);
-			edata = CopyErrorData();
-			FlushErrorState();
-			ereport(WARNING,
-					(errcode(edata->sqlerrcode),
-					 errmsg("could not drop replication slot and publication \"%s\" on server \"%s\"",
-							d->name, backfill_remote_server_name(d->conn)),
-					 errdetail_internal("%s", edata->detail ? edata->detail : edata->message),
-					 errhint("The next fetch of a job on that server drops them, or drop them on the source.")));
-		}
-		PG_END_TRY();
-		(void) backfill_remote_set_deadline(previous);
+		(void) backfill_remote_bounded_or_warn(BACKFILL_REMOTE_DROP_TIMEOUT_MS, drop_committed, d,
+											   psprintf("could not drop replication slot and publication \"%s\" on server \"%s\"",
+														d->name, backfill_remote_server_name(d->conn)),
+											   "The next fetch of a job on that server drops them, or drop them on the source.");
 		pfree(d->name);
 	}
 	list_free_deep(drops);
