@@ -58,29 +58,11 @@ $standby->start;
 
 # ---- the writer and its ledger ----
 my $ledger = $node->basedir . '/writer.ledger';
-append_to_file($ledger, '');
-my $writer = BackfillTestLib::start_bg(
-	[
-		'bash', '-c',
-		sprintf(
-			q{k=100001; while [ ! -e '%s.stop' ]; do }
-			  . q{if PGCONNECT_TIMEOUT=2 timeout 10 psql -X -q -h '%s' -p %d -d postgres }
-			  . q{-c "INSERT INTO t VALUES ($k, $k, 'acknowledged')" >/dev/null 2>&1; }
-			  . q{then echo $k >> '%s'; fi; k=$((k + 2)); sleep 0.02; done},
-			$ledger, $node->host, $node->port, $ledger)
-	]);
+my $writer = start_ledger_writer($node, $ledger,
+	"INSERT INTO t VALUES (\$k, \$k, 'acknowledged')", step => 2);
 
-sub acknowledged
-{
-	return grep { /^\d+$/ } split /\n/, slurp_file($ledger);
-}
-
-sub wait_writes
-{
-	my ($more) = @_;
-	my $target = scalar(acknowledged()) + $more;
-	return wait_until(60, sub { scalar(acknowledged()) >= $target });
-}
+sub acknowledged { return ledger_keys($ledger); }
+sub wait_writes { return wait_ledger($ledger, $_[0]); }
 
 # "<acknowledged> <of them in t>"
 sub acknowledged_in_t

@@ -61,6 +61,9 @@ our @EXPORT = qw(
   remote_differences
   require_password
   process_usage
+  start_ledger_writer
+  ledger_keys
+  wait_ledger
 );
 
 # Every background process gets killed by IPC::Run after this long, so that
@@ -858,6 +861,49 @@ sub process_usage
 	my @stat = split / /, (slurp_file("/proc/$pid/stat") =~ s/^.*\) //r);
 	my ($anon) = slurp_file("/proc/$pid/status") =~ /^RssAnon:\s+(\d+)/m;
 	return (($stat[11] + $stat[12]) / POSIX::sysconf(POSIX::_SC_CLK_TCK), $anon);
+}
+
+# A writer that keeps a ledger of its acknowledged transactions: it runs
+# $sql, where $k stands for the transaction's key, in a psql of its own for
+# each transaction, keys from 100001 up by $opts{step} (1), and appends the
+# key to the file $ledger only once the commit returned; psql's errors go to
+# "$ledger.errors".  Each connection waits 2 s at most, each transaction
+# $opts{timeout} seconds (10).  It stops once a file "$ledger.stop" exists.
+# Returns what start_bg does.
+sub start_ledger_writer
+{
+	my ($node, $ledger, $sql, %opts) = @_;
+	my $step = $opts{step} // 1;
+	my $timeout = $opts{timeout} // 10;
+	$sql =~ s/\n/ /g;
+	append_to_file($ledger, '');
+	append_to_file("$ledger.errors", '');
+	return start_bg(
+		[
+			'bash', '-c',
+			sprintf(
+				q{k=100001; while [ ! -e '%s.stop' ]; do }
+				  . q{if PGCONNECT_TIMEOUT=2 timeout %d psql -X -q -v ON_ERROR_STOP=1 -h '%s' -p %d -d postgres }
+				  . q{-c "%s" >/dev/null 2>>'%s.errors'; }
+				  . q{then echo $k >> '%s'; fi; k=$((k + %d)); sleep 0.02; done},
+				$ledger, $timeout, $node->host, $node->port, $sql, $ledger, $ledger, $step)
+		]);
+}
+
+# The keys of the ledger's acknowledged transactions.
+sub ledger_keys
+{
+	my ($ledger) = @_;
+	return grep { /^\d+$/ } split /\n/, slurp_file($ledger);
+}
+
+# Wait (60 s at most) until $more transactions more are in the ledger;
+# returns whether they are.
+sub wait_ledger
+{
+	my ($ledger, $more) = @_;
+	my $target = scalar(ledger_keys($ledger)) + $more;
+	return wait_until(60, sub { scalar(ledger_keys($ledger)) >= $target });
 }
 
 1;
