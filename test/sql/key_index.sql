@@ -153,7 +153,6 @@ CREATE UNIQUE INDEX ki_drop_a2 ON ki_drop (a);
 CALL backfill.run_job(:job);
 SELECT status FROM backfill.jobs WHERE job_id = :job;
 SELECT * FROM backfill.verify_job(:job);
-SELECT backfill.cancel_job(:job);
 
 DO $$BEGIN PERFORM backfill.drop_job(job_id) FROM backfill.job; END$$;
 DROP TABLE ki_pick, ki_none, ki_nullable, ki_partial, ki_deferrable, ki_parted,

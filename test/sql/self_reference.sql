@@ -91,7 +91,7 @@ SELECT (SELECT count(*) FROM (TABLE sr_cat EXCEPT TABLE sr_cat_new) x) AS only_u
 -- the new table has that foreign key already: the cutover adds none
 SELECT state FROM backfill.cutover(:job);
 SELECT array_length(to_validate, 1) AS to_validate FROM backfill.job_cutover WHERE job_id = :job;
-DELETE FROM sr_cat WHERE id = 1;                      -- 2, 3, 4 and 15 lose theirs
+DELETE FROM sr_cat WHERE id = 1;                      -- 2, 3 and 15 lose theirs
 SELECT count(*) AS orphans_old FROM sr_cat_before_cutover_2 WHERE parent IS NULL;
 SELECT backfill.finish_cutover(:job);
 SELECT conname, pg_get_constraintdef(oid) AS def, convalidated
