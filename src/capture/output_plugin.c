@@ -245,7 +245,10 @@ decode_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn, Relation rel,
 				ereport(ERROR,
 						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 						 errmsg("a delete from table \"%s\" carries no key", RelationGetRelationName(rel)),
-						 errhint("Use ALTER TABLE ... REPLICA IDENTITY DEFAULT.")));
+						 OidIsValid(rel->rd_pkindex) ?
+						 errhint("Use ALTER TABLE ... REPLICA IDENTITY DEFAULT.") :
+						 errhint("Use ALTER TABLE ... REPLICA IDENTITY USING INDEX %s, or REPLICA IDENTITY FULL.",
+								 quote_identifier(RelationGetRelationName(pkindex)))));
 			emit_key(ctx, txn, rel, pkindex, oldtuple, true);
 			break;
 		default:

@@ -154,6 +154,31 @@ CALL backfill.run_job(:job);
 SELECT status FROM backfill.jobs WHERE job_id = :job;
 SELECT * FROM backfill.verify_job(:job);
 
+-- a plain role's table and job; the superuser writes to it and cuts it over
+CREATE ROLE ki_plain LOGIN;
+GRANT CREATE ON SCHEMA public TO ki_plain;
+SET ROLE ki_plain;
+CREATE TABLE ki_plain_t (sku text NOT NULL, qty int NOT NULL DEFAULT 0);
+CREATE UNIQUE INDEX ki_plain_sku ON ki_plain_t (sku);
+INSERT INTO ki_plain_t SELECT 's' || g, g FROM generate_series(1, 25) g;
+SELECT backfill.create_job('ki_plain_new', 'ki_plain_t', chunk_size => 10) AS job \gset
+CALL backfill.run_job(:job, 1);
+RESET ROLE;
+UPDATE ki_plain_t SET qty = -1 WHERE sku IN ('s1', 's20');
+DELETE FROM ki_plain_t WHERE sku = 's2';
+SET ROLE ki_plain;
+CALL backfill.run_job(:job);
+RESET ROLE;
+SELECT * FROM backfill.verify_job(:job);
+SELECT state, rollback_possible FROM backfill.cutover(:job);
+SELECT backfill.finish_cutover(:job);
+SELECT relowner::regrole AS owner, (SELECT count(*) FROM ki_plain_t) AS rows
+  FROM pg_class WHERE oid = 'ki_plain_t'::regclass;
+SELECT backfill.drop_job(:job);
+DROP TABLE ki_plain_t;
+REVOKE CREATE ON SCHEMA public FROM ki_plain;
+DROP ROLE ki_plain;
+
 DO $$BEGIN PERFORM backfill.drop_job(job_id) FROM backfill.job; END$$;
 DROP TABLE ki_pick, ki_none, ki_nullable, ki_partial, ki_deferrable, ki_parted,
            ki_arr, ki_snap, ki_cdc, ki_drop;

@@ -98,4 +98,31 @@ SELECT conname, pg_get_constraintdef(oid) AS def, convalidated
   FROM pg_constraint WHERE contype = 'f' AND conrelid = 'sr_cat'::regclass;
 SELECT count(*) AS orphans FROM sr_cat WHERE parent IS NULL;
 
+-- a plain role's tree, cut over, rolled back and finished by the superuser
+CREATE ROLE sr_plain LOGIN;
+GRANT CREATE ON SCHEMA public TO sr_plain;
+SET ROLE sr_plain;
+CREATE TABLE sr_team (id int PRIMARY KEY, lead int REFERENCES sr_team (id), name text);
+INSERT INTO sr_team SELECT g, CASE WHEN g > 1 THEN g - 1 END, 't' || g FROM generate_series(1, 15) g;
+SELECT backfill.create_job('sr_team_new', 'sr_team', chunk_size => 5) AS job \gset
+CALL backfill.run_job(:job, 1);
+UPDATE sr_team SET name = 'first' WHERE id = 1;
+CALL backfill.run_job(:job);
+RESET ROLE;
+SELECT * FROM backfill.verify_job(:job);
+SELECT state FROM backfill.cutover(:job);
+SELECT conname, convalidated, (SELECT relowner::regrole FROM pg_class WHERE oid = conrelid) AS owner
+  FROM pg_constraint WHERE contype = 'f' AND conrelid = 'sr_team'::regclass;
+-- NO ACTION: a lead with a team stays, on both tables
+DELETE FROM sr_team WHERE id = 3;
+SELECT state FROM backfill.rollback_cutover(:job);
+SELECT count(*) AS new_table_foreign_keys FROM pg_constraint WHERE contype = 'f' AND conrelid = 'sr_team_new'::regclass;
+SELECT state FROM backfill.cutover(:job);
+SELECT backfill.finish_cutover(:job);
+SELECT conname, convalidated FROM pg_constraint WHERE contype = 'f' AND conrelid = 'sr_team'::regclass;
+SELECT backfill.drop_job(:job);
+DROP TABLE sr_team;
+REVOKE CREATE ON SCHEMA public FROM sr_plain;
+DROP ROLE sr_plain;
+
 DROP TABLE sr_org, sr_cat;
