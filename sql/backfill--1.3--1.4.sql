@@ -978,10 +978,10 @@ COMMENT ON FUNCTION backfill._cutover_check_matview(regclass, regclass) IS
 -- What src (the old table) enforces that dst (the new one) does not, one
 -- row per thing, kind being the word cutover's "accept" takes for it.  The
 -- swap carries src's defaults and identity to columns of dst that have
--- none, and the foreign keys of other tables that reference src; what it
--- does not carry is the table's own: NOT NULL, CHECK, UNIQUE (a unique
--- index or constraint, the primary key too), EXCLUDE, its own foreign
--- keys, generated columns and partitioning.  A default or an identity of
+-- none, the foreign keys of other tables that reference src and src's own
+-- to itself; what it does not carry is the table's own: NOT NULL, CHECK,
+-- UNIQUE (a unique index or constraint, the primary key too), EXCLUDE, its
+-- foreign keys to other tables, generated columns and partitioning.  A default or an identity of
 -- dst's own that differs from src's stays dst's, so it is listed too.
 -- Constraints compare by definition (a NOT VALID one on dst checks new
 -- rows as src's does); indexes as the swap pairs them.
@@ -1003,7 +1003,7 @@ WITH cols AS (
       LEFT JOIN pg_attrdef dd ON dd.adrelid = dst AND dd.adnum = da.attnum
      WHERE sa.attrelid = src AND sa.attnum > 0 AND NOT sa.attisdropped
 ), cons AS (
-    SELECT c.conname, c.contype, c.conrelid, c.conindid,
+    SELECT c.conname, c.contype, c.conrelid, c.conindid, c.confrelid,
            regexp_replace(pg_get_constraintdef(c.oid), ' NOT VALID$', '') AS def
       FROM pg_constraint c WHERE c.conrelid IN (src, dst)
 ), idx AS (
@@ -1041,7 +1041,7 @@ SELECT w.kind, w.detail FROM (
     UNION ALL
     SELECT 5, 'foreign_key', format('Foreign key %I (%s) is on the old table only.', s.conname, s.def), s.conname
       FROM cons s
-     WHERE s.conrelid = src AND s.contype = 'f'
+     WHERE s.conrelid = src AND s.contype = 'f' AND s.confrelid <> src
        AND NOT EXISTS (SELECT FROM cons d WHERE d.conrelid = dst AND d.contype = 'f' AND d.def = s.def)
     UNION ALL
     SELECT 6, 'generated',
@@ -1213,12 +1213,6 @@ BEGIN
                 END IF;
             END;
         ELSIF d.classid = 'pg_constraint'::regclass THEN
-            IF (SELECT contype = 'f' AND conrelid = src FROM pg_constraint WHERE oid = d.objid) THEN
-                RAISE EXCEPTION 'cannot carry % over to table %', d.what, dst
-                    USING ERRCODE = 'feature_not_supported',
-                          DETAIL = format('Table %s references itself; the foreign keys of the new table are its own.', src),
-                          HINT = format('Add the foreign key to table %s before the cutover.', dst);
-            END IF;
             -- a foreign key of a partitioned table is added only by checking
             -- every row of it (PostgreSQL has no NOT VALID one there): the
             -- swap would hold its lock for that long
@@ -1230,7 +1224,8 @@ BEGIN
                                           (SELECT conrelid::regclass FROM pg_constraint WHERE oid = d.objid)),
                           HINT = 'Define the foreign key on each partition instead, or drop it before the cutover and add it again after it.';
             END IF;
-            -- foreign keys from other tables are carried; a table's own
+            -- foreign keys from other tables are carried, and so is one of
+            -- src to itself (dst gets its own, to itself); a table's other
             -- constraints are its own
         ELSIF d.classid = 'pg_policy'::regclass
               AND (SELECT polrelid FROM pg_policy WHERE oid = d.objid) = src THEN
@@ -1255,13 +1250,14 @@ BEGIN
                   HINT = 'Drop the rule before the cutover and create it again after it.';
     END IF;
 
-    -- foreign keys from other tables need the referenced columns on dst
+    -- foreign keys from other tables need the referenced columns on dst;
+    -- one of src to itself, its referencing columns too
     FOR d IN
         SELECT c.oid, c.conrelid::regclass AS child, c.conname, a.attname
           FROM pg_constraint c
-          CROSS JOIN LATERAL unnest(c.confkey) AS k(attnum)
+          CROSS JOIN LATERAL unnest(c.confkey || CASE WHEN c.conrelid = src THEN c.conkey ELSE '{}' END) AS k(attnum)
           JOIN pg_attribute a ON a.attrelid = src AND a.attnum = k.attnum
-         WHERE c.contype = 'f' AND c.confrelid = src AND c.conrelid <> src
+         WHERE c.contype = 'f' AND c.confrelid = src
            AND NOT EXISTS (SELECT FROM pg_attribute b WHERE b.attrelid = dst AND b.attname = a.attname
                                                        AND b.attnum > 0 AND NOT b.attisdropped)
     LOOP
@@ -1315,7 +1311,8 @@ COMMENT ON FUNCTION backfill._cutover_check(backfill.job, regclass, regclass) IS
 -- becomes src_new_name in its schema, dst takes src's name and schema, and
 -- what names src moves to dst.  Definitions are read before the renames, so
 -- that the names they print resolve to dst afterwards.  Returns the foreign
--- keys added NOT VALID, to validate after the transaction.
+-- keys added NOT VALID (those of other tables to dst, and dst's own to
+-- itself), to validate after the transaction.
 CREATE OR REPLACE FUNCTION backfill._cutover_swap(src regclass, dst regclass, src_new_name text)
 RETURNS oid[]
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
@@ -1338,6 +1335,9 @@ DECLARE
     fks text[];
     fk_children regclass[];
     fk_names name[];
+    self_fks text[];
+    self_fk_names name[];
+    self_name name;
     added oid[] := '{}';
     src_indexes name[];
     dst_indexes name[];
@@ -1374,6 +1374,12 @@ BEGIN
       INTO fks, fk_children, fk_names
       FROM pg_constraint c
      WHERE c.contype = 'f' AND c.confrelid = src AND c.conrelid <> src AND c.conparentid = 0;
+    -- src's foreign keys to itself, printed with src's name: dst's to itself
+    SELECT array_agg(regexp_replace(pg_get_constraintdef(c.oid), ' NOT VALID$', '') ORDER BY c.oid),
+           array_agg(c.conname ORDER BY c.oid)
+      INTO self_fks, self_fk_names
+      FROM pg_constraint c
+     WHERE c.contype = 'f' AND c.confrelid = src AND c.conrelid = src AND c.conparentid = 0;
 
     -- the names
     EXECUTE format('ALTER TABLE %s RENAME TO %I', src, src_new_name);
@@ -1554,6 +1560,21 @@ BEGIN
         EXECUTE format('ALTER TABLE %s ADD CONSTRAINT %I %s%s', fk_children[i], fk_names[i],
                        fks[i], CASE WHEN fks[i] LIKE '% NOT VALID' THEN '' ELSE ' NOT VALID' END);
         added := added || (SELECT oid FROM pg_constraint WHERE conrelid = fk_children[i] AND conname = fk_names[i]);
+    END LOOP;
+    -- a foreign key of src to itself: dst gets its own, to itself, NOT
+    -- VALID (validating scans the table, which must not happen under the
+    -- lock), under src's name for it unless dst has a constraint of that
+    -- name; unless dst has one of that definition already
+    FOR i IN 1 .. coalesce(cardinality(self_fks), 0) LOOP
+        CONTINUE WHEN EXISTS (SELECT FROM pg_constraint c
+                               WHERE c.conrelid = dst AND c.contype = 'f' AND c.confrelid = dst
+                                 AND regexp_replace(pg_get_constraintdef(c.oid), ' NOT VALID$', '') = self_fks[i]);
+        self_name := self_fk_names[i];
+        IF EXISTS (SELECT FROM pg_constraint WHERE conrelid = dst AND conname = self_name) THEN
+            self_name := left(self_fk_names[i], 40) || '_' || dst::oid;
+        END IF;
+        EXECUTE format('ALTER TABLE %s ADD CONSTRAINT %I %s NOT VALID', dst, self_name, self_fks[i]);
+        added := added || (SELECT oid FROM pg_constraint WHERE conrelid = dst AND conname = self_name);
     END LOOP;
     RETURN added;
 END
@@ -2045,6 +2066,7 @@ DECLARE
     j backfill.job := backfill._get_job(job_id);
     c backfill.job_cutover;
     swapped record;
+    fk record;
     up_text text;
     down_text text;
 BEGIN
@@ -2083,6 +2105,13 @@ BEGIN
     IF c.new_schema <> (SELECT relnamespace FROM pg_class WHERE oid = j.upstream) THEN
         EXECUTE format('ALTER TABLE %s SET SCHEMA %I', j.upstream, c.new_schema::regnamespace);
     END IF;
+    -- the foreign keys of the new table to itself that the cutover added
+    -- go with it: the table is the job's downstream again, as it was
+    FOR fk IN SELECT k.conrelid::regclass AS tab, k.conname FROM pg_constraint k
+               WHERE k.oid = ANY (c.to_validate) AND k.conrelid = j.upstream AND k.confrelid = j.upstream
+               ORDER BY k.conname LOOP
+        EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', fk.tab, fk.conname);
+    END LOOP;
     PERFORM backfill._cutover_turn(job_id, c.into_existing);
     PERFORM backfill._cutover_record(job_id, 'rolled_back', swapped.tries, c.old_table, c.new_table,
                                      c.old_name, c.new_schema, c.new_name, true, c.into_existing,

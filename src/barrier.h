@@ -66,6 +66,7 @@ typedef struct BarrierExecutor
 	SPIPlanPtr	persist_plan;
 	SPIPlanPtr	forward_delete_plan;
 	SPIPlanPtr	forward_insert_plan;
+	bool		forward_in_place;	/* upsert, then delete the gone keys */
 	SPIPlanPtr	consume_plan;
 	SPIPlanPtr	actor_plan;
 	SPIPlanPtr	finish_plan;

@@ -8,8 +8,9 @@
  * An upstream is a permanent table, partitioned or not, outside the
  * extension's schema (a foreign table for a kind that reads another
  * server), opened only once the caller's rights on it are checked.  Its key
- * is its primary key: immediate, of default btree operator classes, with
- * deterministic collations, since a job reads the upstream in key order,
+ * is its primary key, or else a unique index over NOT NULL columns
+ * (backfill_key_index, key_index.c): immediate, of default btree operator
+ * classes, with deterministic collations, since a job reads the upstream in key order,
  * merges rows by key and cuts keys into vnodes.
  *
  * May call: the foundations.
@@ -39,6 +40,7 @@
 #include "utils/typcache.h"
 
 #include "backfill.h"
+#include "lib.h"
 #include "upstream.h"
 
 static char *
@@ -137,7 +139,7 @@ first_foreign_partition(Relation rel)
 }
 
 /*
- * The key of the upstream, from its primary key index: attribute numbers in
+ * The key of the upstream, from its key index (backfill_key_index): attribute numbers in
  * key order, and the index's collations.  The key must use default btree
  * operator classes, since positions are compared with the types' default
  * ordering (ORDER BY and row comparison).
@@ -151,8 +153,9 @@ backfill_upstream_key(Relation rel, AttrNumber **attnums, Oid **collations)
 	oidvector  *indclass;
 	Datum		datum;
 	bool		isnull;
+	Oid			key_index = backfill_key_index(rel);
 
-	if (!OidIsValid(RelationGetPrimaryKeyIndex(rel)))
+	if (!OidIsValid(key_index))
 	{
 		Oid			foreign_part = first_foreign_partition(rel);
 
@@ -166,15 +169,22 @@ backfill_upstream_key(Relation rel, AttrNumber **attnums, Oid **collations)
 					 errdetail("Partition \"%s\" is a foreign table. PostgreSQL gives a partitioned table with foreign partitions no primary key, and a backfill reads its upstream in primary key order.",
 							   get_rel_name(foreign_part)),
 					 errhint("A job of kind \"cdc\" reads a partitioned table whose partitions are all foreign tables of postgres_fdw, each from its server.")));
+		if (rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("table \"%s\" has no primary key",
+							RelationGetRelationName(rel)),
+					 errdetail("A backfill reads the upstream in key order and records its progress as keys; a partitioned table's key is its primary key."),
+					 errhint("Add a primary key to the table.")));
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("table \"%s\" has no primary key",
+				 errmsg("table \"%s\" has no primary key or unique index over NOT NULL columns",
 						RelationGetRelationName(rel)),
-				 errdetail("A backfill reads the upstream in primary key order and records its progress as a primary key."),
-				 errhint("Add a primary key to the table.")));
+				 errdetail("A backfill reads the upstream in key order and records its progress as keys: its key is the primary key, else a unique, immediate btree index without expressions or predicate whose columns are all NOT NULL."),
+				 errhint("Add a primary key to the table, or make the columns of one of its unique indexes NOT NULL.")));
 	}
 
-	index = index_open(rel->rd_pkindex, AccessShareLock);
+	index = index_open(key_index, AccessShareLock);
 	indexform = index->rd_index;
 	npk = indexform->indnkeyatts;
 	datum = SysCacheGetAttr(INDEXRELID, index->rd_indextuple,

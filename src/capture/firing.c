@@ -33,21 +33,23 @@
 
 /*
  * backfill_relation_key
- *		The primary key of a relation, in key order.
+ *		The key of a relation (backfill_key_index: its primary key, or a
+ *		unique index over NOT NULL columns), in key order.
  */
 void
 backfill_relation_key(Relation rel, RelationKey *key)
 {
 	Relation	index;
 	TupleDesc	desc = RelationGetDescr(rel);
+	Oid			key_index = backfill_key_index(rel);
 
-	(void) RelationGetIndexList(rel);	/* sets rd_pkindex */
-	if (!OidIsValid(rel->rd_pkindex))
+	if (!OidIsValid(key_index))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("table \"%s\" has no primary key", RelationGetRelationName(rel)),
-				 errdetail("A backfill job needs the upstream's primary key to capture its changes.")));
-	index = index_open(rel->rd_pkindex, AccessShareLock);
+				 errmsg("table \"%s\" has no primary key or unique index over NOT NULL columns",
+						RelationGetRelationName(rel)),
+				 errdetail("A backfill job needs the upstream's key to capture its changes.")));
+	index = index_open(key_index, AccessShareLock);
 	key->npk = index->rd_index->indnkeyatts;
 	for (int k = 0; k < key->npk; k++)
 	{

@@ -9,7 +9,7 @@
  * through the partition root would) a committed transaction inserted,
  * updated or deleted:
  *
- *		<LSN of the commit record> TAB <primary key as a row literal>
+ *		<LSN of the commit record> TAB <key as a row literal>
  *
  * for example "0/16B3748\t(42)" or "0/16B3748\t(7,\"a b\")"; an update
  * that changes the key emits the old key and the new one.  The row literal
@@ -21,9 +21,11 @@
  * slot) are the job's barriers, writing its downstream: they are filtered
  * out before they are decoded (kind_cdc.c).
  *
- * The old key of a delete or of a key change comes from the replica
- * identity, which create_job requires to be the primary key (the default)
- * or the full row.
+ * The key is the table's (backfill_key_index: its primary key, or a unique
+ * index over NOT NULL columns).  The old key of a delete or of a key change
+ * comes from the replica identity, which create_job requires to be that
+ * key (the default for a primary key, USING INDEX for another) or the full
+ * row.
  *
  * May call: state.c (to quote a key as a row literal), catalog.c (partitions'
  * ancestors) and the foundations.
@@ -49,6 +51,7 @@
 #include "utils/relcache.h"
 
 #include "backfill.h"
+#include "lib.h"
 #include "catalog_access.h"
 #include "copy.h"
 
@@ -200,6 +203,7 @@ decode_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn, Relation rel,
 	DecodeState *state = ctx->output_plugin_private;
 	MemoryContext old;
 	Relation	pkindex;
+	Oid			key_index;
 	HeapTuple	newtuple = NULL;
 	HeapTuple	oldtuple = NULL;
 
@@ -209,13 +213,14 @@ decode_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn, Relation rel,
 		return;
 
 	old = MemoryContextSwitchTo(state->cxt);
-	(void) RelationGetIndexList(rel);	/* sets rd_pkindex */
-	if (!OidIsValid(rel->rd_pkindex))
+	key_index = backfill_key_index(rel);
+	if (!OidIsValid(key_index))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("table \"%s\" has no primary key", RelationGetRelationName(rel)),
-				 errdetail("A cdc job decodes the primary key of every row written.")));
-	pkindex = RelationIdGetRelation(rel->rd_pkindex);
+				 errmsg("table \"%s\" has no primary key or unique index over NOT NULL columns",
+						RelationGetRelationName(rel)),
+				 errdetail("A cdc job decodes the key of every row written.")));
+	pkindex = RelationIdGetRelation(key_index);
 
 	if (change->data.tp.newtuple)
 		newtuple = &change->data.tp.newtuple->tuple;
@@ -240,7 +245,10 @@ decode_change(LogicalDecodingContext *ctx, ReorderBufferTXN *txn, Relation rel,
 				ereport(ERROR,
 						(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 						 errmsg("a delete from table \"%s\" carries no key", RelationGetRelationName(rel)),
-						 errhint("Use ALTER TABLE ... REPLICA IDENTITY DEFAULT.")));
+						 OidIsValid(rel->rd_pkindex) ?
+						 errhint("Use ALTER TABLE ... REPLICA IDENTITY DEFAULT.") :
+						 errhint("Use ALTER TABLE ... REPLICA IDENTITY USING INDEX %s, or REPLICA IDENTITY FULL.",
+								 quote_identifier(RelationGetRelationName(pkindex)))));
 			emit_key(ctx, txn, rel, pkindex, oldtuple, true);
 			break;
 		default:

@@ -115,13 +115,27 @@ backfill_parse_status(const char *name)
 	pg_unreachable();
 }
 
+/* "a, b": the job's key columns, for a message */
+static char *
+key_names_list(BackfillJob *job)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (int k = 0; k < job->npk; k++)
+		appendStringInfo(&buf, "%s%s", k > 0 ? ", " : "", quote_identifier(job->pk_names[k]));
+	return buf.data;
+}
+
 /*
  * backfill_check_key_unchanged
- *		The job's key must still be the upstream's primary key, of the types
- *		of the table made_with, which the job's kind made with it (its state
- *		table, or its change log): positions are compared, and bound as
- * parameters, as those types.  A key that changed (retyped, another primary
- * key) is refused here rather than misread.
+ *		The job's key must still be the upstream's key (backfill_key_index:
+ *		its primary key, or the unique index over NOT NULL columns it was
+ *		created with), on the same columns, of the types of the table
+ *		made_with, which the job's kind made with it (its state table, or
+ * its change log): positions are compared, and bound as parameters, as those
+ * types.  A key that changed (retyped, another primary key, its unique
+ * index dropped) is refused here rather than misread.
  */
 void
 backfill_check_key_unchanged(BackfillJob *job, Oid made_with)
@@ -129,12 +143,13 @@ backfill_check_key_unchanged(BackfillJob *job, Oid made_with)
 	Relation	rel = table_open(job->upstream, AccessShareLock);
 	bool		ok;
 	Relation	index;
+	Oid			key_index = backfill_key_index(rel);
+	bool		has_pk = OidIsValid(rel->rd_pkindex);
 
-	(void) RelationGetIndexList(rel);	/* sets rd_pkindex */
-	ok = OidIsValid(rel->rd_pkindex);
+	ok = OidIsValid(key_index);
 	if (ok)
 	{
-		index = index_open(rel->rd_pkindex, AccessShareLock);
+		index = index_open(key_index, AccessShareLock);
 		ok = index->rd_index->indnkeyatts == job->npk;
 		for (int k = 0; ok && k < job->npk; k++)
 		{
@@ -150,9 +165,15 @@ backfill_check_key_unchanged(BackfillJob *job, Oid made_with)
 	if (!ok)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 has_pk ?
 				 errmsg("the primary key of table %s has changed since backfill job %lld was created",
+						job->upstream_sql, (long long) job->job_id) :
+				 errmsg("the key of table %s has changed since backfill job %lld was created",
 						job->upstream_sql, (long long) job->job_id),
-				 errdetail("The job's positions are keys of the primary key it was created with."),
+				 has_pk ?
+				 errdetail("The job's positions are keys of the primary key it was created with.") :
+				 errdetail("The job's positions are keys of its columns (%s), and the table has no primary key nor a unique index over NOT NULL columns that is its key on exactly those columns.",
+						   key_names_list(job)),
 				 errhint("Cancel the job with backfill.cancel_job(%lld) and create it again.",
 						 (long long) job->job_id)));
 }

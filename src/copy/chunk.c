@@ -454,10 +454,18 @@ backfill_prepare_forward(BarrierExecutor *exec, const char *matching)
 	BackfillJob *job = exec->job;
 	Oid			argtypes[2] = {INT2OID, INT2OID};
 
+	/* in place when a foreign key references the downstream (sql.c) */
+	exec->forward_in_place = backfill_sync_in_place(job);
 	exec->forward_delete_plan =
-		backfill_keep_plan(exec->plans, backfill_sync_delete_sql(job, matching, false), 2, argtypes);
+		backfill_keep_plan(exec->plans,
+						   exec->forward_in_place ?
+						   backfill_sync_delete_gone_matching_sql(job, matching, false) :
+						   backfill_sync_delete_sql(job, matching, false), 2, argtypes);
 	exec->forward_insert_plan =
-		backfill_keep_plan(exec->plans, backfill_sync_insert_sql(job, matching, false), 2, argtypes);
+		backfill_keep_plan(exec->plans,
+						   exec->forward_in_place ?
+						   backfill_sync_upsert_matching_sql(job, matching, false) :
+						   backfill_sync_insert_sql(job, matching, false), 2, argtypes);
 
 	/* consumed: exactly the keys of those vnodes that the snapshot sees */
 	exec->consume_plan =
@@ -508,8 +516,11 @@ backfill_forward_changes(BarrierExecutor *exec, int lo, int hi)
 	/* a kind that applies its changes itself forwards nothing */
 	if (exec->forward_delete_plan == NULL)
 		return;
-	if (SPI_execute_plan(exec->forward_delete_plan, values, NULL, false, 0) != SPI_OK_DELETE ||
-		SPI_execute_plan(exec->forward_insert_plan, values, NULL, false, 0) != SPI_OK_INSERT ||
+	if (exec->forward_in_place ?
+		(SPI_execute_plan(exec->forward_insert_plan, values, NULL, false, 0) != SPI_OK_INSERT ||
+		 SPI_execute_plan(exec->forward_delete_plan, values, NULL, false, 0) != SPI_OK_DELETE) :
+		(SPI_execute_plan(exec->forward_delete_plan, values, NULL, false, 0) != SPI_OK_DELETE ||
+		 SPI_execute_plan(exec->forward_insert_plan, values, NULL, false, 0) != SPI_OK_INSERT) ||
 		SPI_execute_plan(exec->consume_plan, values, NULL, false, 0) != SPI_OK_DELETE)
 		elog(ERROR, "could not forward the changes of %s", exec->job->upstream_sql);
 }

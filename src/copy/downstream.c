@@ -5,8 +5,10 @@
  *	  existing table (create_job's into_existing).
  *
  * A job writes its downstream by key: a chunk inserts rows, a barrier's
- * forwarding deletes the rows of some keys and inserts them again, the apply
- * trigger upserts with ON CONFLICT on the key.  So a table of the user's can
+ * forwarding deletes the rows of some keys and inserts them again (or, in a
+ * table a foreign key references, upserts them with ON CONFLICT on the key
+ * and deletes those gone), the apply trigger upserts with ON CONFLICT on the
+ * key.  So a table of the user's can
  * take a job's rows if it is
  *
  *	- a permanent table, partitioned or not, outside the extension's schema,

@@ -285,7 +285,9 @@ check_index_functions(Relation upstream, Oid indexoid)
 
 /*
  * Give the new downstream the upstream's valid indexes other than its
- * primary key, each that reads only columns copied under their own names,
+ * key (its primary key, or the unique index over NOT NULL columns that
+ * backfill_key_index picks, whose columns the downstream's primary key
+ * is on), each that reads only columns copied under their own names,
  * named as PostgreSQL names an index of the downstream.
  */
 static void
@@ -308,9 +310,13 @@ copy_upstream_indexes(Relation upstream, const char *downstream_sql, const JobSh
 			elog(ERROR, "cache lookup failed for index %u", indexoid);
 		index = (Form_pg_index) GETSTRUCT(tup);
 		if (index->indisprimary || !index->indisvalid || !index->indisready ||
-			(gift == GIFT_MIGRATION && OidIsValid(get_index_constraint(indexoid))))
+			(gift == GIFT_MIGRATION && OidIsValid(get_index_constraint(indexoid))) ||
+			(indexoid == backfill_key_index(upstream) && !OidIsValid(get_index_constraint(indexoid))))
 		{
-			/* a constraint's index comes with it (copy_upstream_constraints) */
+			/*
+			 * a constraint's index comes with it (copy_upstream_constraints);
+			 * the key's, the downstream's primary key on its columns has
+			 */
 			ReleaseSysCache(tup);
 			continue;
 		}

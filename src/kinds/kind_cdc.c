@@ -77,6 +77,7 @@
 #include "storage/standby.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/pg_lsn.h"
 #include "utils/rel.h"
@@ -102,25 +103,49 @@ static const char *const cdc_reserved_columns[] = {
 	"split_id", "backfill_finished", "row_count", "cdc_offset", NULL
 };
 
-/* a table whose deletes and key changes carry the old key in the WAL */
+/*
+ * A table whose deletes and key changes carry the old key in the WAL: its
+ * replica identity is its key (backfill_key_index), or the full row.  With
+ * REPLICA IDENTITY DEFAULT, a table without a primary key logs no old key
+ * at all; with USING INDEX of another index, it logs other columns.
+ */
 static void
 check_replica_identity(Relation rel)
 {
-	(void) RelationGetIndexList(rel);	/* sets rd_pkindex */
-	if (rel->rd_rel->relreplident == REPLICA_IDENTITY_NOTHING)
+	Oid			key_index = backfill_key_index(rel);
+	char		replident = rel->rd_rel->relreplident;
+
+	/* a table without a key is refused as such (upstream.c) */
+	if (!OidIsValid(key_index))
+		return;
+	if (replident == REPLICA_IDENTITY_NOTHING)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("table \"%s\" has REPLICA IDENTITY NOTHING", RelationGetRelationName(rel)),
 				 errdetail("A cdc job needs the key of every deleted row in the write-ahead log."),
-				 errhint("Use ALTER TABLE ... REPLICA IDENTITY DEFAULT.")));
-	if (rel->rd_rel->relreplident == REPLICA_IDENTITY_INDEX &&
-		RelationGetReplicaIndex(rel) != rel->rd_pkindex)
+				 OidIsValid(rel->rd_pkindex) ?
+				 errhint("Use ALTER TABLE ... REPLICA IDENTITY DEFAULT.") :
+				 errhint("Use ALTER TABLE ... REPLICA IDENTITY USING INDEX %s, or REPLICA IDENTITY FULL.",
+						 quote_identifier(get_rel_name(key_index)))));
+	if (replident == REPLICA_IDENTITY_FULL ||
+		(replident == REPLICA_IDENTITY_DEFAULT && OidIsValid(rel->rd_pkindex)) ||
+		(replident == REPLICA_IDENTITY_INDEX && RelationGetReplicaIndex(rel) == key_index))
+		return;
+	if (OidIsValid(rel->rd_pkindex))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("the replica identity of table \"%s\" is not its primary key",
 						RelationGetRelationName(rel)),
 				 errdetail("A cdc job needs the primary key of every deleted row in the write-ahead log."),
 				 errhint("Use ALTER TABLE ... REPLICA IDENTITY DEFAULT.")));
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("the replica identity of table \"%s\" is not its key",
+					RelationGetRelationName(rel)),
+			 errdetail("Table \"%s\" has no primary key, and its key is unique index \"%s\". A cdc job needs the key of every deleted row in the write-ahead log.",
+					   RelationGetRelationName(rel), get_rel_name(key_index)),
+			 errhint("Use ALTER TABLE ... REPLICA IDENTITY USING INDEX %s, or REPLICA IDENTITY FULL.",
+					 quote_identifier(get_rel_name(key_index)))));
 }
 
 /*

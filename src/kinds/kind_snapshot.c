@@ -705,12 +705,25 @@ log_store_barrier(BarrierExecutor *exec, int actor)
 	guc_level = backfill_plan_by_index_begin();
 	(void) set_config_option("enable_hashagg", "off", PGC_USERSET, PGC_S_SESSION,
 							 GUC_ACTION_SAVE, true, 0, false);
-	if (SPI_execute(backfill_sync_delete_sql(job, matching, true), false, 0) != SPI_OK_DELETE_RETURNING)
-		elog(ERROR, "could not forward the changes of %s", job->upstream_sql);
-	count_returned_vnodes(counts);
-	SPI_freetuptable(SPI_tuptable);
-	if (SPI_execute(backfill_sync_insert_sql(job, matching, true), false, 0) != SPI_OK_INSERT_RETURNING)
-		elog(ERROR, "could not forward the changes of %s", job->upstream_sql);
+	if (backfill_sync_in_place(job))
+	{
+		/* a foreign key references the downstream: in place (sql.c) */
+		if (SPI_execute(backfill_sync_upsert_matching_sql(job, matching, true), false, 0) != SPI_OK_INSERT_RETURNING)
+			elog(ERROR, "could not forward the changes of %s", job->upstream_sql);
+		count_returned_vnodes(counts);
+		SPI_freetuptable(SPI_tuptable);
+		if (SPI_execute(backfill_sync_delete_gone_matching_sql(job, matching, true), false, 0) != SPI_OK_DELETE_RETURNING)
+			elog(ERROR, "could not forward the changes of %s", job->upstream_sql);
+	}
+	else
+	{
+		if (SPI_execute(backfill_sync_delete_sql(job, matching, true), false, 0) != SPI_OK_DELETE_RETURNING)
+			elog(ERROR, "could not forward the changes of %s", job->upstream_sql);
+		count_returned_vnodes(counts);
+		SPI_freetuptable(SPI_tuptable);
+		if (SPI_execute(backfill_sync_insert_sql(job, matching, true), false, 0) != SPI_OK_INSERT_RETURNING)
+			elog(ERROR, "could not forward the changes of %s", job->upstream_sql);
+	}
 	count_returned_vnodes(counts);
 	SPI_freetuptable(SPI_tuptable);
 	backfill_plan_by_index_end(guc_level);

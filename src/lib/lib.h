@@ -39,10 +39,18 @@ extern char *backfill_sync_delete_sql(BackfillJob *job, const char *matching,
 									  bool returning_vnode);
 extern char *backfill_sync_insert_sql(BackfillJob *job, const char *matching,
 									  bool returning_vnode);
+extern bool backfill_sync_in_place(BackfillJob *job);
+extern char *backfill_sync_upsert_matching_sql(BackfillJob *job, const char *matching,
+											   bool returning_vnode);
+extern char *backfill_sync_delete_gone_matching_sql(BackfillJob *job, const char *matching,
+													bool returning_vnode);
 extern char *backfill_sync_upsert_sql(BackfillJob *job);
 extern char *backfill_sync_delete_gone_sql(BackfillJob *job);
 extern char *backfill_sync_upsert_many_sql(BackfillJob *job);
 extern char *backfill_sync_delete_gone_many_sql(BackfillJob *job);
+
+/* key_index.c */
+extern Oid	backfill_key_index(Relation rel);
 
 /* sql.c: SPI */
 extern void backfill_spi_enter(void);

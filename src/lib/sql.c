@@ -560,6 +560,60 @@ backfill_sync_insert_sql(BackfillJob *job, const char *matching, bool returning_
 }
 
 /*
+ * Making downstream rows equal to the upstream's in place: for the keys of
+ * "matching", an upsert of the upstream's rows that pass the filter, then a
+ * delete of the downstream rows whose key has none.  For a downstream that
+ * a foreign key references (its own, as in a tree of rows, or another
+ * table's): the delete and insert above would take a referenced row out of
+ * the table for a moment, which ON DELETE CASCADE or SET NULL would act on
+ * (deleting or emptying the rows that reference it, in the downstream only)
+ * and NO ACTION would refuse.  Upserting first lets rows that the upstream
+ * moved away from a parent move before the parent goes; a delete then
+ * cascades only to rows the upstream deleted too.  Other downstreams keep
+ * the delete and insert: a unique column's values swapped between two rows
+ * within one barrier would make an upsert of one row collide with the
+ * other's old value.
+ */
+bool
+backfill_sync_in_place(BackfillJob *job)
+{
+	Oid			argtype = OIDOID;
+	Datum		arg = ObjectIdGetDatum(job->downstream);
+
+	return OidIsValid(job->downstream) &&
+		backfill_spi_true_args("SELECT EXISTS (SELECT FROM pg_catalog.pg_constraint "
+							   "WHERE contype OPERATOR(pg_catalog.=) 'f' "
+							   "AND confrelid OPERATOR(pg_catalog.=) $1)",
+							   1, &argtype, &arg);
+}
+
+static char *sync_upsert_sql(BackfillJob *job, const char *key_cond);
+
+char *
+backfill_sync_upsert_matching_sql(BackfillJob *job, const char *matching, bool returning_vnode)
+{
+	return psprintf("%s%s%s",
+					sync_upsert_sql(job, backfill_key_in(job, "u", matching)),
+					returning_vnode ? " RETURNING " : "",
+					returning_vnode ? backfill_vnode_sql(job, backfill_pk_list(job, NULL)) : "");
+}
+
+char *
+backfill_sync_delete_gone_matching_sql(BackfillJob *job, const char *matching,
+									   bool returning_vnode)
+{
+	return psprintf("DELETE FROM %s d WHERE %s AND NOT EXISTS "
+					"(SELECT FROM %s WHERE %s%s)%s%s",
+					job->downstream_sql, backfill_key_in(job, "d", matching),
+					backfill_job_scan(job),
+					backfill_key_compare(job, backfill_pk_exprs(job, "u"), BTEqualStrategyNumber,
+										 backfill_pk_exprs(job, "d")),
+					backfill_filter_and(job),
+					returning_vnode ? " RETURNING " : "",
+					returning_vnode ? backfill_vnode_sql(job, backfill_pk_list(job, "d")) : "");
+}
+
+/*
  * For one key, $1..$npk, in a writer's transaction (the apply trigger):
  * upsert the upstream's row if it passes the filter, or delete the
  * downstream's when the upstream has none that does.  An upsert, not a delete and an insert, so that two writers of
