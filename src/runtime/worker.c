@@ -208,6 +208,8 @@ backfill_actor_main(Datum main_arg pg_attribute_unused())
 	/* start_job's transaction holds it exclusively until it commits */
 	backfill_lock_job_shared(args.job_id);
 	backfill_worker_locked_job();
+	/* the run's lines in the server log, the last one when it ends */
+	backfill_progress_run_begin(args.job_id, args.actor_id, backfill_log_progress_interval_ms());
 
 	cxt = AllocSetContextCreate(TopMemoryContext, "backfill actor", ALLOCSET_DEFAULT_SIZES);
 	while (!done)
@@ -288,12 +290,14 @@ backfill_actor_main(Datum main_arg pg_attribute_unused())
 			}
 			if (stopped)
 			{
+				backfill_progress_run_end(0, "stopped");
 				backfill_worker_exit_expected();
 				proc_exit(0);
 			}
 			if (!retry)
 			{
 				record_failure(args.job_id, edata);
+				backfill_progress_run_end(0, "failed");
 				backfill_worker_exit_expected();
 				proc_exit(1);
 			}
@@ -322,6 +326,7 @@ backfill_actor_main(Datum main_arg pg_attribute_unused())
 			done = job_stopped();
 		}
 	}
+	backfill_progress_run_end(0, job_stopped() ? "stopped" : "ended");
 	backfill_worker_exit_expected();
 	proc_exit(0);
 }
