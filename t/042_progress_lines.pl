@@ -13,7 +13,8 @@
 # 2. Lock waits: a run whose final barrier waits for its SHARE ROW
 #    EXCLUSIVE lock on the upstream, held off by another session's open
 #    write, prints at every interval what it waits for, for how long and
-#    the pid of that session, then that it got the lock; the cutover's
+#    the pid of that session, then that it got the lock; so does a barrier
+#    held off by a session that holds the downstream; the cutover's
 #    lock step, retried against a session that holds the table, says the
 #    same in its own words.
 # 3. The catch-up: a snapshot job in its log store while writers keep
@@ -116,6 +117,33 @@ ok((grep { /^INFO:  backfill job $job: granted ShareRowExclusiveLock on table "u
 	'a line says when the lock was granted');
 like($lines[-1], qr{^INFO:  backfill job $job: run ended after \d+\.\d s: finished, 100%, 0 failures; 500 rows copied, \d+ changes applied, \d+ barriers, \d+ rows/s$},
 	'the run ends with its line');
+
+# a barrier held off by a session that holds the downstream
+make_upstream($node, 'up_dl', 1, 500);
+my $job_dl = $node->safe_psql('postgres',
+	"SELECT backfill.create_job('down_dl', 'up_dl', chunk_size => 100)");
+$holder = BackfillTestLib::start_bg(
+	[
+		'psql', '-X', '-At', '-v', 'ON_ERROR_STOP=1',
+		'-d', $node->connstr('postgres') . ' application_name=down_holder',
+		'-c', "BEGIN; LOCK TABLE down_dl IN ACCESS EXCLUSIVE MODE; SELECT pg_sleep(2); COMMIT"
+	]);
+$holder_pid = wait_until(10, sub {
+	$node->safe_psql('postgres',
+		"SELECT pid FROM pg_stat_activity WHERE application_name = 'down_holder' "
+		  . "AND wait_event = 'PgSleep'");
+});
+ok($holder_pid, 'another session holds the downstream');
+($rc, $out, $err) = $node->psql('postgres',
+	"SET backfill.client_progress_interval = '500ms'; CALL backfill.run_job($job_dl)");
+is($rc, 0, 'the run held off by the downstream\'s lock finishes');
+finish_bg($holder);
+@lines = grep { /^INFO:/ } messages($err);
+note("run_job sent:\n" . join("\n", @lines));
+like(
+	(grep { /waiting for/ } @lines)[0] // '',
+	qr{^INFO:  backfill job $job_dl: waiting for (AccessShare|RowExclusive)Lock on table "down_dl" for \d+\.\d s, held by pid $holder_pid$},
+	'a barrier says it waits for the downstream, and who holds it');
 
 # the cutover's lock step: each attempt bounded, retried, and a line at
 # the interval with the pid that holds the table
