@@ -227,14 +227,12 @@ lock_within(Oid relid, LOCKMODE mode, int timeout_ms)
 
 		MemoryContextSwitchTo(cxt);
 		edata = CopyErrorData();
-		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
-		{
-			backfill_subxact_rollback(owner);
-			PG_RE_THROW();
-		}
 		FlushErrorState();
-		FreeErrorData(edata);
 		backfill_subxact_rollback(owner);
+		/* a deadlock, a cancel: the caller's, as LockRelationOid raises it */
+		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+			ReThrowError(edata);
+		FreeErrorData(edata);
 	}
 	PG_END_TRY();
 	return granted;

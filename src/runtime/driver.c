@@ -42,6 +42,12 @@
  * ddl_progress shows it, its actor's rows per second, the job's ETA and what
  * holds the actor back.  A run in the foreground sends the job's progress to
  * its client at most every backfill.client_progress_interval (progress.c).
+ * While an actor catches up (a snapshot job's log store: kind.h, backlog),
+ * the line has the changes left, the changes applied per second since the
+ * previous line and the ETA at that rate instead: the snapshot's rows are
+ * all read then, and their ETA would say 00:00:00 while changes are left.
+ * The driver counts each barrier and its rows for the line that ends the
+ * run (lib/lines.c).
  * After each barrier, each actor publishes what it did in its live entry
  * (registry.c), which backfill.progress shows.
  *

@@ -186,6 +186,7 @@ backfill_actor_main(Datum main_arg pg_attribute_unused())
 	volatile int retries = 0;
 	volatile bool done = false;
 	volatile long wait_ms = 100;
+	volatile bool stopped_between = false;
 	char		name[NAMEDATALEN];
 
 	memcpy(&args, MyBgworkerEntry->bgw_extra, sizeof(args));
@@ -323,10 +324,10 @@ backfill_actor_main(Datum main_arg pg_attribute_unused())
 		{
 			backfill_sleep_ms(wait_ms);
 			/* stop_job wakes the sleep */
-			done = job_stopped();
+			done = stopped_between = job_stopped();
 		}
 	}
-	backfill_progress_run_end(0, job_stopped() ? "stopped" : "ended");
+	backfill_progress_run_end(0, stopped_between ? "stopped" : "ended");
 	backfill_worker_exit_expected();
 	proc_exit(0);
 }
