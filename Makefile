@@ -55,6 +55,7 @@ OBJS = \
 	src/kinds/remote_keys.o \
 	src/kinds/switchover.o \
 	src/lib/key_index.o \
+	src/lib/lines.o \
 	src/lib/privilege.o \
 	src/lib/rw_debug.o \
 	src/lib/sql.o \

@@ -1847,7 +1847,10 @@ COMMENT ON FUNCTION backfill._cutover_rename_partitions(regclass, regclass, name
 -- the queued writers through.  An index built concurrently on either table
 -- ends the cutover at once: it waits for the cutover's transaction, which
 -- could not take its lock before it ends.  Gives up with 55P03 after
--- "attempts" attempts, everything as it was.
+-- "attempts" attempts, everything as it was.  While the attempts last longer than
+-- backfill.client_progress_interval, a line (INFO) at most every interval
+-- says how long the lock step has waited so far and which processes hold
+-- a lock on either table, as pg_locks shows them.
 CREATE OR REPLACE FUNCTION backfill._cutover_attempts(job_id bigint, src regclass, dst regclass, src_new_name text,
                                            lock_timeout interval, attempts integer,
                                            OUT tries integer, OUT lock_held_ms double precision,
@@ -1863,6 +1866,14 @@ DECLARE
     src_name name;
     dst_name name;
     what text;
+    -- the lines of the wait: their interval, when the wait began, the last
+    interval_text text := current_setting('backfill.client_progress_interval', true);
+    line_every interval := CASE WHEN interval_text IS NULL OR interval_text = '' THEN interval '10 s'
+                                WHEN interval_text ~ '^[0-9]+$' THEN (interval_text || ' ms')::interval
+                                ELSE interval_text::interval END;
+    wait_began timestamptz := clock_timestamp();
+    told_at timestamptz := clock_timestamp();
+    holders text;
 BEGIN
     -- partitions that would not match are refused before anything is locked
     IF (SELECT relkind FROM pg_class WHERE oid = src) = 'p' AND (SELECT relkind FROM pg_class WHERE oid = dst) = 'p' THEN
@@ -1901,6 +1912,19 @@ BEGIN
             END IF;
             RAISE NOTICE '%', what;
             RAISE LOG '%', what;
+            IF line_every > interval '0' AND clock_timestamp() - told_at >= line_every THEN
+                SELECT string_agg(DISTINCT l.pid::text, ', ' ORDER BY l.pid::text) INTO holders
+                  FROM pg_locks l
+                 WHERE l.locktype = 'relation' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                   AND l.relation IN (src, dst) AND l.granted AND l.pid <> pg_backend_pid();
+                RAISE INFO 'backfill job %: cutover waiting for AccessExclusiveLock on table % for % s (attempt % of %), %',
+                    job_id, src, round(extract(epoch FROM clock_timestamp() - wait_began)::numeric, 1),
+                    tries, attempts,
+                    CASE WHEN holders IS NULL THEN 'no holder on either table (queued behind other requests, or a lock on what the swap alters)'
+                         WHEN holders LIKE '%,%' THEN 'held by pids ' || holders
+                         ELSE 'held by pid ' || holders END;
+                told_at := clock_timestamp();
+            END IF;
             -- an index build that took the table meanwhile waits for us
             PERFORM backfill._cutover_refuse_index_build(job_id, src, dst);
             IF tries >= attempts THEN

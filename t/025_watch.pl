@@ -8,7 +8,8 @@
 #    each on one line with the job, RisingWave's progress text, rows per
 #    second, the ETA and what holds it back, the progress growing from one to
 #    the next, and a last line that sums the run up (how long it ran, the
-#    job's status, progress and failures), which a run of a finished job,
+#    job's status, progress and failures, the rows it copied, the changes it
+#    applied, its barriers and rows per second), which a run of a finished job,
 #    shorter than the interval, sends too; with the setting at 0 a run sends
 #    none, and with client_min_messages = error the lines still come (INFO,
 #    not NOTICE).
@@ -87,8 +88,8 @@ note("run_job sent:\n" . join("\n", @lines));
 cmp_ok(scalar(@p), '>=', 2, 'run_job sends at least two lines of progress');
 is(scalar(@p), scalar(@lines) - 1, 'every INFO line but the last is a line of progress');
 ok(grows(@p), 'the progress grows from one line to the next');
-like($lines[-1], qr{^INFO:  backfill job $job: run ended after [0-9]+\.[0-9] s: finished, 100%, 0 failures$},
-	'the last line sums the run up: how long, the status, the progress, the failures');
+like($lines[-1], qr{^INFO:  backfill job $job: run ended after [0-9]+\.[0-9] s: finished, 100%, 0 failures; 3000 rows copied, 0 changes applied, \d+ barriers, \d+ rows/s$},
+	'the last line sums the run up: how long, the status, the progress, the failures, what it did');
 like(
 	$lines[-2],
 	qr{^INFO:  backfill job $job: [0-9.]+% \(\d+/3000\), \d+ rows/s, ETA \d\d:\d\d:\d\d(, throttled by rate limit)?$},
@@ -104,7 +105,7 @@ is($rc, 0, 'run_job without progress lines succeeds');
 is($err, '', 'backfill.client_progress_interval = 0 silences run_job');
 ($rc, $out, $err) = $node->psql('postgres',
 	"SET backfill.client_progress_interval = '1min'; CALL backfill.run_job($job)");
-like((messages($err))[0] // "", qr{^INFO:  backfill job $job: run ended after [0-9]+\.[0-9] s: finished, 100%, 0 failures$},
+like((messages($err))[0] // "", qr{^INFO:  backfill job $job: run ended after [0-9]+\.[0-9] s: finished, 100%, 0 failures; 0 rows copied, 0 changes applied, 0 barriers, 0 rows/s$},
 	'a run of a finished job, shorter than the interval, still ends with its line');
 
 # ---- 2. a run in the foreground in backfill.progress ----

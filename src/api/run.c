@@ -99,7 +99,6 @@ backfill_run_job(PG_FUNCTION_ARGS)
 	int64		job_id;
 	volatile int max_barriers = 0;
 	volatile bool started = false;
-	TimestampTz started_at = GetCurrentTimestamp();
 	MemoryContext run_cxt;
 	BackfillJob *job;
 
@@ -133,6 +132,8 @@ backfill_run_job(PG_FUNCTION_ARGS)
 	/* nothing the caller put on its search_path plans the run's SQL */
 	backfill_xact_pin_path();
 	backfill_lock_job(job_id, true);
+	/* its lines, counted from here: the recovery check is part of the run */
+	backfill_progress_run_begin(job_id, -1, 0);
 	PG_TRY();
 	{
 		job = backfill_load_job_to_run(job_id, run_cxt);
@@ -150,16 +151,23 @@ backfill_run_job(PG_FUNCTION_ARGS)
 		backfill_live_end();
 		if (!started)
 		{
+			backfill_lines_end();
 			backfill_unlock_job(job_id);
 			PG_RE_THROW();
 		}
-		ReThrowError(record_failure_and_unlock(job_id, run_cxt));
+		{
+			ErrorData  *edata = record_failure_and_unlock(job_id, run_cxt);
+
+			/* what the run did before it failed, then why it failed */
+			backfill_progress_run_end(0, "failed");
+			ReThrowError(edata);
+		}
 	}
 	PG_END_TRY();
 	backfill_origin_leave();
 	backfill_live_end();
 	backfill_unlock_job(job_id);
-	backfill_progress_summary(job_id, started_at);
+	backfill_progress_run_end(job_id, "ended");
 
 	SPI_finish();
 	MemoryContextDelete(run_cxt);

@@ -159,8 +159,9 @@ backfill_any_trigger_job(const char *tgname)
 List *
 backfill_upstream_relations(Oid upstream, LOCKMODE lockmode)
 {
+	/* a wait for writers says so in the run's lines (lib/lines.c) */
 	if (lockmode != NoLock)
-		LockRelationOid(upstream, lockmode);
+		backfill_lock_relation(upstream, lockmode);
 	if (get_rel_relkind(upstream) != RELKIND_PARTITIONED_TABLE)
 		return list_make1_oid(upstream);
 	return find_all_inheritors(upstream, lockmode, NULL);

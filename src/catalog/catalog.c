@@ -714,7 +714,7 @@ backfill_names_changed(BackfillJob *job)
 		 * last barrier has committed by now (and the lock made us read its
 		 * invalidation), and one that comes later waits for this barrier.
 		 */
-		LockRelationOid(rels[i], AccessShareLock);
+		backfill_lock_relation(rels[i], AccessShareLock);
 		if (get_rel_name(rels[i]) == NULL)
 			continue;			/* dropped: the barrier will say so */
 		name = backfill_relation_sql(rels[i]);

@@ -523,4 +523,5 @@ backfill_forward_changes(BarrierExecutor *exec, int lo, int hi)
 		 SPI_execute_plan(exec->forward_insert_plan, values, NULL, false, 0) != SPI_OK_INSERT) ||
 		SPI_execute_plan(exec->consume_plan, values, NULL, false, 0) != SPI_OK_DELETE)
 		elog(ERROR, "could not forward the changes of %s", exec->job->upstream_sql);
+	backfill_count_changes_applied(SPI_processed);
 }

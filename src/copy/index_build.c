@@ -99,6 +99,7 @@
 #include "optimizer/optimizer.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "storage/bufmgr.h"
 #include "utils/fmgroids.h"
 #include "utils/lsyscache.h"
 #include "utils/regproc.h"
@@ -645,6 +646,65 @@ backfill_create_indexes(int64 job_id, Relation upstream, const char *downstream_
 }
 
 /*
+ * The lines of an index build (lib/lines.c), one before and one after each
+ * index.  CREATE INDEX runs in this backend, through SPI, and PostgreSQL
+ * gives an extension no call while it builds (the sort and the scan only
+ * update pg_stat_progress_create_index, which another session reads); so
+ * the run says which index it builds, of how many, and how big the table
+ * is before, in the words of pg_stat_progress_create_index (its phase, its
+ * blocks and tuples), and what it built, in how long, after.
+ */
+static TimestampTz
+build_line_before(BackfillJob *job, PendingIndex *index, int i, int n)
+{
+	Relation	rel;
+	BlockNumber blocks;
+	float4		tuples;
+
+	if (!backfill_lines_on())
+		return 0;
+	rel = table_open(job->downstream, AccessShareLock);
+	blocks = RelationGetNumberOfBlocks(rel);
+	tuples = rel->rd_rel->reltuples;
+	table_close(rel, AccessShareLock);
+	backfill_line("building index \"%s\" (%d of %d) of %s: building index: scanning table, "
+				  "blocks 0/%u, tuples %s",
+				  index->name, i + 1, n, job->downstream_sql, blocks,
+				  tuples >= 0 ? psprintf("0/%.0f", tuples) : "unknown");
+	return GetCurrentTimestamp();
+}
+
+static void
+build_line_after(BackfillJob *job, PendingIndex *index, int i, int n, TimestampTz started_at)
+{
+	Oid			indexoid;
+	Relation	rel;
+	BlockNumber blocks;
+	BlockNumber index_blocks;
+	float4		tuples;
+
+	if (!backfill_lines_on())
+		return;
+	indexoid = get_relname_relid(index->name, get_rel_namespace(job->downstream));
+	rel = table_open(job->downstream, AccessShareLock);
+	blocks = RelationGetNumberOfBlocks(rel);
+	table_close(rel, AccessShareLock);
+	if (!OidIsValid(indexoid))
+		return;
+	rel = index_open(indexoid, AccessShareLock);
+	index_blocks = RelationGetNumberOfBlocks(rel);
+	tuples = rel->rd_rel->reltuples;
+	index_close(rel, AccessShareLock);
+	backfill_line("built index \"%s\" (%d of %d) of %s in %.1f s: blocks %u/%u, tuples %.0f, "
+				  "index size %s",
+				  index->name, i + 1, n, job->downstream_sql,
+				  (GetCurrentTimestamp() - started_at) / 1000000.0,
+				  blocks, blocks, Max(tuples, 0),
+				  text_to_cstring(DatumGetTextPP(DirectFunctionCall1(pg_size_pretty,
+																	 Int64GetDatum((int64) index_blocks * BLCKSZ)))));
+}
+
+/*
  * backfill_indexes_built
  *		Whether the job's downstream has every index it is to build after
  *		its snapshot.  With build, the caller builds those it has not, in
@@ -670,12 +730,16 @@ backfill_indexes_built(BackfillJob *job, bool build)
 	start = GetCurrentTimestamp();
 	for (int i = 0; i < npending; i++)
 	{
+		TimestampTz index_start;
+
 		CHECK_FOR_INTERRUPTS();
 		elog(DEBUG1, "backfill job %lld builds index \"%s\" of %s",
 			 (long long) job->job_id, pending[i].name, job->downstream_sql);
+		index_start = build_line_before(job, &pending[i], i, npending);
 		backfill_spi_exec(psprintf("%s%s%s", pending[i].head, job->downstream_sql,
 								   pending[i].tail),
 						  SPI_OK_UTILITY);
+		build_line_after(job, &pending[i], i, npending, index_start);
 	}
 	backfill_forget_pending_indexes(job->job_id);
 	TimestampDifference(start, GetCurrentTimestamp(), &secs, &usecs);

@@ -151,6 +151,15 @@ typedef struct KindRoutine
 	 */
 	const char *(*actor_phase) (BackfillJob *job, int actor);
 
+	/*
+	 * The backlog of an actor (its index; -1: every actor) catching up: the
+	 * changes captured while it read its snapshot that it has still to
+	 * apply; -1 when it is not catching up (optional: the kinds that apply
+	 * changes from the first barrier on have no catch-up).  As the job's
+	 * owner, connected to SPI, in a barrier's transaction.
+	 */
+	int64		(*backlog) (BackfillJob *job, int actor);
+
 	/* whether an actor has nothing left but the final barrier */
 	bool		(*actor_finished) (BackfillJob *job, int actor);
 
@@ -255,6 +264,13 @@ static inline const char *
 backfill_kind_actor_phase(const KindRoutine *kind, BackfillJob *job, int actor)
 {
 	return kind->actor_phase ? kind->actor_phase(job, actor) : NULL;
+}
+
+/* -1 when no actor asked for is catching up */
+static inline int64
+backfill_kind_backlog(const KindRoutine *kind, BackfillJob *job, int actor)
+{
+	return kind->backlog ? kind->backlog(job, actor) : -1;
 }
 
 static inline void

@@ -747,6 +747,7 @@ log_store_barrier(BarrierExecutor *exec, int actor)
 	}
 	SPI_freetuptable(SPI_tuptable);
 	sa->caught_up = consumed <= job->chunk_size;
+	backfill_count_changes_applied(consumed);
 
 	/* Consumed at the epoch that ends here, with its rows */
 	for (int v = a->vnode_start; v <= a->vnode_end; v++)
@@ -812,6 +813,39 @@ snapshot_actor_phase(BackfillJob *job, int actor)
 	return NULL;
 }
 
+/*
+ * The log entries of an actor's vnodes (actor -1: every actor's) left to
+ * consume, once it is in the log store: the backlog of its catch-up.
+ */
+static int64
+snapshot_backlog(BackfillJob *job, int actor)
+{
+	bool		any = false;
+	int			first = actor < 0 ? 0 : actor;
+	int			last = actor < 0 ? job->nactors - 1 : actor;
+	char	   *sql;
+	bool		isnull;
+	int64		n;
+
+	if (job->kind_data == NULL)
+		return -1;
+	for (int a = first; a <= last; a++)
+		any |= snapshot_actor(job, a)->in_log_store;
+	if (!any)
+		return -1;
+	sql = psprintf("SELECT pg_catalog.count(*) FROM %s c", job->changes_sql);
+	if (actor >= 0)
+		sql = psprintf("%s WHERE %s BETWEEN %d AND %d", sql,
+					   backfill_vnode_sql(job, backfill_pk_list(job, "c")),
+					   job->actors[actor].vnode_start, job->actors[actor].vnode_end);
+	/* not read-only: it must see what this barrier consumed */
+	if (SPI_execute(sql, false, 0) != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "could not count the log store of %s", job->upstream_sql);
+	n = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	SPI_freetuptable(SPI_tuptable);
+	return n;
+}
+
 /* an actor is done when its vnodes are, and its log store has caught up */
 static bool
 snapshot_actor_finished(BackfillJob *job, int actor)
@@ -856,6 +890,7 @@ const KindRoutine backfill_snapshot_routine = {
 	.persist = snapshot_persist,
 	.update_actor = snapshot_update_actor,
 	.actor_phase = snapshot_actor_phase,
+	.backlog = snapshot_backlog,
 	.actor_finished = snapshot_actor_finished,
 	.finished_everywhere = snapshot_finished_everywhere,
 	.recount_actors = snapshot_recount_actors,

@@ -3,7 +3,9 @@
  * lib.h
  *	  The foundations and the privileges: SQL text and SPI (sql.c), transactions,
  *	  sleeps and epochs (xact.c), vnodes (vnode.c), RisingWave's Debug printing
- *	  (rw_debug.c), role contexts and the pinned search_path (privilege.c).
+ *	  (rw_debug.c), role contexts and the pinned search_path (privilege.c),
+ *	  the lines of progress of the run in this process and its waits for
+ *	  locks (lines.c).
  *
  * What the layers above this folder may call (doc/layers.md).
  *
@@ -13,6 +15,7 @@
 #define BACKFILL_LIB_LIB_H
 
 #include "backfill.h"
+#include "storage/lockdefs.h"
 
 /* sql.c: SQL text */
 extern char *backfill_relation_sql(Oid relid);
@@ -129,5 +132,24 @@ extern void backfill_pin_parse_settings(void);
 extern void backfill_pin_deparse_settings(void);
 extern int	backfill_pin_search_path(BackfillJob *job);
 extern void backfill_unpin_search_path(int level);
+
+/* lines.c: the run's lines of progress, its counts, its waits for locks */
+typedef struct BackfillRunCounts
+{
+	int64		rows_copied;	/* snapshot rows the barriers read */
+	int64		changes_applied;	/* captured changes the barriers applied */
+	int64		barriers;
+} BackfillRunCounts;
+
+extern void backfill_lines_begin(const char *prefix, int elevel, int interval_ms);
+extern void backfill_lines_end(void);
+extern bool backfill_lines_on(void);
+extern int	backfill_lines_interval_ms(void);
+extern const BackfillRunCounts *backfill_run_counts(TimestampTz *started_at);
+extern void backfill_count_rows_copied(int64 rows);
+extern void backfill_count_changes_applied(int64 changes);
+extern void backfill_count_barrier(void);
+extern void backfill_line(const char *fmt,...) pg_attribute_printf(1, 2);
+extern void backfill_lock_relation(Oid relid, LOCKMODE mode);
 
 #endif							/* BACKFILL_LIB_LIB_H */

@@ -42,6 +42,12 @@
  * ddl_progress shows it, its actor's rows per second, the job's ETA and what
  * holds the actor back.  A run in the foreground sends the job's progress to
  * its client at most every backfill.client_progress_interval (progress.c).
+ * While an actor catches up (a snapshot job's log store: kind.h, backlog),
+ * the line has the changes left, the changes applied per second since the
+ * previous line and the ETA at that rate instead: the snapshot's rows are
+ * all read then, and their ETA would say 00:00:00 while changes are left.
+ * The driver counts each barrier and its rows for the line that ends the
+ * run (lib/lines.c).
  * After each barrier, each actor publishes what it did in its live entry
  * (registry.c), which backfill.progress shows.
  *
@@ -51,6 +57,8 @@
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
+
+#include <math.h>
 
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
@@ -108,6 +116,87 @@ backfill_driver_init(void)
 							PGC_SUSET,
 							GUC_UNIT_S,
 							NULL, NULL, NULL);
+}
+
+/* backfill.log_progress_interval in ms, for the lines of a worker's run */
+int
+backfill_log_progress_interval_ms(void)
+{
+	return log_progress_interval_s * 1000;
+}
+
+/*
+ * Where the rate of a catch-up is measured from: the time and the run's
+ * count of changes applied at the previous line, or at the start of the
+ * first barrier that applied any (at is 0 before that).
+ */
+typedef struct CatchupMark
+{
+	TimestampTz at;
+	int64		applied;
+} CatchupMark;
+
+/* an ETA of seconds as hh:mm:ss, or "unknown" when negative or absurd */
+static void
+eta_text(double seconds, char *buf, size_t size)
+{
+	if (seconds >= 0 && seconds < (double) INT64CONST(1000000000))
+	{
+		int64		s = (int64) rint(seconds);
+
+		snprintf(buf, size, "%02lld:%02d:%02d", (long long) (s / 3600),
+				 (int) (s / 60 % 60), (int) (s % 60));
+	}
+	else
+		strlcpy(buf, "unknown", size);
+}
+
+/*
+ * The line of an actor (its index; -1: every actor) catching up, when it
+ * is: the job's progress, the backlog (the changes captured while the
+ * snapshot was read that are still to apply), the changes applied per
+ * second since the previous line and the ETA at that rate; "unknown" while
+ * there is no rate yet, never 00:00:00 while changes are left.  Returns
+ * false, printing nothing, when no such actor is catching up.  In the
+ * barrier's transaction, connected to SPI.
+ */
+static bool
+catchup_line(BarrierExecutor *exec, int actor, const char *progress, CatchupMark *mark)
+{
+	BackfillJob *job = exec->job;
+	RoleContext owner;
+	int			guc_level;
+	int64		backlog;
+	int64		applied = backfill_run_counts(NULL)->changes_applied;
+	TimestampTz now = GetCurrentTimestamp();
+	double		rate = -1;
+	char		rate_buf[64];
+	char		eta_buf[64];
+
+	/* the log is the job's owner's to read, as its barriers read it */
+	backfill_owner_enter(job->owner, false, &owner);
+	guc_level = backfill_pin_search_path(job);
+	backlog = backfill_kind_backlog(exec->kind, job, actor);
+	backfill_unpin_search_path(guc_level);
+	backfill_role_leave(&owner);
+	if (backlog < 0)
+		return false;
+
+	if (mark->at != 0 && now > mark->at)
+		rate = (applied - mark->applied) / ((now - mark->at) / 1000000.0);
+	mark->at = now;
+	mark->applied = applied;
+	if (rate >= 0)
+		snprintf(rate_buf, sizeof(rate_buf), "%.0f changes/s", rate);
+	else
+		strlcpy(rate_buf, "changes/s unknown", sizeof(rate_buf));
+	/* a second at least while changes are left: 00:00:00 means none */
+	eta_text(backlog == 0 ? 0 : rate > 0 ? Max(ceil(backlog / rate), 1) : -1,
+			 eta_buf, sizeof(eta_buf));
+	backfill_line("%s, catching up: %lld change%s left, %s, ETA %s",
+				  progress ? progress : "no progress", (long long) backlog,
+				  backlog == 1 ? "" : "s", rate_buf, eta_buf);
+	return true;
 }
 
 /*
@@ -172,7 +261,7 @@ backfill_prepare_run(BackfillJob *job, bool background)
  * after the barrier.
  */
 static void
-log_progress(BarrierExecutor *exec, int actor)
+log_progress(BarrierExecutor *exec, int actor, CatchupMark *mark)
 {
 	BackfillJob *job = exec->job;
 	double		rate = backfill_pacing_rows_per_second(exec->pacing, actor);
@@ -184,6 +273,11 @@ log_progress(BarrierExecutor *exec, int actor)
 	backfill_spi_enter();
 	/* eta is in backfill.jobs from the catalog that records the pace on */
 	backfill_job_progress_text(job->job_id, exec->pace_plan != NULL, &progress, &eta);
+	if (catchup_line(exec, actor, progress, mark))
+	{
+		backfill_spi_leave();
+		return;
+	}
 	if (rate >= 0)
 		snprintf(rate_text, sizeof(rate_text), "%.0f rows/s", rate);
 	else
@@ -203,7 +297,7 @@ log_progress(BarrierExecutor *exec, int actor)
  * last barrier.  In the barrier's transaction, after the barrier.
  */
 static void
-client_progress(BarrierExecutor *exec)
+client_progress(BarrierExecutor *exec, CatchupMark *mark)
 {
 	BackfillJob *job = exec->job;
 	double		rate = -1;
@@ -224,6 +318,11 @@ client_progress(BarrierExecutor *exec)
 	backfill_spi_enter();
 	if (backfill_job_rows_left(job->job_id, &progress, &left) && rate > 0)
 		eta = Max(left, 0) / rate;
+	if (catchup_line(exec, -1, progress, mark))
+	{
+		backfill_spi_leave();
+		return;
+	}
 	backfill_progress_send(job->job_id, progress, rate, eta, throttled_by);
 	backfill_spi_leave();
 }
@@ -432,6 +531,7 @@ backfill_drive(BackfillJob *job, int actor, int max_barriers)
 	TimestampTz told_at = logged_at;
 	TimestampTz fetched_at = 0;
 	bool		caught_up = false;
+	CatchupMark mark = {0};
 
 	backfill_live_begin(job, actor, "snapshot");
 	for (int a = 0; a < job->nactors; a++)
@@ -443,6 +543,8 @@ backfill_drive(BackfillJob *job, int actor, int max_barriers)
 	while (max_barriers <= 0 || barriers < max_barriers)
 	{
 		int64		rows;
+		int64		applied_before;
+		TimestampTz barrier_start;
 
 		/* without a portal (a worker), each transaction pushes a snapshot */
 		if (kind->fetch && fetch_due(worker, fetched_at, caught_up))
@@ -480,6 +582,7 @@ backfill_drive(BackfillJob *job, int actor, int max_barriers)
 									 &(BackfillLiveReport) {.phase = "finishing"});
 			if (backfill_run_finish_barrier(exec))
 			{
+				backfill_count_barrier();
 				backfill_commit();
 				/* without a portal (a worker), SPI needs a snapshot pushed */
 				if (worker)
@@ -496,13 +599,23 @@ backfill_drive(BackfillJob *job, int actor, int max_barriers)
 		backfill_reload_settings(job);
 		if (job->status != BACKFILL_STATUS_BACKFILLING)
 			break;
+		applied_before = backfill_run_counts(NULL)->changes_applied;
+		barrier_start = GetCurrentTimestamp();
 		rows = backfill_run_barrier(exec, actor, backfill_barrier_interval_ms, job->rate_limit);
+		backfill_count_barrier();
+		backfill_count_rows_copied(rows);
+		/* a catch-up's rate counts from the first barrier that applied */
+		if (mark.at == 0 && backfill_run_counts(NULL)->changes_applied > applied_before)
+		{
+			mark.at = barrier_start;
+			mark.applied = applied_before;
+		}
 		for (int a = 0; a < job->nactors; a++)
 			if (!worker || a == actor)
 				publish_actor(exec, a, true);
 		if (!worker && backfill_progress_due(told_at))
 		{
-			client_progress(exec);
+			client_progress(exec, &mark);
 			told_at = GetCurrentTimestamp();
 		}
 		if (worker)
@@ -519,7 +632,7 @@ backfill_drive(BackfillJob *job, int actor, int max_barriers)
 				TimestampDifferenceExceeds(logged_at, GetCurrentTimestamp(),
 										   log_progress_interval_s * 1000))
 			{
-				log_progress(exec, actor);
+				log_progress(exec, actor, &mark);
 				logged_at = GetCurrentTimestamp();
 			}
 		}

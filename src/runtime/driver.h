@@ -66,7 +66,9 @@ extern void backfill_extension_ddl_init(void);
 /* progress.c: the lines of progress sent to the client */
 extern void backfill_progress_init(void);
 extern bool backfill_progress_due(TimestampTz since);
-extern void backfill_progress_summary(int64 job_id, TimestampTz started_at);
+extern void backfill_progress_run_begin(int64 job_id, int32 actor_id, int log_interval_ms);
+extern void backfill_progress_run_end(int64 job_id, const char *how);
+extern int	backfill_log_progress_interval_ms(void);
 extern void backfill_progress_send(int64 job_id, const char *progress, double rows_per_second,
 								   double eta_seconds, const char *throttled_by);
 

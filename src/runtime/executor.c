@@ -46,6 +46,9 @@
  * actor's pace (what held it back, its rows per second) goes to its row of
  * backfill.actor with its barrier.
  *
+ * A barrier takes its locks on the upstream and the downstream before its
+ * statements do, so that a wait for them prints its lines (lib/lines.c).
+ *
  * An executor owns its memory and its plans, and frees both.  It never asks
  * which kind a job is: it calls the kind's routine.
  *
@@ -82,6 +85,24 @@
 #define BACKFILL_MAX_BATCH_ROWS		(64 * 1024)
 
 /*
+ * Take the locks the barrier's statements take on the upstream (reading
+ * it) and the downstream (writing it) before they do, through
+ * backfill_lock_relation: a barrier held off by a session that holds either
+ * table (an ALTER TABLE waiting for its own lock, a LOCK TABLE) says so in
+ * the run's lines, what it waits for and who holds it, where a statement's
+ * wait would be silent.  In the order the statements take them.  The
+ * executor's plans take them too, when they are made.
+ */
+static void
+lock_tables(BackfillJob *job)
+{
+	if (OidIsValid(job->upstream))
+		backfill_lock_relation(job->upstream, AccessShareLock);
+	if (OidIsValid(job->downstream))
+		backfill_lock_relation(job->downstream, RowExclusiveLock);
+}
+
+/*
  * backfill_executor_create
  *		Prepare the statements of the job's barriers.  Caller is connected to
  *		SPI; the plans are kept across the run's transactions, until
@@ -95,6 +116,7 @@ backfill_executor_create(BackfillJob *job)
 	BarrierExecutor *exec = MemoryContextAllocZero(cxt, sizeof(BarrierExecutor));
 	int			guc_level;
 
+	lock_tables(job);
 	exec->job = job;
 	exec->kind = backfill_kind_routine(job->kind);
 	exec->cxt = cxt;
@@ -290,6 +312,7 @@ backfill_run_barrier(BarrierExecutor *exec, int actor, int interval_ms, int rate
 	RoleContext owner;
 
 	Assert(XactIsoLevel == XACT_REPEATABLE_READ);
+	lock_tables(job);
 	backfill_owner_enter(job->owner, false, &owner);
 	guc_level = backfill_pin_search_path(job);
 	backfill_spi_enter();

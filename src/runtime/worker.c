@@ -186,6 +186,7 @@ backfill_actor_main(Datum main_arg pg_attribute_unused())
 	volatile int retries = 0;
 	volatile bool done = false;
 	volatile long wait_ms = 100;
+	volatile bool stopped_between = false;
 	char		name[NAMEDATALEN];
 
 	memcpy(&args, MyBgworkerEntry->bgw_extra, sizeof(args));
@@ -208,6 +209,8 @@ backfill_actor_main(Datum main_arg pg_attribute_unused())
 	/* start_job's transaction holds it exclusively until it commits */
 	backfill_lock_job_shared(args.job_id);
 	backfill_worker_locked_job();
+	/* the run's lines in the server log, the last one when it ends */
+	backfill_progress_run_begin(args.job_id, args.actor_id, backfill_log_progress_interval_ms());
 
 	cxt = AllocSetContextCreate(TopMemoryContext, "backfill actor", ALLOCSET_DEFAULT_SIZES);
 	while (!done)
@@ -288,12 +291,14 @@ backfill_actor_main(Datum main_arg pg_attribute_unused())
 			}
 			if (stopped)
 			{
+				backfill_progress_run_end(0, "stopped");
 				backfill_worker_exit_expected();
 				proc_exit(0);
 			}
 			if (!retry)
 			{
 				record_failure(args.job_id, edata);
+				backfill_progress_run_end(0, "failed");
 				backfill_worker_exit_expected();
 				proc_exit(1);
 			}
@@ -319,9 +324,10 @@ backfill_actor_main(Datum main_arg pg_attribute_unused())
 		{
 			backfill_sleep_ms(wait_ms);
 			/* stop_job wakes the sleep */
-			done = job_stopped();
+			done = stopped_between = job_stopped();
 		}
 	}
+	backfill_progress_run_end(0, stopped_between ? "stopped" : "ended");
 	backfill_worker_exit_expected();
 	proc_exit(0);
 }
