@@ -177,6 +177,17 @@ pin_session_path(void)
 	SetConfigOption("search_path", BACKFILL_CATALOG_PATH, PGC_USERSET, PGC_S_SESSION);
 }
 
+/* the end of an actor's run: its last line, then the process exits */
+static void actor_exit(const char *how, int code) pg_attribute_noreturn();
+
+static void
+actor_exit(const char *how, int code)
+{
+	backfill_progress_run_end(0, how);
+	backfill_worker_exit_expected();
+	proc_exit(code);
+}
+
 void
 backfill_actor_main(Datum main_arg pg_attribute_unused())
 {
@@ -290,17 +301,11 @@ backfill_actor_main(Datum main_arg pg_attribute_unused())
 				preparer = false;
 			}
 			if (stopped)
-			{
-				backfill_progress_run_end(0, "stopped");
-				backfill_worker_exit_expected();
-				proc_exit(0);
-			}
+				actor_exit("stopped", 0);
 			if (!retry)
 			{
 				record_failure(args.job_id, edata);
-				backfill_progress_run_end(0, "failed");
-				backfill_worker_exit_expected();
-				proc_exit(1);
+				actor_exit("failed", 1);
 			}
 			if (!transient)
 				retries++;
@@ -327,9 +332,7 @@ backfill_actor_main(Datum main_arg pg_attribute_unused())
 			done = stopped_between = job_stopped();
 		}
 	}
-	backfill_progress_run_end(0, stopped_between ? "stopped" : "ended");
-	backfill_worker_exit_expected();
-	proc_exit(0);
+	actor_exit(stopped_between ? "stopped" : "ended", 0);
 }
 
 /*
