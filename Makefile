@@ -35,6 +35,7 @@ OBJS = \
 	src/catalog/cutover_rows.o \
 	src/catalog/index_rows.o \
 	src/catalog/job_holdings.o \
+	src/catalog/job_names.o \
 	src/catalog/job_rows.o \
 	src/catalog/job_run_rows.o \
 	src/catalog/remote_rows.o \
@@ -44,6 +45,7 @@ OBJS = \
 	src/copy/ranges.o \
 	src/copy/shape.o \
 	src/copy/sink.o \
+	src/copy/size.o \
 	src/copy/state.o \
 	src/kinds/kind.o \
 	src/kinds/kind_cdc.o \
