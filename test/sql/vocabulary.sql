@@ -13,7 +13,8 @@ SELECT attnum, attname, atttypid::regtype
 
 -- the upstream's size: blocks as pg_relation_size() counts them, rows as
 -- the catalog estimates them once VACUUM or ANALYZE has seen the table
-CREATE TABLE voc_up (id int PRIMARY KEY, v text);
+-- (autovacuum off: only this test's ANALYZE makes the estimate)
+CREATE TABLE voc_up (id int PRIMARY KEY, v text) WITH (autovacuum_enabled = false);
 INSERT INTO voc_up SELECT g, repeat('x', 500) FROM generate_series(1, 100) g;
 SELECT tuples IS NULL AS not_estimated_yet,
        blocks = pg_relation_size('voc_up') / current_setting('block_size')::int AS blocks
