@@ -2599,46 +2599,111 @@ SELECT s.job_id AS ddl_id,
     ON j.job_id OPERATOR(pg_catalog.=) s.job_id
  WHERE s.status OPERATOR(pg_catalog.=) ANY (ARRAY['pending', 'backfilling']);
 
+-- The upstream's size for backfill.progress (src/copy/size.c): what
+-- pg_class and pg_relation_size() show anyone, so no privilege is checked
+CREATE FUNCTION backfill._upstream_size(upstream regclass, OUT blocks bigint, OUT tuples bigint)
+AS 'MODULE_PATHNAME', 'backfill_upstream_size'
+LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._upstream_size(regclass) IS
+'Internal: for backfill.progress, the blocks of a table (and of its partitions) and the catalog''s estimate of its rows; NULL each when unknown or when a lock on it would have to be waited for.';
+
 -- One row per actor running now, in a background worker or in a session's
 -- CALL backfill.run_job, as pg_stat_progress_* has one per backend: from
 -- shared memory when the library is preloaded; otherwise the actors of a run
 -- in a session come from the catalog (committed each barrier), with its pid
 -- from the job lock the session holds, and without position or barriers.
+-- The columns of 1.3, then those of pg_stat_progress_copy and
+-- pg_stat_progress_create_index: the database, the upstream (relid, NULL
+-- for a table of another server), and the job's totals, in blocks of the
+-- upstream (its size now) and in rows (the catalog's estimate, or
+-- create_job's count for a job with a filter, and never fewer than the
+-- rows copied); blocks_done is the rows copied over the rows per block, as
+-- the copy reads in key order.  phase is in PostgreSQL's words (the words
+-- of the actor's own phase, as 1.3 showed them, are in actor_phase):
+--   initializing         the run's recovery check, before its first barrier
+--   copying              reading the upstream's rows into the downstream
+--   catching up          a snapshot job's log store: the changes made since
+--                        its snapshot
+--   waiting for barrier  the actor's vnodes are copied; the job's final
+--                        barrier waits for its other actors
+--   finishing            the final barrier (the downstream's indexes are
+--                        built there when the job builds them at its end)
+--   finished             the job has finished; the worker applies the
+--                        upstream's changes to the downstream
 CREATE OR REPLACE VIEW backfill.progress WITH (security_invoker = true) AS
-SELECT l.pid, l.job_id, j.job_name, l.actor_id, j.kind, l.run_mode, l.phase,
-       l.rows_done,
-       (SELECT pg_catalog.sum(a.row_count) FROM backfill.actor a
-         WHERE a.job_id OPERATOR(pg_catalog.=) j.job_id)::bigint AS job_rows_done,
-       j.total_rows AS job_rows_total,
-       l."position", l.barriers, l.epoch,
-       pg_catalog.round(l.rows_per_second)::bigint AS rows_per_second,
-       l.throttled_by, l.started_at, l.last_barrier_at
-  FROM backfill._live_actors() l
-  JOIN (SELECT * FROM backfill.job UNION ALL SELECT * FROM backfill._monitored_jobs()) j
-    ON j.job_id OPERATOR(pg_catalog.=) l.job_id
-UNION ALL
-SELECT k.pid, j.job_id, j.job_name, a.actor_id, j.kind, 'foreground',
-       CASE WHEN a.log_store_lag_ms IS NOT NULL THEN 'log store' ELSE 'snapshot' END,
-       a.row_count,
-       (SELECT pg_catalog.sum(b.row_count) FROM backfill.actor b
-         WHERE b.job_id OPERATOR(pg_catalog.=) j.job_id)::bigint,
-       j.total_rows, NULL, NULL, a.epoch,
-       pg_catalog.round(a.rows_per_second)::bigint, a.throttled_by, NULL, NULL
-  FROM (SELECT * FROM backfill.job UNION ALL SELECT * FROM backfill._monitored_jobs()) j
-  JOIN pg_catalog.pg_locks k
-    ON k.locktype OPERATOR(pg_catalog.=) 'advisory'
-   AND k.database OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database d
-                                          WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
-   AND k.classid OPERATOR(pg_catalog.=) (j.job_id OPERATOR(pg_catalog.>>) 32)::pg_catalog.oid
-   AND k.objid OPERATOR(pg_catalog.=) (j.job_id OPERATOR(pg_catalog.&) 4294967295)::pg_catalog.oid
-   AND k.objsubid OPERATOR(pg_catalog.=) 25190   -- BACKFILL_LOCK_FIELD4, the job lock
-   AND k.mode OPERATOR(pg_catalog.=) 'ExclusiveLock' AND k.granted
-  JOIN backfill.actor a ON a.job_id OPERATOR(pg_catalog.=) j.job_id
- WHERE j.status OPERATOR(pg_catalog.=) 'backfilling'
-   AND NOT EXISTS (SELECT FROM backfill._live_actors() l
-                    WHERE l.job_id OPERATOR(pg_catalog.=) j.job_id);
+SELECT u.pid, u.job_id, u.job_name, u.actor_id, u.kind, u.run_mode,
+       CASE u.actor_phase
+           WHEN 'starting' THEN 'initializing'
+           WHEN 'snapshot' THEN 'copying'
+           WHEN 'log store' THEN 'catching up'
+           WHEN 'done' THEN 'waiting for barrier'
+           WHEN 'finishing' THEN 'finishing'
+           WHEN 'following' THEN 'finished'
+           ELSE u.actor_phase
+       END AS phase,
+       u.rows_done, u.job_rows_done, u.job_rows_total,
+       u."position", u.barriers, u.epoch, u.rows_per_second,
+       u.throttled_by, u.started_at, u.last_barrier_at,
+       d.oid AS datid, d.datname,
+       CASE WHEN NOT u.remote THEN u.upstream::pg_catalog.oid END AS relid,
+       t.blocks_total,
+       CASE WHEN t.tuples_total OPERATOR(pg_catalog.>) 0
+            THEN (t.blocks_total::pg_catalog.numeric OPERATOR(pg_catalog.*) t.tuples_done
+                  OPERATOR(pg_catalog./) t.tuples_total)::bigint
+            WHEN t.tuples_total OPERATOR(pg_catalog.=) 0 THEN t.blocks_total
+       END AS blocks_done,
+       t.tuples_total, t.tuples_done,
+       u.actor_phase
+  FROM (SELECT l.pid, l.job_id, j.job_name, l.actor_id, j.kind, l.run_mode, l.phase AS actor_phase,
+               l.rows_done,
+               (SELECT pg_catalog.sum(a.row_count) FROM backfill.actor a
+                 WHERE a.job_id OPERATOR(pg_catalog.=) j.job_id)::bigint AS job_rows_done,
+               j.total_rows AS job_rows_total,
+               l."position", l.barriers, l.epoch,
+               pg_catalog.round(l.rows_per_second)::bigint AS rows_per_second,
+               l.throttled_by, l.started_at, l.last_barrier_at,
+               j.upstream, j.remote, j.filter IS NOT NULL AS filtered, j.status
+          FROM backfill._live_actors() l
+          JOIN (SELECT * FROM backfill.job UNION ALL SELECT * FROM backfill._monitored_jobs()) j
+            ON j.job_id OPERATOR(pg_catalog.=) l.job_id
+        UNION ALL
+        SELECT k.pid, j.job_id, j.job_name, a.actor_id, j.kind, 'foreground',
+               CASE WHEN a.log_store_lag_ms IS NOT NULL THEN 'log store' ELSE 'snapshot' END,
+               a.row_count,
+               (SELECT pg_catalog.sum(b.row_count) FROM backfill.actor b
+                 WHERE b.job_id OPERATOR(pg_catalog.=) j.job_id)::bigint,
+               j.total_rows, NULL, NULL, a.epoch,
+               pg_catalog.round(a.rows_per_second)::bigint, a.throttled_by, NULL, NULL,
+               j.upstream, j.remote, j.filter IS NOT NULL, j.status
+          FROM (SELECT * FROM backfill.job UNION ALL SELECT * FROM backfill._monitored_jobs()) j
+          JOIN pg_catalog.pg_locks k
+            ON k.locktype OPERATOR(pg_catalog.=) 'advisory'
+           AND k.database OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database d
+                                                  WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+           AND k.classid OPERATOR(pg_catalog.=) (j.job_id OPERATOR(pg_catalog.>>) 32)::pg_catalog.oid
+           AND k.objid OPERATOR(pg_catalog.=) (j.job_id OPERATOR(pg_catalog.&) 4294967295)::pg_catalog.oid
+           AND k.objsubid OPERATOR(pg_catalog.=) 25190   -- BACKFILL_LOCK_FIELD4, the job lock
+           AND k.mode OPERATOR(pg_catalog.=) 'ExclusiveLock' AND k.granted
+          JOIN backfill.actor a ON a.job_id OPERATOR(pg_catalog.=) j.job_id
+         WHERE j.status OPERATOR(pg_catalog.=) 'backfilling'
+           AND NOT EXISTS (SELECT FROM backfill._live_actors() l
+                            WHERE l.job_id OPERATOR(pg_catalog.=) j.job_id)) u
+  CROSS JOIN (SELECT oid, datname FROM pg_catalog.pg_database
+               WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) d
+  -- the upstream's size, not waited for behind a lock (NULL then)
+  LEFT JOIN LATERAL backfill._upstream_size(CASE WHEN NOT u.remote THEN u.upstream END) z ON true
+  CROSS JOIN LATERAL (
+      SELECT z.blocks AS blocks_total,
+             coalesce(u.job_rows_done, 0) AS tuples_done,
+             CASE WHEN u.status OPERATOR(pg_catalog.=) 'finished'
+                  THEN coalesce(u.job_rows_done, 0)
+                  ELSE GREATEST(CASE WHEN u.filtered OR u.remote THEN u.job_rows_total
+                                     ELSE coalesce(z.tuples, u.job_rows_total) END,
+                                coalesce(u.job_rows_done, 0))
+             END AS tuples_total) t;
 COMMENT ON VIEW backfill.progress IS
-'One row per actor running now, in a worker or in CALL backfill.run_job: its process, phase, rows, position, barriers and pace; \watch 1 on it is the live picture.';
+'One row per actor running now, in a worker or in CALL backfill.run_job: its process, phase, rows, position, barriers and pace, then its database, upstream and the job''s totals and what is done of them in blocks and rows, as pg_stat_progress_copy shows them; \watch 1 on it is the live picture.';
 
 -- ---------------------------------------------------------------------------
 -- Remote switchover: nothing on the source before the local commit
@@ -2674,3 +2739,236 @@ END
 $$;
 COMMENT ON FUNCTION backfill.unfence(bigint) IS
 'Gives back the write privileges on the source table(s) of a remote job that a switchover''s fence revoked and that no switchover kept (one killed or crashed before its commit, or whose source did not answer when it failed), as the source records them; returns how many grants were given back.  A fence whose switchover committed stays.';
+
+-- ---------------------------------------------------------------------------
+-- PostgreSQL's vocabulary beside RisingWave's: jobs by name, alter_job, the
+-- upstream's size
+-- ---------------------------------------------------------------------------
+
+-- A job by its name, as a regclass names a table: backfill.job_id() finds
+-- the one job of that name among those the caller sees (row-level security
+-- applies: another role's job is unknown), or errors (undefined_object
+-- when there is none, ambiguous_function when there are several);
+-- src/catalog/job_names.c.  Each function that takes a job's id has an
+-- overload that takes its name and only passes on the id: CALL
+-- backfill.run_job('orders_mv').  A call with an integer or bigint keeps
+-- the function of the id (an integer has no implicit cast to text); a
+-- quoted literal goes to the name.
+CREATE FUNCTION backfill.job_id(job_name text)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'backfill_job_id'
+LANGUAGE C STABLE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill.job_id(text) IS
+'The id of the job of that name among the jobs the caller sees; an error when it sees none or several.';
+
+-- The procedures commit, which a procedure with a SET clause or in
+-- LANGUAGE sql cannot: C entry points that put the id in the name's place
+CREATE PROCEDURE backfill.run_job(job_name text, max_barriers integer DEFAULT NULL)
+AS 'MODULE_PATHNAME', 'backfill_run_job_by_name'
+LANGUAGE C;
+COMMENT ON PROCEDURE backfill.run_job(text, integer) IS
+'Runs the job of that name (backfill.job_id) in this session, as run_job(job_id) does.';
+
+CREATE PROCEDURE backfill.wait_for_job(job_name text)
+AS 'MODULE_PATHNAME', 'backfill_wait_for_job_by_name'
+LANGUAGE C;
+COMMENT ON PROCEDURE backfill.wait_for_job(text) IS
+'Waits until the job of that name (backfill.job_id) has finished, as wait_for_job(job_id) does.';
+
+CREATE FUNCTION backfill.start_job(job_name text)
+RETURNS void
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT backfill.start_job(backfill.job_id(job_name)) $$;
+COMMENT ON FUNCTION backfill.start_job(text) IS
+'Runs the job of that name (backfill.job_id) in background workers, as start_job(job_id) does.';
+
+-- stop_job returns whether it stopped workers (1.3: void, and a NOTICE
+-- when there were none, which it still raises)
+DROP FUNCTION backfill.stop_job(bigint);
+CREATE FUNCTION backfill.stop_job(job_id bigint)
+RETURNS boolean
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    stopped boolean;
+BEGIN
+    PERFORM backfill._get_job(job_id);
+    stopped := backfill._stop_workers(job_id, false);
+    IF NOT stopped THEN
+        RAISE NOTICE 'backfill job % is not running in the background', job_id;
+    END IF;
+    -- not restarted by the launcher any more
+    PERFORM backfill._set_foreground(job_id);
+    RETURN stopped;
+END
+$$;
+COMMENT ON FUNCTION backfill.stop_job(bigint) IS
+'Stops the background workers of a job at their next barrier, and waits until they have exited; returns whether it had any.';
+
+CREATE FUNCTION backfill.stop_job(job_name text)
+RETURNS boolean
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT backfill.stop_job(backfill.job_id(job_name)) $$;
+COMMENT ON FUNCTION backfill.stop_job(text) IS
+'Stops the background workers of the job of that name (backfill.job_id), as stop_job(job_id) does.';
+
+CREATE FUNCTION backfill.wait_job(job_name text)
+RETURNS void
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT backfill.wait_job(backfill.job_id(job_name)) $$;
+COMMENT ON FUNCTION backfill.wait_job(text) IS
+'Waits until the job of that name (backfill.job_id) has finished, as wait_job(job_id) does.';
+
+CREATE FUNCTION backfill.cancel_job(job_name text)
+RETURNS bigint
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT backfill.cancel_job(backfill.job_id(job_name)) $$;
+COMMENT ON FUNCTION backfill.cancel_job(text) IS
+'Cancels the job of that name (backfill.job_id), as cancel_job(job_id) does; returns its id.';
+
+CREATE FUNCTION backfill.drop_job(job_name text)
+RETURNS void
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT backfill.drop_job(backfill.job_id(job_name)) $$;
+COMMENT ON FUNCTION backfill.drop_job(text) IS
+'Removes the job of that name (backfill.job_id), as drop_job(job_id) does.';
+
+CREATE FUNCTION backfill.recreate_job(job_name text, kind text DEFAULT NULL)
+RETURNS bigint
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT backfill.recreate_job(backfill.job_id(job_name), kind) $$;
+COMMENT ON FUNCTION backfill.recreate_job(text, text) IS
+'Creates the job of that name (backfill.job_id) again, as recreate_job(job_id) does; returns the new job id.';
+
+CREATE FUNCTION backfill.reschedule(job_name text, parallelism integer)
+RETURNS void
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT backfill.reschedule(backfill.job_id(job_name), parallelism) $$;
+COMMENT ON FUNCTION backfill.reschedule(text, integer) IS
+'Spreads the vnodes of the job of that name (backfill.job_id) over a new set of actors, as reschedule(job_id) does.';
+
+CREATE FUNCTION backfill.alter_rate_limit(job_name text, rows_per_second integer)
+RETURNS void
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT backfill.alter_rate_limit(backfill.job_id(job_name), rows_per_second) $$;
+COMMENT ON FUNCTION backfill.alter_rate_limit(text, integer) IS
+'Limits the snapshot rows of the job of that name (backfill.job_id), as alter_rate_limit(job_id) does.';
+
+CREATE FUNCTION backfill.verify_job(job_name text)
+RETURNS TABLE(pk text, problem text)
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT * FROM backfill.verify_job(backfill.job_id(job_name)) $$;
+COMMENT ON FUNCTION backfill.verify_job(text) IS
+'Compares the downstream of the job of that name (backfill.job_id) with its upstream, as verify_job(job_id) does.';
+
+CREATE FUNCTION backfill.job_state(job_name text)
+RETURNS TABLE(actor_id integer, vnode integer, current_pos text, backfill_finished boolean,
+              row_count bigint, epoch bigint, cdc_offset jsonb)
+LANGUAGE sql STABLE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT * FROM backfill.job_state(backfill.job_id(job_name)) $$;
+COMMENT ON FUNCTION backfill.job_state(text) IS
+'The state of the job of that name (backfill.job_id), as job_state(job_id) shows it.';
+
+CREATE FUNCTION backfill.job_splits(job_name text)
+RETURNS TABLE(split_id integer, partition regclass, server name, lower_bound text, upper_bound text)
+LANGUAGE sql STABLE PARALLEL RESTRICTED
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT * FROM backfill.job_splits(backfill.job_id(job_name)) $$;
+COMMENT ON FUNCTION backfill.job_splits(text) IS
+'The splits of the job of that name (backfill.job_id), as job_splits(job_id) shows them.';
+
+CREATE FUNCTION backfill.cutover(job_name text, old_name text DEFAULT NULL,
+                                 lock_timeout interval DEFAULT '1s', attempts integer DEFAULT 20,
+                                 fence boolean DEFAULT false, accept text[] DEFAULT NULL,
+                                 OUT state text, OUT attempts_made integer,
+                                 OUT lock_held_ms double precision, OUT old_table regclass,
+                                 OUT rollback_possible boolean, OUT source_lsn pg_lsn)
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT * FROM backfill.cutover(backfill.job_id(job_name), old_name, lock_timeout, attempts, fence, accept) $$;
+COMMENT ON FUNCTION backfill.cutover(text, text, interval, integer, boolean, text[]) IS
+'Swaps in the downstream of the job of that name (backfill.job_id), as cutover(job_id) does.';
+
+CREATE FUNCTION backfill.rollback_cutover(job_name text, lock_timeout interval DEFAULT '1s',
+                                          attempts integer DEFAULT 20,
+                                          OUT state text, OUT attempts_made integer,
+                                          OUT lock_held_ms double precision)
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT * FROM backfill.rollback_cutover(backfill.job_id(job_name), lock_timeout, attempts) $$;
+COMMENT ON FUNCTION backfill.rollback_cutover(text, interval, integer) IS
+'Swaps back the tables of the cutover of the job of that name (backfill.job_id), as rollback_cutover(job_id) does.';
+
+CREATE FUNCTION backfill.finish_cutover(job_name text, keep boolean DEFAULT false)
+RETURNS void
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT backfill.finish_cutover(backfill.job_id(job_name), keep) $$;
+COMMENT ON FUNCTION backfill.finish_cutover(text, boolean) IS
+'Ends the cutover of the job of that name (backfill.job_id), as finish_cutover(job_id) does.';
+
+CREATE FUNCTION backfill.unfence(job_name text)
+RETURNS integer
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT backfill.unfence(backfill.job_id(job_name)) $$;
+COMMENT ON FUNCTION backfill.unfence(text) IS
+'Gives back the write privileges the fences of the job of that name (backfill.job_id) revoked, as unfence(job_id) does.';
+
+-- alter_job: PostgreSQL's ALTER beside RisingWave's verbs.  Each setting
+-- given goes through its verb (alter_rate_limit, reschedule: their checks,
+-- the owner's among them); NULL leaves it as it is, so a rate limit is
+-- lifted with alter_rate_limit(job, NULL).  A parallelism equal to the
+-- job's leaves its actors and workers alone.  Returns the settings after.
+CREATE TYPE backfill.job_settings AS (
+    job_id bigint,
+    job_name text,
+    status text,
+    run_mode text,
+    rate_limit integer,
+    parallelism integer
+);
+COMMENT ON TYPE backfill.job_settings IS
+'What backfill.alter_job() returns: the job''s settings after the change.';
+
+CREATE FUNCTION backfill.alter_job(job_id bigint, rate_limit integer DEFAULT NULL,
+                                   parallelism integer DEFAULT NULL)
+RETURNS backfill.job_settings
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+SELECT backfill._get_job(alter_job.job_id);
+SELECT backfill.alter_rate_limit(alter_job.job_id, alter_job.rate_limit)
+ WHERE alter_job.rate_limit IS NOT NULL;
+SELECT backfill.reschedule(alter_job.job_id, alter_job.parallelism)
+  FROM backfill.job j
+ WHERE j.job_id OPERATOR(pg_catalog.=) alter_job.job_id
+   AND alter_job.parallelism IS NOT NULL
+   AND j.parallelism OPERATOR(pg_catalog.<>) alter_job.parallelism;
+SELECT j.job_id, j.job_name, j.status, j.run_mode, j.rate_limit, j.parallelism
+  FROM backfill.job j
+ WHERE j.job_id OPERATOR(pg_catalog.=) alter_job.job_id;
+$$;
+COMMENT ON FUNCTION backfill.alter_job(bigint, integer, integer) IS
+'Changes the rate limit and the parallelism of a job, as alter_rate_limit and reschedule do; NULL leaves a setting as it is; returns the job''s settings after.';
+
+CREATE FUNCTION backfill.alter_job(job_name text, rate_limit integer DEFAULT NULL,
+                                   parallelism integer DEFAULT NULL)
+RETURNS backfill.job_settings
+LANGUAGE sql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$ SELECT * FROM backfill.alter_job(backfill.job_id(job_name), rate_limit, parallelism) $$;
+COMMENT ON FUNCTION backfill.alter_job(text, integer, integer) IS
+'Changes the settings of the job of that name (backfill.job_id), as alter_job(job_id) does.';

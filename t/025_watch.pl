@@ -17,7 +17,7 @@
 #    actors (run_mode foreground, the session's pid), their rows and barriers
 #    growing between two reads, a position, "rate limit" as throttled_by.
 # 3. A job in background workers: backfill.progress has one row per worker,
-#    with the worker's pid, phase snapshot, a position, its rows and barriers
+#    with the worker's pid, phase copying, a position, its rows and barriers
 #    growing; another role sees none of them (with pg_read_all_stats, the
 #    view's rows and the live entries, without their positions, which are
 #    keys of the upstream); wait_job
@@ -25,7 +25,7 @@
 #    the job has finished the view has no row of it.
 # 4. A finished job copying from another server (a foreign table of
 #    postgres_fdw on another database of the same cluster) whose worker
-#    follows its source shows in backfill.progress as following, with the
+#    follows its source shows in backfill.progress as finished, with the
 #    worker's pid, until stop_job; so does the worker start_job starts for it.
 # 5. Without the library preloaded, a run in the foreground still shows in
 #    backfill.progress, from the catalog and the job lock: its pid and rows,
@@ -135,8 +135,20 @@ $first //= '';
 note("backfill.progress:\n$first");
 my @first = map { [ split /\|/ ] } split /\n/, $first;
 is_deeply([ map { "$_->[0] $_->[2] $_->[3]" } @first ],
-	[ "$pid foreground snapshot", "$pid foreground snapshot" ],
-	"the actors are the session's, in the foreground, reading the snapshot");
+	[ "$pid foreground copying", "$pid foreground copying" ],
+	"the actors are the session's, in the foreground, copying the snapshot");
+# the columns of pg_stat_progress_copy: the database, the upstream, and the
+# job's totals and what is done of them, in blocks and in rows
+is( $node->safe_psql(
+		'postgres',
+		"SELECT DISTINCT datid = (SELECT oid FROM pg_database WHERE datname = current_database()), "
+		  . "datname = current_database(), relid = 'up'::regclass, actor_phase, "
+		  . "blocks_total = pg_relation_size('up') / current_setting('block_size')::int, "
+		  . "tuples_done = job_rows_done, tuples_done <= tuples_total, "
+		  . "blocks_done <= blocks_total, tuples_total > 0 "
+		  . "FROM backfill.progress WHERE job_id = $job"),
+	't|t|t|snapshot|t|t|t|t|t',
+	'backfill.progress has the database, the upstream and the totals in blocks and rows');
 ok(wait_until(5, sub { progress_rows($node, $job) =~ /\|rate limit\|/ }),
 	'throttled_by says what holds an actor back');
 usleep(1_500_000);
@@ -164,7 +176,7 @@ note("backfill.progress:\n$first");
 @first = map { [ split /\|/ ] } split /\n/, $first;
 my @workers = map { $_->[1] } @{ job_workers($node, $job) };
 is_deeply([ map { "$_->[0] $_->[2] $_->[3]" } @first ],
-	[ map { "$_ background snapshot" } @workers ],
+	[ map { "$_ background copying" } @workers ],
 	"each row is a worker's, with its pid, in the background, reading the snapshot");
 # another role sees none of them; a member of pg_read_all_stats (as
 # pg_monitor is) sees the job's actors, through the view too, without their
@@ -213,11 +225,20 @@ $node->safe_psql('postgres', "SELECT backfill.wait_job($job)");
 my $following = wait_until(10, sub {
 	my $r = $node->safe_psql('postgres',
 		"SELECT pid, run_mode, phase FROM backfill.progress WHERE job_id = $job");
-	return $r =~ /\|following$/ ? $r : undef;
+	return $r =~ /\|finished$/ ? $r : undef;
 });
 my @wpid = map { $_->[1] } @{ job_workers($node, $job) };
-is($following // '', "$wpid[0]|background|following",
-	'the worker that follows the source shows as following');
+is($following // '', "$wpid[0]|background|finished",
+	'the worker that follows the source shows its job as finished');
+# a finished job's totals are what it copied; the upstream is on another
+# server, so no relid and no blocks
+is( $node->safe_psql(
+		'postgres',
+		"SELECT relid IS NULL, blocks_total IS NULL, blocks_done IS NULL, "
+		  . "tuples_done = tuples_total, tuples_done = (SELECT count(*) FROM copy), actor_phase "
+		  . "FROM backfill.progress WHERE job_id = $job"),
+	't|t|t|t|t|following',
+	'the finished job\'s totals are its rows copied, without relid or blocks');
 $node->safe_psql('postgres', "SELECT backfill.stop_job($job)");
 is(progress_rows($node, $job), '', 'stop_job takes it out of backfill.progress');
 # start_job of the finished job: a new worker follows
@@ -225,10 +246,10 @@ $node->safe_psql('postgres', "SELECT backfill.start_job($job)");
 $following = wait_until(10, sub {
 	my $r = $node->safe_psql('postgres',
 		"SELECT pid, run_mode, phase FROM backfill.progress WHERE job_id = $job");
-	return $r =~ /\|following$/ ? $r : undef;
+	return $r =~ /\|finished$/ ? $r : undef;
 });
 @wpid = map { $_->[1] } @{ job_workers($node, $job) };
-is($following // '', "$wpid[0]|background|following",
+is($following // '', "$wpid[0]|background|finished",
 	'so does a worker started for the finished job');
 $node->safe_psql('postgres', "SELECT backfill.stop_job($job)");
 $node->safe_psql('postgres', "SELECT backfill.drop_job($job)");
@@ -242,7 +263,7 @@ $run = start_run_job($plain, $job);
 $pid = runner_pid($plain, $run);
 my $row = wait_until(10, sub {
 	my $r = progress_rows($plain, $job);
-	return $r =~ /^\d+\|\d+\|foreground\|snapshot\|[1-9]\d*\|\|f\|[^|]*\|3000$/ ? $r : undef;
+	return $r =~ /^\d+\|\d+\|foreground\|copying\|[1-9]\d*\|\|f\|[^|]*\|3000$/ ? $r : undef;
 });
 ok($row, 'without preloading, backfill.progress shows the run from the catalog');
 like($row // '', qr/^$pid\|/, 'with the pid of the session that holds the job lock');

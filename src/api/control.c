@@ -27,6 +27,10 @@
  * verify_job).  Before its comparison, verify_job refuses, through
  * _check_unfiltered, a job whose copy row-level security filtered.
  *
+ * backfill.job_id(job_name) resolves a job's name to its id as the caller
+ * sees the jobs (src/catalog/job_names.c): the overloads of the functions
+ * that take a job_name pass it to the function of the job's id.
+ *
  * Catalogs of versions 1.0 and 1.1 make the same writes through one
  * function, backfill._job_catalog(job_id, op, arg); its C symbol stays, as
  * pg_stat_statements keeps old symbols, until ALTER EXTENSION UPDATE
@@ -53,6 +57,7 @@
 #include "capture_job_rows.h"
 #include "capture.h"
 
+PG_FUNCTION_INFO_V1(backfill_job_id);
 PG_FUNCTION_INFO_V1(backfill_mark_cancelled_1_2);
 PG_FUNCTION_INFO_V1(backfill_delete_job_1_2);
 PG_FUNCTION_INFO_V1(backfill_set_foreground_1_2);
@@ -186,6 +191,16 @@ catalog_op(CatalogOp op, int64 job_id, bool arg_null, int64 arg)
 			break;
 	}
 	SPI_finish();
+}
+
+/*
+ * backfill.job_id(job_name text) RETURNS bigint
+ *		The id of the one job of that name that the caller sees.
+ */
+Datum
+backfill_job_id(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT64(backfill_job_name_arg(fcinfo, 0));
 }
 
 /* backfill._mark_cancelled(job_id bigint): status cancelled, tables gone */

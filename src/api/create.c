@@ -458,13 +458,20 @@ job_row(const CreateArgs *args, const CreatePlan *plan, const JobDefinition *def
 	row->parallelism = args->parallelism;
 	row->chunk_size = args->chunk_size;
 	row->total_rows = total_rows;
-	/* what RisingWave's rw_ddl_progress shows as the statement */
-	row->ddl_statement = psprintf("CREATE MATERIALIZED VIEW %s AS SELECT %s FROM %s%s%s",
-								  args->name,
+	/*
+	 * What RisingWave's rw_ddl_progress shows as the statement, in the words
+	 * of what the job makes: a new table filled from a query, or rows put
+	 * into a table of the user's; then the kind of backfill and its source.
+	 */
+	row->ddl_statement = psprintf("%s %s %sSELECT %s FROM %s%s%s (backfill %s from %s)",
+								  args->into_existing ? "INSERT INTO" : "CREATE TABLE",
+								  def->downstream_sql,
+								  args->into_existing ? "" : "AS ",
 								  backfill_shape_select_list(&plan->shape),
 								  def->upstream_sql,
 								  plan->shape.filter ? " WHERE " : "",
-								  plan->shape.filter ? plan->shape.filter : "");
+								  plan->shape.filter ? plan->shape.filter : "",
+								  row->kind, def->upstream_sql);
 	row->rate_limit = args->rate_limit;
 
 	for (int i = 0; i < shape->ncols; i++)

@@ -38,6 +38,10 @@
  * backfill, the barriers' own work, and any waiting for the standbys,
  * retained WAL or a rate limit.
  *
+ * backfill._upstream_size(), for backfill.progress, is the size of a job's
+ * upstream as pg_stat_progress_* counts a table: its blocks, and its rows
+ * as the catalog estimates them (src/copy/size.c).
+ *
  * May call: upstream.c (the job's key), create.c (its downstream), the kinds
  * (their check_create), sink.c, pacing.c, state.c, catalog.c, privilege.c
  * and the foundations.
@@ -76,6 +80,7 @@
 #include "upstream.h"
 
 PG_FUNCTION_INFO_V1(backfill_estimate_job);
+PG_FUNCTION_INFO_V1(backfill_upstream_size);
 
 /* the sample: at most this many rows, and about this many bytes */
 #define ESTIMATE_SAMPLE_ROWS	50000
@@ -393,4 +398,31 @@ backfill_estimate_job(PG_FUNCTION_ARGS)
 	values[3] = IntervalPGetDatum(duration);
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	return (Datum) 0;
+}
+
+/*
+ * backfill._upstream_size(upstream regclass, OUT blocks bigint,
+ *						   OUT tuples bigint)
+ *		The relation's blocks and estimated rows, NULL each when unknown
+ *		(a relation dropped since, a foreign table, a table not analyzed).
+ *		Nothing the caller could not read from pg_class and
+ *		pg_relation_size(): no privilege is needed.
+ */
+Datum
+backfill_upstream_size(PG_FUNCTION_ARGS)
+{
+	TupleDesc	desc;
+	Datum		values[2];
+	bool		nulls[2];
+	int64		blocks;
+	int64		tuples;
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	(void) backfill_measure_upstream(PG_GETARG_OID(0), true, &blocks, &tuples);
+	values[0] = Int64GetDatum(blocks);
+	nulls[0] = blocks < 0;
+	values[1] = Int64GetDatum(tuples);
+	nulls[1] = tuples < 0;
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
 }

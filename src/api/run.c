@@ -33,6 +33,7 @@
 #include "capture.h"
 
 PG_FUNCTION_INFO_V1(backfill_run_job);
+PG_FUNCTION_INFO_V1(backfill_run_job_by_name);
 
 /*
  * record_failure
@@ -172,4 +173,16 @@ backfill_run_job(PG_FUNCTION_ARGS)
 	SPI_finish();
 	MemoryContextDelete(run_cxt);
 	PG_RETURN_VOID();
+}
+
+/*
+ * backfill.run_job(job_name text, max_barriers int DEFAULT NULL) procedure
+ *		The job the caller sees by that name (job_names.c), run as by its id:
+ *		the id takes the name's place among the arguments.
+ */
+Datum
+backfill_run_job_by_name(PG_FUNCTION_ARGS)
+{
+	fcinfo->args[0].value = Int64GetDatum(backfill_job_name_arg(fcinfo, 0));
+	return backfill_run_job(fcinfo);
 }

@@ -75,4 +75,8 @@ extern void backfill_set_rate_limit(int64 job_id, bool none, int64 rows_per_seco
 extern void backfill_copy_names(int64 job_id, int64 from_job_id);
 extern void backfill_replace_actors(int64 job_id, int parallelism);
 
+/* job_names.c: a job's id from its name, as the caller sees the jobs */
+extern int64 backfill_job_id_by_name(const char *name);
+extern int64 backfill_job_name_arg(FunctionCallInfo fcinfo, int argno);
+
 #endif							/* BACKFILL_CATALOG_CATALOG_ACCESS_H */

@@ -3,7 +3,8 @@
  * copy.h
  *	  What a job copies and where its position is kept: the state tables
  *	  (state.c), columns, computed columns and filters (shape.c), a downstream
- *	  the user made (downstream.c), range vnodes (ranges.c).
+ *	  the user made (downstream.c), range vnodes (ranges.c), the upstream's
+ *	  size (size.c).
  *
  * What the layers above this folder may call (doc/layers.md).
  *
@@ -34,6 +35,9 @@ extern void backfill_recount_vnode_actors(int64 job_id, const char *state_sql,
 extern void backfill_create_job_table(const char *create, const char *table_sql,
 									  Oid owner);
 extern void backfill_create_job_type(const char *create, const char *type_sql, Oid owner);
+
+/* size.c: an upstream's blocks and rows, from the catalog */
+extern bool backfill_measure_upstream(Oid relid, bool nowait, int64 *blocks, int64 *tuples);
 
 /* shape.c: what a job copies: its columns, computed columns and row filter */
 typedef struct ShapeColumn

@@ -51,7 +51,10 @@ typedef struct KindRoutine
 	/* how its changes are captured while it backfills */
 	CaptureMode capture;
 
-	/* whether a restart counts the upstream again for the progress total */
+	/*
+	 * whether a restart takes the catalog's estimate of the upstream's rows
+	 * for the progress total (src/copy/size.c)
+	 */
 	bool		recount_total;
 
 	/* the catalog column it needs that an older catalog lacks, if any */

@@ -200,23 +200,22 @@ catchup_line(BarrierExecutor *exec, int actor, const char *progress, CatchupMark
 }
 
 /*
- * The upstream's rows that pass the filter, as the job's owner sees them,
- * under its row-level security, as its chunks read them: the progress
- * total.
+ * The progress total of a restarted job: the upstream's rows as the catalog
+ * estimates them (size.c), without reading one, as pg_stat_progress_*
+ * takes a table's size.  -1, keeping the total create_job counted, for a
+ * job with a filter (the estimate is of the whole table) or an upstream
+ * that has no estimate yet.
  */
 static int64
-count_upstream(BackfillJob *job)
+estimate_upstream(BackfillJob *job)
 {
-	RoleContext owner;
-	int			guc_level;
-	int64		total;
+	int64		blocks;
+	int64		tuples;
 
-	backfill_owner_enter(job->owner, false, &owner);
-	guc_level = backfill_pin_search_path(job);
-	total = backfill_count_rows(job->upstream_sql, job->partitioned, job->filter, NIL);
-	backfill_unpin_search_path(guc_level);
-	backfill_role_leave(&owner);
-	return total;
+	if (job->filter != NULL ||
+		!backfill_measure_upstream(job->upstream, false, &blocks, &tuples))
+		return -1;
+	return tuples;
 }
 
 /*
@@ -241,9 +240,9 @@ backfill_prepare_run(BackfillJob *job, bool background)
 	kind->load_state(job);
 	if (job->runs > 0)
 		backfill_kind_recovery_check(kind, job);
-	/* create_job counted it: the first run reads the upstream only once */
+	/* create_job counted it; a restart takes the catalog's estimate */
 	backfill_record_start(job, background,
-						  kind->recount_total && job->runs > 0 ? count_upstream(job) : -1);
+						  kind->recount_total && job->runs > 0 ? estimate_upstream(job) : -1);
 	backfill_assert_triggers(job);
 	if (job->status == BACKFILL_STATUS_FINISHED)
 	{

@@ -42,6 +42,7 @@
 
 PG_FUNCTION_INFO_V1(backfill_check_wait);
 PG_FUNCTION_INFO_V1(backfill_wait_for_job);
+PG_FUNCTION_INFO_V1(backfill_wait_for_job_by_name);
 
 /* how long a wait sleeps between two looks at the job, as wait_job does */
 #define BACKFILL_WAIT_POLL_MS 100
@@ -152,4 +153,15 @@ backfill_wait_for_job(PG_FUNCTION_ARGS)
 	}
 	SPI_finish();
 	PG_RETURN_VOID();
+}
+
+/*
+ * backfill.wait_for_job(job_name text) procedure
+ *		The job the caller sees by that name, waited for as by its id.
+ */
+Datum
+backfill_wait_for_job_by_name(PG_FUNCTION_ARGS)
+{
+	fcinfo->args[0].value = Int64GetDatum(backfill_job_name_arg(fcinfo, 0));
+	return backfill_wait_for_job(fcinfo);
 }
