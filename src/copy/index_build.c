@@ -211,11 +211,11 @@ function_owner_trusted(Oid owner, Oid runner)
  * its expressions or its predicate, directly or as an operator's code,
  * whose owner's code must not run with the rights of role runner
  * (function_owner_trusted), its owner into *owner; InvalidOid when there
- * is none.  Read from the object's dependencies, which CREATE INDEX and
+ * is none.  For migration.c's generated columns and partition keys too.  Read from the object's dependencies, which CREATE INDEX and
  * ADD CONSTRAINT record for every function and operator they call.
  */
-static Oid
-untrusted_function(Oid classid, Oid objid, Oid runner, Oid *owner)
+Oid
+backfill_untrusted_function(Oid classid, Oid objid, Oid runner, Oid *owner)
 {
 	Relation	depend = table_open(DependRelationId, AccessShareLock);
 	ScanKeyData keys[2];
@@ -267,7 +267,7 @@ check_index_functions(Relation upstream, Oid indexoid)
 {
 	Oid			runner = GetUserId();
 	Oid			owner;
-	Oid			func = untrusted_function(RelationRelationId, indexoid, runner, &owner);
+	Oid			func = backfill_untrusted_function(RelationRelationId, indexoid, runner, &owner);
 
 	if (!OidIsValid(func))
 		return;
@@ -398,10 +398,10 @@ check_constraint_functions(Relation upstream, Oid conoid, Oid indexoid)
 {
 	Oid			runner = GetUserId();
 	Oid			owner = InvalidOid;
-	Oid			func = untrusted_function(ConstraintRelationId, conoid, runner, &owner);
+	Oid			func = backfill_untrusted_function(ConstraintRelationId, conoid, runner, &owner);
 
 	if (!OidIsValid(func) && OidIsValid(indexoid))
-		func = untrusted_function(RelationRelationId, indexoid, runner, &owner);
+		func = backfill_untrusted_function(RelationRelationId, indexoid, runner, &owner);
 	if (!OidIsValid(func))
 		return;
 	ereport(ERROR,
