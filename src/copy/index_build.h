@@ -34,6 +34,7 @@ extern Oid	backfill_untrusted_function(Oid classid, Oid objid, Oid runner, Oid *
 extern char **backfill_generated_columns(Relation upstream, const JobShape *shape);
 extern const char *backfill_partition_by(Relation upstream);
 extern void backfill_create_partitions(Relation upstream, const char *downstream_sql);
+extern void backfill_follow_partition(BackfillJob *job, Oid partition);
 extern void backfill_note_foreign_keys(Relation upstream, const char *downstream_sql);
 extern void backfill_give_foreign_keys(BackfillJob *job);
 

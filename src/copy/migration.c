@@ -62,7 +62,9 @@
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "catalog/indexing.h"
+#include "access/xact.h"
 #include "catalog/namespace.h"
+#include "catalog/partition.h"
 #include "catalog/pg_attrdef.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_constraint.h"
@@ -219,6 +221,25 @@ partition_name(const char *part, const char *upstream, const char *parent)
 	return name;
 }
 
+/* a partition's bound as CREATE TABLE ... PARTITION OF takes it */
+static char *
+partition_bound(Oid part)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(part));
+	Datum		bound;
+	bool		isnull;
+	char	   *result;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", part);
+	bound = SysCacheGetAttr(RELOID, tup, Anum_pg_class_relpartbound, &isnull);
+	if (isnull)
+		elog(ERROR, "partition %u has no bound", part);
+	result = TextDatumGetCString(DirectFunctionCall2(pg_get_expr, bound, ObjectIdGetDatum(part)));
+	ReleaseSysCache(tup);
+	return result;
+}
+
 /*
  * Make under the downstream's partitioned table "into" (in schema nspname,
  * named into_name) a partition for each partition of "from", of the same
@@ -234,9 +255,6 @@ create_partitions(Oid from, const char *from_name, const char *nspname, const ch
 	{
 		Oid			part = lfirst_oid(lc);
 		char		relkind = get_rel_relkind(part);
-		HeapTuple	tup;
-		Datum		bound;
-		bool		isnull;
 		char	   *name;
 
 		if (relkind != RELKIND_RELATION && relkind != RELKIND_PARTITIONED_TABLE)
@@ -244,21 +262,13 @@ create_partitions(Oid from, const char *from_name, const char *nspname, const ch
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 					 errmsg("cannot partition the downstream as table \"%s\" is", from_name),
 					 errdetail("Partition \"%s\" is not a table.", get_rel_name(part))));
-		tup = SearchSysCache1(RELOID, ObjectIdGetDatum(part));
-		if (!HeapTupleIsValid(tup))
-			elog(ERROR, "cache lookup failed for relation %u", part);
-		bound = SysCacheGetAttr(RELOID, tup, Anum_pg_class_relpartbound, &isnull);
-		if (isnull)
-			elog(ERROR, "partition %u has no bound", part);
 		name = partition_name(get_rel_name(part), from_name, into_name);
 		backfill_spi_exec(psprintf("CREATE TABLE %s PARTITION OF %s %s%s",
 								   quote_qualified_identifier(nspname, name),
 								   quote_qualified_identifier(nspname, into_name),
-								   TextDatumGetCString(DirectFunctionCall2(pg_get_expr, bound,
-																		   ObjectIdGetDatum(part))),
+								   partition_bound(part),
 								   relkind == RELKIND_PARTITIONED_TABLE ? partition_by(part) : ""),
 						  SPI_OK_UTILITY);
-		ReleaseSysCache(tup);
 		if (relkind == RELKIND_PARTITIONED_TABLE)
 			create_partitions(part, get_rel_name(part), nspname, name);
 	}
@@ -280,6 +290,85 @@ backfill_create_partitions(Relation upstream, const char *downstream_sql)
 		return;
 	create_partitions(RelationGetRelid(upstream), RelationGetRelationName(upstream),
 					  get_namespace_name(get_rel_namespace(relid)), get_rel_name(relid));
+}
+
+/*
+ * The partition of the downstream's partitioned table "into" that has the
+ * bound of partition "part" of the upstream, made (partitioned as part
+ * is, with partitions as its) when there is none.
+ */
+static Oid
+matching_partition(Oid part, Oid into, const char *from_name)
+{
+	char	   *bound = partition_bound(part);
+	List	   *children = find_inheritance_children(into, NoLock);
+	ListCell   *lc;
+	char	   *nspname = get_namespace_name(get_rel_namespace(into));
+	char	   *name;
+	char		relkind = get_rel_relkind(part);
+
+	foreach(lc, children)
+	{
+		Oid			child = lfirst_oid(lc);
+
+		if (strcmp(partition_bound(child), bound) == 0)
+			return child;
+	}
+	name = partition_name(get_rel_name(part), from_name, get_rel_name(into));
+	backfill_spi_exec(psprintf("CREATE TABLE %s PARTITION OF %s %s%s",
+							   quote_qualified_identifier(nspname, name),
+							   quote_qualified_identifier(nspname, get_rel_name(into)), bound,
+							   relkind == RELKIND_PARTITIONED_TABLE ? partition_by(part) : ""),
+					  SPI_OK_UTILITY);
+	CommandCounterIncrement();
+	if (relkind == RELKIND_PARTITIONED_TABLE)
+		create_partitions(part, get_rel_name(part), nspname, name);
+	return get_relname_relid(name, get_rel_namespace(into));
+}
+
+/*
+ * backfill_follow_partition
+ *		A partition has joined the upstream of a job whose downstream is a
+ *		partitioned copy of it: give the downstream a partition of the same
+ *		bound, at each level down to it, where it has none, so that the
+ *		rows the partition brings find their place.  (A partition that
+ *		leaves the upstream leaves its counterpart in place, emptied by the
+ *		job; the cutover names it.)  As the job's owner, before the rows
+ *		are captured.
+ */
+void
+backfill_follow_partition(BackfillJob *job, Oid partition)
+{
+	List	   *chain = NIL;
+	Oid			rel = partition;
+	Oid			into = job->downstream;
+	ListCell   *lc;
+	RoleContext rc;
+	int			guc_level;
+
+	if (job->into_existing || get_rel_relkind(job->upstream) != RELKIND_PARTITIONED_TABLE ||
+		get_rel_relkind(job->downstream) != RELKIND_PARTITIONED_TABLE)
+		return;
+	/* the partitions from the upstream's child down to the one that joined */
+	while (rel != job->upstream)
+	{
+		chain = lcons_oid(rel, chain);
+		if (!get_rel_relispartition(rel))
+			return;				/* not under the upstream after all */
+		rel = get_partition_parent(rel, true);
+	}
+	backfill_owner_enter(job->owner, false, &rc);
+	guc_level = backfill_pin_catalog_path();
+	rel = job->upstream;
+	foreach(lc, chain)
+	{
+		Oid			part = lfirst_oid(lc);
+
+		into = matching_partition(part, into, get_rel_name(rel));
+		rel = part;
+	}
+	backfill_unpin_search_path(guc_level);
+	backfill_role_leave(&rc);
 }
 
 /* ----------------------------------------------------------------

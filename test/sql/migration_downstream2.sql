@@ -124,6 +124,9 @@ SELECT g, date '2024-06-01' + g * 20, 1 + g % 2, g, 1 FROM generate_series(1, 60
 SELECT backfill.create_job('md2_rental_new', 'md2_rental', chunk_size => 10) AS pjob \gset
 CALL backfill.run_job(:pjob, 2);
 INSERT INTO md2_rental (id, rented, store, amount) VALUES (100, '2026-03-01', 2, 7);
+-- a partition that joins the upstream meanwhile joins the downstream too
+CREATE TABLE md2_rental_2030 PARTITION OF md2_rental FOR VALUES FROM ('2030-01-01') TO ('2031-01-01');
+INSERT INTO md2_rental (id, rented, store, amount) VALUES (102, '2030-03-01', 2, 1);
 UPDATE md2_rental SET rented = '2026-05-01' WHERE id = 2;   -- moves to another partition
 CALL backfill.run_job(:pjob);
 SELECT status FROM backfill.jobs WHERE job_id = :pjob;
