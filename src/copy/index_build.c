@@ -43,7 +43,8 @@
  * the upstream refuses, the downstream that is to replace it refuses too
  * (copy_upstream_constraints): the upstream's NOT NULL columns, and its
  * valid CHECK, UNIQUE and EXCLUDE constraints, their functions checked as
- * an index's are.  The table is empty, so adding them costs nothing; the
+ * an index's are (its generated columns, partitioning and foreign keys:
+ * migration.c).  The table is empty, so adding them costs nothing; the
  * copy then checks each row as INSERT does (sink.c), and a UNIQUE or
  * EXCLUDE constraint's index is built once like the others.  Then, for
  * a kind that builds once, every index of the downstream (the key's
@@ -426,8 +427,8 @@ check_constraint_functions(Relation upstream, Oid conoid, Oid indexoid)
  * NOT VALID constraint is left out: the upstream may hold rows it would
  * refuse.  Foreign keys are left out: checked row by row against the
  * referenced table while the copy is of an older snapshot, they could
- * refuse a row the upstream holds; the cutover lists them, as it does
- * the upstream's generated columns and partitioning.
+ * refuse a row the upstream holds; they come once the job follows, and
+ * the generated columns and partitions with the table (migration.c).
  */
 static void
 copy_upstream_constraints(Relation upstream, const char *downstream_sql, const JobShape *shape)
