@@ -171,7 +171,18 @@ CALL backfill.run_job(:tjob);
 SELECT count(*) FROM pg_constraint WHERE conrelid = 'md2_tree_new'::regclass AND contype = 'f';
 SELECT kind FROM backfill._cutover_weaker('md2_tree', 'md2_tree_new');
 SELECT backfill.drop_job(:tjob);
+-- given REFERENCES on the referenced column, the plain role's job gives
+-- the superuser's foreign key, as the plain role
 RESET ROLE;
+GRANT REFERENCES (id) ON md2_language TO regress_md2_plain;
+SET ROLE regress_md2_plain;
+SELECT backfill.create_job('md2_tree_new', 'md2_tree') AS tjob \gset
+CALL backfill.run_job(:tjob);
+SELECT conname, convalidated FROM pg_constraint
+ WHERE conrelid = 'md2_tree_new'::regclass AND contype = 'f';
+SELECT backfill.drop_job(:tjob);
+RESET ROLE;
+REVOKE REFERENCES (id) ON md2_language FROM regress_md2_plain;
 DROP TABLE md2_tree;
 SET ROLE regress_md2_other;
 CREATE FUNCTION md2_twice(int) RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT $1 * 2';
