@@ -1440,12 +1440,32 @@ BEGIN
                 seq_src regclass := pg_get_serial_sequence(src::text, r.attname)::regclass;
                 last bigint;
                 called boolean;
+                -- the sequence's options go with it; a bound that is its
+                -- type's own is left to the new column's type, which a
+                -- migration may have widened
+                seq_options text := (SELECT concat_ws(' ', 'INCREMENT BY ' || q.seqincrement,
+                                                      CASE WHEN q.seqmin <> CASE WHEN q.seqincrement > 0 THEN 1
+                                                                                 ELSE lim.lo END
+                                                           THEN 'MINVALUE ' || q.seqmin END,
+                                                      CASE WHEN q.seqmax <> CASE WHEN q.seqincrement > 0 THEN lim.hi
+                                                                                 ELSE -1 END
+                                                           THEN 'MAXVALUE ' || q.seqmax END,
+                                                      'START WITH ' || q.seqstart, 'CACHE ' || q.seqcache,
+                                                      CASE WHEN q.seqcycle THEN 'CYCLE' ELSE 'NO CYCLE' END)
+                                       FROM pg_sequence q,
+                                            LATERAL (SELECT CASE q.seqtypid WHEN 'int2'::regtype THEN -32768
+                                                                            WHEN 'int4'::regtype THEN -2147483648
+                                                                            ELSE -9223372036854775808 END AS lo,
+                                                            CASE q.seqtypid WHEN 'int2'::regtype THEN 32767
+                                                                            WHEN 'int4'::regtype THEN 2147483647
+                                                                            ELSE 9223372036854775807 END AS hi) lim
+                                      WHERE q.seqrelid = seq_src);
             BEGIN
                 EXECUTE format('SELECT last_value, is_called FROM %s', seq_src) INTO last, called;
                 EXECUTE format('ALTER TABLE %s ALTER COLUMN %I DROP IDENTITY', src, r.attname);
-                EXECUTE format('ALTER TABLE %s ALTER COLUMN %I SET NOT NULL, ALTER COLUMN %I ADD GENERATED %s AS IDENTITY',
+                EXECUTE format('ALTER TABLE %s ALTER COLUMN %I SET NOT NULL, ALTER COLUMN %I ADD GENERATED %s AS IDENTITY (%s)',
                                dst, r.attname, r.attname,
-                               CASE r.attidentity WHEN 'a' THEN 'ALWAYS' ELSE 'BY DEFAULT' END);
+                               CASE r.attidentity WHEN 'a' THEN 'ALWAYS' ELSE 'BY DEFAULT' END, seq_options);
                 PERFORM setval(pg_get_serial_sequence(dst::text, r.attname)::regclass, last, called);
             END;
         ELSIF r.default_expr IS NOT NULL AND NOT r.dst_hasdef AND r.attgenerated = '' THEN
@@ -1576,6 +1596,16 @@ BEGIN
         EXECUTE format('ALTER TABLE %s ADD CONSTRAINT %I %s NOT VALID', dst, self_name, self_fks[i]);
         added := added || (SELECT oid FROM pg_constraint WHERE conrelid = dst AND conname = self_name);
     END LOOP;
+    -- dst's own foreign keys that its job added NOT VALID once it followed
+    -- src (src/copy/migration.c), each where src's of the same definition
+    -- is valid: validated after, with those carried
+    added := added || ARRAY(SELECT own.oid FROM pg_constraint own
+                             WHERE own.conrelid = dst AND own.contype = 'f' AND NOT own.convalidated
+                               AND EXISTS (SELECT FROM pg_constraint old
+                                            WHERE old.conrelid = src AND old.contype = 'f' AND old.convalidated
+                                              AND pg_get_constraintdef(old.oid)
+                                                  = regexp_replace(pg_get_constraintdef(own.oid), ' NOT VALID$', ''))
+                             ORDER BY own.oid);
     RETURN added;
 END
 $$;

@@ -393,13 +393,19 @@ describe_columns(CreatePlan *plan, StringInfo key_ddl, StringInfo key_list)
 		plan->col_names[i] = CStringGetTextDatum(plan->shape.cols[i].name);
 }
 
+static DownstreamGift downstream_gift(const CreateArgs *args, const CreatePlan *plan);
+
 /*
  * backfill_downstream_ddl
  *		The CREATE TABLE of a downstream named table_sql: the columns of a
- *		job's shape, keyed on key_list ("k1, k2").
+ *		job's shape, keyed on key_list ("k1, k2"), each column followed by
+ *		its clause of generated (" GENERATED ALWAYS AS ..."; NULL for none,
+ *		or no array), the table by partition_by (" PARTITION BY ..."; NULL
+ *		for none).
  */
 char *
-backfill_downstream_ddl(const JobShape *shape, const char *table_sql, const char *key_list)
+backfill_downstream_ddl(const JobShape *shape, const char *table_sql, const char *key_list,
+						char **generated, const char *partition_by)
 {
 	StringInfoData buf;
 
@@ -409,20 +415,39 @@ backfill_downstream_ddl(const JobShape *shape, const char *table_sql, const char
 	{
 		ShapeColumn *col = &shape->cols[i];
 
-		appendStringInfo(&buf, "%s %s%s, ", quote_identifier(col->name),
+		appendStringInfo(&buf, "%s %s%s%s, ", quote_identifier(col->name),
 						 format_type_with_typemod(col->type, col->typmod),
-						 collate_clause(col->collation));
+						 collate_clause(col->collation),
+						 generated != NULL && generated[i] != NULL ? generated[i] : "");
 	}
-	appendStringInfo(&buf, "PRIMARY KEY (%s))", key_list);
+	appendStringInfo(&buf, "PRIMARY KEY (%s))%s", key_list, partition_by ? partition_by : "");
 	return buf.data;
 }
 
-/* the downstream table: the output columns, keyed as the upstream */
+/*
+ * The downstream table: the output columns, keyed as the upstream; for a
+ * migration (gift), generated and partitioned as the upstream is, its
+ * partitions made too (migration.c).
+ */
 static void
-create_downstream(CreatePlan *plan, const char *key_list)
+create_downstream(CreatePlan *plan, const char *key_list, DownstreamGift gift)
 {
-	backfill_spi_exec(backfill_downstream_ddl(&plan->shape, plan->downstream_sql, key_list),
+	char	  **generated = NULL;
+	const char *partitioned = NULL;
+
+	if (gift == GIFT_MIGRATION)
+	{
+		generated = backfill_generated_columns(plan->rel, &plan->shape);
+		partitioned = backfill_partition_by(plan->rel);
+	}
+	backfill_spi_exec(backfill_downstream_ddl(&plan->shape, plan->downstream_sql, key_list,
+											  generated, partitioned),
 					  SPI_OK_UTILITY);
+	if (gift == GIFT_MIGRATION)
+	{
+		backfill_create_partitions(plan->rel, plan->downstream_sql);
+		backfill_note_foreign_keys(plan->rel, plan->downstream_sql);
+	}
 }
 
 /*
@@ -750,7 +775,7 @@ create_job(FunctionCallInfo fcinfo)
 	image_sql = image_type(&plan, &args, def.job_id, &image_ddl);
 
 	if (!args.into_existing)
-		create_downstream(&plan, key_list.data);
+		create_downstream(&plan, key_list.data, downstream_gift(&args, &plan));
 	/* as the caller, the job's owner */
 	total_rows = backfill_count_rows(def.upstream_sql,
 									 plan.rel->rd_rel->relkind == RELKIND_PARTITIONED_TABLE,

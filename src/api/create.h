@@ -14,6 +14,7 @@
 
 extern void backfill_create_init(void);
 extern char *backfill_downstream_ddl(const JobShape *shape, const char *table_sql,
-									 const char *key_list);
+									 const char *key_list, char **generated,
+									 const char *partition_by);
 
 #endif							/* BACKFILL_API_CREATE_H */

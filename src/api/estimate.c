@@ -158,7 +158,7 @@ sample_copy(BackfillJob *job, const JobShape *shape, int64 limit, SampleCopy *sa
 
 	/* in the extension's schema, where the caller may not create; the caller's */
 	backfill_catalog_enter(&rc);
-	backfill_create_job_table(backfill_downstream_ddl(shape, table_sql, backfill_pk_list(job, NULL)),
+	backfill_create_job_table(backfill_downstream_ddl(shape, table_sql, backfill_pk_list(job, NULL), NULL, NULL),
 							  table_sql, caller);
 	backfill_role_leave(&rc);
 	job->downstream = RangeVarGetRelid(makeRangeVarFromNameList(stringToQualifiedNameList(table_sql)),

@@ -15,8 +15,11 @@
  * as the job's owner, in a security-restricted operation, as every other
  * write of it is (privilege.c).
  *
+ * A partitioned downstream, a whole-table copy's, gets a partition of the
+ * same bound first (copy/migration.c).
+ *
  * May call: the other files of src/capture/ (capture_internal.h), catalog.c,
- * privilege.c and the foundations.
+ * migration.c, privilege.c and the foundations.
  *
  *-------------------------------------------------------------------------
  */
@@ -37,6 +40,7 @@
 #include "catalog_access.h"
 #include "capture.h"
 #include "capture_internal.h"
+#include "index_build.h"
 
 /* rows of a partition read at a time, then written as the job's owner */
 #define CAPTURE_BATCH_ROWS 1000
@@ -240,7 +244,11 @@ void
 backfill_capture_partition(BackfillJob *job, Oid partition, bool attached)
 {
 	if (attached)
+	{
+		/* a partitioned downstream gets a partition of the same bound */
+		backfill_follow_partition(job, partition);
 		backfill_install_partition_truncates(partition, job->job_id);
+	}
 	else
 		backfill_drop_partition_truncates(partition, job->job_id);
 	if (job->status != BACKFILL_STATUS_FINISHED)

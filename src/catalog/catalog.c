@@ -225,6 +225,46 @@ select_list(BackfillJob *job)
 	return buf.data;
 }
 
+/*
+ * The job's column list and select list without the columns its downstream
+ * generates: a migration's downstream computes a generated column as its
+ * upstream does (src/copy/migration.c), and the old table of a cutover,
+ * which follows the new one, computes its own.  No statement of the job
+ * writes one.
+ */
+static void
+leave_out_generated(BackfillJob *job)
+{
+	StringInfoData cols;
+	StringInfoData select;
+	bool		any = false;
+
+	initStringInfo(&cols);
+	initStringInfo(&select);
+	for (int i = 0; i < job->ncols; i++)
+	{
+		AttrNumber	attnum = get_attnum(job->downstream, job->col_names[i]);
+		const char *name = quote_identifier(job->col_names[i]);
+
+		if (attnum > 0 && get_attgenerated(job->downstream, attnum) != '\0')
+		{
+			any = true;
+			continue;
+		}
+		appendStringInfo(&cols, "%s%s", cols.len > 0 ? ", " : "", name);
+		if (job->col_exprs[i])
+			appendStringInfo(&select, "%s(%s) AS %s", select.len > 0 ? ", " : "",
+							 job->col_exprs[i], name);
+		else
+			appendStringInfo(&select, "%s%s", select.len > 0 ? ", " : "", name);
+	}
+	if (any && cols.len > 0)
+	{
+		job->columns_sql = cols.data;
+		job->select_sql = select.data;
+	}
+}
+
 static BackfillJob *load_job(int64 job_id, MemoryContext cxt, bool latest);
 
 /*
@@ -378,6 +418,8 @@ load_job(int64 job_id, MemoryContext cxt, bool latest)
 	{
 		job->upstream_sql = backfill_relation_sql(job->upstream);
 		job->downstream_sql = backfill_relation_sql(job->downstream);
+		if (OidIsValid(job->downstream))
+			leave_out_generated(job);
 		job->state_sql = backfill_relation_sql(job->state_table);
 		job->changes_sql = backfill_relation_sql(job->change_table);
 		job->pk_types = palloc(sizeof(Oid) * job->npk);

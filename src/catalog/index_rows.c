@@ -4,7 +4,8 @@
  *	  The rows of backfill.job_index, the indexes of a job's downstream
  *	  still to build once its snapshot is copied (src/copy/index_build.c),
  *	  and the job's indexes flag in backfill.job (NULL: as a migration
- *	  needs).
+ *	  needs), which also says whether the job gives its downstream the
+ *	  upstream's foreign keys once it follows (src/copy/foreign_keys.c).
  *
  * Only the extension's owner writes the catalogs: each function here acts
  * in a catalog context (privilege.c) on behalf of a caller whose right was
@@ -106,4 +107,30 @@ backfill_mark_job_indexes_default(int64 job_id)
 						   "WHERE a.attrelid OPERATOR(pg_catalog.=) 'backfill.job'::pg_catalog.regclass "
 						   "AND a.attname OPERATOR(pg_catalog.=) 'indexes')",
 						   job_id, true, 0, SPI_OK_UPDATE);
+}
+
+/*
+ * Whether the job was made as a migration's whole-table copy (its indexes
+ * flag NULL, no filter, no expressions, not into a table of the user's)
+ * and has not been cut over: its downstream is its own copy, to stand in
+ * for the upstream, which gets the upstream's foreign keys once it follows.
+ */
+bool
+backfill_job_gives_foreign_keys(int64 job_id)
+{
+	Oid			argtypes[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(job_id)};
+	RoleContext rc;
+	bool		gives;
+
+	backfill_catalog_enter(&rc);
+	gives = backfill_spi_true_args("SELECT EXISTS (SELECT FROM backfill.job j "
+								   "WHERE j.job_id OPERATOR(pg_catalog.=) $1 "
+								   "AND j.indexes IS NULL AND NOT j.into_existing "
+								   "AND j.filter IS NULL AND j.expressions IS NULL "
+								   "AND NOT EXISTS (SELECT FROM backfill.job_cutover c "
+								   "WHERE c.job_id OPERATOR(pg_catalog.=) j.job_id))",
+								   1, argtypes, values);
+	backfill_role_leave(&rc);
+	return gives;
 }

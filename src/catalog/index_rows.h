@@ -27,5 +27,6 @@ extern int	backfill_pending_indexes(int64 job_id, PendingIndex **pending);
 extern void backfill_forget_pending_indexes(int64 job_id);
 extern void backfill_mark_job_indexes(int64 job_id);
 extern void backfill_mark_job_indexes_default(int64 job_id);
+extern bool backfill_job_gives_foreign_keys(int64 job_id);
 
 #endif							/* BACKFILL_CATALOG_INDEX_ROWS_H */

@@ -43,7 +43,8 @@
  * the upstream refuses, the downstream that is to replace it refuses too
  * (copy_upstream_constraints): the upstream's NOT NULL columns, and its
  * valid CHECK, UNIQUE and EXCLUDE constraints, their functions checked as
- * an index's are.  The table is empty, so adding them costs nothing; the
+ * an index's are (its generated columns, partitioning and foreign keys:
+ * migration.c).  The table is empty, so adding them costs nothing; the
  * copy then checks each row as INSERT does (sink.c), and a UNIQUE or
  * EXCLUDE constraint's index is built once like the others.  Then, for
  * a kind that builds once, every index of the downstream (the key's
@@ -212,11 +213,11 @@ function_owner_trusted(Oid owner, Oid runner)
  * its expressions or its predicate, directly or as an operator's code,
  * whose owner's code must not run with the rights of role runner
  * (function_owner_trusted), its owner into *owner; InvalidOid when there
- * is none.  Read from the object's dependencies, which CREATE INDEX and
+ * is none.  For migration.c's generated columns and partition keys too.  Read from the object's dependencies, which CREATE INDEX and
  * ADD CONSTRAINT record for every function and operator they call.
  */
-static Oid
-untrusted_function(Oid classid, Oid objid, Oid runner, Oid *owner)
+Oid
+backfill_untrusted_function(Oid classid, Oid objid, Oid runner, Oid *owner)
 {
 	Relation	depend = table_open(DependRelationId, AccessShareLock);
 	ScanKeyData keys[2];
@@ -268,7 +269,7 @@ check_index_functions(Relation upstream, Oid indexoid)
 {
 	Oid			runner = GetUserId();
 	Oid			owner;
-	Oid			func = untrusted_function(RelationRelationId, indexoid, runner, &owner);
+	Oid			func = backfill_untrusted_function(RelationRelationId, indexoid, runner, &owner);
 
 	if (!OidIsValid(func))
 		return;
@@ -405,10 +406,10 @@ check_constraint_functions(Relation upstream, Oid conoid, Oid indexoid)
 {
 	Oid			runner = GetUserId();
 	Oid			owner = InvalidOid;
-	Oid			func = untrusted_function(ConstraintRelationId, conoid, runner, &owner);
+	Oid			func = backfill_untrusted_function(ConstraintRelationId, conoid, runner, &owner);
 
 	if (!OidIsValid(func) && OidIsValid(indexoid))
-		func = untrusted_function(RelationRelationId, indexoid, runner, &owner);
+		func = backfill_untrusted_function(RelationRelationId, indexoid, runner, &owner);
 	if (!OidIsValid(func))
 		return;
 	ereport(ERROR,
@@ -433,8 +434,8 @@ check_constraint_functions(Relation upstream, Oid conoid, Oid indexoid)
  * NOT VALID constraint is left out: the upstream may hold rows it would
  * refuse.  Foreign keys are left out: checked row by row against the
  * referenced table while the copy is of an older snapshot, they could
- * refuse a row the upstream holds; the cutover lists them, as it does
- * the upstream's generated columns and partitioning.
+ * refuse a row the upstream holds; they come once the job follows, and
+ * the generated columns and partitions with the table (migration.c).
  */
 static void
 copy_upstream_constraints(Relation upstream, const char *downstream_sql, const JobShape *shape)

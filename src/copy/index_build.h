@@ -28,5 +28,14 @@ extern void backfill_create_indexes(int64 job_id, Relation upstream, const char 
 									const JobShape *shape, DownstreamGift gift, bool build_once,
 									bool into_existing);
 extern bool backfill_indexes_built(BackfillJob *job, bool build);
+extern Oid	backfill_untrusted_function(Oid classid, Oid objid, Oid runner, Oid *owner);
+
+/* migration.c: a whole-table copy's generated columns, partitions, foreign keys */
+extern char **backfill_generated_columns(Relation upstream, const JobShape *shape);
+extern const char *backfill_partition_by(Relation upstream);
+extern void backfill_create_partitions(Relation upstream, const char *downstream_sql);
+extern void backfill_follow_partition(BackfillJob *job, Oid partition);
+extern void backfill_note_foreign_keys(Relation upstream, const char *downstream_sql);
+extern void backfill_give_foreign_keys(BackfillJob *job);
 
 #endif							/* BACKFILL_COPY_INDEX_BUILD_H */

@@ -78,6 +78,7 @@
 #include "copy.h"
 #include "capture.h"
 #include "executor.h"
+#include "index_build.h"
 #include "pacing.h"
 
 /*
@@ -248,6 +249,7 @@ backfill_prepare_run(BackfillJob *job, bool background)
 	{
 		/* a crash may have come between the finish and what follows it */
 		backfill_kind_after_finish(kind, job->job_id);
+		backfill_give_foreign_keys(job);
 		return false;
 	}
 	return true;
@@ -587,6 +589,8 @@ backfill_drive(BackfillJob *job, int actor, int max_barriers)
 				if (worker)
 					PushActiveSnapshot(GetTransactionSnapshot());
 				backfill_kind_after_finish(kind, job->job_id);
+				/* the downstream follows now: it may check foreign keys */
+				backfill_give_foreign_keys(job);
 				if (worker && job->follows)
 				{
 					backfill_commit();
