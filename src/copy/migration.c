@@ -387,8 +387,6 @@ foreign_key_left_out(Form_pg_constraint con, HeapTuple tup, char downstream_kind
 	ArrayType  *arr;
 	int16	   *attnums;
 
-	if (con->confrelid == con->conrelid)
-		return "It references the table itself; the cutover lists it.";
 	if (downstream_kind == RELKIND_PARTITIONED_TABLE)
 		return "The downstream is partitioned, and PostgreSQL adds no foreign key NOT VALID to a partitioned table; the cutover lists it.";
 	confkey = SysCacheGetAttr(CONSTROID, tup, Anum_pg_constraint_confkey, &isnull);
@@ -433,8 +431,12 @@ upstream_foreign_keys(Oid upstream, Oid downstream, Oid owner, bool notice, List
 		const char *why;
 		char	   *def;
 
+		/*
+		 * A foreign key of the table to itself is the cutover's to give: the
+		 * new table gets its own, to itself, at the swap
+		 */
 		if (con->contype != CONSTRAINT_FOREIGN || !con->convalidated ||
-			OidIsValid(con->conparentid))
+			OidIsValid(con->conparentid) || con->confrelid == con->conrelid)
 			continue;
 		def = TextDatumGetCString(DirectFunctionCall1(pg_get_constraintdef,
 													  ObjectIdGetDatum(con->oid)));

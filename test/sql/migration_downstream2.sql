@@ -154,9 +154,9 @@ UNION ALL
 DROP TABLE md2_before;
 DROP TABLE md2_rental;
 
--- foreign keys not given, each said at create_job: one to the table
--- itself, and one to a table whose referenced column the job's owner may
--- not reference; a generated column of a function the job's owner does
+-- foreign keys not given: one to a table whose referenced column the job's
+-- owner may not reference, said at create_job, and one to the table itself,
+-- which the cutover gives the new table; a generated column of a function the job's owner does
 -- not trust is refused
 CREATE ROLE regress_md2_plain;
 CREATE ROLE regress_md2_other;
