@@ -2497,6 +2497,10 @@ DECLARE
     depth integer;
     top integer;
     from_b text;
+    nb integer := 0;
+    leaf_from text[] := '{}';
+    leaf_u text[] := '{}';
+    leaf_d text[] := '{}';
     cond_u text;
     cond_d text;
     keyt_u text;
@@ -2736,7 +2740,21 @@ BEGIN
     split_sql := 'SELECT s.k::text, s.n::text FROM (SELECT ARRAY[%1$s] AS k, '
         'row_number() OVER (ORDER BY %2$s) AS n FROM %3$s%4$s WHERE %5$s%6$s) s '
         'WHERE s.n OPERATOR(pg_catalog.%%) %7$s = 0';
-    WHILE cardinality(los) > 0 LOOP
+    LOOP
+        -- the leaves gathered so far, compared row by row in one statement
+        -- per 64 (one look at what is pending, not one per leaf)
+        IF cardinality(leaf_from) >= 64 OR (cardinality(los) = 0 AND cardinality(leaf_from) > 0) THEN
+            RETURN QUERY SELECT v.pk, v.problem FROM backfill._verify_rows(j.job_id, format(rows_sql,
+                key_u, cols_u, scan_u, covered, key_d, cols_d, scan_d, settled, decoded,
+                ' AND (' || array_to_string(leaf_u, ' OR ') || ')',
+                ' AND (' || array_to_string(leaf_d, ' OR ') || ')',
+                array_to_string(leaf_from, ''))) v;
+            leaf_from := '{}';
+            leaf_u := '{}';
+            leaf_d := '{}';
+            CONTINUE;
+        END IF;
+        EXIT WHEN cardinality(los) = 0;
         top := cardinality(los);
         lo := los[top];
         hi := his[top];
@@ -2745,22 +2763,25 @@ BEGIN
         his := his[1:top - 1];
         depths := depths[1:top - 1];
         -- the range as FROM items (its bounds) and conditions on each side
+        -- (each range's bounds have names of their own: leaves are compared
+        -- together)
+        nb := nb + 1;
         from_b := '';
         cond_u := '';
         cond_d := '';
         IF lo IS NOT NULL THEN
-            from_b := from_b || format(', (SELECT %s) backfill_lo',
+            from_b := from_b || format(', (SELECT %s) backfill_lo%s',
                 (SELECT string_agg(format('%L::%s AS %I', x.v, x.t, x.c), ', ' ORDER BY x.o)
-                   FROM unnest(lo::text[], key_typs, j.pk_columns) WITH ORDINALITY x(v, t, c, o)));
-            cond_u := cond_u || ' AND ' || backfill._key_compare_sql(j.upstream, j.pk_columns, 'u', '>=', 'backfill_lo');
-            cond_d := cond_d || ' AND ' || backfill._key_compare_sql(j.upstream, j.pk_columns, 'd', '>=', 'backfill_lo');
+                   FROM unnest(lo::text[], key_typs, j.pk_columns) WITH ORDINALITY x(v, t, c, o)), nb);
+            cond_u := cond_u || ' AND ' || backfill._key_compare_sql(j.upstream, j.pk_columns, 'u', '>=', 'backfill_lo' || nb);
+            cond_d := cond_d || ' AND ' || backfill._key_compare_sql(j.upstream, j.pk_columns, 'd', '>=', 'backfill_lo' || nb);
         END IF;
         IF hi IS NOT NULL THEN
-            from_b := from_b || format(', (SELECT %s) backfill_hi',
+            from_b := from_b || format(', (SELECT %s) backfill_hi%s',
                 (SELECT string_agg(format('%L::%s AS %I', x.v, x.t, x.c), ', ' ORDER BY x.o)
-                   FROM unnest(hi::text[], key_typs, j.pk_columns) WITH ORDINALITY x(v, t, c, o)));
-            cond_u := cond_u || ' AND ' || backfill._key_compare_sql(j.upstream, j.pk_columns, 'u', '<', 'backfill_hi');
-            cond_d := cond_d || ' AND ' || backfill._key_compare_sql(j.upstream, j.pk_columns, 'd', '<', 'backfill_hi');
+                   FROM unnest(hi::text[], key_typs, j.pk_columns) WITH ORDINALITY x(v, t, c, o)), nb);
+            cond_u := cond_u || ' AND ' || backfill._key_compare_sql(j.upstream, j.pk_columns, 'u', '<', 'backfill_hi' || nb);
+            cond_d := cond_d || ' AND ' || backfill._key_compare_sql(j.upstream, j.pk_columns, 'd', '<', 'backfill_hi' || nb);
         END IF;
         SELECT array_agg(v.problem ORDER BY v.pk) INTO sums
           FROM backfill._verify_rows(j.job_id, format(sums_sql,
@@ -2770,10 +2791,9 @@ BEGIN
         n_d := split_part(sums[1], ' ', 1)::bigint;
         n_u := split_part(sums[2], ' ', 1)::bigint;
         IF greatest(n_u, n_d) <= range_rows OR depth >= 64 THEN
-            RETURN QUERY SELECT v.pk, v.problem FROM backfill._verify_rows(j.job_id, format(rows_sql,
-                key_u, cols_u, scan_u, covered, key_d, cols_d, scan_d, settled, decoded,
-                cond_u, cond_d,
-                from_b)) v;
+            leaf_from := leaf_from || from_b;
+            leaf_u := leaf_u || ('(true' || cond_u || ')');
+            leaf_d := leaf_d || ('(true' || cond_d || ')');
             CONTINUE;
         END IF;
         -- cut it into at most 16 ranges at keys of the fuller side
