@@ -2725,17 +2725,19 @@ BEGIN
     -- the checksum method: per range of keys, both sides' count, sum and
     -- xor of their rows' hashes, in one statement (one snapshot), each an
     -- aggregate that postgres_fdw computes on the source when the hashes
-    -- are of built-in types.  A range whose sides differ is cut at keys of
-    -- the side with the more rows until it holds at most range_rows, then
-    -- compared row by row, as the rows method compares all of it, pending
-    -- keys included.  Ranges are taken in key order, so that the rows come
-    -- out in the rows method's order
-    sums_sql := 'SELECT ''d''::text, (SELECT count(*) || '' '' || coalesce(sum(x.h), 0) || '' '' || coalesce(bit_xor(x.h), 0) '
-        '                     FROM (SELECT %5$s AS h FROM %3$s d%6$s WHERE true%4$s) x) '
+    -- are of built-in types (while the local side's is computed, when the
+    -- server is async_capable: the two are branches of one Append).  A
+    -- range whose sides differ is cut at keys of the side with the more
+    -- rows until it holds at most range_rows, then compared row by row, as
+    -- the rows method compares all of it, pending keys included.  Ranges
+    -- are taken in key order, so that the rows come out in the rows
+    -- method's order
+    sums_sql := 'SELECT ''d''::text, count(*) || '' '' || coalesce(sum(x.h), 0) || '' '' || coalesce(bit_xor(x.h), 0) '
+        '  FROM (SELECT %5$s AS h FROM %3$s d%6$s WHERE true%4$s) x '
         'UNION ALL '
-        'SELECT ''u''::text, (SELECT count(*) || '' '' || coalesce(sum(x.h), 0) || '' '' || coalesce(bit_xor(x.h), 0) '
-        '                     FROM (SELECT u.backfill_h AS h FROM (SELECT %1$s AS backfill_h, %9$s FROM %2$s WHERE %7$s) u%6$s '
-        '                           WHERE true%8$s) x)';
+        'SELECT ''u''::text, count(*) || '' '' || coalesce(sum(x.h), 0) || '' '' || coalesce(bit_xor(x.h), 0) '
+        '  FROM (SELECT u.backfill_h AS h FROM (SELECT %1$s AS backfill_h, %9$s FROM %2$s WHERE %7$s) u%6$s '
+        '         WHERE true%8$s) x';
     -- every step-th key of a side in key order, with its place
     split_sql := 'SELECT s.k::text, s.n::text FROM (SELECT ARRAY[%1$s] AS k, '
         'row_number() OVER (ORDER BY %2$s) AS n FROM %3$s%4$s WHERE %5$s%6$s) s '
