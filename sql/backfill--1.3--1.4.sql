@@ -2501,6 +2501,10 @@ DECLARE
     leaf_from text[] := '{}';
     leaf_u text[] := '{}';
     leaf_d text[] := '{}';
+    leaf_rows bigint := 0;
+    read_rows bigint := 0;
+    rate integer;
+    started timestamptz := clock_timestamp();
     cond_u text;
     cond_d text;
     keyt_u text;
@@ -2754,6 +2758,14 @@ BEGIN
             leaf_from := '{}';
             leaf_u := '{}';
             leaf_d := '{}';
+            read_rows := read_rows + leaf_rows;
+            leaf_rows := 0;
+            -- the job's rate limit, as it is now, paces the upstream's rows
+            -- read (0, a paused job, does not hold back a comparison asked for)
+            rate := (SELECT b.rate_limit FROM backfill.job b WHERE b.job_id = j.job_id);
+            IF rate > 0 THEN
+                PERFORM pg_sleep(read_rows::float8 / rate - extract(epoch FROM clock_timestamp() - started));
+            END IF;
             CONTINUE;
         END IF;
         EXIT WHEN cardinality(los) = 0;
@@ -2785,23 +2797,42 @@ BEGIN
             cond_u := cond_u || ' AND ' || backfill._key_compare_sql(j.upstream, j.pk_columns, 'u', '<', 'backfill_hi' || nb);
             cond_d := cond_d || ' AND ' || backfill._key_compare_sql(j.upstream, j.pk_columns, 'd', '<', 'backfill_hi' || nb);
         END IF;
-        SELECT array_agg(v.problem ORDER BY v.pk) INTO sums
-          FROM backfill._verify_rows(j.job_id, format(sums_sql,
-               hash_u, scan_u, scan_d, cond_d, hash_d,
-               from_b, covered, cond_u, key_u)) v;
-        CONTINUE WHEN sums[1] = sums[2];
-        n_d := split_part(sums[1], ' ', 1)::bigint;
-        n_u := split_part(sums[2], ' ', 1)::bigint;
-        IF greatest(n_u, n_d) <= range_rows OR depth >= 64 THEN
+        rate := (SELECT b.rate_limit FROM backfill.job b WHERE b.job_id = j.job_id);
+        IF depth = 0 AND rate > 0 THEN
+            -- paced: first cut the keys into ranges of about a second's
+            -- worth of rows, at keys of the downstream, so that no one
+            -- statement reads more of the upstream than the limit allows
+            n_u := NULL;
+            n_d := (SELECT v.pk::bigint FROM backfill._verify_rows(j.job_id,
+                        format('SELECT count(*)::text, NULL::text FROM %s d', scan_d)) v);
+        ELSE
+            SELECT array_agg(v.problem ORDER BY v.pk) INTO sums
+              FROM backfill._verify_rows(j.job_id, format(sums_sql,
+                   hash_u, scan_u, scan_d, cond_d, hash_d,
+                   from_b, covered, cond_u, key_u)) v;
+            n_d := split_part(sums[1], ' ', 1)::bigint;
+            n_u := split_part(sums[2], ' ', 1)::bigint;
+            read_rows := read_rows + n_u;
+            IF rate > 0 THEN
+                PERFORM pg_sleep(read_rows::float8 / rate - extract(epoch FROM clock_timestamp() - started));
+            END IF;
+            CONTINUE WHEN sums[1] = sums[2];
+        END IF;
+        IF (n_u IS NOT NULL AND greatest(n_u, n_d) <= range_rows) OR depth >= 64 THEN
+            leaf_rows := leaf_rows + n_u;
             leaf_from := leaf_from || from_b;
             leaf_u := leaf_u || ('(true' || cond_u || ')');
             leaf_d := leaf_d || ('(true' || cond_d || ')');
             CONTINUE;
         END IF;
-        -- cut it into at most 16 ranges at keys of the fuller side
+        -- cut it into at most 16 ranges at keys of the fuller side (paced:
+        -- ranges of a second's worth of rows, at keys of the downstream)
         SELECT array_agg(v.pk ORDER BY v.problem::bigint) INTO bounds
           FROM backfill._verify_rows(j.job_id,
-               CASE WHEN n_d * 2 >= n_u
+               CASE WHEN n_u IS NULL
+                    THEN format(split_sql, keyt_d, key_d, scan_d || ' d', from_b, 'true', cond_d,
+                                greatest(rate, 1))
+                    WHEN n_d * 2 >= n_u
                     THEN format(split_sql, keyt_d, key_d, scan_d || ' d', from_b,
                                 'true', cond_d,
                                 ceil(greatest(n_u, n_d)::numeric / least(16, ceil(greatest(n_u, n_d)::numeric / range_rows))))

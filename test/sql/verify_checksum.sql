@@ -53,6 +53,15 @@ SELECT (SELECT array_agg(v.pk || ' ' || v.problem) FROM backfill.verify_job(:job
      = (SELECT array_agg(v.pk || ' ' || v.problem) FROM backfill.verify_job(:job, range_rows => r) v) AS same, r
   FROM unnest('{1, 7, 100, 1000, 100000}'::int[]) r;
 
+-- paced by the job's rate limit: 3000 rows of the upstream at 2000 a
+-- second take more than a second, and find the same rows
+SELECT backfill.alter_rate_limit(:job, 2000);
+SELECT clock_timestamp() AS t0 \gset
+SELECT (SELECT array_agg(v.pk || ' ' || v.problem) FROM backfill.verify_job(:job, 'rows') v)
+     = (SELECT array_agg(v.pk || ' ' || v.problem) FROM backfill.verify_job(:job) v) AS same;
+SELECT clock_timestamp() - :'t0' >= '1 s' AS paced;
+SELECT backfill.alter_rate_limit(:job, NULL);
+
 -- the gate: refused over the differences, what it found in the DETAIL
 SELECT pg_temp.vc_try(format('SELECT backfill.cutover(%s, verify => true)', :job), :job);
 SELECT pg_temp.vc_try(format('SELECT backfill.cutover(%s, verify => NULL)', :job), :job);
