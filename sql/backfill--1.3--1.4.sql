@@ -1685,8 +1685,8 @@ $$;
 COMMENT ON FUNCTION backfill._cutover_attempts(bigint, regclass, regclass, text, interval, integer) IS
 'Internal: locks both tables of a cutover and what the swap alters with bounded waits and retries, then swaps them and renames their partitions.';
 
--- The gate of cutover(verify => true): the checksum verify_job of the job,
--- as its caller; its first differences go into the error's DETAIL.
+-- The gate of cutover(verify => true): verify_job of the job (method auto:
+-- by checksums, where they are computed where the rows are), as its caller; its first differences go into the error's DETAIL.
 CREATE FUNCTION backfill._cutover_verify(job_id bigint)
 RETURNS void
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
@@ -1699,7 +1699,7 @@ BEGIN
     SELECT count(*), string_agg(v.pk || ' ' || v.problem, ', ' ORDER BY v.n) FILTER (WHERE v.n <= 10)
       INTO found, shown
       FROM (SELECT f.pk, f.problem, row_number() OVER () AS n
-              FROM backfill.verify_job(_cutover_verify.job_id, 'checksum') f) v;
+              FROM backfill.verify_job(_cutover_verify.job_id) f) v;
     IF found > 0 THEN
         RAISE EXCEPTION 'cannot cut over backfill job % because its downstream differs from its upstream', job_id
             USING ERRCODE = 'object_not_in_prerequisite_state',
@@ -2457,7 +2457,7 @@ COMMENT ON FUNCTION backfill.unfence(bigint) IS
 -- owner, through the policies that would have filtered the copy: a job
 -- whose owner row-level security applies to is refused, not found equal.
 DROP FUNCTION backfill.verify_job(bigint);
-CREATE FUNCTION backfill.verify_job(job_id bigint, method text DEFAULT 'checksum',
+CREATE FUNCTION backfill.verify_job(job_id bigint, method text DEFAULT 'auto',
                                     range_rows integer DEFAULT 1000)
 RETURNS TABLE (pk text, problem text)
 LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
@@ -2516,10 +2516,10 @@ DECLARE
 BEGIN
     IF method IS NULL THEN
         RAISE EXCEPTION 'argument "method" must not be null' USING ERRCODE = 'null_value_not_allowed';
-    ELSIF method NOT IN ('checksum', 'rows') THEN
+    ELSIF method NOT IN ('auto', 'checksum', 'rows') THEN
         RAISE EXCEPTION 'unrecognized verify method "%"', method
             USING ERRCODE = 'invalid_parameter_value',
-                  HINT = 'Use checksum or rows.';
+                  HINT = 'Use auto, checksum or rows.';
     END IF;
     IF range_rows IS NULL THEN
         RAISE EXCEPTION 'argument "range_rows" must not be null' USING ERRCODE = 'null_value_not_allowed';
@@ -2720,6 +2720,14 @@ BEGIN
         'SELECT x.k::text, x.problem FROM x '
         ' WHERE %8$s '
         ' ORDER BY x.k';
+    -- auto: checksums, but where the source could not compute them (over
+    -- several servers, whose partitioned table postgres_fdw reads row by
+    -- row; a copy from another server not finished, whose coverage only
+    -- this server knows) they would bring every row across several times
+    IF method = 'auto' THEN
+        method := CASE WHEN j.remote AND (j.remote_partitions IS NOT NULL OR j.status <> 'finished')
+                       THEN 'rows' ELSE 'checksum' END;
+    END IF;
     IF method = 'rows' THEN
         RETURN QUERY SELECT v.pk, v.problem FROM backfill._verify_rows(j.job_id, format(rows_sql,
             key_u, cols_u, scan_u, covered, key_d, cols_d, scan_d, settled, decoded, '', '', '')) v;
@@ -2851,4 +2859,4 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION backfill.verify_job(bigint, text, integer) IS
-'Compares the downstream of a job with its upstream, by checksums of ranges of keys (method checksum, the default; the ranges that differ are compared row by row, range_rows rows at most) or row by row (method rows); returns one row per missing, extra or different row.';
+'Compares the downstream of a job with its upstream, by checksums of ranges of keys (method checksum; the ranges that differ are compared row by row, range_rows rows at most) or row by row (method rows), or the one that reads less (method auto, the default: rows for a job from several servers or from another server not finished yet); returns one row per missing, extra or different row.';
