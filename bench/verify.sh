@@ -1,7 +1,9 @@
 #!/bin/bash
-# bench/verify.sh: what verify_job costs on a job with many keys pending.
+# bench/verify.sh: what verify_job costs on a job with many keys pending,
+# and its checksums against a row by row comparison at scale.
 #
-#   bash bench/verify.sh [--rows N] [--pending "5000 20000 80000"] [--runs K] [--keep]
+#   bash bench/verify.sh [--rows N] [--pending "5000 20000 80000"] [--runs K]
+#                        [--scale-rows M] [--keep]
 #
 # A job that backfills has keys written since its last barrier: in its
 # change table (the trigger kinds) or in its slot (cdc).  verify_job does not
@@ -15,6 +17,20 @@
 # at most 2 x the ratio at the smallest: verify_job grows with the table
 # and the keys pending, not with their product.
 #
+# Then, over M rows (default 1000000; --scale-rows 0 skips it; --pending ""
+# skips the first part), a finished job copying a local table and one
+# copying a table of a second throw-away cluster (the source, as
+# bench/remote.sh makes it) through postgres_fdw, each equal to its
+# upstream: the time of verify_job (method checksum), of verify_job(method
+# => 'rows') and of the FULL JOIN by hand; for the remote job also the bytes
+# the source sent (it listens on 127.0.0.1 for postgres_fdw, whose server
+# is async_capable, and the kernel counts each TCP connection's bytes).  Targets: remote checksum at
+# least 10 x faster than rows, the bytes at most 0.1 % of the source table's
+# size, the local checksum no slower than the FULL JOIN.  When pg_comparator
+# (Debian's postgresql-comparator) is installed and BIN's installation has
+# its pgcmp extension, it compares the remote pair too (its default ck
+# checksums and sum aggregate).
+#
 # Starts a throw-away PostgreSQL 15 cluster in a temp dir (own port, unix
 # socket in that dir, listen_addresses = '', wal_level = logical), as
 # bench/run.sh does, and removes it at the end; it never touches another
@@ -24,14 +40,16 @@ set -euo pipefail
 ROWS=400000
 PENDING="5000 20000 80000"
 RUNS=3
+SCALE=1000000
 KEEP=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --rows) ROWS=$2; shift 2 ;;
         --pending) PENDING=$2; shift 2 ;;
         --runs) RUNS=$2; shift 2 ;;
+        --scale-rows) SCALE=$2; shift 2 ;;
         --keep) KEEP=1; shift ;;
-        -h|--help) sed -n 2,21p "$0"; exit 0 ;;
+        -h|--help) sed -n 2,37p "$0"; exit 0 ;;
         *) echo "unknown option: $1" >&2; exit 2 ;;
     esac
 done
@@ -46,12 +64,13 @@ max_wal_size = 4GB
 wal_init_zero = off
 wal_level = logical
 output_plugin_libraries = 'pgoutput, test_decoding, backfill'
+shared_preload_libraries = 'backfill'
 jit = off
 client_min_messages = warning
 CONF
 val "CREATE EXTENSION backfill" >/dev/null
 
-declare -A S
+declare -A S B
 
 HALF=$(( ROWS / 2 ))
 for p in $PENDING; do
@@ -71,6 +90,8 @@ SQL
             sql -c "CALL backfill.run_job($id, 2)" >/dev/null
             pos=$(val "SELECT min(row_count) FROM backfill.jobs WHERE job_id = $id")
             [ "$pos" -gt "$p" ] || { echo "the $kind job read $pos rows, fewer than $p" >&2; exit 1; }
+            # the limit was for the read to half: verify_job would obey it
+            val "SELECT backfill.alter_rate_limit($id, NULL)" >/dev/null
             # P keys below the position change after the last barrier: pending
             val "UPDATE up SET a = -a - 1 WHERE id <= $p" >/dev/null
             S[$kind.$p.verify,$r]=$(timed "SELECT count(*) FROM backfill.verify_job($id);")
@@ -83,21 +104,132 @@ SQL
     done
 done
 
-printf 'verify_job with keys pending, %d rows read to about half: %s; median of %d\n' "$ROWS" "$COMMIT" "$RUNS"
-printf '%-12s %8s %12s %12s %8s\n' kind pending verify_s join_s ratio
-for kind in arrangement cdc; do
-    first=; last=
-    for p in $PENDING; do
-        v=$(med "$kind.$p.verify"); j=$(med "$kind.$p.join")
-        ratio=$(echo "$v / $j" | bc -l)
-        [ -z "$first" ] && first=$ratio
-        last=$ratio
-        printf '%-12s %8d %12.3f %12.3f %8.2f\n' "$kind" "$p" "$v" "$j" "$ratio"
+if [ -n "$PENDING" ]; then
+    printf 'verify_job with keys pending, %d rows read to about half: %s; median of %d\n' "$ROWS" "$COMMIT" "$RUNS"
+    printf '%-12s %8s %12s %12s %8s\n' kind pending verify_s join_s ratio
+    for kind in arrangement cdc; do
+        first=; last=
+        for p in $PENDING; do
+            v=$(med "$kind.$p.verify"); j=$(med "$kind.$p.join")
+            ratio=$(echo "$v / $j" | bc -l)
+            [ -z "$first" ] && first=$ratio
+            last=$ratio
+            printf '%-12s %8d %12.3f %12.3f %8.2f\n' "$kind" "$p" "$v" "$j" "$ratio"
+        done
+        growth=$(echo "$last / $first" | bc -l)
+        res=PASS
+        [ "$(echo "$growth <= 2" | bc -l)" = 1 ] || { res=FAIL; FAILS=$(( FAILS + 1 )); }
+        printf '%-12s ratio at the most keys pending / at the fewest: %.2f  <= 2.00  %s\n' "$kind" "$growth" "$res"
     done
-    growth=$(echo "$last / $first" | bc -l)
-    res=PASS
-    [ "$(echo "$growth <= 2" | bc -l)" = 1 ] || { res=FAIL; FAILS=$(( FAILS + 1 )); }
-    printf '%-12s ratio at the most keys pending / at the fewest: %.2f  <= 2.00  %s\n' "$kind" "$growth" "$res"
-done
+fi
+
+# ---- checksums at scale: a local job and a remote one, equal copies ----
+if [ "$SCALE" -gt 0 ]; then
+    SDIR=$DIR/source; SPORT=$(( PORT + 1 ))
+    "${RUNAS[@]}" "$BIN/initdb" -D "$SDIR" -A trust -U postgres >/dev/null
+    cat >>"$SDIR/postgresql.conf" <<CONF
+listen_addresses = '127.0.0.1'
+port = $SPORT
+unix_socket_directories = '$DIR'
+shared_buffers = 256MB
+wal_level = logical
+max_replication_slots = 10
+jit = off
+CONF
+    "${RUNAS[@]}" "$BIN/pg_ctl" -D "$SDIR" -l "$DIR/source.log" -w start >/dev/null
+    stop_source() { "${RUNAS[@]}" "$BIN/pg_ctl" -D "$SDIR" -m immediate stop >/dev/null 2>&1 || true; cleanup; }
+    trap stop_source EXIT
+    src() { "${RUNAS[@]}" "$BIN/psql" -X -q -At -h "$DIR" -p "$SPORT" -U postgres -d postgres -v ON_ERROR_STOP=1 "$@"; }
+    # the bytes the source has sent on its TCP connections (postgres_fdw's:
+    # the bench's own psql connects through the socket file), from the
+    # kernel's counters of each (ss -i: bytes_sent)
+    cat >"$DIR/sent.sh" <<SH
+ss -tinH state established '( sport = :$SPORT )' | grep -o 'bytes_sent:[0-9]*' | cut -d: -f2 \\
+    | awk '{s += \$1} END {print s + 0}'
+SH
+    log "checksums at scale: $SCALE rows, local and on a source cluster (port $SPORT)"
+    src <<SQL
+CREATE TABLE t (id int PRIMARY KEY, a int, b text);
+INSERT INTO t SELECT g * 2, g % 1000, md5(g::text) FROM generate_series(1, $SCALE) g;
+VACUUM ANALYZE t;
+SQL
+    sql <<SQL
+CREATE TABLE big (id int PRIMARY KEY, a int, b text);
+INSERT INTO big SELECT g * 2, g % 1000, md5(g::text) FROM generate_series(1, $SCALE) g;
+VACUUM ANALYZE big;
+CREATE EXTENSION postgres_fdw;
+CREATE SERVER src FOREIGN DATA WRAPPER postgres_fdw
+    OPTIONS (host '127.0.0.1', port '$SPORT', dbname 'postgres', async_capable 'true');
+CREATE USER MAPPING FOR CURRENT_USER SERVER src;
+CREATE SCHEMA remote;
+IMPORT FOREIGN SCHEMA public LIMIT TO (t) FROM SERVER src INTO remote;
+SQL
+    lid=$(val "SELECT backfill.create_job('big_copy', 'big')")
+    sql -c "CALL backfill.run_job($lid)" >/dev/null
+    rid=$(val "SELECT backfill.create_job('t_copy', 'remote.t', kind => 'cdc', chunk_size => 20000)")
+    sql -c "CALL backfill.run_job($rid)" >/dev/null
+    val "VACUUM ANALYZE big_copy" >/dev/null; val "VACUUM ANALYZE t_copy" >/dev/null
+    [ "$(val "SELECT string_agg(status, ' ') FROM backfill.jobs WHERE job_id IN ($lid, $rid)")" = "finished finished" ] \
+        || { echo "the jobs did not finish" >&2; exit 1; }
+    TSIZE=$(src -c "SELECT pg_table_size('t')")
+    # a statement against the source, timed, with the bytes the source sent
+    # for it (the connection opened first, by a one-row read)
+    remote_timed() {
+        local out
+        out=$(sql -At <<SQL
+SELECT count(*) FROM (SELECT FROM remote.t LIMIT 1) x \\g /dev/null
+\\! bash $DIR/sent.sh > $DIR/sent0
+SELECT extract(epoch FROM clock_timestamp()) AS t0 \\gset
+$1
+SELECT extract(epoch FROM clock_timestamp()) - :t0;
+\\! bash $DIR/sent.sh > $DIR/sent1
+SQL
+)
+        echo "$(tail -1 <<<"$out") $(( $(cat "$DIR/sent1") - $(cat "$DIR/sent0") ))"
+    }
+    for r in $(seq 1 "$RUNS"); do
+        S[local.checksum,$r]=$(timed "SELECT count(*) FROM backfill.verify_job($lid);")
+        S[local.rows,$r]=$(timed "SELECT count(*) FROM backfill.verify_job($lid, 'rows');")
+        S[local.join,$r]=$(timed "SELECT count(*) FROM big u FULL JOIN big_copy d ON u.id = d.id WHERE u IS DISTINCT FROM d;")
+        read -r S[remote.checksum,$r] B[checksum,$r] < <(remote_timed "SELECT count(*) FROM backfill.verify_job($rid);")
+        read -r S[remote.rows,$r] B[rows,$r] < <(remote_timed "SELECT count(*) FROM backfill.verify_job($rid, 'rows');")
+        read -r S[remote.join,$r] B[join,$r] < <(remote_timed "SELECT count(*) FROM remote.t u FULL JOIN t_copy d ON u.id = d.id WHERE u IS DISTINCT FROM d;")
+        log "run $r: local checksum ${S[local.checksum,$r]} s, rows ${S[local.rows,$r]} s, FULL JOIN ${S[local.join,$r]} s;" \
+            "remote checksum ${S[remote.checksum,$r]} s (${B[checksum,$r]} B), rows ${S[remote.rows,$r]} s (${B[rows,$r]} B)," \
+            "FULL JOIN ${S[remote.join,$r]} s (${B[join,$r]} B)"
+    done
+    bad=$(val "SELECT (SELECT count(*) FROM backfill.verify_job($lid)) + (SELECT count(*) FROM backfill.verify_job($rid))")
+    [ "$bad" = 0 ] || { echo "verify_job found $bad differences between equal copies" >&2; exit 1; }
+    bmed() { for r in $(seq 1 "$RUNS"); do echo "${B[$1,$r]}"; done | median; }
+
+    PGC=
+    if command -v pg_comparator >/dev/null && [ -f "$("$BIN/pg_config" --sharedir)/extension/pgcmp.control" ]; then
+        val "CREATE EXTENSION pgcmp" >/dev/null; src -c "CREATE EXTENSION pgcmp"
+        for r in $(seq 1 "$RUNS"); do
+            t0=$(now)
+            "${RUNAS[@]}" env PGHOST="$DIR" pg_comparator --no-lock \
+                "pgsql://postgres@:$SPORT/postgres/public.t?id:a,b" \
+                "pgsql://postgres@:$PORT/postgres/public.t_copy?id:a,b" >"$DIR/pgc.out" 2>&1 \
+                || { cat "$DIR/pgc.out" >&2; echo "pg_comparator failed" >&2; exit 1; }
+            S[pgc,$r]=$(echo "$(now) - $t0" | bc)
+            log "run $r: pg_comparator ${S[pgc,$r]} s"
+        done
+        PGC=$(med pgc)
+    fi
+
+    printf '\nverify_job at scale, %d rows, equal copies: %s; median of %d\n' "$SCALE" "$COMMIT" "$RUNS"
+    printf '%-8s %12s %12s %12s %14s %12s %12s\n' side checksum_s rows_s join_s checksum_bytes rows_bytes join_bytes
+    printf '%-8s %12.3f %12.3f %12.3f\n' local "$(med local.checksum)" "$(med local.rows)" "$(med local.join)"
+    printf '%-8s %12.3f %12.3f %12.3f %14d %12d %12d\n' remote "$(med remote.checksum)" "$(med remote.rows)" \
+        "$(med remote.join)" "$(bmed checksum)" "$(bmed rows)" "$(bmed join)"
+    [ -n "$PGC" ] && printf 'pg_comparator (remote pair): %.3f s\n' "$PGC"
+    printf 'source table: %d bytes\n' "$TSIZE"
+    TARGET_WIDTH=60
+    target "remote: rows / checksum (speed)" "$(speed remote.checksum remote.rows)" 10
+    target "remote: table bytes / bytes sent for the checksum / 1000" \
+        "$(echo "$TSIZE / ($(bmed checksum) + 1) / 1000" | bc -l)" 1
+    target "local: FULL JOIN / checksum (speed)" "$(speed local.checksum local.join)" 1.0
+fi
+
 log "done"
 [ "$FAILS" = 0 ] || { echo "exit code: 1 ($FAILS target(s) missed)"; exit 1; }

@@ -344,198 +344,7 @@ SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._check_unfiltered(bigint) IS
 'Internal: for verify_job, refuses a job the caller owns whose owner is subject to row-level security on its upstream.';
 
--- verify_job: the upstream's side of the comparison is the filtered
--- projection, computed columns as the job computes them, and a key's vnode
--- is the job's (range vnodes); positions are compared through
--- _key_compare_sql.
--- A remote job is compared with its source through the foreign table (one
--- snapshot of the source for all of it: postgres_fdw's remote transaction).
--- The keys of splits not finished yet are not compared, on either side (a
--- split's position lives in its actor's memory); the keys of changes the job
--- fetched and has not applied (its change table) and of those the source
--- committed that it has not fetched (its slot, read after the source's
--- snapshot was taken) are pending, also after the finish, since the job
--- follows its source asynchronously.  The function is VOLATILE: the
--- comparison is one statement, whose snapshot comes after the slot lock, so
--- that no fetch commits between what it sees of the job and the slot.  It
--- reads the job's filter and expressions under the settings they were
--- written under (see create_job).  It reads the upstream as the job's
--- owner, through the policies that would have filtered the copy: a job
--- whose owner row-level security applies to is refused, not found equal.
-CREATE OR REPLACE FUNCTION backfill.verify_job(job_id bigint)
-RETURNS TABLE (pk text, problem text)
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-SET standard_conforming_strings = on
-SET "DateStyle" = 'ISO, MDY'
-SET "IntervalStyle" = postgres
-AS $$
-DECLARE
-    j backfill.job := backfill._get_job(job_id);
-    key_u text;
-    key_d text;
-    key_s text;
-    key_c text;
-    cols_u text;
-    cols_d text;
-    scan_u text;
-    scan_d text;
-    covered text := 'true';
-    settled text := 'true';
-    decoded text := 'SELECT NULL::record AS k WHERE false';
-    vnode_u text;
-    key_types text;
-    first_type text;
-    part_cases text := '';
-BEGIN
-    IF j.status = 'cancelled' THEN
-        RAISE EXCEPTION 'backfill job % has been cancelled', job_id
-            USING ERRCODE = 'object_not_in_prerequisite_state';
-    END IF;
-    PERFORM backfill._check_unfiltered(j.job_id);
-    SELECT string_agg('u.' || quote_ident(c), ', ' ORDER BY o),
-           string_agg('d.' || quote_ident(c), ', ' ORDER BY o),
-           string_agg('s.' || quote_ident(c), ', ' ORDER BY o),
-           string_agg('c.' || quote_ident(c), ', ' ORDER BY o)
-      INTO key_u, key_d, key_s, key_c
-      FROM unnest(j.pk_columns) WITH ORDINALITY AS t(c, o);
-    -- a key's vnode in the job: its range, or the hash of older jobs
-    vnode_u := CASE WHEN j.vnode_mapping = 'range'
-                    THEN format('backfill.job_vnode(%s::int8, %s)', j.job_id, key_u)
-                    ELSE format('backfill.vnode(%s)', key_u) END;
-    -- each value as the downstream's column stores it
-    SELECT string_agg(format('CAST(%s AS %s)', coalesce('(' || t.e || ')', 'u.' || quote_ident(t.c)),
-                             format_type(a.atttypid, a.atttypmod)), ', ' ORDER BY t.o),
-           string_agg('d.' || quote_ident(t.c), ', ' ORDER BY t.o)
-      INTO cols_u, cols_d
-      FROM unnest(j.columns, j.expressions) WITH ORDINALITY AS t(c, e, o)
-      JOIN pg_attribute a ON a.attrelid = j.downstream AND a.attname = t.c AND NOT a.attisdropped;
-    -- a partitioned upstream is read through its partitions
-    scan_u := format('%s%s u', CASE WHEN (SELECT relkind FROM pg_class WHERE oid = j.upstream) = 'p'
-                                    THEN '' ELSE 'ONLY ' END, j.upstream);
-    scan_d := format('%s', j.downstream);
-
-    IF j.remote THEN
-        SELECT string_agg(format('p.k[%s]::%s', t.o, format_type(a.atttypid, a.atttypmod)), ', ' ORDER BY t.o),
-               min(format_type(a.atttypid, a.atttypmod)) FILTER (WHERE t.o = 1)
-          INTO key_types, first_type
-          FROM unnest(j.pk_columns) WITH ORDINALITY AS t(c, o)
-          JOIN pg_attribute a ON a.attrelid = j.downstream AND a.attname = t.c AND NOT a.attisdropped;
-        IF j.status <> 'finished' THEN
-            -- the keys of finished splits: [bound split_id - 1, bound split_id)
-            -- (compared through the key type's btree operators, as the
-            -- splits were cut: an hstore key has no >= of that name)
-            -- and, over several servers, in the split's partition: its
-            -- partition constraint, on the key's columns, which hold the
-            -- partition keys (a NULL bound is the partition's start or end)
-            IF j.remote_partitions IS NOT NULL THEN
-                SELECT format(' AND CASE s.split_id %s END',
-                              string_agg(format('WHEN %s THEN (%s)', p.split_id,
-                                                pg_get_partition_constraintdef(p.partition)),
-                                         ' ' ORDER BY p.split_id))
-                  INTO part_cases
-                  FROM backfill.job_splits(j.job_id) p;
-            END IF;
-            covered := format('EXISTS (SELECT FROM %1$s s WHERE s.backfill_finished '
-                              'AND ((%2$L::text[])[s.split_id] IS NULL OR EXISTS (SELECT FROM '
-                              '(SELECT ((%2$L::text[])[s.split_id])::%4$s AS %3$I) b WHERE %5$s)) '
-                              'AND ((%2$L::text[])[s.split_id + 1] IS NULL OR EXISTS (SELECT FROM '
-                              '(SELECT ((%2$L::text[])[s.split_id + 1])::%4$s AS %3$I) b WHERE %6$s))%7$s)',
-                              j.state_table, coalesce(j.remote_splits, '{}'), j.pk_columns[1], first_type,
-                              backfill._key_compare_sql(j.upstream, j.pk_columns[1:1], 'u', '>=', 'b'),
-                              backfill._key_compare_sql(j.upstream, j.pk_columns[1:1], 'u', '<', 'b'),
-                              part_cases);
-            scan_d := format('(SELECT u.* FROM %s u WHERE %s)', j.downstream, covered);
-        END IF;
-        -- no fetch from here on; the source's snapshot, then what its slot
-        -- holds after it, from the offset the comparison's snapshot sees.
-        -- The snapshot is postgres_fdw's, one per server, taken by a first
-        -- read of each foreign table as the job's owner, whose user mappings
-        -- the comparison uses (a LIMIT over the partitioned table would
-        -- read its first partition only)
-        PERFORM backfill._lock_slot(j.job_id);
-        PERFORM FROM backfill._verify_rows(j.job_id,
-            (SELECT string_agg(format('(SELECT NULL::text, NULL::text FROM %s LIMIT 1)', p.p), ' UNION ALL ')
-               FROM unnest(coalesce(j.remote_partitions, ARRAY[j.upstream])) p(p)));
-        -- (a job over several servers reads each one's offset itself)
-        decoded := format('SELECT ROW(%s) AS k FROM backfill._unfetched_keys(%s, '
-                          '(SELECT CASE WHEN j.remote_partitions IS NULL THEN j.remote_lsn '
-                          'ELSE ''0/0''::pg_lsn END FROM backfill.job j WHERE j.job_id = %s)) p(k)',
-                          key_types, j.job_id, j.job_id);
-        settled := format('NOT EXISTS (SELECT FROM %s c WHERE ROW(%s) = x.k) '
-                          'AND NOT EXISTS (SELECT FROM w WHERE w.k = x.k)',
-                          j.change_table, key_c);
-    -- a backfilling job covers, per vnode, the keys up to its position
-    -- (below it for the snapshot kind, whose position is the next row to
-    -- read), and the keys captured since its last barrier are pending, not
-    -- differences; a finished job covers every key and has nothing pending.
-    -- A difference is settled when its key is pending nowhere: two
-    -- anti-joins, which the planner merges (a key is an anonymous record,
-    -- which it will not hash), so that a job with many keys pending and
-    -- many differences is compared in n log n, not n times m
-    ELSIF j.status <> 'finished' THEN
-        IF j.kind = 'snapshot' THEN
-            covered := format('EXISTS (SELECT FROM %s s WHERE s.vnode = %s '
-                              'AND (s.is_epoch_finished OR %s))',
-                              j.state_table, vnode_u,
-                              backfill._key_compare_sql(j.upstream, j.pk_columns, 'u', '<', 's'));
-        ELSIF j.kind = 'cdc' THEN
-            covered := format('EXISTS (SELECT FROM %s s WHERE s.backfill_finished OR %s)',
-                              j.state_table,
-                              backfill._key_compare_sql(j.upstream, j.pk_columns, 'u', '<=', 's'));
-            -- and the changes the slot has decoded but not delivered yet,
-            -- up to the WAL flushed as the comparison peeks, after its
-            -- snapshot: the slot decodes only flushed WAL, which an
-            -- asynchronous commit may not have reached (_flush_wal)
-            IF EXISTS (SELECT FROM pg_replication_slots
-                        WHERE slot_name = format('backfill_%s_%s',
-                                  (SELECT oid FROM pg_database WHERE datname = current_database()),
-                                  j.job_id)) THEN
-                -- one user of the slot at a time: the job's fetch waits
-                PERFORM backfill._lock_slot(j.job_id);
-                decoded := format(
-                    'SELECT ROW((substr(p.data, strpos(p.data, E''\t'') + 1)::%s).*) AS k '
-                    '  FROM pg_logical_slot_peek_changes(%L, backfill._flush_wal(), NULL, ''relid'', %L) p',
-                    j.change_table,
-                    format('backfill_%s_%s',
-                           (SELECT oid FROM pg_database WHERE datname = current_database()),
-                           j.job_id),
-                    j.upstream::oid::text);
-            END IF;
-        ELSE
-            covered := format('EXISTS (SELECT FROM %s s WHERE s.vnode = %s '
-                              'AND (s.backfill_finished OR %s))',
-                              j.state_table, vnode_u,
-                              backfill._key_compare_sql(j.upstream, j.pk_columns, 'u', '<=', 's'));
-        END IF;
-        settled := format('NOT EXISTS (SELECT FROM %s c WHERE ROW(%s) = x.k) '
-                          'AND NOT EXISTS (SELECT FROM w WHERE w.k = x.k)',
-                          j.change_table, key_c);
-    END IF;
-    IF j.filter IS NOT NULL THEN
-        covered := format('%s AND (%s)', covered, j.filter);
-    END IF;
-
-    -- one statement, one snapshot for all of it, run as the job's owner in
-    -- a security-restricted operation: the filter and the computed columns
-    -- are the owner's SQL
-    RETURN QUERY SELECT v.pk, v.problem FROM backfill._verify_rows(j.job_id, format(
-        'WITH w AS MATERIALIZED (%9$s), '
-        '     x AS (SELECT coalesce(u.k, d.k) AS k, '
-        '                  CASE WHEN d.k IS NULL THEN ''missing'' '
-        '                       WHEN u.k IS NULL THEN ''extra'' ELSE ''different'' END AS problem '
-        '             FROM (SELECT ROW(%1$s) AS k, ROW(%2$s) AS r FROM %3$s WHERE %4$s) u '
-        '             FULL JOIN (SELECT ROW(%5$s) AS k, ROW(%6$s) AS r FROM %7$s d) d ON u.k = d.k '
-        '            WHERE u.k IS NULL OR d.k IS NULL OR NOT (u.r OPERATOR(pg_catalog.*=) d.r)) '
-        'SELECT x.k::text, x.problem FROM x '
-        ' WHERE %8$s '
-        ' ORDER BY x.k',
-        key_u, cols_u, scan_u, covered,
-        key_d, cols_d, scan_d, settled, decoded)) v;
-END
-$$;
-COMMENT ON FUNCTION backfill.verify_job(bigint) IS
-'Compares the downstream of a job with its upstream; returns one row per missing, extra or different row.';
+-- verify_job: see "Verifying by range checksums", below.
 
 -- ---------------------------------------------------------------------------
 -- A whole-table copy's downstream refuses what its upstream refuses
@@ -1975,12 +1784,43 @@ $$;
 COMMENT ON FUNCTION backfill._cutover_attempts(bigint, regclass, regclass, text, interval, integer) IS
 'Internal: locks both tables of a cutover and what the swap alters with bounded waits and retries, then swaps them and renames their partitions.';
 
--- accept joins the arguments: the function is made again, with the rights
--- it had (EXECUTE to PUBLIC, as in 1.3) and its comment
+-- The gate of cutover(verify => true): verify_job of the job (method auto:
+-- by checksums, where they are computed where the rows are), as its caller; its first differences go into the error's DETAIL.
+CREATE FUNCTION backfill._cutover_verify(job_id bigint)
+RETURNS void
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    found bigint;
+    shown text;
+BEGIN
+    SELECT count(*), string_agg(v.pk || ' ' || v.problem, ', ' ORDER BY v.n) FILTER (WHERE v.n <= 10)
+      INTO found, shown
+      FROM (SELECT f.pk, f.problem, row_number() OVER () AS n
+              FROM backfill.verify_job(_cutover_verify.job_id) f) v;
+    IF found > 0 THEN
+        RAISE EXCEPTION 'cannot cut over backfill job % because its downstream differs from its upstream', job_id
+            USING ERRCODE = 'object_not_in_prerequisite_state',
+                  DETAIL = format('backfill.verify_job(%s) found %s difference%s: %s%s.', job_id, found,
+                                  CASE WHEN found = 1 THEN '' ELSE 's' END, shown,
+                                  CASE WHEN found > 10 THEN ', ...' ELSE '' END),
+                  HINT = format('Compare them with backfill.verify_job(%s), mend the downstream or copy the table again with backfill.recreate_job(%s), then cut over again.', job_id, job_id);
+    END IF;
+END
+$$;
+COMMENT ON FUNCTION backfill._cutover_verify(bigint) IS
+'Internal: for cutover(verify => true), refuses the cutover of a job whose checksum verify_job finds a difference, naming the first ten in the DETAIL.';
+
+-- accept and verify join the arguments: the function is made again, with
+-- the rights it had (EXECUTE to PUBLIC, as in 1.3) and its comment.  With
+-- verify, the checksum verify_job runs just before the lock is taken (the
+-- switchover, for a remote job), and a difference refuses the cutover
 DROP FUNCTION backfill.cutover(bigint, text, interval, integer, boolean);
 CREATE FUNCTION backfill.cutover(job_id bigint, old_name text DEFAULT NULL,
                                  lock_timeout interval DEFAULT '1s', attempts integer DEFAULT 20,
                                  fence boolean DEFAULT false, accept text[] DEFAULT NULL,
+                                 verify boolean DEFAULT false,
                                  OUT state text, OUT attempts_made integer,
                                  OUT lock_held_ms double precision, OUT old_table regclass,
                                  OUT rollback_possible boolean, OUT source_lsn pg_lsn)
@@ -2006,6 +1846,9 @@ BEGIN
     IF fence IS NULL THEN
         RAISE EXCEPTION 'argument "fence" must not be null' USING ERRCODE = 'null_value_not_allowed';
     END IF;
+    IF verify IS NULL THEN
+        RAISE EXCEPTION 'argument "verify" must not be null' USING ERRCODE = 'null_value_not_allowed';
+    END IF;
     -- one cutover of a job at a time; rollback and finish take it too.  The
     -- job is read again once it is held: a rollback that held it meanwhile
     -- has turned the job back
@@ -2025,6 +1868,9 @@ BEGIN
         -- a switchover (src/kinds/switchover.c): the source stops being
         -- followed, so the job lets go of the local table at once, as
         -- finish_cutover does; there is no rollback to keep it for
+        IF verify THEN
+            PERFORM backfill._cutover_verify(job_id);
+        END IF;
         source_lsn := backfill._remote_switchover(job_id, fence, lock_timeout, attempts);
         PERFORM backfill._mark_cancelled(job_id);
         PERFORM backfill._drop_job_objects(j, false);
@@ -2081,6 +1927,9 @@ BEGIN
     dst_name := (SELECT relname FROM pg_class WHERE oid = j.downstream);
     up_text := j.upstream::text;
     down_text := j.downstream::text;
+    IF verify THEN
+        PERFORM backfill._cutover_verify(job_id);
+    END IF;
     swapped := backfill._cutover_attempts(job_id, j.upstream, j.downstream, old_name, lock_timeout, attempts);
     IF why IS NULL THEN
         PERFORM backfill._cutover_turn(job_id, true);
@@ -2106,8 +1955,8 @@ BEGIN
     rollback_possible := why IS NULL;
 END
 $$;
-COMMENT ON FUNCTION backfill.cutover(bigint, text, interval, integer, boolean, text[]) IS
-'Gives a finished job''s downstream its upstream''s name and what names it (privileges, owner, sequences, defaults, identity, policies, comments, statistics targets, replica identity, publications, subscriptions, triggers, views, materialized views, functions of its row type, foreign keys), under the upstream''s lock taken with lock_timeout and retried; the old table then follows the new one until finish_cutover.  Refused when the downstream enforces less than the upstream (NOT NULL, CHECK, UNIQUE, ...), unless accept names each such loss.';
+COMMENT ON FUNCTION backfill.cutover(bigint, text, interval, integer, boolean, text[], boolean) IS
+'Gives a finished job''s downstream its upstream''s name and what names it (privileges, owner, sequences, defaults, identity, policies, comments, statistics targets, replica identity, publications, subscriptions, triggers, views, materialized views, functions of its row type, foreign keys), under the upstream''s lock taken with lock_timeout and retried; the old table then follows the new one until finish_cutover.  Refused when the downstream enforces less than the upstream (NOT NULL, CHECK, UNIQUE, ...), unless accept names each such loss, and with verify when the checksum verify_job finds a difference.';
 
 CREATE OR REPLACE FUNCTION backfill.rollback_cutover(job_id bigint, lock_timeout interval DEFAULT '1s',
                                           attempts integer DEFAULT 20,
@@ -2771,6 +2620,433 @@ COMMENT ON FUNCTION backfill.unfence(bigint) IS
 'Gives back the write privileges on the source table(s) of a remote job that a switchover''s fence revoked and that no switchover kept (one killed or crashed before its commit, or whose source did not answer when it failed), as the source records them; returns how many grants were given back.  A fence whose switchover committed stays.';
 
 -- ---------------------------------------------------------------------------
+-- Verifying by range checksums
+-- ---------------------------------------------------------------------------
+
+-- verify_job: the upstream's side of the comparison is the filtered
+-- projection, computed columns as the job computes them, and a key's vnode
+-- is the job's (range vnodes); positions are compared through
+-- _key_compare_sql.
+-- A remote job is compared with its source through the foreign table (one
+-- snapshot of the source for all of it: postgres_fdw's remote transaction).
+-- The keys of splits not finished yet are not compared, on either side (a
+-- split's position lives in its actor's memory); the keys of changes the job
+-- fetched and has not applied (its change table) and of those the source
+-- committed that it has not fetched (its slot, read after the source's
+-- snapshot was taken) are pending, also after the finish, since the job
+-- follows its source asynchronously.  The function is VOLATILE: the
+-- comparison is one statement, whose snapshot comes after the slot lock, so
+-- that no fetch commits between what it sees of the job and the slot.  It
+-- reads the job's filter and expressions under the settings they were
+-- written under (see create_job).  It reads the upstream as the job's
+-- owner, through the policies that would have filtered the copy: a job
+-- whose owner row-level security applies to is refused, not found equal.
+DROP FUNCTION backfill.verify_job(bigint);
+CREATE FUNCTION backfill.verify_job(job_id bigint, method text DEFAULT 'auto',
+                                    range_rows integer DEFAULT 1000)
+RETURNS TABLE (pk text, problem text)
+LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp
+SET standard_conforming_strings = on
+SET "DateStyle" = 'ISO, MDY'
+SET "IntervalStyle" = postgres
+AS $$
+DECLARE
+    j backfill.job := backfill._get_job(job_id);
+    key_u text;
+    key_d text;
+    key_s text;
+    key_c text;
+    cols_u text;
+    cols_d text;
+    scan_u text;
+    scan_d text;
+    covered text := 'true';
+    settled text := 'true';
+    decoded text := 'SELECT NULL::record AS k WHERE false';
+    vnode_u text;
+    key_types text;
+    first_type text;
+    part_cases text := '';
+    hash_u text;
+    hash_d text;
+    key_typs text[];
+    rows_sql text;
+    sums_sql text;
+    split_sql text;
+    los text[] := ARRAY[NULL];
+    his text[] := ARRAY[NULL];
+    depths integer[] := ARRAY[0];
+    lo text;
+    hi text;
+    depth integer;
+    top integer;
+    from_b text;
+    nb integer := 0;
+    leaf_from text[] := '{}';
+    leaf_u text[] := '{}';
+    leaf_d text[] := '{}';
+    leaf_rows bigint := 0;
+    read_rows bigint := 0;
+    rate integer;
+    started timestamptz := clock_timestamp();
+    cond_u text;
+    cond_d text;
+    keyt_u text;
+    keyt_d text;
+    sums text[];
+    n_u bigint;
+    n_d bigint;
+    bounds text[];
+BEGIN
+    IF method IS NULL THEN
+        RAISE EXCEPTION 'argument "method" must not be null' USING ERRCODE = 'null_value_not_allowed';
+    ELSIF method NOT IN ('auto', 'checksum', 'rows') THEN
+        RAISE EXCEPTION 'unrecognized verify method "%"', method
+            USING ERRCODE = 'invalid_parameter_value',
+                  HINT = 'Use auto, checksum or rows.';
+    END IF;
+    IF range_rows IS NULL THEN
+        RAISE EXCEPTION 'argument "range_rows" must not be null' USING ERRCODE = 'null_value_not_allowed';
+    ELSIF range_rows < 1 THEN
+        RAISE EXCEPTION 'range_rows must be at least 1'
+            USING ERRCODE = 'invalid_parameter_value',
+                  DETAIL = format('It was %s.', range_rows);
+    END IF;
+    IF j.status = 'cancelled' THEN
+        RAISE EXCEPTION 'backfill job % has been cancelled', job_id
+            USING ERRCODE = 'object_not_in_prerequisite_state';
+    END IF;
+    PERFORM backfill._check_unfiltered(j.job_id);
+    SELECT string_agg('u.' || quote_ident(c), ', ' ORDER BY o),
+           string_agg('d.' || quote_ident(c), ', ' ORDER BY o),
+           string_agg('s.' || quote_ident(c), ', ' ORDER BY o),
+           string_agg('c.' || quote_ident(c), ', ' ORDER BY o)
+      INTO key_u, key_d, key_s, key_c
+      FROM unnest(j.pk_columns) WITH ORDINALITY AS t(c, o);
+    -- a key's vnode in the job: its range, or the hash of older jobs
+    vnode_u := CASE WHEN j.vnode_mapping = 'range'
+                    THEN format('backfill.job_vnode(%s::int8, %s)', j.job_id, key_u)
+                    ELSE format('backfill.vnode(%s)', key_u) END;
+    -- each value as the downstream's column stores it
+    SELECT string_agg(format('CAST(%s AS %s)', coalesce('(' || t.e || ')', 'u.' || quote_ident(t.c)),
+                             format_type(a.atttypid, a.atttypmod)), ', ' ORDER BY t.o),
+           string_agg('d.' || quote_ident(t.c), ', ' ORDER BY t.o)
+      INTO cols_u, cols_d
+      FROM unnest(j.columns, j.expressions) WITH ORDINALITY AS t(c, e, o)
+      JOIN pg_attribute a ON a.attrelid = j.downstream AND a.attname = t.c AND NOT a.attisdropped;
+    -- a row's hash, for the checksum method: of its key and of its values,
+    -- each hashed with its place as the seed, combined by xor and hashed
+    -- again, so that values swapped between rows or columns change it
+    SELECT 'pg_catalog.hashint8extended(' || string_agg(format(h.tpl, format('CAST(%s AS %s)',
+                  coalesce('(' || t.e || ')', 'u.' || quote_ident(t.c)), format_type(a.atttypid, a.atttypmod))),
+                  ' OPERATOR(pg_catalog.#) ' ORDER BY t.o) || ', 0)',
+           'pg_catalog.hashint8extended(' || string_agg(format(h.tpl, 'd.' || quote_ident(t.c)),
+                  ' OPERATOR(pg_catalog.#) ' ORDER BY t.o) || ', 0)'
+      INTO hash_u, hash_d
+      FROM (SELECT k.c, NULL::text, 1000 + k.o FROM unnest(j.pk_columns) WITH ORDINALITY AS k(c, o)
+            UNION ALL
+            SELECT v.c, v.e, v.o FROM unnest(j.columns, j.expressions) WITH ORDINALITY AS v(c, e, o)) t(c, e, o)
+      JOIN pg_attribute a ON a.attrelid = j.downstream AND a.attname = t.c AND NOT a.attisdropped
+      CROSS JOIN LATERAL (
+          -- a value's hash: NULL's is a constant of the column; the type's
+          -- own extended hash where equal values are identical (integers,
+          -- uuid, text under a deterministic collation); else the hash of
+          -- its binary send form, which tells 1.0 from 1.00, 0 from -0 and
+          -- strings a nondeterministic collation finds equal, as the rows
+          -- method's image comparison (*=) does
+          WITH RECURSIVE b(t, n) AS (
+              SELECT a.atttypid, 0
+              UNION ALL
+              SELECT y.typbasetype, b.n + 1 FROM pg_type y, b WHERE y.oid = b.t AND y.typtype = 'd')
+          SELECT 'CASE WHEN (%1$s) IS NULL THEN ' || pg_catalog.hashint8extended(t.o, 7919) || '::int8 ELSE ' ||
+                 CASE WHEN y.oid IN ('int2'::regtype, 'int4'::regtype, 'int8'::regtype)
+                      THEN format('pg_catalog.hashint%sextended(', y.typlen) || '%1$s' || format(', %s)', t.o)
+                      WHEN y.oid = 'uuid'::regtype
+                      THEN 'pg_catalog.uuid_hash_extended(%1$s' || format(', %s)', t.o)
+                      WHEN y.oid IN ('text'::regtype, 'varchar'::regtype)
+                       AND coalesce((SELECT l.collisdeterministic FROM pg_collation l WHERE l.oid = a.attcollation), true)
+                      THEN 'pg_catalog.hashtextextended(%1$s' || format(', %s)', t.o)
+                      WHEN y.typsend <> 0
+                      THEN format('pg_catalog.hash_array_extended(ARRAY[%s.%s(CAST(',
+                                  quote_ident(sn.nspname), quote_ident(sp.proname))
+                           || '%1$s' || format(' AS %s))], %s)', format_type(y.oid, NULL), t.o)
+                      ELSE 'pg_catalog.hashtextextended(CAST(%1$s AS text) COLLATE "C"' || format(', %s)', t.o)
+                 END || ' END'
+            FROM (SELECT b.t FROM b ORDER BY b.n DESC LIMIT 1) bt
+            JOIN pg_type y ON y.oid = bt.t
+            LEFT JOIN pg_proc sp ON sp.oid = y.typsend
+            LEFT JOIN pg_namespace sn ON sn.oid = sp.pronamespace) h(tpl);
+    SELECT array_agg(format_type(a.atttypid, a.atttypmod) ORDER BY t.o),
+           string_agg(format('u.%I::text', t.c), ', ' ORDER BY t.o),
+           string_agg(format('d.%I::text', t.c), ', ' ORDER BY t.o)
+      INTO key_typs, keyt_u, keyt_d
+      FROM unnest(j.pk_columns) WITH ORDINALITY AS t(c, o)
+      JOIN pg_attribute a ON a.attrelid = j.downstream AND a.attname = t.c AND NOT a.attisdropped;
+    -- a partitioned upstream is read through its partitions
+    scan_u := format('%s%s u', CASE WHEN (SELECT relkind FROM pg_class WHERE oid = j.upstream) = 'p'
+                                    THEN '' ELSE 'ONLY ' END, j.upstream);
+    scan_d := format('%s', j.downstream);
+
+    IF j.remote THEN
+        SELECT string_agg(format('p.k[%s]::%s', t.o, format_type(a.atttypid, a.atttypmod)), ', ' ORDER BY t.o),
+               min(format_type(a.atttypid, a.atttypmod)) FILTER (WHERE t.o = 1)
+          INTO key_types, first_type
+          FROM unnest(j.pk_columns) WITH ORDINALITY AS t(c, o)
+          JOIN pg_attribute a ON a.attrelid = j.downstream AND a.attname = t.c AND NOT a.attisdropped;
+        IF j.status <> 'finished' THEN
+            -- the keys of finished splits: [bound split_id - 1, bound split_id)
+            -- (compared through the key type's btree operators, as the
+            -- splits were cut: an hstore key has no >= of that name)
+            -- and, over several servers, in the split's partition: its
+            -- partition constraint, on the key's columns, which hold the
+            -- partition keys (a NULL bound is the partition's start or end)
+            IF j.remote_partitions IS NOT NULL THEN
+                SELECT format(' AND CASE s.split_id %s END',
+                              string_agg(format('WHEN %s THEN (%s)', p.split_id,
+                                                pg_get_partition_constraintdef(p.partition)),
+                                         ' ' ORDER BY p.split_id))
+                  INTO part_cases
+                  FROM backfill.job_splits(j.job_id) p;
+            END IF;
+            covered := format('EXISTS (SELECT FROM %1$s s WHERE s.backfill_finished '
+                              'AND ((%2$L::text[])[s.split_id] IS NULL OR EXISTS (SELECT FROM '
+                              '(SELECT ((%2$L::text[])[s.split_id])::%4$s AS %3$I) b WHERE %5$s)) '
+                              'AND ((%2$L::text[])[s.split_id + 1] IS NULL OR EXISTS (SELECT FROM '
+                              '(SELECT ((%2$L::text[])[s.split_id + 1])::%4$s AS %3$I) b WHERE %6$s))%7$s)',
+                              j.state_table, coalesce(j.remote_splits, '{}'), j.pk_columns[1], first_type,
+                              backfill._key_compare_sql(j.upstream, j.pk_columns[1:1], 'u', '>=', 'b'),
+                              backfill._key_compare_sql(j.upstream, j.pk_columns[1:1], 'u', '<', 'b'),
+                              part_cases);
+            scan_d := format('(SELECT u.* FROM %s u WHERE %s)', j.downstream, covered);
+        END IF;
+        -- no fetch from here on; the source's snapshot, then what its slot
+        -- holds after it, from the offset the comparison's snapshot sees.
+        -- The snapshot is postgres_fdw's, one per server, taken by a first
+        -- read of each foreign table as the job's owner, whose user mappings
+        -- the comparison uses (a LIMIT over the partitioned table would
+        -- read its first partition only)
+        PERFORM backfill._lock_slot(j.job_id);
+        PERFORM FROM backfill._verify_rows(j.job_id,
+            (SELECT string_agg(format('(SELECT NULL::text, NULL::text FROM %s LIMIT 1)', p.p), ' UNION ALL ')
+               FROM unnest(coalesce(j.remote_partitions, ARRAY[j.upstream])) p(p)));
+        -- (a job over several servers reads each one's offset itself)
+        decoded := format('SELECT ROW(%s) AS k FROM backfill._unfetched_keys(%s, '
+                          '(SELECT CASE WHEN j.remote_partitions IS NULL THEN j.remote_lsn '
+                          'ELSE ''0/0''::pg_lsn END FROM backfill.job j WHERE j.job_id = %s)) p(k)',
+                          key_types, j.job_id, j.job_id);
+        settled := format('NOT EXISTS (SELECT FROM %s c WHERE ROW(%s) = x.k) '
+                          'AND NOT EXISTS (SELECT FROM w WHERE w.k = x.k)',
+                          j.change_table, key_c);
+    -- a backfilling job covers, per vnode, the keys up to its position
+    -- (below it for the snapshot kind, whose position is the next row to
+    -- read), and the keys captured since its last barrier are pending, not
+    -- differences; a finished job covers every key and has nothing pending.
+    -- A difference is settled when its key is pending nowhere: two
+    -- anti-joins, which the planner merges (a key is an anonymous record,
+    -- which it will not hash), so that a job with many keys pending and
+    -- many differences is compared in n log n, not n times m
+    ELSIF j.status <> 'finished' THEN
+        IF j.kind = 'snapshot' THEN
+            covered := format('EXISTS (SELECT FROM %s s WHERE s.vnode = %s '
+                              'AND (s.is_epoch_finished OR %s))',
+                              j.state_table, vnode_u,
+                              backfill._key_compare_sql(j.upstream, j.pk_columns, 'u', '<', 's'));
+        ELSIF j.kind = 'cdc' THEN
+            covered := format('EXISTS (SELECT FROM %s s WHERE s.backfill_finished OR %s)',
+                              j.state_table,
+                              backfill._key_compare_sql(j.upstream, j.pk_columns, 'u', '<=', 's'));
+            -- and the changes the slot has decoded but not delivered yet,
+            -- up to the WAL flushed as the comparison peeks, after its
+            -- snapshot: the slot decodes only flushed WAL, which an
+            -- asynchronous commit may not have reached (_flush_wal)
+            IF EXISTS (SELECT FROM pg_replication_slots
+                        WHERE slot_name = format('backfill_%s_%s',
+                                  (SELECT oid FROM pg_database WHERE datname = current_database()),
+                                  j.job_id)) THEN
+                -- one user of the slot at a time: the job's fetch waits
+                PERFORM backfill._lock_slot(j.job_id);
+                decoded := format(
+                    'SELECT ROW((substr(p.data, strpos(p.data, E''\t'') + 1)::%s).*) AS k '
+                    '  FROM pg_logical_slot_peek_changes(%L, backfill._flush_wal(), NULL, ''relid'', %L) p',
+                    j.change_table,
+                    format('backfill_%s_%s',
+                           (SELECT oid FROM pg_database WHERE datname = current_database()),
+                           j.job_id),
+                    j.upstream::oid::text);
+            END IF;
+        ELSE
+            covered := format('EXISTS (SELECT FROM %s s WHERE s.vnode = %s '
+                              'AND (s.backfill_finished OR %s))',
+                              j.state_table, vnode_u,
+                              backfill._key_compare_sql(j.upstream, j.pk_columns, 'u', '<=', 's'));
+        END IF;
+        settled := format('NOT EXISTS (SELECT FROM %s c WHERE ROW(%s) = x.k) '
+                          'AND NOT EXISTS (SELECT FROM w WHERE w.k = x.k)',
+                          j.change_table, key_c);
+    END IF;
+    IF j.filter IS NOT NULL THEN
+        covered := format('%s AND (%s)', covered, j.filter);
+    END IF;
+
+    -- one statement, one snapshot for all of it, run as the job's owner in
+    -- a security-restricted operation: the filter and the computed columns
+    -- are the owner's SQL.  %10$s and %11$s restrict it to a range of keys
+    -- (the checksum method's), its bounds being FROM items of %12$s, out of
+    -- reach of the owner's SQL, whose names they could take
+    rows_sql := 'WITH w AS MATERIALIZED (%9$s), '
+        '     x AS (SELECT coalesce(u.k, d.k) AS k, '
+        '                  CASE WHEN d.k IS NULL THEN ''missing'' '
+        '                       WHEN u.k IS NULL THEN ''extra'' ELSE ''different'' END AS problem '
+        '             FROM (SELECT u.backfill_k AS k, u.backfill_r AS r FROM (SELECT ROW(%1$s) AS backfill_k, '
+        '                   ROW(%2$s) AS backfill_r, %1$s FROM %3$s WHERE %4$s) u%12$s WHERE true%10$s) u '
+        '             FULL JOIN (SELECT ROW(%5$s) AS k, ROW(%6$s) AS r FROM %7$s d%12$s WHERE true%11$s) d ON u.k = d.k '
+        '            WHERE u.k IS NULL OR d.k IS NULL OR NOT (u.r OPERATOR(pg_catalog.*=) d.r)) '
+        'SELECT x.k::text, x.problem FROM x '
+        ' WHERE %8$s '
+        ' ORDER BY x.k';
+    -- auto: checksums, but where the source could not compute them (over
+    -- several servers, whose partitioned table postgres_fdw reads row by
+    -- row; a copy from another server not finished, whose coverage only
+    -- this server knows) they would bring every row across several times
+    IF method = 'auto' THEN
+        method := CASE WHEN j.remote AND (j.remote_partitions IS NOT NULL OR j.status <> 'finished')
+                       THEN 'rows' ELSE 'checksum' END;
+    END IF;
+    IF method = 'rows' THEN
+        RETURN QUERY SELECT v.pk, v.problem FROM backfill._verify_rows(j.job_id, format(rows_sql,
+            key_u, cols_u, scan_u, covered, key_d, cols_d, scan_d, settled, decoded, '', '', '')) v;
+        RETURN;
+    END IF;
+
+    -- the checksum method: per range of keys, both sides' count, sum and
+    -- xor of their rows' hashes, in one statement (one snapshot), each an
+    -- aggregate that postgres_fdw computes on the source when the hashes
+    -- are of built-in types (while the local side's is computed, when the
+    -- server is async_capable: the two are branches of one Append).  A
+    -- range whose sides differ is cut at keys of the side with the more
+    -- rows until it holds at most range_rows, then compared row by row, as
+    -- the rows method compares all of it, pending keys included.  Ranges
+    -- are taken in key order, so that the rows come out in the rows
+    -- method's order
+    sums_sql := 'SELECT ''d''::text, count(*) || '' '' || coalesce(sum(x.h), 0) || '' '' || coalesce(bit_xor(x.h), 0) '
+        '  FROM (SELECT %5$s AS h FROM %3$s d%6$s WHERE true%4$s) x '
+        'UNION ALL '
+        'SELECT ''u''::text, count(*) || '' '' || coalesce(sum(x.h), 0) || '' '' || coalesce(bit_xor(x.h), 0) '
+        '  FROM (SELECT u.backfill_h AS h FROM (SELECT %1$s AS backfill_h, %9$s FROM %2$s WHERE %7$s) u%6$s '
+        '         WHERE true%8$s) x';
+    -- every step-th key of a side in key order, with its place
+    split_sql := 'SELECT s.k::text, s.n::text FROM (SELECT ARRAY[%1$s] AS k, '
+        'row_number() OVER (ORDER BY %2$s) AS n FROM %3$s%4$s WHERE %5$s%6$s) s '
+        'WHERE s.n OPERATOR(pg_catalog.%%) %7$s = 0';
+    LOOP
+        -- the leaves gathered so far, compared row by row in one statement
+        -- per 64 (one look at what is pending, not one per leaf)
+        IF cardinality(leaf_from) >= 64 OR (cardinality(los) = 0 AND cardinality(leaf_from) > 0) THEN
+            RETURN QUERY SELECT v.pk, v.problem FROM backfill._verify_rows(j.job_id, format(rows_sql,
+                key_u, cols_u, scan_u, covered, key_d, cols_d, scan_d, settled, decoded,
+                ' AND (' || array_to_string(leaf_u, ' OR ') || ')',
+                ' AND (' || array_to_string(leaf_d, ' OR ') || ')',
+                array_to_string(leaf_from, ''))) v;
+            leaf_from := '{}';
+            leaf_u := '{}';
+            leaf_d := '{}';
+            read_rows := read_rows + leaf_rows;
+            leaf_rows := 0;
+            -- the job's rate limit, as it is now, paces the upstream's rows
+            -- read (0, a paused job, does not hold back a comparison asked for)
+            rate := (SELECT b.rate_limit FROM backfill.job b WHERE b.job_id = j.job_id);
+            IF rate > 0 THEN
+                PERFORM pg_sleep(read_rows::float8 / rate - extract(epoch FROM clock_timestamp() - started));
+            END IF;
+            CONTINUE;
+        END IF;
+        EXIT WHEN cardinality(los) = 0;
+        top := cardinality(los);
+        lo := los[top];
+        hi := his[top];
+        depth := depths[top];
+        los := los[1:top - 1];
+        his := his[1:top - 1];
+        depths := depths[1:top - 1];
+        -- the range as FROM items (its bounds) and conditions on each side
+        -- (each range's bounds have names of their own: leaves are compared
+        -- together)
+        nb := nb + 1;
+        from_b := '';
+        cond_u := '';
+        cond_d := '';
+        IF lo IS NOT NULL THEN
+            from_b := from_b || format(', (SELECT %s) backfill_lo%s',
+                (SELECT string_agg(format('%L::%s AS %I', x.v, x.t, x.c), ', ' ORDER BY x.o)
+                   FROM unnest(lo::text[], key_typs, j.pk_columns) WITH ORDINALITY x(v, t, c, o)), nb);
+            cond_u := cond_u || ' AND ' || backfill._key_compare_sql(j.upstream, j.pk_columns, 'u', '>=', 'backfill_lo' || nb);
+            cond_d := cond_d || ' AND ' || backfill._key_compare_sql(j.upstream, j.pk_columns, 'd', '>=', 'backfill_lo' || nb);
+        END IF;
+        IF hi IS NOT NULL THEN
+            from_b := from_b || format(', (SELECT %s) backfill_hi%s',
+                (SELECT string_agg(format('%L::%s AS %I', x.v, x.t, x.c), ', ' ORDER BY x.o)
+                   FROM unnest(hi::text[], key_typs, j.pk_columns) WITH ORDINALITY x(v, t, c, o)), nb);
+            cond_u := cond_u || ' AND ' || backfill._key_compare_sql(j.upstream, j.pk_columns, 'u', '<', 'backfill_hi' || nb);
+            cond_d := cond_d || ' AND ' || backfill._key_compare_sql(j.upstream, j.pk_columns, 'd', '<', 'backfill_hi' || nb);
+        END IF;
+        rate := (SELECT b.rate_limit FROM backfill.job b WHERE b.job_id = j.job_id);
+        IF depth = 0 AND rate > 0 THEN
+            -- paced: first cut the keys into ranges of about a second's
+            -- worth of rows, at keys of the downstream, so that no one
+            -- statement reads more of the upstream than the limit allows
+            n_u := NULL;
+            n_d := (SELECT v.pk::bigint FROM backfill._verify_rows(j.job_id,
+                        format('SELECT count(*)::text, NULL::text FROM %s d', scan_d)) v);
+        ELSE
+            SELECT array_agg(v.problem ORDER BY v.pk) INTO sums
+              FROM backfill._verify_rows(j.job_id, format(sums_sql,
+                   hash_u, scan_u, scan_d, cond_d, hash_d,
+                   from_b, covered, cond_u, key_u)) v;
+            n_d := split_part(sums[1], ' ', 1)::bigint;
+            n_u := split_part(sums[2], ' ', 1)::bigint;
+            read_rows := read_rows + n_u;
+            IF rate > 0 THEN
+                PERFORM pg_sleep(read_rows::float8 / rate - extract(epoch FROM clock_timestamp() - started));
+            END IF;
+            CONTINUE WHEN sums[1] = sums[2];
+        END IF;
+        IF (n_u IS NOT NULL AND greatest(n_u, n_d) <= range_rows) OR depth >= 64 THEN
+            leaf_rows := leaf_rows + n_u;
+            leaf_from := leaf_from || from_b;
+            leaf_u := leaf_u || ('(true' || cond_u || ')');
+            leaf_d := leaf_d || ('(true' || cond_d || ')');
+            CONTINUE;
+        END IF;
+        -- cut it into at most 16 ranges at keys of the fuller side (paced:
+        -- ranges of a second's worth of rows, at keys of the downstream)
+        SELECT array_agg(v.pk ORDER BY v.problem::bigint) INTO bounds
+          FROM backfill._verify_rows(j.job_id,
+               CASE WHEN n_u IS NULL
+                    THEN format(split_sql, keyt_d, key_d, scan_d || ' d', from_b, 'true', cond_d,
+                                greatest(rate, 1))
+                    WHEN n_d * 2 >= n_u
+                    THEN format(split_sql, keyt_d, key_d, scan_d || ' d', from_b,
+                                'true', cond_d,
+                                ceil(greatest(n_u, n_d)::numeric / least(16, ceil(greatest(n_u, n_d)::numeric / range_rows))))
+                    ELSE format(split_sql, keyt_u, key_u,
+                                format('(SELECT %s FROM %s WHERE %s) u', key_u, scan_u, covered), from_b,
+                                'true', cond_u,
+                                ceil(greatest(n_u, n_d)::numeric / least(16, ceil(greatest(n_u, n_d)::numeric / range_rows))))
+               END) v;
+        bounds := ARRAY[lo] || coalesce(bounds, '{}') || ARRAY[hi];
+        FOR i IN REVERSE cardinality(bounds) - 1 .. 1 LOOP
+            los := los || bounds[i];
+            his := his || bounds[i + 1];
+            depths := depths || (depth + 1);
+        END LOOP;
+    END LOOP;
+END
+$$;
+COMMENT ON FUNCTION backfill.verify_job(bigint, text, integer) IS
+'Compares the downstream of a job with its upstream, by checksums of ranges of keys (method checksum; the ranges that differ are compared row by row, range_rows rows at most) or row by row (method rows), or the one that reads less (method auto, the default: rows for a job from several servers or from another server not finished yet); returns one row per missing, extra or different row.';
+
+-- ---------------------------------------------------------------------------
 -- PostgreSQL's vocabulary beside RisingWave's: jobs by name, alter_job, the
 -- upstream's size
 -- ---------------------------------------------------------------------------
@@ -2894,12 +3170,12 @@ AS $$ SELECT backfill.alter_rate_limit(backfill.job_id(job_name), rows_per_secon
 COMMENT ON FUNCTION backfill.alter_rate_limit(text, integer) IS
 'Limits the snapshot rows of the job of that name (backfill.job_id), as alter_rate_limit(job_id) does.';
 
-CREATE FUNCTION backfill.verify_job(job_name text)
+CREATE FUNCTION backfill.verify_job(job_name text, method text DEFAULT 'auto', range_rows integer DEFAULT 1000)
 RETURNS TABLE(pk text, problem text)
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
-AS $$ SELECT * FROM backfill.verify_job(backfill.job_id(job_name)) $$;
-COMMENT ON FUNCTION backfill.verify_job(text) IS
+AS $$ SELECT * FROM backfill.verify_job(backfill.job_id(job_name), method, range_rows) $$;
+COMMENT ON FUNCTION backfill.verify_job(text, text, integer) IS
 'Compares the downstream of the job of that name (backfill.job_id) with its upstream, as verify_job(job_id) does.';
 
 CREATE FUNCTION backfill.job_state(job_name text)
@@ -2922,13 +3198,14 @@ COMMENT ON FUNCTION backfill.job_splits(text) IS
 CREATE FUNCTION backfill.cutover(job_name text, old_name text DEFAULT NULL,
                                  lock_timeout interval DEFAULT '1s', attempts integer DEFAULT 20,
                                  fence boolean DEFAULT false, accept text[] DEFAULT NULL,
+                                 verify boolean DEFAULT false,
                                  OUT state text, OUT attempts_made integer,
                                  OUT lock_held_ms double precision, OUT old_table regclass,
                                  OUT rollback_possible boolean, OUT source_lsn pg_lsn)
 LANGUAGE sql VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
-AS $$ SELECT * FROM backfill.cutover(backfill.job_id(job_name), old_name, lock_timeout, attempts, fence, accept) $$;
-COMMENT ON FUNCTION backfill.cutover(text, text, interval, integer, boolean, text[]) IS
+AS $$ SELECT * FROM backfill.cutover(backfill.job_id(job_name), old_name, lock_timeout, attempts, fence, accept, verify) $$;
+COMMENT ON FUNCTION backfill.cutover(text, text, interval, integer, boolean, text[], boolean) IS
 'Swaps in the downstream of the job of that name (backfill.job_id), as cutover(job_id) does.';
 
 CREATE FUNCTION backfill.rollback_cutover(job_name text, lock_timeout interval DEFAULT '1s',
