@@ -2953,9 +2953,12 @@ BEGIN
             leaf_d := '{}';
             read_rows := read_rows + leaf_rows;
             leaf_rows := 0;
-            -- the job's rate limit, as it is now, paces the upstream's rows
-            -- read (0, a paused job, does not hold back a comparison asked for)
-            rate := (SELECT b.rate_limit FROM backfill.job b WHERE b.job_id = j.job_id);
+            -- the rate limit of a finished job, as it is now, paces the
+            -- upstream's rows read (0, a paused job, does not hold back a
+            -- comparison asked for; a job that copies reads at its limit
+            -- already, and a comparison then is a check of its barriers)
+            rate := (SELECT b.rate_limit FROM backfill.job b
+                      WHERE b.job_id = j.job_id AND b.status = 'finished');
             IF rate > 0 THEN
                 PERFORM pg_sleep(read_rows::float8 / rate - extract(epoch FROM clock_timestamp() - started));
             END IF;
@@ -2990,7 +2993,8 @@ BEGIN
             cond_u := cond_u || ' AND ' || backfill._key_compare_sql(j.upstream, j.pk_columns, 'u', '<', 'backfill_hi' || nb);
             cond_d := cond_d || ' AND ' || backfill._key_compare_sql(j.upstream, j.pk_columns, 'd', '<', 'backfill_hi' || nb);
         END IF;
-        rate := (SELECT b.rate_limit FROM backfill.job b WHERE b.job_id = j.job_id);
+        rate := (SELECT b.rate_limit FROM backfill.job b
+                  WHERE b.job_id = j.job_id AND b.status = 'finished');
         IF depth = 0 AND rate > 0 THEN
             -- paced: first cut the keys into ranges of about a second's
             -- worth of rows, at keys of the downstream, so that no one
