@@ -97,6 +97,8 @@ sub refusal
 $sql});
 	return 'no error' if $ret == 0;
 	$err =~ s/^psql:<stdin>:\d+: //mg;
+	# the line that ends a run comes before its error
+	$err =~ s/^INFO: .*\n(LOCATION: .*\n)?//mg;
 	$err =~ s/\n?LOCATION:.*//s;
 	return $err;
 }

@@ -207,7 +207,7 @@ my $here = $local->safe_psql('postgres', "SELECT backfill.create_job('here_copy'
 is(join(': ', (psql_error($local, "SELECT backfill.unfence($here)"))[0, 1]),
 	"42809: backfill job $here does not copy a table of another server",
 	'backfill.unfence of a job on a local table is refused');
-is(join(': ', (psql_error($local, 'SELECT backfill.unfence(NULL)'))[0, 1]),
+is(join(': ', (psql_error($local, 'SELECT backfill.unfence(NULL::bigint)'))[0, 1]),
 	'22004: argument "job_id" must not be null', 'backfill.unfence of NULL is refused');
 
 # ==== a rollback after the switchover ====

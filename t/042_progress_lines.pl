@@ -175,7 +175,7 @@ like(
 # ---- 3. the catch-up ----
 make_upstream($node, 'up_cu', 1, 20000);
 $job = $node->safe_psql('postgres',
-	"SELECT backfill.create_job('down_cu', 'up_cu', kind => 'snapshot', chunk_size => 1000)");
+	"SELECT backfill.create_job('down_cu', 'up_cu', kind => 'snapshot', chunk_size => 50)");
 # a backlog in the log: every row changed twice after the snapshot epoch
 $node->safe_psql('postgres', 'UPDATE up_cu SET a = a + 1; UPDATE up_cu SET a = a + 1');
 # and a writer that keeps adding changes while the job catches up
