@@ -178,14 +178,24 @@ $job = $node->safe_psql('postgres',
 	"SELECT backfill.create_job('down_cu', 'up_cu', kind => 'snapshot', chunk_size => 50)");
 # a backlog in the log: every row changed twice after the snapshot epoch
 $node->safe_psql('postgres', 'UPDATE up_cu SET a = a + 1; UPDATE up_cu SET a = a + 1');
-# and a writer that keeps adding changes while the job catches up
+# and a writer that keeps adding changes until the job has been catching up
+# for two seconds, however long its snapshot takes: more than a chunk of
+# changes a barrier keeps the job catching up, so it sends several lines
 my $writer = BackfillTestLib::start_bg(
 	[
 		'psql', '-X', '-At', '-v', 'ON_ERROR_STOP=1',
 		'-d', $node->connstr('postgres'),
-		'-c', q{DO $$BEGIN FOR i IN 1 .. 150 LOOP
-		          UPDATE up_cu SET a = a + 1 WHERE id BETWEEN (i * 97) % 19000 + 1 AND (i * 97) % 19000 + 100;
-		          COMMIT; PERFORM pg_sleep(0.02); END LOOP; END$$}
+		'-c', q{DO $$DECLARE since timestamptz; BEGIN
+		          FOR i IN 1 .. 6000 LOOP
+		            UPDATE up_cu SET a = a + 1 WHERE id BETWEEN (i * 97) % 19000 + 1 AND (i * 97) % 19000 + 100;
+		            COMMIT;
+		            IF since IS NULL AND EXISTS (SELECT FROM backfill.actor
+		                                         WHERE job_id = JOB_ID AND log_store_lag_ms IS NOT NULL) THEN
+		              since := clock_timestamp();
+		            END IF;
+		            EXIT WHEN clock_timestamp() > since + interval '2 s';
+		            PERFORM pg_sleep(0.02);
+		          END LOOP; END$$} =~ s/JOB_ID/$job/r
 	]);
 ($rc, $out, $err) = $node->psql('postgres',
 	"SET backfill.client_progress_interval = '300ms'; CALL backfill.run_job($job)");
