@@ -2698,6 +2698,12 @@ DECLARE
     n_u bigint;
     n_d bigint;
     bounds text[];
+    -- lines of progress, as run_job's (backfill.client_progress_interval)
+    line_every interval := coalesce(current_setting('backfill.client_progress_interval', true), '0')::interval;
+    last_line timestamptz := clock_timestamp();
+    ranges_done bigint := 0;
+    diffs_found bigint := 0;
+    n_found bigint;
 BEGIN
     IF method IS NULL THEN
         RAISE EXCEPTION 'argument "method" must not be null' USING ERRCODE = 'null_value_not_allowed';
@@ -2916,6 +2922,10 @@ BEGIN
     IF method = 'rows' THEN
         RETURN QUERY SELECT v.pk, v.problem FROM backfill._verify_rows(j.job_id, format(rows_sql,
             key_u, cols_u, scan_u, covered, key_d, cols_d, scan_d, settled, decoded, '', '', '')) v;
+        IF line_every > '0' THEN
+            GET DIAGNOSTICS n_found = ROW_COUNT;
+            RAISE INFO 'backfill job % verified row by row: % differences', j.job_id, n_found;
+        END IF;
         RETURN;
     END IF;
 
@@ -2948,6 +2958,8 @@ BEGIN
                 ' AND (' || array_to_string(leaf_u, ' OR ') || ')',
                 ' AND (' || array_to_string(leaf_d, ' OR ') || ')',
                 array_to_string(leaf_from, ''))) v;
+            GET DIAGNOSTICS n_found = ROW_COUNT;
+            diffs_found := diffs_found + n_found;
             leaf_from := '{}';
             leaf_u := '{}';
             leaf_d := '{}';
@@ -2964,7 +2976,20 @@ BEGIN
             END IF;
             CONTINUE;
         END IF;
-        EXIT WHEN cardinality(los) = 0;
+        IF cardinality(los) = 0 THEN
+            IF line_every > '0' THEN
+                RAISE INFO 'backfill job % verified: % ranges, % rows compared, % differences',
+                    j.job_id, ranges_done, read_rows, diffs_found;
+            END IF;
+            EXIT;
+        END IF;
+        -- ranges done of those known so far (a range that differs adds its parts)
+        IF line_every > '0' AND clock_timestamp() - last_line >= line_every THEN
+            RAISE INFO 'backfill job % verify: % of % ranges, % rows compared, % differences so far',
+                j.job_id, ranges_done, ranges_done + cardinality(los), read_rows, diffs_found;
+            last_line := clock_timestamp();
+        END IF;
+        ranges_done := ranges_done + 1;
         top := cardinality(los);
         lo := los[top];
         hi := his[top];
@@ -3049,6 +3074,23 @@ END
 $$;
 COMMENT ON FUNCTION backfill.verify_job(bigint, text, integer) IS
 'Compares the downstream of a job with its upstream, by checksums of ranges of keys (method checksum; the ranges that differ are compared row by row, range_rows rows at most) or row by row (method rows), or the one that reads less (method auto, the default: rows for a job from several servers or from another server not finished yet); returns one row per missing, extra or different row.';
+
+-- repair_job: a re-snapshot of the keys verify_job finds different, range
+-- after range, each in a committed transaction, through the statements a
+-- barrier forwards captured keys with (src/api/repair.c).  A procedure, as
+-- run_job: it commits, which a procedure with a SET clause cannot, so its
+-- C entry point pins the search_path of its statements itself.  Its INOUT
+-- arguments are its result: CALL backfill.repair_job(7) returns one row.
+CREATE PROCEDURE backfill.repair_job(job_id bigint, range_rows integer DEFAULT 1000,
+                                     INOUT ranges bigint DEFAULT NULL,
+                                     INOUT missing bigint DEFAULT NULL,
+                                     INOUT extra bigint DEFAULT NULL,
+                                     INOUT different bigint DEFAULT NULL,
+                                     INOUT clean boolean DEFAULT NULL)
+AS 'MODULE_PATHNAME', 'backfill_repair_job'
+LANGUAGE C;
+COMMENT ON PROCEDURE backfill.repair_job(bigint, integer, bigint, bigint, bigint, bigint, boolean) IS
+'Makes the rows that verify_job finds missing, extra or different in the downstream of a job equal to the upstream''s again, one committed transaction per range of range_rows keys, then verifies again; returns the ranges repaired, the rows per kind, and whether verify_job finds the job clean after.';
 
 -- ---------------------------------------------------------------------------
 -- PostgreSQL's vocabulary beside RisingWave's: jobs by name, alter_job, the
@@ -3181,6 +3223,17 @@ SET search_path = pg_catalog, pg_temp
 AS $$ SELECT * FROM backfill.verify_job(backfill.job_id(job_name), method, range_rows) $$;
 COMMENT ON FUNCTION backfill.verify_job(text, text, integer) IS
 'Compares the downstream of the job of that name (backfill.job_id) with its upstream, as verify_job(job_id) does.';
+
+CREATE PROCEDURE backfill.repair_job(job_name text, range_rows integer DEFAULT 1000,
+                                     INOUT ranges bigint DEFAULT NULL,
+                                     INOUT missing bigint DEFAULT NULL,
+                                     INOUT extra bigint DEFAULT NULL,
+                                     INOUT different bigint DEFAULT NULL,
+                                     INOUT clean boolean DEFAULT NULL)
+AS 'MODULE_PATHNAME', 'backfill_repair_job_by_name'
+LANGUAGE C;
+COMMENT ON PROCEDURE backfill.repair_job(text, integer, bigint, bigint, bigint, bigint, boolean) IS
+'Repairs the downstream of the job of that name (backfill.job_id), as repair_job(job_id) does.';
 
 CREATE FUNCTION backfill.job_state(job_name text)
 RETURNS TABLE(actor_id integer, vnode integer, current_pos text, backfill_finished boolean,

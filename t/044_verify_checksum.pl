@@ -7,7 +7,8 @@
 # network (the source's log_statement = all shows what it was asked); the
 # differences planted in the downstream are found exactly, the same rows as
 # method => 'rows' finds, with the changes the job has not fetched pending;
-# cutover(verify => true) refuses the switchover over a difference.
+# cutover(verify => true) refuses the switchover over a difference;
+# repair_job refuses the job.
 
 use strict;
 use warnings;
@@ -96,6 +97,15 @@ like($err, qr/ERROR:  cannot cut over backfill job $job because its downstream d
 	'cutover(verify => true) refuses the switchover, the differences in its DETAIL');
 is($local->safe_psql('postgres', "SELECT status FROM backfill.jobs WHERE job_id = $job"),
 	'finished', 'the job is untouched');
+
+# repair_job does not repair a job from another server: refused before it
+# verifies anything
+($ret, $out, $err) = $local->psql('postgres', "CALL backfill.repair_job($job)");
+like($err, qr/ERROR:  cannot repair backfill job $job\nDETAIL:  Its upstream is a table on another server\.\nHINT:  .*recreate_job/,
+	'repair_job refuses a job from another server');
+is($local->safe_psql('postgres',
+		"SELECT string_agg(pk || ' ' || problem, ',') FROM backfill.verify_job($job, 'rows')"),
+	$expected, 'and leaves its downstream as it was');
 
 $source->stop;
 $local->stop;

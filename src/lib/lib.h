@@ -50,6 +50,7 @@ extern char *backfill_sync_delete_gone_matching_sql(BackfillJob *job, const char
 extern char *backfill_sync_upsert_sql(BackfillJob *job);
 extern char *backfill_sync_delete_gone_sql(BackfillJob *job);
 extern char *backfill_sync_upsert_many_sql(BackfillJob *job);
+extern char *backfill_keys_in_arrays(BackfillJob *job);
 extern char *backfill_sync_delete_gone_many_sql(BackfillJob *job);
 
 /* key_index.c */

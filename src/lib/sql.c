@@ -666,7 +666,7 @@ sync_upsert_sql(BackfillJob *job, const char *key_cond)
 }
 
 /*
- * keys_in_arrays
+ * backfill_keys_in_arrays
  *		"SELECT ... FROM ROWS FROM (pg_catalog.unnest($1), ...) ...": the
  *		keys of one array per key column, one key column each.
  *
@@ -678,8 +678,8 @@ sync_upsert_sql(BackfillJob *job, const char *key_cond)
  * composite column by position and builds the value again (the alias list
  * of a function returning a composite names its live fields only).
  */
-static char *
-keys_in_arrays(BackfillJob *job)
+char *
+backfill_keys_in_arrays(BackfillJob *job)
 {
 	StringInfoData buf;
 	StringInfoData aliases;
@@ -735,7 +735,7 @@ backfill_sync_upsert_sql(BackfillJob *job)
 char *
 backfill_sync_upsert_many_sql(BackfillJob *job)
 {
-	return sync_upsert_sql(job, backfill_key_in(job, "u", keys_in_arrays(job)));
+	return sync_upsert_sql(job, backfill_key_in(job, "u", backfill_keys_in_arrays(job)));
 }
 
 char *
@@ -755,7 +755,7 @@ backfill_sync_delete_gone_many_sql(BackfillJob *job)
 {
 	return psprintf("DELETE FROM %s d WHERE %s AND NOT EXISTS "
 					"(SELECT FROM %s WHERE %s%s)",
-					job->downstream_sql, backfill_key_in(job, "d", keys_in_arrays(job)),
+					job->downstream_sql, backfill_key_in(job, "d", backfill_keys_in_arrays(job)),
 					backfill_job_scan(job),
 					backfill_key_compare(job, backfill_pk_exprs(job, "u"), BTEqualStrategyNumber,
 										 backfill_pk_exprs(job, "d")),

@@ -356,6 +356,25 @@ CALL backfill.run_job(NULL, 0);
 \echo :SQLSTATE
 SELECT backfill._job_is_running(:paused) AS running,
        (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()) AS locks_held;
+-- repair_job: the same, before it verifies or locks anything
+CALL backfill.repair_job(NULL);
+\echo :SQLSTATE
+CALL backfill.repair_job(NULL::bigint, NULL);
+\echo :SQLSTATE
+CALL backfill.repair_job(-1);
+\echo :SQLSTATE
+CALL backfill.repair_job('abc');
+\echo :SQLSTATE
+CALL backfill.repair_job(:paused, NULL);
+\echo :SQLSTATE
+CALL backfill.repair_job(:paused, 0);
+\echo :SQLSTATE
+CALL backfill.repair_job(:paused, -2147483648);
+\echo :SQLSTATE
+CALL backfill.repair_job(:paused, 2147483648);
+\echo :SQLSTATE
+SELECT backfill._job_is_running(:paused) AS running,
+       (SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND pid = pg_backend_pid()) AS locks_held;
 CALL backfill.run_job(:paused, 2147483647);
 SELECT job_id, status FROM backfill.jobs WHERE job_id = :paused;
 SELECT * FROM bi_state();
@@ -368,6 +387,7 @@ SELECT s AS statement, bi_try(s) AS result FROM (VALUES
     (format('SELECT backfill.reschedule(%s, 2)', :cancelled)),
     (format('SELECT backfill.wait_job(%s)', :cancelled)),
     (format('SELECT count(*) FROM backfill.verify_job(%s)', :cancelled)),
+    (format('CALL backfill.repair_job(%s)', :cancelled)),
     (format('SELECT count(*) FROM backfill.job_state(%s)', :cancelled)),
     (format('SELECT backfill.alter_rate_limit(%s, 5)', :cancelled)),
     (format('SELECT backfill.cancel_job(%s)', :keyonly)),

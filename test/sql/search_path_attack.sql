@@ -11,8 +11,8 @@ SELECT pg_catalog.setval('backfill.job_id_seq', 1, false);
 
 -- the functions of the extension that set no search_path: C functions that
 -- pin it themselves once they have read the caller's names (create_job,
--- estimate_job, _on_ddl) or cannot have a SET clause (run_job and
--- wait_for_job commit), the
+-- estimate_job, _on_ddl) or cannot have a SET clause (run_job,
+-- wait_for_job and repair_job commit), the
 -- trigger functions, which pin it where they run SQL, and job_vnode and
 -- vnode, which run none
 SELECT p.oid::regprocedure AS without_search_path
