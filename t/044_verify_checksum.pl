@@ -8,7 +8,7 @@
 # differences planted in the downstream are found exactly, the same rows as
 # method => 'rows' finds, with the changes the job has not fetched pending;
 # cutover(verify => true) refuses the switchover over a difference;
-# repair_job refuses the job.
+# repair_job repairs them, reading the source's rows of those keys only.
 
 use strict;
 use warnings;
@@ -98,14 +98,29 @@ like($err, qr/ERROR:  cannot cut over backfill job $job because its downstream d
 is($local->safe_psql('postgres', "SELECT status FROM backfill.jobs WHERE job_id = $job"),
 	'finished', 'the job is untouched');
 
-# repair_job does not repair a job from another server: refused before it
-# verifies anything
-($ret, $out, $err) = $local->psql('postgres', "CALL backfill.repair_job($job)");
-like($err, qr/ERROR:  cannot repair backfill job $job\nDETAIL:  Its upstream is a table on another server\.\nHINT:  .*recreate_job/,
-	'repair_job refuses a job from another server');
+# repair_job repairs a job from another server: the source's rows of the
+# keys that differ, read through the foreign table, and those only; the
+# changes the job has not fetched stay pending, and its next run applies
+# them over the repaired rows
+$offset = -s $source->logfile;
+is($local->safe_psql('postgres', "CALL backfill.repair_job($job, 2)"),
+	'3|1|1|3|t', 'repair_job: 3 ranges of at most 2 keys, one missing, one extra, three different; clean after');
+$queries = source_queries($offset);
+my @row_reads = grep { !/^SELECT (?:'u'::text, )?count\(\*\), sum\(/ && !/LIMIT 1::bigint$/ } @$queries;
+ok(!(grep { !/WHERE/ } @row_reads), 'every read of the source\'s rows is of some keys, none of the whole table')
+  or diag(join("\n", @row_reads));
 is($local->safe_psql('postgres',
 		"SELECT string_agg(pk || ' ' || problem, ',') FROM backfill.verify_job($job, 'rows')"),
-	$expected, 'and leaves its downstream as it was');
+	'', 'rows: no difference after the repair');
+is($local->safe_psql('postgres', "SELECT a, b FROM copy1 WHERE id IN (100, 9000, 30000) ORDER BY id"),
+	$source->safe_psql('postgres', "SELECT a, b FROM t WHERE id IN (100, 9000, 30000) ORDER BY id"),
+	'the repaired rows are the source\'s');
+is($local->safe_psql('postgres', "SELECT count(*) FROM copy1 WHERE id = 9001"), '0', 'the extra row is gone');
+$local->safe_psql('postgres', "CALL backfill.run_job($job)");
+is($local->safe_psql('postgres', "SELECT string_agg(b, ',' ORDER BY id) FROM copy1 WHERE id IN (500, 25000)"),
+	'not fetched,not fetched', 'the next run applies the changes the repair left pending');
+is($local->safe_psql('postgres', "SELECT count(*) FROM backfill.verify_job($job)"),
+	'0', 'checksum: equal copies');
 
 $source->stop;
 $local->stop;

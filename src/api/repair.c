@@ -31,8 +31,12 @@
  * again, repairs the rest.  At the end the job is verified again: the
  * result says what was repaired and whether the job is now clean.
  *
- * A job whose upstream is on another server is refused: its upstream's
- * rows are read through its change stream, not by the statements here.
+ * A job whose upstream is on another server reads the source's rows
+ * through its foreign table; the keys of a range are also given column by
+ * column as "= ANY ($n)", which postgres_fdw sends to the source, so that
+ * only their rows cross the network (sql.c).  The keys of changes the job
+ * has fetched and not applied, or not fetched yet, are pending in
+ * verify_job and so never repaired here: its next run applies them.
  *
  * May call: runtime (the progress setting), catalog.c, privilege.c and the
  * foundations.
@@ -203,13 +207,13 @@ repair_range(BackfillJob *job, TupleDesc desc, Differences *diffs, int first, in
 	/* in place when a foreign key references the downstream, as forwarding */
 	if (in_place)
 	{
-		first_sql = backfill_sync_upsert_many_sql(job);
-		second_sql = backfill_sync_delete_gone_many_sql(job);
+		first_sql = backfill_sync_upsert_many_sql(job, true);
+		second_sql = backfill_sync_delete_gone_many_sql(job, true);
 	}
 	else
 	{
 		first_sql = backfill_sync_delete_sql(job, matching, false);
-		second_sql = backfill_sync_insert_sql(job, matching, false);
+		second_sql = backfill_sync_insert_many_sql(job);
 	}
 	backfill_owner_enter(job->owner, false, &rc);
 	guc_level = backfill_pin_search_path(job);
@@ -241,8 +245,8 @@ count_range(Differences *diffs, int first, int n, RepairCounts *counts)
 
 /*
  * check_repairable
- *		Refuse what repair_job cannot repair: a cancelled job (as
- *		verify_job refuses it), a job whose upstream is on another server.
+ *		Refuse what repair_job cannot repair: a cancelled job, as
+ *		verify_job refuses it.
  *		The caller has checked that the job is the caller's.
  */
 static void
@@ -257,14 +261,6 @@ check_repairable(int64 job_id)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("backfill job %lld has been cancelled", (long long) job_id)));
-	if (backfill_spi_true_args("SELECT j.remote FROM backfill.job j "
-							   "WHERE j.job_id OPERATOR(pg_catalog.=) $1",
-							   1, argtypes, values))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot repair backfill job %lld", (long long) job_id),
-				 errdetail("Its upstream is a table on another server."),
-				 errhint("Compare it with backfill.verify_job(), and create the job again with backfill.recreate_job() to copy it anew.")));
 }
 
 /* the progress interval, in ms; 0 for none */

@@ -98,12 +98,12 @@ prepare_many_plans(ApplyEntry *entry, BackfillJob *job)
 		if (!OidIsValid(arraytypes[k]))
 			return;
 	}
-	sql = backfill_sync_upsert_many_sql(job);
+	sql = backfill_sync_upsert_many_sql(job, false);
 	entry->upsert_many_plan = SPI_prepare(sql, job->npk, arraytypes);
 	if (entry->upsert_many_plan == NULL)
 		elog(ERROR, "SPI_prepare failed for: %s", sql);
 	SPI_keepplan(entry->upsert_many_plan);
-	sql = backfill_sync_delete_gone_many_sql(job);
+	sql = backfill_sync_delete_gone_many_sql(job, false);
 	entry->delete_many_plan = SPI_prepare(sql, job->npk, arraytypes);
 	if (entry->delete_many_plan == NULL)
 		elog(ERROR, "SPI_prepare failed for: %s", sql);

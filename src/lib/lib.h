@@ -49,9 +49,10 @@ extern char *backfill_sync_delete_gone_matching_sql(BackfillJob *job, const char
 													bool returning_vnode);
 extern char *backfill_sync_upsert_sql(BackfillJob *job);
 extern char *backfill_sync_delete_gone_sql(BackfillJob *job);
-extern char *backfill_sync_upsert_many_sql(BackfillJob *job);
+extern char *backfill_sync_upsert_many_sql(BackfillJob *job, bool also_any);
+extern char *backfill_sync_insert_many_sql(BackfillJob *job);
 extern char *backfill_keys_in_arrays(BackfillJob *job);
-extern char *backfill_sync_delete_gone_many_sql(BackfillJob *job);
+extern char *backfill_sync_delete_gone_many_sql(BackfillJob *job, bool also_any);
 
 /* key_index.c */
 extern Oid	backfill_key_index(Relation rel);

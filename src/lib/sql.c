@@ -732,10 +732,48 @@ backfill_sync_upsert_sql(BackfillJob *job)
 	return sync_upsert_sql(job, backfill_key_compare_params(job, "u", BTEqualStrategyNumber, 1));
 }
 
-char *
-backfill_sync_upsert_many_sql(BackfillJob *job)
+/*
+ * With also_any, the keys are also asked for column by column, "u.c =
+ * ANY ($1) AND ...": a condition that postgres_fdw sends to the source, so
+ * that a foreign upstream is read for those keys only (a key of several
+ * columns, for the keys that combine their values), where the IN above
+ * would have it read whole.  A column of a composite type is left out:
+ * its arrays are not sent.
+ */
+static char *
+key_arrays_any(BackfillJob *job, const char *alias)
 {
-	return sync_upsert_sql(job, backfill_key_in(job, "u", backfill_keys_in_arrays(job)));
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (int k = 0; k < job->npk; k++)
+	{
+		if (type_is_rowtype(job->pk_types[k]))
+			continue;
+		appendStringInfo(&buf, " AND %s.%s %s ANY ($%d)", alias,
+						 quote_identifier(job->pk_names[k]),
+						 key_operator(job->pk_types[k], BTEqualStrategyNumber), k + 1);
+	}
+	return buf.data;
+}
+
+char *
+backfill_sync_upsert_many_sql(BackfillJob *job, bool also_any)
+{
+	return sync_upsert_sql(job, psprintf("%s%s",
+										 backfill_key_in(job, "u", backfill_keys_in_arrays(job)),
+										 also_any ? key_arrays_any(job, "u") : ""));
+}
+
+/* the insert of backfill_sync_insert_sql for the keys of the arrays, also_any */
+char *
+backfill_sync_insert_many_sql(BackfillJob *job)
+{
+	return psprintf("INSERT INTO %s (%s)%s SELECT %s FROM %s WHERE %s%s%s",
+					job->downstream_sql, job->columns_sql, overriding_sql(job), job->select_sql,
+					backfill_job_scan(job),
+					backfill_key_in(job, "u", backfill_keys_in_arrays(job)),
+					key_arrays_any(job, "u"), backfill_filter_and(job));
 }
 
 char *
@@ -751,14 +789,15 @@ backfill_sync_delete_gone_sql(BackfillJob *job)
 }
 
 char *
-backfill_sync_delete_gone_many_sql(BackfillJob *job)
+backfill_sync_delete_gone_many_sql(BackfillJob *job, bool also_any)
 {
 	return psprintf("DELETE FROM %s d WHERE %s AND NOT EXISTS "
-					"(SELECT FROM %s WHERE %s%s)",
+					"(SELECT FROM %s WHERE %s%s%s)",
 					job->downstream_sql, backfill_key_in(job, "d", backfill_keys_in_arrays(job)),
 					backfill_job_scan(job),
 					backfill_key_compare(job, backfill_pk_exprs(job, "u"), BTEqualStrategyNumber,
 										 backfill_pk_exprs(job, "d")),
+					also_any ? key_arrays_any(job, "u") : "",
 					backfill_filter_and(job));
 }
 
