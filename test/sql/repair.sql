@@ -1,21 +1,6 @@
 -- repair_job: the rows verify_job finds different made equal to the
 -- upstream's again, range by range.
 SET backfill.barrier_interval_ms = 0;
--- an error's fields, the job's id as N (other files make jobs first)
-CREATE FUNCTION pg_temp.rp_try(query text, job bigint) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-    st text; msg text; det text; hnt text;
-BEGIN
-    EXECUTE query;
-    RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-    GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, det = PG_EXCEPTION_DETAIL,
-                            hnt = PG_EXCEPTION_HINT;
-    RETURN regexp_replace(concat_ws(E'\n', st || ': ' || msg, 'DETAIL: ' || nullif(det, ''),
-                                    'HINT: ' || nullif(hnt, '')),
-                          '(job |_job\()' || job || '\M', '\1N', 'g');
-END
-$$;
 
 -- an arrangement job with a filter and a computed column; a difference of
 -- each kind, spread over the key range
@@ -103,23 +88,23 @@ SELECT v FROM rp_mv4 WHERE id = 60;
 RESET ROLE;
 -- the plain role on the superuser's job: it does not exist for it
 SET ROLE regress_rp_owner;
-SELECT pg_temp.rp_try(format('CALL backfill.repair_job(%s)', :job), :job);
-SELECT pg_temp.rp_try('CALL backfill.repair_job(''rp_mv'')', :job);
-SELECT pg_temp.rp_try(format('SELECT * FROM backfill.verify_job(%s)', :job), :job);
+SELECT job_error(format('CALL backfill.repair_job(%s)', :job), :job);
+SELECT job_error('CALL backfill.repair_job(''rp_mv'')', :job);
+SELECT job_error(format('SELECT * FROM backfill.verify_job(%s)', :job), :job);
 RESET ROLE;
 
 -- bad arguments
-SELECT pg_temp.rp_try('CALL backfill.repair_job(NULL::bigint)', :job);
-SELECT pg_temp.rp_try(format('CALL backfill.repair_job(%s, NULL)', :job), :job);
-SELECT pg_temp.rp_try(format('CALL backfill.repair_job(%s, 0)', :job), :job);
-SELECT pg_temp.rp_try('CALL backfill.repair_job(-1)', :job);
-SELECT pg_temp.rp_try('CALL backfill.repair_job(''rp_none'')', :job);
-SELECT pg_temp.rp_try(format('CALL backfill.repair_job(%s)', :job), :job);
+SELECT job_error('CALL backfill.repair_job(NULL::bigint)', :job);
+SELECT job_error(format('CALL backfill.repair_job(%s, NULL)', :job), :job);
+SELECT job_error(format('CALL backfill.repair_job(%s, 0)', :job), :job);
+SELECT job_error('CALL backfill.repair_job(-1)', :job);
+SELECT job_error('CALL backfill.repair_job(''rp_none'')', :job);
+SELECT job_error(format('CALL backfill.repair_job(%s)', :job), :job);
 -- a cancelled job
 CREATE TABLE rp_up5 (id int PRIMARY KEY);
 SELECT backfill.create_job('rp_mv5', 'rp_up5') AS job5 \gset
 SELECT backfill.cancel_job(:job5) = :job5 AS cancelled;
-SELECT pg_temp.rp_try(format('CALL backfill.repair_job(%s)', :job5), :job5);
+SELECT job_error(format('CALL backfill.repair_job(%s)', :job5), :job5);
 
 SELECT backfill.drop_job(:job);
 SELECT backfill.drop_job(:job2);

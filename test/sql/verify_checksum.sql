@@ -4,21 +4,6 @@ SET backfill.barrier_interval_ms = 0;
 SET client_min_messages = warning;
 CREATE COLLATION vc_ci (provider = icu, locale = 'und-u-ks-level2', deterministic = false);
 RESET client_min_messages;
--- an error's fields, the job's id as N (other files make jobs first)
-CREATE FUNCTION pg_temp.vc_try(query text, job bigint) RETURNS text LANGUAGE plpgsql AS $$
-DECLARE
-    st text; msg text; det text; hnt text;
-BEGIN
-    EXECUTE query;
-    RETURN 'no error';
-EXCEPTION WHEN OTHERS THEN
-    GET STACKED DIAGNOSTICS st = RETURNED_SQLSTATE, msg = MESSAGE_TEXT, det = PG_EXCEPTION_DETAIL,
-                            hnt = PG_EXCEPTION_HINT;
-    RETURN regexp_replace(concat_ws(E'\n', st || ': ' || msg, 'DETAIL: ' || nullif(det, ''),
-                                    'HINT: ' || nullif(hnt, '')),
-                          '(job |_job\()' || job || '\M', '\1N', 'g');
-END
-$$;
 
 CREATE TABLE vc_up (id int PRIMARY KEY, n numeric, f float8, t text, ci text COLLATE vc_ci, b bool);
 INSERT INTO vc_up SELECT g, g / 10.0, g, 't' || g, 'Name' || g, g % 2 = 0 FROM generate_series(1, 3000) g;
@@ -63,8 +48,8 @@ SELECT clock_timestamp() - :'t0' >= '1 s' AS paced;
 SELECT backfill.alter_rate_limit(:job, NULL);
 
 -- the gate: refused over the differences, what it found in the DETAIL
-SELECT pg_temp.vc_try(format('SELECT backfill.cutover(%s, verify => true)', :job), :job);
-SELECT pg_temp.vc_try(format('SELECT backfill.cutover(%s, verify => NULL)', :job), :job);
+SELECT job_error(format('SELECT backfill.cutover(%s, verify => true)', :job), :job);
+SELECT job_error(format('SELECT backfill.cutover(%s, verify => NULL)', :job), :job);
 SELECT relname FROM pg_class WHERE relname IN ('vc_up', 'vc_mv') ORDER BY 1;
 -- mended: the gate lets it through
 DELETE FROM vc_mv;
@@ -135,8 +120,8 @@ SELECT * FROM backfill.verify_job(:job4, 'rows');
 CREATE TABLE vc_su (id int PRIMARY KEY);
 SELECT backfill.create_job('vc_su_mv', 'vc_su') AS job5 \gset
 SET ROLE regress_vc_owner;
-SELECT pg_temp.vc_try(format('SELECT backfill.verify_job(%s)', :job5), :job5);
-SELECT pg_temp.vc_try(format('SELECT backfill.cutover(%s, verify => true)', :job5), :job5);
+SELECT job_error(format('SELECT backfill.verify_job(%s)', :job5), :job5);
+SELECT job_error(format('SELECT backfill.cutover(%s, verify => true)', :job5), :job5);
 RESET ROLE;
 SELECT backfill.drop_job(:job5);
 SELECT backfill.drop_job(:job4);
