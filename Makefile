@@ -90,11 +90,11 @@ ISOLATION = changes_across_barriers key_moves writer_across_barrier final_barrie
 ISOLATION_OPTS = --inputdir=$(srcdir)/test --outputdir=output_iso
 TAP_TESTS = 1
 
-# src/ is cut in folders by layer (doc/layers.md); each folder's header is
-# found by its name alone.  The server headers as system headers: their
-# inline functions leave parameters unused, ours must not
-SRC_DIRS = src src/api src/runtime src/kinds src/capture src/remote src/copy src/catalog src/lib
-PG_CPPFLAGS = $(addprefix -I$(srcdir)/,$(SRC_DIRS)) -isystem $(shell $(PG_CONFIG) --includedir-server) -I$(libpq_srcdir)
+# src/ is cut in folders by layer (doc/layers.md); a header of ours is
+# included by its folder's path ("lib/lib.h"), from src/ alone, so that none
+# can shadow a server header of the same name.  The server headers as system
+# headers: their inline functions leave parameters unused, ours must not
+PG_CPPFLAGS = -I$(srcdir)/src -isystem $(shell $(PG_CONFIG) --includedir-server) -I$(libpq_srcdir)
 SHLIB_LINK_INTERNAL = $(libpq)
 PG_CFLAGS = $(PG_CFLAGS_EXTRA) -Wall -Wextra -Wno-missing-field-initializers -Wno-sign-compare
 

@@ -19,8 +19,9 @@
 #   8. the folders of src/ keep to the map src/LAYERS: a file calls, uses
 #      the variables of and includes the headers of its own folder and of
 #      the folders the map allows it (src/backfill.h, the shared types, is
-#      everyone's and includes only lib/); and doc/layers.md is the map's
-#      rendering (--markdown).
+#      everyone's and includes only lib/), each header by its folder's path
+#      from src/ ("lib/lib.h"), the one include path; and doc/layers.md is
+#      the map's rendering (--markdown).
 #
 # The call graph comes from the compiler, not from reading C with regular
 # expressions: each src/*.c is compiled (at -O0, so that nothing is inlined
@@ -123,7 +124,7 @@ trap 'rm -rf "$tmp"' EXIT
 # build
 read -ra cppflags <<<"$("$PG_CONFIG" --cppflags)"
 cflags=(-O0 -w -fcallgraph-info -ffunction-sections -fdata-sections
-        -I. -I./ $(for d in src src/*/; do printf -- '-I%s ' "${d%/}"; done)
+        -I. -I./ -Isrc
         -I"$("$PG_CONFIG" --includedir-server)"
         -I"$("$PG_CONFIG" --pkgincludedir)/internal" -I"$("$PG_CONFIG" --includedir)"
         "${cppflags[@]}")
@@ -415,6 +416,10 @@ for my $file (sort(glob('src/*/*.[ch]'), glob('src/*.h'))) {
 		my ($inc) = $l =~ /^\s*#\s*include\s+"([^"]+)"/ or next;
 		my @found = -e "src/$inc" ? ("src/$inc") : glob("src/*/$inc");
 		next unless @found;
+		if ($found[0] ne "src/$inc") {
+			push @crossings, "$file:$.: includes \"$inc\" by its name: include it by its folder's path, \"" . substr($found[0], 4) . '"';
+			next;
+		}
 		my $fw = folder_of($found[0]);
 		next if $fw eq '' || $may{$fu}{$fw};
 		push @crossings, "$file:$.: includes $found[0]: $fu/ may not depend on $fw/";

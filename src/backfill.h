@@ -37,7 +37,7 @@
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
 
-#include "compat.h"
+#include "lib/compat.h"
 
 /* RisingWave's vnode count, kept for compatibility (VirtualNode::COUNT) */
 #define BACKFILL_VNODE_COUNT 256

@@ -19,7 +19,7 @@
 #include "utils/timestamp.h"
 
 #include "backfill.h"
-#include "lib.h"
+#include "lib/lib.h"
 
 /*
  * How a chunk query restricts vnodes.  A job with range vnodes (vnode.c)

@@ -9,9 +9,6 @@
  * Loaded any other way, run_job works and start_job says what is missing.
  * The files and their layers are listed in backfill.h.
  *
- * May call: driver.c, progress.c, worker.c, registry.c, pacing.c, capture/,
- * ranges.c, create.c, the event trigger's utility hook (ddl_owners.c).
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -20,12 +17,12 @@
 #include "miscadmin.h"
 #include "utils/guc.h"
 
-#include "create.h"
-#include "driver.h"
-#include "copy.h"
-#include "capture.h"
-#include "pacing.h"
-#include "ddl.h"
+#include "api/create.h"
+#include "api/ddl.h"
+#include "capture/capture.h"
+#include "copy/copy.h"
+#include "runtime/driver.h"
+#include "runtime/pacing.h"
 
 PG_MODULE_MAGIC;
 

@@ -36,9 +36,6 @@
  * pg_stat_statements keeps old symbols, until ALTER EXTENSION UPDATE
  * replaces it.
  *
- * May call: the kinds (through their routines), capture/, catalog.c,
- * job_rows.c and the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -50,12 +47,12 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
-#include "kind.h"
-#include "lib.h"
-#include "catalog_access.h"
-#include "job_rows.h"
-#include "capture_job_rows.h"
-#include "capture.h"
+#include "capture/capture.h"
+#include "catalog/capture_job_rows.h"
+#include "catalog/catalog_access.h"
+#include "catalog/job_rows.h"
+#include "kinds/kind.h"
+#include "lib/lib.h"
 
 PG_FUNCTION_INFO_V1(backfill_job_id);
 PG_FUNCTION_INFO_V1(backfill_mark_cancelled_1_2);

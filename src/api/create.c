@@ -27,10 +27,6 @@
  * (create.h).  The job's rows are written by the catalog layer
  * (job_rows.c).
  *
- * May call: upstream.c, the kinds (through their routines), remote.c (a
- * sharded upstream's partitions), the services,
- * catalog.c and job_rows.c, privilege.c and the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -55,16 +51,16 @@
 #include "utils/regproc.h"
 #include "utils/syscache.h"
 
-#include "create.h"
-#include "kind.h"
-#include "lib.h"
-#include "catalog_access.h"
-#include "job_rows.h"
-#include "copy.h"
-#include "capture.h"
-#include "upstream.h"
-#include "index_build.h"
-#include "remote.h"
+#include "api/create.h"
+#include "api/upstream.h"
+#include "capture/capture.h"
+#include "catalog/catalog_access.h"
+#include "catalog/job_rows.h"
+#include "copy/copy.h"
+#include "copy/index_build.h"
+#include "kinds/kind.h"
+#include "lib/lib.h"
+#include "remote/remote.h"
 
 PG_FUNCTION_INFO_V1(backfill_create_job);
 PG_FUNCTION_INFO_V1(backfill_create_job_1_2);

@@ -10,7 +10,7 @@
 #define BACKFILL_API_CREATE_H
 
 #include "backfill.h"
-#include "copy.h"
+#include "copy/copy.h"
 
 extern void backfill_create_init(void);
 extern char *backfill_downstream_ddl(const JobShape *shape, const char *table_sql,

@@ -57,9 +57,6 @@
  * makes another role's table a job's downstream, or the old table that
  * finish_cutover drops.  The row's tables must be the job's own.
  *
- * May call: the kinds (their capture mode), capture/triggers.c, catalog.c and the
- * foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -82,12 +79,12 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
-#include "kind.h"
-#include "lib.h"
-#include "catalog_access.h"
-#include "capture.h"
-#include "cutover_rows.h"
-#include "job_holdings.h"
+#include "capture/capture.h"
+#include "catalog/catalog_access.h"
+#include "catalog/cutover_rows.h"
+#include "catalog/job_holdings.h"
+#include "kinds/kind.h"
+#include "lib/lib.h"
 
 PG_FUNCTION_INFO_V1(backfill_cutover_turn);
 PG_FUNCTION_INFO_V1(backfill_cutover_record);

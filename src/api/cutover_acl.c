@@ -24,8 +24,6 @@
  * The caller holds both tables ACCESS EXCLUSIVE (only the cutover's swap
  * does) and has the privileges of their owner.
  *
- * May call: the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

@@ -37,8 +37,6 @@
  * declared with its row type (DROP TABLE ... CASCADE) and every write a
  * subscription makes to it goes to whatever table has the name.
  *
- * May call: the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

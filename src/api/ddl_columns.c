@@ -13,9 +13,6 @@
  * error.  The rules, and how a restore is let through, are told in
  * event_trigger.c, which calls these checks as the extension's owner.
  *
- * May call: the command's names (ddl_command.c), shape.c, catalog.c,
- * job_holdings.c and the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -33,12 +30,12 @@
 #include "utils/typcache.h"
 
 #include "backfill.h"
-#include "lib.h"
-#include "catalog_access.h"
-#include "job_holdings.h"
-#include "copy.h"
-#include "ddl.h"
-#include "remote.h"
+#include "api/ddl.h"
+#include "catalog/catalog_access.h"
+#include "catalog/job_holdings.h"
+#include "copy/copy.h"
+#include "lib/lib.h"
+#include "remote/remote.h"
 
 static void
 refuse_drop(int64 job_id, const char *what, const char *name)

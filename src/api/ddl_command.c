@@ -10,8 +10,6 @@
  * parse tree (ddl_partitions.c, ddl_triggers.c, ddl_columns.c) resolve its
  * names here, as the command resolved them.
  *
- * May call: the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -22,7 +20,7 @@
 #include "utils/guc.h"
 
 #include "backfill.h"
-#include "ddl.h"
+#include "api/ddl.h"
 
 /*
  * The caller's search_path when the event trigger fired: the catalog context

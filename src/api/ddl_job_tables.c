@@ -51,9 +51,6 @@
  * each trigger function checks, each time it fires, that it fires on its
  * job's upstream or a partition of it (capture/firing.c).
  *
- * May call: the command's names (ddl_command.c), job_holdings.c,
- * privilege.c and the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -67,9 +64,9 @@
 #include "utils/builtins.h"
 
 #include "backfill.h"
-#include "lib.h"
-#include "job_holdings.h"
-#include "ddl.h"
+#include "api/ddl.h"
+#include "catalog/job_holdings.h"
+#include "lib/lib.h"
 
 PG_FUNCTION_INFO_V1(backfill_on_job_table_ddl);
 PG_FUNCTION_INFO_V1(backfill_before_partition_ddl);

@@ -11,8 +11,6 @@
  * leaves alone, so the role cannot be dropped while it owns a job; the
  * whole story is told in event_trigger.c.
  *
- * May call: catalog.c, job_holdings.c, privilege.c and the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -25,10 +23,10 @@
 #include "utils/array.h"
 
 #include "backfill.h"
-#include "lib.h"
-#include "catalog_access.h"
-#include "job_holdings.h"
-#include "ddl.h"
+#include "api/ddl.h"
+#include "catalog/catalog_access.h"
+#include "catalog/job_holdings.h"
+#include "lib/lib.h"
 
 /*
  * The roles of DROP OWNED or REASSIGN OWNED, as an oid[] Datum

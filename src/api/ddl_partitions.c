@@ -10,10 +10,6 @@
  * downstream exactly once); what is refused, and why, is told in
  * event_trigger.c, which calls these checks as the extension's owner.
  *
- * May call: the command's names (ddl_command.c), capture/, catalog.c,
- * job_holdings.c, remote.c (a sharded upstream's leaves) and the
- * foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -25,11 +21,11 @@
 #include "utils/lsyscache.h"
 
 #include "backfill.h"
-#include "catalog_access.h"
-#include "job_holdings.h"
-#include "capture.h"
-#include "ddl.h"
-#include "remote.h"
+#include "api/ddl.h"
+#include "capture/capture.h"
+#include "catalog/catalog_access.h"
+#include "catalog/job_holdings.h"
+#include "remote/remote.h"
 
 /*
  * A table under the upstream of a cdc job that has not finished (relid

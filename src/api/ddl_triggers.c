@@ -10,9 +10,6 @@
  * told in event_trigger.c, which calls these checks as the extension's
  * owner.
  *
- * May call: the command's names (ddl_command.c), capture/triggers.c, job_holdings.c
- * and the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -22,9 +19,9 @@
 #include "utils/lsyscache.h"
 
 #include "backfill.h"
-#include "job_holdings.h"
-#include "capture.h"
-#include "ddl.h"
+#include "api/ddl.h"
+#include "capture/capture.h"
+#include "catalog/job_holdings.h"
 
 /*
  * Whether job_id is a job, not cancelled, over relid (its upstream, or an

@@ -42,10 +42,6 @@
  * upstream as pg_stat_progress_* counts a table: its blocks, and its rows
  * as the catalog estimates them (src/copy/size.c).
  *
- * May call: upstream.c (the job's key), create.c (its downstream), the kinds
- * (their check_create), sink.c, pacing.c, state.c, catalog.c, privilege.c
- * and the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -71,13 +67,13 @@
 #include "utils/regproc.h"
 #include "utils/syscache.h"
 
-#include "create.h"
-#include "kind.h"
-#include "lib.h"
-#include "catalog_access.h"
-#include "copy.h"
-#include "pacing.h"
-#include "upstream.h"
+#include "api/create.h"
+#include "api/upstream.h"
+#include "catalog/catalog_access.h"
+#include "copy/copy.h"
+#include "kinds/kind.h"
+#include "lib/lib.h"
+#include "runtime/pacing.h"
 
 PG_FUNCTION_INFO_V1(backfill_estimate_job);
 PG_FUNCTION_INFO_V1(backfill_upstream_size);

@@ -92,8 +92,6 @@
  * the event and the command say; the names the command wrote are looked up
  * under its caller's search_path (ddl_command.c).
  *
- * May call: the checks of DDL (ddl.h), privilege.c and the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -103,8 +101,8 @@
 #include "utils/guc.h"
 
 #include "backfill.h"
-#include "lib.h"
-#include "ddl.h"
+#include "api/ddl.h"
+#include "lib/lib.h"
 
 PG_FUNCTION_INFO_V1(backfill_on_ddl);
 

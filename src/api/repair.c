@@ -38,9 +38,6 @@
  * has fetched and not applied, or not fetched yet, are pending in
  * verify_job and so never repaired here: its next run applies them.
  *
- * May call: runtime (the progress setting), catalog.c, privilege.c and the
- * foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -61,9 +58,9 @@
 #include "utils/timestamp.h"
 #include "utils/typcache.h"
 
-#include "driver.h"
-#include "lib.h"
-#include "catalog_access.h"
+#include "catalog/catalog_access.h"
+#include "lib/lib.h"
+#include "runtime/driver.h"
 
 PG_FUNCTION_INFO_V1(backfill_repair_job);
 PG_FUNCTION_INFO_V1(backfill_repair_job_by_name);

@@ -10,9 +10,6 @@
  * each.  Every call after the first is a restart, as when RisingWave
  * recovers a streaming job.
  *
- * May call: driver.c, registry.c (the live actors), the services, catalog.c
- * and the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -27,10 +24,10 @@
 #include "tcop/pquery.h"
 #include "utils/snapmgr.h"
 
-#include "driver.h"
-#include "lib.h"
-#include "catalog_access.h"
-#include "capture.h"
+#include "capture/capture.h"
+#include "catalog/catalog_access.h"
+#include "lib/lib.h"
+#include "runtime/driver.h"
 
 PG_FUNCTION_INFO_V1(backfill_run_job);
 PG_FUNCTION_INFO_V1(backfill_run_job_by_name);

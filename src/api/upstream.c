@@ -13,8 +13,6 @@
  * classes, with deterministic collations, since a job reads the upstream in key order,
  * merges rows by key and cuts keys into vnodes.
  *
- * May call: the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -40,8 +38,8 @@
 #include "utils/typcache.h"
 
 #include "backfill.h"
-#include "lib.h"
-#include "upstream.h"
+#include "api/upstream.h"
+#include "lib/lib.h"
 
 static char *
 opclass_name(Oid opclass)

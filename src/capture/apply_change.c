@@ -17,9 +17,6 @@
  * SQL when the job allows it (apply_direct.c), else with one upsert and one
  * delete per statement.
  *
- * May call: the other files of src/capture/ (capture_internal.h), catalog.c,
- * privilege.c and the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -37,10 +34,10 @@
 #include "utils/rel.h"
 
 #include "backfill.h"
-#include "lib.h"
-#include "catalog_access.h"
-#include "capture.h"
-#include "capture_internal.h"
+#include "capture/capture.h"
+#include "capture/capture_internal.h"
+#include "catalog/catalog_access.h"
+#include "lib/lib.h"
 
 /*
  * What apply_change needs of a finished job, kept for the backend's life.

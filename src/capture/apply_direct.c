@@ -32,8 +32,6 @@
  * upstream key's unique index entry, until it commits, so two writers never
  * apply the same key at once.
  *
- * May call: the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -56,7 +54,7 @@
 #include "utils/snapmgr.h"
 
 #include "backfill.h"
-#include "capture_internal.h"
+#include "capture/capture_internal.h"
 
 /* how to find a key in one of the two tables */
 typedef struct KeyIndex

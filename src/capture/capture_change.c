@@ -28,9 +28,6 @@
  * with heap functions.  The trigger itself is installed, switched and
  * dropped by triggers.c.
  *
- * May call: the other files of src/capture/ (capture_internal.h), the
- * services (state.c), catalog.c and the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -55,11 +52,11 @@
 #include "utils/typcache.h"
 
 #include "backfill.h"
-#include "lib.h"
-#include "catalog_access.h"
-#include "copy.h"
-#include "capture.h"
-#include "capture_internal.h"
+#include "capture/capture.h"
+#include "capture/capture_internal.h"
+#include "catalog/catalog_access.h"
+#include "copy/copy.h"
+#include "lib/lib.h"
 
 /*
  * The log's own columns after the key: backfill_seq, backfill_captured_at,

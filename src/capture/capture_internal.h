@@ -19,7 +19,7 @@
 #include "utils/relcache.h"
 
 #include "backfill.h"
-#include "lib.h"
+#include "lib/lib.h"
 
 /* triggers.c: the relations of an upstream, the triggers in charge */
 extern List *backfill_upstream_relations(Oid upstream, LOCKMODE lockmode);

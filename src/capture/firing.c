@@ -11,8 +11,6 @@
  * these.  A trigger attached by hand to another table, or naming a job that
  * is gone, fails here with a hint that says which trigger to drop.
  *
- * May call: catalog.c, privilege.c and the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -27,9 +25,9 @@
 #include "utils/rel.h"
 
 #include "backfill.h"
-#include "lib.h"
-#include "catalog_access.h"
-#include "capture_internal.h"
+#include "capture/capture_internal.h"
+#include "catalog/catalog_access.h"
+#include "lib/lib.h"
 
 /*
  * backfill_relation_key

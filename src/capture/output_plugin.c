@@ -27,9 +27,6 @@
  * key (the default for a primary key, USING INDEX for another) or the full
  * row.
  *
- * May call: state.c (to quote a key as a row literal), catalog.c (partitions'
- * ancestors) and the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -51,9 +48,9 @@
 #include "utils/relcache.h"
 
 #include "backfill.h"
-#include "lib.h"
-#include "catalog_access.h"
-#include "copy.h"
+#include "catalog/catalog_access.h"
+#include "copy/copy.h"
+#include "lib/lib.h"
 
 /* what a decoding session keeps */
 typedef struct DecodeState

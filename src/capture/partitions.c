@@ -18,9 +18,6 @@
  * A partitioned downstream, a whole-table copy's, gets a partition of the
  * same bound first (copy/migration.c).
  *
- * May call: the other files of src/capture/ (capture_internal.h), catalog.c,
- * migration.c, privilege.c and the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -36,11 +33,11 @@
 #include "utils/typcache.h"
 
 #include "backfill.h"
-#include "lib.h"
-#include "catalog_access.h"
-#include "capture.h"
-#include "capture_internal.h"
-#include "index_build.h"
+#include "capture/capture.h"
+#include "capture/capture_internal.h"
+#include "catalog/catalog_access.h"
+#include "copy/index_build.h"
+#include "lib/lib.h"
 
 /* rows of a partition read at a time, then written as the job's owner */
 #define CAPTURE_BATCH_ROWS 1000

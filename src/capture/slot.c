@@ -31,9 +31,6 @@
  * start_job or at a run of any job of the job's database.
  *
  *
- * May call: catalog.c, the job rows capture reads (capture_job_rows.c) and
- * the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -59,10 +56,10 @@
 #include "utils/varlena.h"
 
 #include "backfill.h"
-#include "lib.h"
-#include "catalog_access.h"
-#include "capture_job_rows.h"
-#include "capture.h"
+#include "capture/capture.h"
+#include "catalog/capture_job_rows.h"
+#include "catalog/catalog_access.h"
+#include "lib/lib.h"
 
 PG_FUNCTION_INFO_V1(backfill_drop_slot);
 PG_FUNCTION_INFO_V1(backfill_lock_slot);

@@ -35,9 +35,6 @@
  * enabled, it also tells a trigger function whether its side is in charge
  * (backfill_side_in_charge).
  *
- * May call: the job rows capture reads (capture_job_rows.c), catalog.c and
- * the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -53,11 +50,11 @@
 #include "utils/rel.h"
 
 #include "backfill.h"
-#include "lib.h"
-#include "catalog_access.h"
-#include "capture_job_rows.h"
-#include "capture.h"
-#include "capture_internal.h"
+#include "capture/capture.h"
+#include "capture/capture_internal.h"
+#include "catalog/capture_job_rows.h"
+#include "catalog/catalog_access.h"
+#include "lib/lib.h"
 
 /*
  * The triggers of a job, named <prefix><job id>: four on the upstream (the

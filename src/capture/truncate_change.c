@@ -14,9 +14,6 @@
  * backfill_partition_truncate_<id> (triggers.c): refused while the job
  * backfills, the partition's rows deleted downstream once it has finished.
  *
- * May call: the other files of src/capture/ (capture_internal.h), catalog.c,
- * privilege.c and the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -27,9 +24,9 @@
 #include "utils/rel.h"
 
 #include "backfill.h"
-#include "lib.h"
-#include "catalog_access.h"
-#include "capture_internal.h"
+#include "capture/capture_internal.h"
+#include "catalog/catalog_access.h"
+#include "lib/lib.h"
 
 /*
  * TRUNCATE of a leaf partition of the upstream, BEFORE: refused while the

@@ -10,8 +10,6 @@
  * (KeptPlans, sql.c), backfill_run_* runs it under the catalog's role.
  * Callers are connected to SPI.
  *
- * May call: the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -19,9 +17,9 @@
 #include "catalog/pg_type.h"
 #include "utils/builtins.h"
 
-#include "barrier_rows.h"
-#include "catalog_access.h"
-#include "lib.h"
+#include "catalog/barrier_rows.h"
+#include "catalog/catalog_access.h"
+#include "lib/lib.h"
 
 /* run a kept plan that updates a catalog row, under the catalog's role */
 static void

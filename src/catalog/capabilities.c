@@ -12,8 +12,6 @@
  * their columns; DROP and CREATE EXTENSION give them new OIDs) forgets it,
  * so that the next reader probes again.
  *
- * May call: the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -23,7 +21,7 @@
 #include "utils/lsyscache.h"
 
 #include "backfill.h"
-#include "catalog_access.h"
+#include "catalog/catalog_access.h"
 
 static BackfillCatalogCaps caps;
 static bool caps_valid = false;

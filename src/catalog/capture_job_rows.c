@@ -10,8 +10,6 @@
  * role's jobs.  (A writer's trigger reads the job's row without SQL instead,
  * with backfill_job_column() in catalog.c.)  Columns are read by name.
  *
- * May call: the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -20,8 +18,8 @@
 #include "executor/spi.h"
 
 #include "backfill.h"
-#include "lib.h"
-#include "capture_job_rows.h"
+#include "catalog/capture_job_rows.h"
+#include "lib/lib.h"
 
 /* the value of the column named column in the first row SPI returned */
 static Datum

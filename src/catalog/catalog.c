@@ -21,8 +21,6 @@
  * field4 BACKFILL_ID_LOCK_FIELD4, held only while one id is taken
  * (backfill_next_id).
  *
- * May call: privilege.c and the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -49,8 +47,8 @@
 #include "utils/snapmgr.h"
 
 #include "backfill.h"
-#include "lib.h"
-#include "catalog_access.h"
+#include "catalog/catalog_access.h"
+#include "lib/lib.h"
 
 static const char *const kind_names[] = {
 	[BACKFILL_KIND_NO_SHUFFLE] = "no_shuffle",

@@ -8,8 +8,6 @@
  * catalog context (privilege.c) on behalf of a caller who owns the job.
  * The caller is connected to SPI; nothing here commits.
  *
- * May call: the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -18,8 +16,8 @@
 #include "executor/spi.h"
 
 #include "backfill.h"
-#include "lib.h"
-#include "cutover_rows.h"
+#include "catalog/cutover_rows.h"
+#include "lib/lib.h"
 
 /*
  * The job's cutover row, inserted or replaced: values and nulls in the

@@ -11,8 +11,6 @@
  * in a catalog context (privilege.c) on behalf of a caller whose right was
  * checked first.  The caller is connected to SPI; nothing here commits.
  *
- * May call: catalog.c and the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -22,9 +20,9 @@
 #include "utils/builtins.h"
 
 #include "backfill.h"
-#include "lib.h"
-#include "catalog_access.h"
-#include "index_rows.h"
+#include "catalog/catalog_access.h"
+#include "catalog/index_rows.h"
+#include "lib/lib.h"
 
 /* an index of the job's downstream to build after its snapshot */
 void

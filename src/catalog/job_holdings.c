@@ -10,8 +10,6 @@
  * (privilege.c); nothing here writes.  The caller is connected to SPI, and
  * the values read live as long as that connection.
  *
- * May call: the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -23,9 +21,9 @@
 #include "utils/lsyscache.h"
 
 #include "backfill.h"
-#include "lib.h"
-#include "catalog_access.h"
-#include "job_holdings.h"
+#include "catalog/catalog_access.h"
+#include "catalog/job_holdings.h"
+#include "lib/lib.h"
 
 /*
  * backfill_spi_column

@@ -14,8 +14,6 @@
  * Two visible jobs of one name are an error, not a guess; the caller names
  * the job by its id then.
  *
- * May call: the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -27,8 +25,8 @@
 #include "utils/builtins.h"
 
 #include "backfill.h"
-#include "lib.h"
-#include "catalog_access.h"
+#include "catalog/catalog_access.h"
+#include "lib/lib.h"
 
 /* the ids listed in the DETAIL of an ambiguous name, at most */
 #define BACKFILL_AMBIGUOUS_IDS 10

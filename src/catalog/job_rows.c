@@ -19,8 +19,6 @@
  * BACKFILL_CAPS_LOCK_FIELD4, which pg_advisory_lock() never uses, held to
  * the end of the transaction (backfill_lock_role_jobs).
  *
- * May call: catalog.c and the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -33,10 +31,10 @@
 #include "utils/snapmgr.h"
 
 #include "backfill.h"
-#include "lib.h"
-#include "catalog_access.h"
-#include "job_holdings.h"
-#include "job_rows.h"
+#include "catalog/catalog_access.h"
+#include "catalog/job_holdings.h"
+#include "catalog/job_rows.h"
+#include "lib/lib.h"
 
 /* the columns of backfill.job that every catalog has, $5 unused */
 #define JOB_COLUMNS_1_0 \

@@ -9,8 +9,6 @@
  * Each runs under the catalog's role (backfill_catalog_enter), inside the
  * caller's SPI connection unless it says otherwise.
  *
- * May call: the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -19,9 +17,9 @@
 #include "executor/spi.h"
 #include "utils/builtins.h"
 
-#include "catalog_access.h"
-#include "lib.h"
-#include "job_run_rows.h"
+#include "catalog/catalog_access.h"
+#include "catalog/job_run_rows.h"
+#include "lib/lib.h"
 
 /*
  * backfill_set_background

@@ -26,8 +26,6 @@
  * as the caller's transaction snapshot sees it; a fetch compares the two to
  * learn whether another actor's fetch committed since its snapshot.
  *
- * May call: catalog.c and the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -46,9 +44,9 @@
 #include "utils/pg_lsn.h"
 #include "utils/rel.h"
 
-#include "lib.h"
-#include "catalog_access.h"
-#include "remote_rows.h"
+#include "catalog/catalog_access.h"
+#include "catalog/remote_rows.h"
+#include "lib/lib.h"
 
 /*
  * backfill_job_split_bounds

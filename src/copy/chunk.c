@@ -17,8 +17,6 @@
  * (a kind's query) selects equal to the upstream's, then consumes every
  * captured key of the vnodes, all as of the barrier's snapshot.
  *
- * May call: sink.c, catalog.c, privilege.c and the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -30,8 +28,8 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 
-#include "barrier_io.h"
-#include "lib.h"
+#include "copy/barrier_io.h"
+#include "lib/lib.h"
 
 /* whether two vnodes have the same position */
 bool

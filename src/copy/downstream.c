@@ -37,8 +37,6 @@
  * table may carry anything else (triggers, other indexes, row-level
  * security): the job's chunks then go through INSERT (sink.c).
  *
- * May call: catalog.c, privilege.c and the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -51,8 +49,8 @@
 #include "catalog/namespace.h"
 #include "catalog/partition.h"
 #include "catalog/pg_class.h"
-#include "catalog/pg_inherits.h"
 #include "catalog/pg_index.h"
+#include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
 #include "miscadmin.h"
 #include "parser/parse_coerce.h"
@@ -64,9 +62,9 @@
 #include "utils/regproc.h"
 
 #include "backfill.h"
-#include "lib.h"
-#include "copy.h"
-#include "job_run_rows.h"
+#include "catalog/job_run_rows.h"
+#include "copy/copy.h"
+#include "lib/lib.h"
 
 /* the table a name stands for, with the privileges the job's owner needs */
 static Oid

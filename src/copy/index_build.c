@@ -74,9 +74,6 @@
  * functions as the table's owner, in a security-restricted operation, as
  * always.
  *
- * May call: the catalog (index_rows.c, its capabilities), privilege.c and
- * the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -108,10 +105,10 @@
 #include "utils/syscache.h"
 #include "utils/timestamp.h"
 
-#include "lib.h"
-#include "index_build.h"
-#include "catalog_access.h"
-#include "index_rows.h"
+#include "catalog/catalog_access.h"
+#include "catalog/index_rows.h"
+#include "copy/index_build.h"
+#include "lib/lib.h"
 
 /* one index to build: head || the downstream's name || tail */
 

@@ -12,7 +12,7 @@
 #define BACKFILL_COPY_INDEX_BUILD_H
 
 #include "backfill.h"
-#include "copy.h"
+#include "copy/copy.h"
 
 /* what create_job's "indexes" gives a new downstream of the upstream's */
 typedef enum DownstreamGift

@@ -51,9 +51,6 @@
  *	  (PostgreSQL 15 adds none NOT VALID to a partitioned table) are not
  *	  given: create_job says so in a NOTICE, and the cutover lists them.
  *
- * May call: the catalog (index_rows.c), index_build.c, privilege.c and the
- * foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -82,11 +79,11 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
-#include "lib.h"
-#include "copy.h"
-#include "index_build.h"
-#include "catalog_access.h"
-#include "index_rows.h"
+#include "catalog/catalog_access.h"
+#include "catalog/index_rows.h"
+#include "copy/copy.h"
+#include "copy/index_build.h"
+#include "lib/lib.h"
 
 /* attempts at each foreign key, and the longest sleep between two */
 #define BACKFILL_FK_ATTEMPTS	20

@@ -30,8 +30,6 @@
  * caller must have the privileges of the job's owner (the bounds are keys of
  * the upstream), and the key's types must be the job's.
  *
- * May call: catalog.c, privilege.c and the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -46,9 +44,9 @@
 #include "utils/memutils.h"
 
 #include "backfill.h"
-#include "lib.h"
-#include "catalog_access.h"
-#include "copy.h"
+#include "catalog/catalog_access.h"
+#include "copy/copy.h"
+#include "lib/lib.h"
 
 PG_FUNCTION_INFO_V1(backfill_job_vnode);
 

@@ -49,8 +49,6 @@
  * the text is not rewritten, and is now read under the pinned ones, as a
  * session with the default settings read it before.
  *
- * May call: privilege.c and the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -75,8 +73,8 @@
 #include "utils/ruleutils.h"
 
 #include "backfill.h"
-#include "lib.h"
-#include "copy.h"
+#include "copy/copy.h"
+#include "lib/lib.h"
 
 /* the search_path stored expressions are deparsed under, and parsed again */
 #define SHAPE_DEPARSE_PATH "pg_catalog"

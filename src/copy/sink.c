@@ -37,8 +37,6 @@
  * Only the ring is kept: the page a sink inserted into last is let go at
  * its end, before the transaction's.
  *
- * May call: privilege.c and the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -62,8 +60,8 @@
 #include "utils/rel.h"
 #include "utils/rls.h"
 
-#include "barrier_io.h"
-#include "lib.h"
+#include "copy/barrier_io.h"
+#include "lib/lib.h"
 
 /* as COPY FROM's buffer */
 #define SINK_MAX_BUFFERED_ROWS	1000

@@ -20,8 +20,6 @@
  * blocks here and no estimate: the totals are those of the local
  * partitions, and unknown when there is none.
  *
- * May call: the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -36,7 +34,7 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
-#include "copy.h"
+#include "copy/copy.h"
 
 /* let go of the ACCESS SHARE locks of relids, taken here */
 static void

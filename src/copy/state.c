@@ -12,8 +12,6 @@
  * error is raised, so an operator who was not watching can read it in
  * backfill.jobs.
  *
- * May call: catalog.c, privilege.c and the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -36,12 +34,12 @@
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
-#include "barrier_io.h"
-#include "lib.h"
-#include "barrier_rows.h"
-#include "job_run_rows.h"
-#include "catalog_access.h"
-#include "copy.h"
+#include "catalog/barrier_rows.h"
+#include "catalog/catalog_access.h"
+#include "catalog/job_run_rows.h"
+#include "copy/barrier_io.h"
+#include "copy/copy.h"
+#include "lib/lib.h"
 
 /*
  * backfill_init_vnodes

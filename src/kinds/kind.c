@@ -3,8 +3,6 @@
  * kind.c
  *	  The routine of each kind of job.
  *
- * May call: the kinds' files (their routines only), catalog.c, remote.c.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -12,9 +10,9 @@
 #include "catalog/pg_class.h"
 #include "utils/lsyscache.h"
 
-#include "kind.h"
-#include "catalog_access.h"
-#include "remote.h"
+#include "catalog/catalog_access.h"
+#include "kinds/kind.h"
+#include "remote/remote.h"
 
 static const KindRoutine *const routines[BACKFILL_NUM_KINDS] = {
 	[BACKFILL_KIND_NO_SHUFFLE] = &backfill_no_shuffle_routine,

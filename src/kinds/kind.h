@@ -21,9 +21,9 @@
 #define BACKFILL_KIND_H
 
 #include "barrier.h"
-#include "barrier_io.h"
-#include "copy.h"
-#include "capture.h"
+#include "capture/capture.h"
+#include "copy/barrier_io.h"
+#include "copy/copy.h"
 
 /* what create_job has decided before a kind makes its tables */
 typedef struct JobDefinition

@@ -58,9 +58,6 @@
  * and restored, which cannot resume unless it has finished (fail_restored()
  * says why).
  *
- * May call: the services (chunk.c, state.c, slot.c), catalog.c,
- * privilege.c and the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -82,12 +79,12 @@
 #include "utils/pg_lsn.h"
 #include "utils/rel.h"
 
-#include "kind.h"
-#include "lib.h"
-#include "catalog_access.h"
-#include "job_run_rows.h"
-#include "copy.h"
-#include "capture.h"
+#include "capture/capture.h"
+#include "catalog/catalog_access.h"
+#include "catalog/job_run_rows.h"
+#include "copy/copy.h"
+#include "kinds/kind.h"
+#include "lib/lib.h"
 
 /* what the cdc kind keeps in its executor */
 typedef struct CdcState

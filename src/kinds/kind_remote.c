@@ -123,10 +123,6 @@
  * to the source is in remote/ (replication.c, reads.c, splits.c), what is
  * written in backfill.job and backfill.actor in catalog/remote_rows.c.
  *
- * May call: remote_job.c, remote_keys.c, remote_changes.c, remote/,
- * remote_rows.c, catalog.c, state.c, sink.c, index_build.c, capture (the
- * slot lock), privilege.c and the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -150,15 +146,15 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
-#include "kind.h"
-#include "remote.h"
-#include "lib.h"
-#include "catalog_access.h"
-#include "remote_rows.h"
-#include "copy.h"
-#include "capture.h"
-#include "remote_job.h"
-#include "index_build.h"
+#include "capture/capture.h"
+#include "catalog/catalog_access.h"
+#include "catalog/remote_rows.h"
+#include "copy/copy.h"
+#include "copy/index_build.h"
+#include "kinds/kind.h"
+#include "kinds/remote_job.h"
+#include "lib/lib.h"
+#include "remote/remote.h"
 
 static const char *const remote_reserved_columns[] = {
 	"split_id", "backfill_finished", "row_count", "cdc_offset_low", "cdc_offset_high",

@@ -63,9 +63,6 @@
  * all there; a finished row's key must be NULL, and, as in a release build
  * of RisingWave, one that is not draws a warning and is ignored.
  *
- * May call: the services (chunk.c, sink.c, state.c), catalog.c,
- * privilege.c and the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -81,14 +78,14 @@
 #include "utils/timestamp.h"
 #include "utils/typcache.h"
 
-#include "kind.h"
-#include "lib.h"
-#include "catalog_access.h"
-#include "barrier_rows.h"
-#include "job_run_rows.h"
-#include "copy.h"
-#include "capture.h"
-#include "index_build.h"
+#include "capture/capture.h"
+#include "catalog/barrier_rows.h"
+#include "catalog/catalog_access.h"
+#include "catalog/job_run_rows.h"
+#include "copy/copy.h"
+#include "copy/index_build.h"
+#include "kinds/kind.h"
+#include "lib/lib.h"
 
 /* what the snapshot kind keeps in its executor */
 typedef struct SnapshotPlans

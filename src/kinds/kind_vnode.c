@@ -46,9 +46,6 @@
  * "invalid backfill state: backfill_finished" instead.  Arrangement jobs
  * need no check beyond decoding: each vnode resumes after its own position.
  *
- * May call: the services (chunk.c, state.c), catalog.c, privilege.c and
- * the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -57,11 +54,11 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
-#include "kind.h"
-#include "lib.h"
-#include "catalog_access.h"
-#include "copy.h"
-#include "capture.h"
+#include "capture/capture.h"
+#include "catalog/catalog_access.h"
+#include "copy/copy.h"
+#include "kinds/kind.h"
+#include "lib/lib.h"
 
 static const char *const vnode_reserved_columns[] = {
 	"vnode", "backfill_finished", "row_count", NULL

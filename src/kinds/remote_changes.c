@@ -34,10 +34,6 @@
  * the change table for their chunk (kind_remote.c says why nothing is lost
  * or doubled).
  *
- * May call: remote_job.c, remote_keys.c, remote/ (remote.c, replication.c,
- * reads.c), remote_rows.c and the foundations.  Its callers hold the job's
- * slot lock for a fetch.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -52,9 +48,9 @@
 #include "utils/resowner.h"
 #include "utils/snapmgr.h"
 
-#include "lib.h"
-#include "remote_rows.h"
-#include "remote_job.h"
+#include "catalog/remote_rows.h"
+#include "kinds/remote_job.h"
+#include "lib/lib.h"
 
 /* ---- statements ---- */
 

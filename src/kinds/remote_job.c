@@ -15,8 +15,6 @@
  * kind's state for a run (remote_prepare); other callbacks make one for
  * the statement at hand.
  *
- * May call: remote.c, remote_rows.c and the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -26,8 +24,8 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
-#include "remote_rows.h"
-#include "remote_job.h"
+#include "catalog/remote_rows.h"
+#include "kinds/remote_job.h"
 
 /* ---- names and splits ---- */
 

@@ -17,7 +17,7 @@
 #include "executor/spi.h"
 
 #include "backfill.h"
-#include "remote.h"
+#include "remote/remote.h"
 
 /* splits per actor create_job aims at */
 #define BACKFILL_REMOTE_SPLITS_PER_ACTOR 8

@@ -11,8 +11,6 @@
  * comparison of keys in this server's SQL is written (sql.c); for the
  * source, with the operators' names, which its own catalogs resolve.
  *
- * May call: remote_job.c, remote.c and the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -21,8 +19,8 @@
 #include "catalog/pg_type.h"
 #include "utils/builtins.h"
 
-#include "lib.h"
-#include "remote_job.h"
+#include "kinds/remote_job.h"
+#include "lib/lib.h"
 
 void
 cond_value(KeyCond *kc, const char *value, const char *type)

@@ -80,9 +80,6 @@
  * publication go on each server.  It returns no single offset: each
  * server's is in backfill.job_source.
  *
- * May call: the remote kind's files (remote_job.h), remote.c,
- * capture/slot.c (the slot lock), catalog.c, privilege.c and the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -103,14 +100,14 @@
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
 
-#include "kind.h"
-#include "remote.h"
-#include "lib.h"
-#include "catalog_access.h"
-#include "capture.h"
-#include "switchover.h"
-#include "remote_job.h"
-#include "cutover_rows.h"
+#include "capture/capture.h"
+#include "catalog/catalog_access.h"
+#include "catalog/cutover_rows.h"
+#include "kinds/kind.h"
+#include "kinds/remote_job.h"
+#include "kinds/switchover.h"
+#include "lib/lib.h"
+#include "remote/remote.h"
 
 /* the longest pause between two attempts at the fence's lock */
 #define BACKFILL_SWITCHOVER_MAX_BACKOFF_MS 5000

@@ -28,8 +28,6 @@
  * narrower unique index added) finds its key changed and fails its run
  * rather than misread positions (catalog.c, backfill_check_key_unchanged).
  *
- * May call: nothing above the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -44,7 +42,7 @@
 #include "utils/syscache.h"
 
 #include "backfill.h"
-#include "lib.h"
+#include "lib/lib.h"
 
 /* the access method of an index */
 static Oid

@@ -31,8 +31,6 @@
  * upstream against writers) give way to the application anyway.  The
  * caller's own lock_timeout still bounds the whole wait.
  *
- * May call: nothing of the extension.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -53,7 +51,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "lib.h"
+#include "lib/lib.h"
 
 /* the run in this process, when its lines are on */
 static struct

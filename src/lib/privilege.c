@@ -43,8 +43,6 @@
  * same policies: create_job, each run and verify_job refuse such a job
  * (backfill_check_unfiltered_copy).
  *
- * May call: nothing of the extension.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -54,8 +52,8 @@
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "catalog/indexing.h"
-#include "catalog/pg_extension.h"
 #include "catalog/pg_am.h"
+#include "catalog/pg_extension.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_operator.h"
 #include "commands/defrem.h"
@@ -72,7 +70,7 @@
 #include "utils/syscache.h"
 
 #include "backfill.h"
-#include "lib.h"
+#include "lib/lib.h"
 
 /* the owner of extension "backfill" (it cannot change while installed) */
 static Oid

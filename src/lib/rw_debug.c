@@ -40,8 +40,6 @@
  * space, private-use characters, noncharacters and the unassigned planes 4
  * to 14.  Unassigned code points inside planes 0 to 3 print as they are.
  *
- * May call: nothing of the extension.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -63,7 +61,7 @@
 #include "utils/typcache.h"
 
 #include "backfill.h"
-#include "lib.h"
+#include "lib/lib.h"
 
 /* chrono's NaiveDate range (chrono 0.4.44, as RisingWave builds it) */
 #define CHRONO_MIN_YEAR (-262143)

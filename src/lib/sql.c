@@ -18,8 +18,6 @@
  * none.  At most one run is active in a backend, so a registered KeptPlans
  * met there is always such a leftover.
  *
- * May call: nothing of the extension.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -42,7 +40,7 @@
 #include "utils/typcache.h"
 
 #include "backfill.h"
-#include "lib.h"
+#include "lib/lib.h"
 
 /* "schema"."name" of a relation that must exist */
 char *

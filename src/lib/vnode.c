@@ -21,8 +21,6 @@
  * settings (DateStyle ISO, IntervalStyle postgres, extra_float_digits 3),
  * so that every backend reads the same values from them.
  *
- * May call: nothing of the extension.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -39,7 +37,7 @@
 #include "utils/typcache.h"
 
 #include "backfill.h"
-#include "lib.h"
+#include "lib/lib.h"
 
 PG_FUNCTION_INFO_V1(backfill_vnode);
 

@@ -12,8 +12,6 @@
  * transaction is REPEATABLE READ and takes its snapshot after this file has
  * started it, so the caller can take a lock first (the final barrier).
  *
- * May call: nothing of the extension.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -29,7 +27,7 @@
 #include "utils/wait_event.h"
 
 #include "backfill.h"
-#include "lib.h"
+#include "lib/lib.h"
 
 /*
  * backfill_xact_pin_path

@@ -31,15 +31,13 @@
  * A Truncate of one of them is an error the caller reports.  Data of other
  * tables (none: the publication has only the job's) is skipped.
  *
- * May call: the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "libpq/pqformat.h"
 
-#include "remote.h"
+#include "remote/remote.h"
 
 /* the job's table of the source whose OID is relid, or NULL: another table's */
 static RemoteDecoderTable *

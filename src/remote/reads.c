@@ -12,8 +12,6 @@
  * COPY sent ends the chunk; its key is read out of COPY's text format.
  * The conditions on the keys are the caller's, written for the source.
  *
- * May call: remote.c and the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -21,7 +19,7 @@
 #include "utils/builtins.h"
 #include "utils/pg_lsn.h"
 
-#include "remote.h"
+#include "remote/remote.h"
 
 /*
  * backfill_remote_chunk_start

@@ -44,8 +44,6 @@
  * is reported in DETAIL with every password of the options replaced by
  * asterisks.
  *
- * May call: the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -72,8 +70,8 @@
 #include "utils/wait_event.h"
 
 #include "backfill.h"
-#include "lib.h"
-#include "remote.h"
+#include "lib/lib.h"
+#include "remote/remote.h"
 
 struct RemoteConn
 {

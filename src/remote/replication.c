@@ -24,8 +24,6 @@
  * This file sends the statements and reads their answers; which offset to
  * advance to, when to sweep and which jobs are alive are the kind's to say.
  *
- * May call: remote.c, pgoutput.c and the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -35,7 +33,7 @@
 #include "utils/memutils.h"
 #include "utils/pg_lsn.h"
 
-#include "remote.h"
+#include "remote/remote.h"
 
 /* how long the drops after a commit wait for a source at most, each */
 #define BACKFILL_REMOTE_DROP_TIMEOUT_MS 10000

@@ -10,8 +10,6 @@
  * histogram, the quantiles of a sample of about 30000 rows.  Equal bounds
  * are kept once, so there may be fewer splits than asked for.
  *
- * May call: remote.c and the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -21,7 +19,7 @@
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 
-#include "remote.h"
+#include "remote/remote.h"
 
 /*
  * The inner bounds of nsplits splits of table's key column "key" (its name

@@ -51,9 +51,6 @@
  * After each barrier, each actor publishes what it did in its live entry
  * (registry.c), which backfill.progress shows.
  *
- * May call: the executor, the kinds (through their routines), the
- * services, catalog.c, privilege.c and the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -70,16 +67,16 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
-#include "driver.h"
-#include "kind.h"
-#include "lib.h"
-#include "catalog_access.h"
-#include "job_run_rows.h"
-#include "copy.h"
-#include "capture.h"
-#include "executor.h"
-#include "index_build.h"
-#include "pacing.h"
+#include "capture/capture.h"
+#include "catalog/catalog_access.h"
+#include "catalog/job_run_rows.h"
+#include "copy/copy.h"
+#include "copy/index_build.h"
+#include "kinds/kind.h"
+#include "lib/lib.h"
+#include "runtime/driver.h"
+#include "runtime/executor.h"
+#include "runtime/pacing.h"
 
 /*
  * backfill.barrier_interval_ms: how long an executor reads snapshot chunks

@@ -52,9 +52,6 @@
  * An executor owns its memory and its plans, and frees both.  It never asks
  * which kind a job is: it calls the kind's routine.
  *
- * May call: the kinds (through their routines, kind.h), the services,
- * catalog.c, privilege.c and the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -72,13 +69,13 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "kind.h"
-#include "lib.h"
-#include "barrier_rows.h"
-#include "catalog_access.h"
-#include "capture.h"
-#include "executor.h"
-#include "pacing.h"
+#include "capture/capture.h"
+#include "catalog/barrier_rows.h"
+#include "catalog/catalog_access.h"
+#include "kinds/kind.h"
+#include "lib/lib.h"
+#include "runtime/executor.h"
+#include "runtime/pacing.h"
 
 /* the most chunks, and rows, one statement reads in a barrier */
 #define BACKFILL_MAX_BATCH_CHUNKS	1024

@@ -14,9 +14,6 @@
  * without CASCADE and an ALTER EXTENSION UPDATE while workers run, naming
  * the jobs.
  *
- * May call: the registry (registry_internal.h), the catalog layer and the
- * foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -30,9 +27,9 @@
 #include "utils/acl.h"
 #include "utils/lsyscache.h"
 
-#include "driver.h"
-#include "job_run_rows.h"
-#include "registry_internal.h"
+#include "catalog/job_run_rows.h"
+#include "runtime/driver.h"
+#include "runtime/registry_internal.h"
 
 static ProcessUtility_hook_type prev_process_utility = NULL;
 

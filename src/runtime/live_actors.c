@@ -15,8 +15,6 @@
  * finds none free is not shown.  A process frees its entries when its run
  * ends and, whatever happens, when it exits.
  *
- * May call: the foundations; the registry calls it (registry_internal.h).
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -31,8 +29,8 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "driver.h"
-#include "registry_internal.h"
+#include "runtime/driver.h"
+#include "runtime/registry_internal.h"
 
 PG_FUNCTION_INFO_V1(backfill_live_actors);
 

@@ -18,8 +18,6 @@
  * whole.  The position of a live actor, a key, stays hidden by
  * live_actors.c.
  *
- * May call: the catalog layer and the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -37,7 +35,7 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
-#include "catalog_access.h"
+#include "catalog/catalog_access.h"
 
 PG_FUNCTION_INFO_V1(backfill_monitored_jobs);
 

@@ -61,9 +61,6 @@
  * runs every actor), one allocation in the job's memory that outlives the
  * executor's replacement (pfree frees it).
  *
- * May call: registry.c (the shared clock), slot.c (the job's slot name) and
- * the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -85,9 +82,9 @@
 #include "utils/timestamp.h"
 
 #include "barrier.h"
-#include "driver.h"
-#include "capture.h"
-#include "pacing.h"
+#include "capture/capture.h"
+#include "runtime/driver.h"
+#include "runtime/pacing.h"
 
 /* the settings; 0 turns each off */
 static int	max_replica_lag_ms = 0;

@@ -34,8 +34,6 @@
  * (a lock, an index build) come from lib/lines.c, where the layers below
  * print them; this file begins and ends them.
  *
- * May call: job_run_rows.c (the catalog's statements) and the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -49,9 +47,9 @@
 #include "utils/guc.h"
 #include "utils/timestamp.h"
 
-#include "driver.h"
-#include "lib.h"
-#include "job_run_rows.h"
+#include "catalog/job_run_rows.h"
+#include "lib/lib.h"
+#include "runtime/driver.h"
 
 PG_FUNCTION_INFO_V1(backfill_report_progress);
 

@@ -61,8 +61,6 @@
  * functions that start and stop workers (worker_control.c) reach the
  * registry through registry_internal.h; only this file knows its structs.
  *
- * May call: catalog.c, privilege.c and the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -85,10 +83,10 @@
 #include "utils/guc.h"
 #include "utils/timestamp.h"
 
-#include "driver.h"
-#include "lib.h"
-#include "catalog_access.h"
-#include "registry_internal.h"
+#include "catalog/catalog_access.h"
+#include "lib/lib.h"
+#include "runtime/driver.h"
+#include "runtime/registry_internal.h"
 
 PG_FUNCTION_INFO_V1(backfill_job_workers);
 

@@ -21,8 +21,6 @@
  * snapshot and no catalog snapshot, so pg_stat_activity.backend_xmin is
  * NULL for it and the xmin horizon moves on.
  *
- * May call: the catalog layer (the job lock) and the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -37,8 +35,8 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "catalog_access.h"
-#include "lib.h"
+#include "catalog/catalog_access.h"
+#include "lib/lib.h"
 
 PG_FUNCTION_INFO_V1(backfill_check_wait);
 PG_FUNCTION_INFO_V1(backfill_wait_for_job);

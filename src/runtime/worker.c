@@ -64,9 +64,6 @@
  * (replace_lost_workers); it stays while a job of its database is to start
  * again and for a minute after, so that it remembers the exits in a row.
  *
- * May call: registry.c (the registry), driver.c, the kinds (their routines),
- * catalog.c and the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -94,12 +91,12 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
-#include "driver.h"
-#include "kind.h"
-#include "lib.h"
-#include "catalog_access.h"
-#include "job_run_rows.h"
-#include "capture.h"
+#include "capture/capture.h"
+#include "catalog/catalog_access.h"
+#include "catalog/job_run_rows.h"
+#include "kinds/kind.h"
+#include "lib/lib.h"
+#include "runtime/driver.h"
 
 PGDLLEXPORT void backfill_actor_main(Datum main_arg);
 PGDLLEXPORT void backfill_launcher_main(Datum main_arg);

@@ -6,9 +6,6 @@
  *	  cancel_job, drop_job and reschedule.  The registry they act on is
  *	  registry.c's.
  *
- * May call: the registry (registry_internal.h, driver.h), the catalog
- * layer, capture (the slots a crash left) and the foundations.
- *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -20,12 +17,12 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 
-#include "capture.h"
-#include "catalog_access.h"
-#include "driver.h"
-#include "job_run_rows.h"
-#include "lib.h"
-#include "registry_internal.h"
+#include "capture/capture.h"
+#include "catalog/catalog_access.h"
+#include "catalog/job_run_rows.h"
+#include "lib/lib.h"
+#include "runtime/driver.h"
+#include "runtime/registry_internal.h"
 
 PG_FUNCTION_INFO_V1(backfill_start_job);
 PG_FUNCTION_INFO_V1(backfill_stop_job_workers);
