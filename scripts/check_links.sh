@@ -3,7 +3,8 @@
 #
 #   bash scripts/check_links.sh [FILE.md ...]
 #
-# Reads README.md, doc/*.md and bench/README.md (or the files given) and
+# Reads README.md, CHANGELOG.md, doc/*.md, bench/README.md and
+# bench/results/*.md (or the files given) and
 # checks each Markdown link [text](target) that is not a URL: the file it
 # names, relative to the linking file, exists, and its #fragment, if any, is
 # an anchor of that file (of the linking file for a bare #fragment): a
@@ -16,7 +17,9 @@ cd "$(dirname "$0")/.."
 
 if [ $# -eq 0 ]; then
     set -- README.md doc/*.md
-    [ -f bench/README.md ] && set -- "$@" bench/README.md
+    for f in CHANGELOG.md bench/README.md bench/results/*.md; do
+        if [ -f "$f" ]; then set -- "$@" "$f"; fi
+    done
 fi
 
 perl -e '

@@ -19,7 +19,7 @@ install_packages postgresql-$PGVER postgresql-server-dev-$PGVER libipc-run-perl 
 step "versions (backfill.control, sql/, META.json, debian/changelog)"
 bash scripts/check_versions.sh
 
-step "links of README.md and doc/ (scripts/check_links.sh)"
+step "links of README.md, CHANGELOG.md, doc/ and bench/ (scripts/check_links.sh)"
 bash scripts/check_links.sh
 
 step "alert rules (promtool check rules, promtool test rules)"

@@ -32,8 +32,9 @@
  * before its barriers, does): the WAL is then taken to be about the pages
  * the rows fill plus a record header per row, which is what a bulk insert
  * writes within a few percent on the benchmark's tables.  The duration is divided by parallelism (actors in background
- * workers, on as many free cores: doc/performance.md says how
- * far the WAL's single writer lets that go), and is at least wal_bytes over
+ * workers, on as many free cores: bench/results/before-1.3.md, "Two
+ * actors, before range vnodes", says how far the WAL's single writer lets
+ * that go), and is at least wal_bytes over
  * backfill.max_wal_rate.  Not counted: the upstream's changes during the
  * backfill, the barriers' own work, and any waiting for the standbys,
  * retained WAL or a rate limit.
