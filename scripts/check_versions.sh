@@ -4,7 +4,7 @@
 #   bash scripts/check_versions.sh
 #
 # The extension's version X.Y is default_version in backfill.control; the
-# newest target of the install and upgrade scripts (sql/backfill--*.sql) must
+# newest target of the install and upgrade scripts (src/sql/backfill--*.sql) must
 # be X.Y too, and every one of those scripts must be in the Makefile's DATA,
 # or the release would not install it.  The distribution (the PGXN zip and
 # the Debian package) carries a semantic version X.Y.Z, as PGXN requires:
@@ -26,15 +26,15 @@ done
 ext=$(sed -n "s/^[[:space:]]*default_version[[:space:]]*=[[:space:]]*'\([^']*\)'.*/\1/p" backfill.control)
 [ -n "$ext" ] || fail "backfill.control: no default_version = '...' line"
 
-# sql/backfill--X.sql installs X; sql/backfill--A--B.sql updates A to B
-newest=$(for f in sql/backfill--*.sql; do
+# src/sql/backfill--X.sql installs X; src/sql/backfill--A--B.sql updates A to B
+newest=$(for f in src/sql/backfill--*.sql; do
              basename "$f" .sql | sed 's/.*--//'
          done | sort -V | tail -1)
 [ "$newest" = "$ext" ] ||
-    fail "sql/: the newest install or upgrade script leads to version \"$newest\", backfill.control's default_version is \"$ext\""
+    fail "src/sql/: the newest install or upgrade script leads to version \"$newest\", backfill.control's default_version is \"$ext\""
 data=$(echo 'print-data: ; @echo $(DATA)' |
        make -s --no-print-directory -f Makefile -f - PG_CONFIG=true PGXS=/dev/null print-data) || data=
-for f in sql/backfill--*.sql; do
+for f in src/sql/backfill--*.sql; do
     case " $data " in
         *" $f "*) ;;
         *) fail "Makefile: $f is not in DATA, so no release would install it" ;;

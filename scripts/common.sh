@@ -38,7 +38,7 @@ same_code() {
 # Whether every install and upgrade script is installed as it is here.
 same_scripts() {
     local f
-    for f in sql/backfill--*.sql; do
+    for f in src/sql/backfill--*.sql; do
         cmp -s "$f" "$1/$(basename "$f")" || return 1
     done
 }

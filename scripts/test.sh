@@ -16,7 +16,7 @@ cd "$HERE"
 install_packages postgresql-$PGVER postgresql-server-dev-$PGVER libipc-run-perl make gcc prometheus-postgres-exporter \
     prometheus-sql-exporter prometheus
 
-step "versions (backfill.control, sql/, META.json, debian/changelog)"
+step "versions (backfill.control, src/sql/, META.json, debian/changelog)"
 bash scripts/check_versions.sh
 
 step "links of README.md, CHANGELOG.md, doc/ and bench/ (scripts/check_links.sh)"
