@@ -162,8 +162,7 @@ backfill_repair_row_progress(int64 job_id, const RepairFigures *figures)
 void
 backfill_repair_row_finish(int64 job_id, const RepairFigures *figures, bool clean)
 {
-	Oid			types[8] = {INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, INT8OID,
-	BOOLOID};
+	Oid			types[8] = {INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, INT8OID, BOOLOID};
 	Datum		values[8];
 	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 
