@@ -66,6 +66,12 @@
 /* field4 of the advisory lock tag that makes a role's creators count in turn */
 #define BACKFILL_CAPS_LOCK_FIELD4 0x6269
 
+/*
+ * field4 of the transaction-level advisory lock taken, without waiting, by
+ * the transaction that writes a job's verify row (verification_rows.c)
+ */
+#define BACKFILL_VERIFY_LOCK_FIELD4 0x6276
+
 typedef enum BackfillKind
 {
 	BACKFILL_KIND_NO_SHUFFLE,	/* legacy: cannot resume */

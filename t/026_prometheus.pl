@@ -12,8 +12,12 @@
 # (status backfilling, two running actors, progress, rows, rate, ETA,
 # throttled, barriers), with progress and rows copied growing from one
 # scrape to the next; once the job has finished, its status is finished, its
-# progress 1 and its rows copied the upstream's.  A legacy no_shuffle job
-# that fails on its restart counts one failure.
+# progress 1 and its rows copied the upstream's.  Then its verify and repair
+# series: none before it is verified (NaN, no repair running); a verify that
+# finds 20 rows missing shows when and 20 differences; a repair of them,
+# slowed by a trigger, shows as running with its ranges done of 20 growing,
+# then not running, its 20 ranges done, and its last verify clean.  A legacy
+# no_shuffle job that fails on its restart counts one failure.
 #
 # Skipped when the exporter is not installed.
 
@@ -125,6 +129,47 @@ is($last->{backfill_job_progress_ratio}, 1, 'its progress 1');
 is($last->{backfill_job_rows_copied_total}, 6000, 'its rows copied the upstream\'s');
 is($last->{backfill_job_running_actors}, 0, 'no actor runs');
 is($last->{backfill_job_failures_total}, 0, 'no failure');
+
+# verified and repaired
+is(join(',', map { $last->{$_} // 'none' } qw(backfill_job_last_verified_timestamp_seconds
+  backfill_job_last_verify_differences backfill_job_repair_running backfill_job_repair_ranges_done
+  backfill_job_repair_ranges_total)), 'NaN,NaN,0,NaN,NaN', 'never verified nor repaired');
+$node->safe_psql('postgres', q{
+DELETE FROM down WHERE id % 100 = 0 AND id <= 2000;
+CREATE FUNCTION slow_row() RETURNS trigger LANGUAGE plpgsql AS
+$$ BEGIN PERFORM pg_sleep(0.2); RETURN NEW; END $$;
+CREATE TRIGGER slow BEFORE INSERT ON down FOR EACH ROW EXECUTE FUNCTION slow_row();
+});
+my $before = time;
+is($node->safe_psql('postgres', "SELECT count(*) FROM backfill.verify_job($job)"), 20,
+	'a verify finds 20 rows missing');
+$last = scrape() // {};
+is($last->{backfill_job_last_verify_differences}, 20, 'its differences are served');
+cmp_ok($last->{backfill_job_last_verified_timestamp_seconds}, '>=', $before - 1, 'and when it ran');
+my $repair = BackfillTestLib::start_bg(
+	[
+		'psql', '-X', '-At', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('postgres'),
+		'-c', "CALL backfill.repair_job($job, 1)"
+	]);
+my $running = wait_until(30, sub {
+	my $m = scrape();
+	return $m && ($m->{backfill_job_repair_running} // 0) == 1
+	  && ($m->{backfill_job_repair_ranges_done} // 'NaN') ne 'NaN'
+	  && $m->{backfill_job_repair_ranges_done} > 0 ? $m : undef;
+});
+ok($running, 'a repair shows as running, with ranges done');
+$running //= {};
+is($running->{backfill_job_repair_ranges_total}, 20, 'of 20 ranges');
+is($running->{backfill_job_running_actors}, 0, 'a running repair is no actor');
+ok(wait_until(30, sub {
+	my $m = scrape();
+	return $m && ($m->{backfill_job_repair_ranges_done} // 0) > $running->{backfill_job_repair_ranges_done};
+}), 'its ranges done grow');
+is(finish_bg($repair), 0, 'the repair ends');
+$last = scrape() // {};
+is(join(',', map { $last->{$_} } qw(backfill_job_repair_running backfill_job_repair_ranges_done
+  backfill_job_repair_ranges_total backfill_job_last_verify_differences)), '0,20,20,0',
+	'then not running, its 20 ranges done, and its last verify clean');
 
 # a legacy job cannot resume: its restart fails, counted
 $job = $node->safe_psql('postgres',

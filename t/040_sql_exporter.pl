@@ -12,11 +12,17 @@
 # The exporter connects as a member of pg_monitor, and the jobs are a
 # superuser's.  Every series is served for the jobs of both databases, the rows copied
 # grow from one scrape to the next, and an unknown value is left out rather
-# than served as NaN.  Every series the dashboard uses is served.
+# than served as NaN.  Every series the dashboard uses is served.  Once
+# the jobs have finished, the second job's downstream loses 20 rows: a
+# verify serves its time and 20 differences, and a repair of them, slowed by
+# a trigger, serves as running with its ranges done of 20, then as not
+# running, 20 ranges done, the last verify clean.  The first job's
+# downstream loses 3 rows, which a verify finds.
 # Prometheus scrapes the exporter with the shipped relabelling, and its
-# alerts fire for a failed job (BackfillJobFailed) and for a job that is
-# backfilling with nothing running it (BackfillJobNotRunning): the rules as
-# shipped, their "for" shortened to a second.
+# alerts fire for a failed job (BackfillJobFailed), for a job that is
+# backfilling with nothing running it (BackfillJobNotRunning) and for the
+# job whose last verify found differences (BackfillJobVerifyDifferences):
+# the rules as shipped, their "for" shortened to a second.
 #
 # Skipped when the exporter or Prometheus is not installed.
 
@@ -188,6 +194,50 @@ is($done->{"backfill_job_rows_copied{app2,$job2}"}, 4000, 'finished: the upstrea
 is($done->{"backfill_job_running_actors{app2,$job2}"}, 0, 'finished: no actor runs');
 ok(defined $done->{"backfill_job_finished_timestamp_seconds{app2,$job2}"}, 'finished: when');
 ok(!defined $done->{"backfill_job_eta_seconds{app2,$job2}"}, 'finished: no ETA, rather than NaN');
+ok(!grep({ /^backfill_job_(last_verif|repair_)/ } keys %$done), 'never verified nor repaired: no such series');
+
+# the second job verified, then repaired slowly
+$node->safe_psql('app2', q{
+DELETE FROM down2 WHERE id % 100 = 0 AND id <= 2000;
+CREATE FUNCTION slow_row() RETURNS trigger LANGUAGE plpgsql AS
+$$ BEGIN PERFORM pg_sleep(0.25); RETURN NEW; END $$;
+CREATE TRIGGER slow BEFORE INSERT ON down2 FOR EACH ROW EXECUTE FUNCTION slow_row();
+});
+is($node->safe_psql('app2', "SELECT count(*) FROM backfill.verify_job($job2)"), 20,
+	'a verify finds 20 rows missing');
+my $verified = wait_until(30, sub {
+	my $m = scrape();
+	return $m && defined $m->{"backfill_job_last_verify_differences{app2,$job2}"} ? $m : undef;
+}) // {};
+is($verified->{"backfill_job_last_verify_differences{app2,$job2}"}, 20, 'its differences are served');
+cmp_ok($verified->{"backfill_job_last_verified_timestamp_seconds{app2,$job2}"} // 0, '>', 0, 'and when it ran');
+my $repair = BackfillTestLib::start_bg(
+	[
+		'psql', '-X', '-At', '-v', 'ON_ERROR_STOP=1', '-d', $node->connstr('app2'),
+		'-c', "CALL backfill.repair_job($job2, 1)"
+	]);
+my $repairing = wait_until(30, sub {
+	my $m = scrape();
+	return $m && ($m->{"backfill_job_repair_running{app2,$job2}"} // 0) == 1
+	  && ($m->{"backfill_job_repair_ranges_done{app2,$job2}"} // 0) > 0 ? $m : undef;
+});
+ok($repairing, 'a repair serves as running, with ranges done');
+$repairing //= {};
+is($repairing->{"backfill_job_repair_ranges_total{app2,$job2}"}, 20, 'of 20 ranges');
+is($repairing->{"backfill_job_running_actors{app2,$job2}"}, 0, 'a running repair is no actor');
+is(finish_bg($repair), 0, 'the repair ends');
+my $repaired = wait_until(30, sub {
+	my $m = scrape();
+	return $m && ($m->{"backfill_job_repair_running{app2,$job2}"} // 1) == 0
+	  && ($m->{"backfill_job_last_verify_differences{app2,$job2}"} // 1) == 0 ? $m : undef;
+}) // {};
+is(join(',', map { $repaired->{"backfill_job_$_\{app2,$job2}"} // 'none' } qw(repair_running
+  repair_ranges_done repair_ranges_total last_verify_differences)), '0,20,20,0',
+	'then not running, its 20 ranges done, and its last verify clean');
+# the first job: 3 rows missing, found
+$node->safe_psql('postgres', 'DELETE FROM down WHERE id IN (10, 20, 30)');
+is($node->safe_psql('postgres', "SELECT count(*) FROM backfill.verify_job($job1)"), 3,
+	'a verify of the first job finds 3 rows missing');
 
 # a failed job (a legacy job's restart) and a job left backfilling with
 # nothing running it (one barrier of a run in a session)
@@ -230,7 +280,8 @@ sub firing
 }
 my $alerts = wait_until(90, sub {
 	my $f = firing();
-	return $f->{"BackfillJobFailed:postgres:$failed"} && $f->{"BackfillJobNotRunning:app2:$idle"} ? $f : undef;
+	return $f->{"BackfillJobFailed:postgres:$failed"} && $f->{"BackfillJobNotRunning:app2:$idle"}
+	  && $f->{"BackfillJobVerifyDifferences:postgres:$job1"} ? $f : undef;
 });
 ok($alerts, 'Prometheus fires the alerts') or diag(slurp_file("$dir/prometheus.log"));
 $alerts //= {};
@@ -240,7 +291,10 @@ like($alerts->{"BackfillJobFailed:postgres:$failed"}{annotations}{summary} // ''
 like($alerts->{"BackfillJobNotRunning:app2:$idle"}{annotations}{summary} // '',
 	qr/^backfill job idle \(id $idle, database app2\) is backfilling with nothing running it$/,
 	'a job nothing runs');
-is_deeply([ sort grep { !/^Backfill\w+:(postgres:$failed|app2:$idle)$/ } keys %$alerts ], [],
+like($alerts->{"BackfillJobVerifyDifferences:postgres:$job1"}{annotations}{summary} // '',
+	qr/^backfill job down \(id $job1, database postgres\) differs from its upstream: its last verify found 3 differences$/,
+	'a job whose last verify found differences');
+is_deeply([ sort grep { !/^BackfillJob(Failed:postgres:$failed|NotRunning:app2:$idle|VerifyDifferences:postgres:$job1)$/ } keys %$alerts ], [],
 	'and no other alert');
 
 # the relabelled series: named backfill_job_*, without the exporter's labels

@@ -31,6 +31,14 @@
  * again, repairs the rest.  At the end the job is verified again: the
  * result says what was repaired and whether the job is now clean.
  *
+ * Its progress is the job's repair row of backfill.verification
+ * (verification_rows.c), which other sessions read in backfill.progress:
+ * written and committed at the start, with its pid, so that the first
+ * verify, which may be long, shows; updated in each range's transaction;
+ * finished in the CALL's last one.  A repair that dies leaves the row
+ * unfinished, and its pid no longer holds the job lock, which is what
+ * says that it runs.
+ *
  * A job whose upstream is on another server reads the source's rows
  * through its foreign table; the keys of a range are also given column by
  * column as "= ANY ($n)", which postgres_fdw sends to the source, so that
@@ -59,6 +67,7 @@
 #include "utils/typcache.h"
 
 #include "catalog/catalog_access.h"
+#include "catalog/verification_rows.h"
 #include "lib/lib.h"
 #include "runtime/driver.h"
 
@@ -72,15 +81,6 @@ typedef struct Differences
 	char	  **keys;			/* each key as verify_job writes it */
 	char	   *kinds;			/* 'm'issing, 'e'xtra, 'd'ifferent */
 } Differences;
-
-/* what a repair did */
-typedef struct RepairCounts
-{
-	int64		ranges;
-	int64		missing;
-	int64		extra;
-	int64		different;
-} RepairCounts;
 
 /*
  * find_differences
@@ -226,7 +226,7 @@ repair_range(BackfillJob *job, TupleDesc desc, Differences *diffs, int first, in
 
 /* count the differences of a range by kind */
 static void
-count_range(Differences *diffs, int first, int n, RepairCounts *counts)
+count_range(Differences *diffs, int first, int n, RepairFigures *counts)
 {
 	counts->ranges++;
 	for (int i = first; i < first + n; i++)
@@ -276,7 +276,7 @@ progress_interval_ms(void)
  *		verify again.  Returns whether the job is clean after.
  */
 static bool
-repair(int64 job_id, int range_rows, MemoryContext cxt, RepairCounts *counts)
+repair(int64 job_id, int range_rows, MemoryContext cxt, RepairFigures *counts)
 {
 	Differences diffs;
 	BackfillJob *job;
@@ -286,6 +286,10 @@ repair(int64 job_id, int range_rows, MemoryContext cxt, RepairCounts *counts)
 	TimestampTz last_line = GetCurrentTimestamp();
 	bool		lines = progress_interval_ms() > 0;
 
+	counts->ranges_total = -1;
+	counts->differences = -1;
+	backfill_repair_row_start(job_id, range_rows);
+	backfill_commit();
 	find_differences(job_id, range_rows, cxt, &diffs);
 	job = backfill_load_job(job_id, cxt);
 	in_place = backfill_sync_in_place(job);
@@ -296,6 +300,9 @@ repair(int64 job_id, int range_rows, MemoryContext cxt, RepairCounts *counts)
 		MemoryContextSwitchTo(old);
 	}
 	nranges = (diffs.n + range_rows - 1) / range_rows;
+	counts->ranges_total = nranges;
+	counts->differences = diffs.n;
+	backfill_repair_row_progress(job_id, counts);
 	for (int first = 0; first < diffs.n; first += range_rows)
 	{
 		int			n = Min(range_rows, diffs.n - first);
@@ -307,9 +314,10 @@ repair(int64 job_id, int range_rows, MemoryContext cxt, RepairCounts *counts)
 		repair_range(job, desc, &diffs, first, n, in_place);
 		MemoryContextSwitchTo(old);
 		MemoryContextDelete(range_cxt);
-		/* a range repaired stays repaired */
-		backfill_commit();
 		count_range(&diffs, first, n, counts);
+		backfill_repair_row_progress(job_id, counts);
+		/* a range repaired stays repaired, and shows */
+		backfill_commit();
 		if (lines && backfill_progress_due(last_line))
 		{
 			ereport(INFO,
@@ -320,10 +328,10 @@ repair(int64 job_id, int range_rows, MemoryContext cxt, RepairCounts *counts)
 			last_line = GetCurrentTimestamp();
 		}
 	}
-	if (diffs.n == 0)
-		return true;
 	/* what a verify finds now, the keys pending left out as before */
-	find_differences(job_id, range_rows, cxt, &diffs);
+	if (diffs.n > 0)
+		find_differences(job_id, range_rows, cxt, &diffs);
+	backfill_repair_row_finish(job_id, counts, diffs.n == 0);
 	return diffs.n == 0;
 }
 
@@ -340,7 +348,7 @@ backfill_repair_job(PG_FUNCTION_ARGS)
 	MemoryContext run_cxt;
 	int64		job_id;
 	int			range_rows;
-	RepairCounts counts = {0};
+	RepairFigures counts = {0};
 	volatile bool clean = false;
 	TupleDesc	desc;
 	Datum		values[5];

@@ -2487,6 +2487,102 @@ SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._upstream_size(regclass) IS
 'Internal: for backfill.progress, the blocks of a table (and of its partitions) and the catalog''s estimate of its rows; NULL each when unknown or when a lock on it would have to be waited for.';
 
+-- The last verify and the last repair of each job (verify_job, repair_job):
+-- one row per job and operation, so that a repair, whose own verifies write
+-- the job's verify row, never hides when the job was last verified and
+-- what that found.  verify_job writes its row at its end, in its caller's
+-- transaction (nothing in a read-only one); repair_job writes its row at
+-- its start and in each range's committed transaction, so that another
+-- session sees it go.  A repair whose session died leaves finished_at
+-- NULL: it runs only while its pid holds the job's lock, which is what
+-- backfill.progress and backfill.verifications look at.  Written only by
+-- the extension's owner, on behalf of a caller who owns the job (the C
+-- code, backfill._record_verify).
+CREATE TABLE backfill.verification (
+    job_id bigint NOT NULL REFERENCES backfill.job ON DELETE CASCADE,
+    operation text NOT NULL
+        CHECK (operation OPERATOR(pg_catalog.=) ANY (ARRAY['verify', 'repair'])),
+    method text,
+    range_rows integer,
+    pid integer NOT NULL,
+    started_at timestamptz NOT NULL,
+    finished_at timestamptz,
+    ranges_done bigint,
+    ranges_total bigint,
+    rows_read bigint,
+    differences bigint,
+    missing bigint,
+    extra bigint,
+    different bigint,
+    clean boolean,
+    PRIMARY KEY (job_id, operation)
+);
+COMMENT ON TABLE backfill.verification IS
+'The last verify_job and the last repair_job of each job (one row per job and operation): when, by which backend, what they compared and found, and what the repair repaired.';
+COMMENT ON COLUMN backfill.verification.job_id IS
+'The job verified or repaired.';
+COMMENT ON COLUMN backfill.verification.operation IS
+'verify (backfill.verify_job, also when repair_job or cutover(verify => true) calls it) or repair (backfill.repair_job).';
+COMMENT ON COLUMN backfill.verification.method IS
+'A verify''s method, checksum or rows (auto recorded as the one it chose); NULL for a repair, which verifies with auto.';
+COMMENT ON COLUMN backfill.verification.range_rows IS
+'The range_rows the verify or the repair was called with.';
+COMMENT ON COLUMN backfill.verification.pid IS
+'The backend that verified or repairs.';
+COMMENT ON COLUMN backfill.verification.started_at IS
+'When the verify or the repair started.';
+COMMENT ON COLUMN backfill.verification.finished_at IS
+'When it finished; NULL while a repair runs, and for a repair that stopped before its end (an error, a cancel, its session gone): backfill.verifications shows which.';
+COMMENT ON COLUMN backfill.verification.ranges_done IS
+'A verify: the ranges of keys it compared by checksums (NULL for the rows method). A repair: the ranges it has repaired and committed.';
+COMMENT ON COLUMN backfill.verification.ranges_total IS
+'A verify: as ranges_done. A repair: the ranges it has to repair, NULL until its first verify is done.';
+COMMENT ON COLUMN backfill.verification.rows_read IS
+'A verify by checksums: the rows of the upstream it compared (NULL for the rows method); NULL for a repair.';
+COMMENT ON COLUMN backfill.verification.differences IS
+'A verify: the differences it found. A repair: those its first verify found, the rows it has to repair; NULL until that verify is done.';
+COMMENT ON COLUMN backfill.verification.missing IS
+'A repair: the rows missing from the downstream that it has repaired so far; NULL for a verify.';
+COMMENT ON COLUMN backfill.verification.extra IS
+'A repair: the rows extra in the downstream that it has repaired so far; NULL for a verify.';
+COMMENT ON COLUMN backfill.verification.different IS
+'A repair: the rows that differed that it has repaired so far; NULL for a verify.';
+COMMENT ON COLUMN backfill.verification.clean IS
+'A repair: whether the verify at its end found no difference; NULL until then, and for a verify.';
+SELECT pg_catalog.pg_extension_config_dump('backfill.verification', '');
+GRANT SELECT ON backfill.verification TO PUBLIC;
+ALTER TABLE backfill.verification ENABLE ROW LEVEL SECURITY;
+CREATE POLICY verification_owner ON backfill.verification FOR SELECT
+    USING (EXISTS (SELECT FROM backfill.job j WHERE j.job_id OPERATOR(pg_catalog.=) verification.job_id));
+-- (counts and times only: no value of the upstream)
+CREATE POLICY verification_monitor ON backfill.verification FOR SELECT
+    USING (pg_catalog.pg_has_role(CURRENT_USER, 'pg_read_all_stats', 'USAGE'));
+
+-- backfill.verifications: the rows of backfill.verification of the jobs the
+-- caller sees (every job for a monitoring role), with the job's name and
+-- whether a repair runs now: its backend holds the job's lock (the
+-- advisory lock whose objsubid is 25190, BACKFILL_LOCK_FIELD4)
+CREATE VIEW backfill.verifications WITH (security_invoker = true) AS
+SELECT v.job_id, j.job_name, v.operation, v.method, v.range_rows, v.pid,
+       v.finished_at IS NULL AND EXISTS (
+           SELECT FROM pg_catalog.pg_locks k
+            WHERE k.locktype OPERATOR(pg_catalog.=) 'advisory'
+              AND k.database OPERATOR(pg_catalog.=) (SELECT d.oid FROM pg_catalog.pg_database d
+                                                     WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database())
+              AND k.classid OPERATOR(pg_catalog.=) (v.job_id OPERATOR(pg_catalog.>>) 32)::pg_catalog.oid
+              AND k.objid OPERATOR(pg_catalog.=) (v.job_id OPERATOR(pg_catalog.&) 4294967295)::pg_catalog.oid
+              AND k.objsubid OPERATOR(pg_catalog.=) 25190
+              AND k.mode OPERATOR(pg_catalog.=) 'ExclusiveLock' AND k.granted
+              AND k.pid OPERATOR(pg_catalog.=) v.pid) AS running,
+       v.started_at, v.finished_at, v.ranges_done, v.ranges_total, v.rows_read,
+       v.differences, v.missing, v.extra, v.different, v.clean
+  FROM backfill.verification v
+  JOIN (SELECT * FROM backfill.job UNION ALL SELECT * FROM backfill._monitored_jobs()) j
+    ON j.job_id OPERATOR(pg_catalog.=) v.job_id;
+COMMENT ON VIEW backfill.verifications IS
+'The last verify and the last repair of each job: when, what they compared and found, what the repair repaired and whether it left the job clean; running is true while the repair runs (false for one that stopped before its end, whose finished_at is NULL).';
+GRANT SELECT ON backfill.verifications TO PUBLIC;
+
 -- One row per actor running now, in a background worker or in a session's
 -- CALL backfill.run_job, as pg_stat_progress_* has one per backend: from
 -- shared memory when the library is preloaded; otherwise the actors of a run
@@ -2510,6 +2606,9 @@ COMMENT ON FUNCTION backfill._upstream_size(regclass) IS
 --                        built there when the job builds them at its end)
 --   finished             the job has finished; the worker applies the
 --                        upstream's changes to the downstream
+--   repairing            CALL backfill.repair_job: one row, no actor; rows
+--                        are the rows repaired of those to repair, and the
+--                        last two columns its ranges repaired of its ranges
 CREATE OR REPLACE VIEW backfill.progress WITH (security_invoker = true) AS
 SELECT u.pid, u.job_id, u.job_name, u.actor_id, u.kind, u.run_mode,
        CASE u.actor_phase
@@ -2519,6 +2618,7 @@ SELECT u.pid, u.job_id, u.job_name, u.actor_id, u.kind, u.run_mode,
            WHEN 'done' THEN 'waiting for barrier'
            WHEN 'finishing' THEN 'finishing'
            WHEN 'following' THEN 'finished'
+           WHEN 'repair' THEN 'repairing'
            ELSE u.actor_phase
        END AS phase,
        u.rows_done, u.job_rows_done, u.job_rows_total,
@@ -2533,7 +2633,7 @@ SELECT u.pid, u.job_id, u.job_name, u.actor_id, u.kind, u.run_mode,
             WHEN t.tuples_total OPERATOR(pg_catalog.=) 0 THEN t.blocks_total
        END AS blocks_done,
        t.tuples_total, t.tuples_done,
-       u.actor_phase
+       u.actor_phase, u.ranges_done, u.ranges_total
   FROM (SELECT l.pid, l.job_id, j.job_name, l.actor_id, j.kind, l.run_mode, l.phase AS actor_phase,
                l.rows_done,
                (SELECT pg_catalog.sum(a.row_count) FROM backfill.actor a
@@ -2542,7 +2642,8 @@ SELECT u.pid, u.job_id, u.job_name, u.actor_id, u.kind, u.run_mode,
                l."position", l.barriers, l.epoch,
                pg_catalog.round(l.rows_per_second)::bigint AS rows_per_second,
                l.throttled_by, l.started_at, l.last_barrier_at,
-               j.upstream, j.remote, j.filter IS NOT NULL AS filtered, j.status
+               j.upstream, j.remote, j.filter IS NOT NULL AS filtered, j.status,
+               false AS repair, NULL::bigint AS ranges_done, NULL::bigint AS ranges_total
           FROM backfill._live_actors() l
           JOIN (SELECT * FROM backfill.job UNION ALL SELECT * FROM backfill._monitored_jobs()) j
             ON j.job_id OPERATOR(pg_catalog.=) l.job_id
@@ -2554,7 +2655,7 @@ SELECT u.pid, u.job_id, u.job_name, u.actor_id, u.kind, u.run_mode,
                  WHERE b.job_id OPERATOR(pg_catalog.=) j.job_id)::bigint,
                j.total_rows, NULL, NULL, a.epoch,
                pg_catalog.round(a.rows_per_second)::bigint, a.throttled_by, NULL, NULL,
-               j.upstream, j.remote, j.filter IS NOT NULL, j.status
+               j.upstream, j.remote, j.filter IS NOT NULL, j.status, false, NULL, NULL
           FROM (SELECT * FROM backfill.job UNION ALL SELECT * FROM backfill._monitored_jobs()) j
           JOIN pg_catalog.pg_locks k
             ON k.locktype OPERATOR(pg_catalog.=) 'advisory'
@@ -2567,22 +2668,43 @@ SELECT u.pid, u.job_id, u.job_name, u.actor_id, u.kind, u.run_mode,
           JOIN backfill.actor a ON a.job_id OPERATOR(pg_catalog.=) j.job_id
          WHERE j.status OPERATOR(pg_catalog.=) 'backfilling'
            AND NOT EXISTS (SELECT FROM backfill._live_actors() l
-                            WHERE l.job_id OPERATOR(pg_catalog.=) j.job_id)) u
+                            WHERE l.job_id OPERATOR(pg_catalog.=) j.job_id)
+           -- (a repair holds the lock too: the branch below shows it)
+           AND NOT EXISTS (SELECT FROM backfill.verification r
+                            WHERE r.job_id OPERATOR(pg_catalog.=) j.job_id
+                              AND r.operation OPERATOR(pg_catalog.=) 'repair'
+                              AND r.finished_at IS NULL
+                              AND r.pid OPERATOR(pg_catalog.=) k.pid)
+        UNION ALL
+        -- a repair running now: its row of backfill.verification, while its
+        -- backend holds the job lock (one killed partway holds nothing); its
+        -- rows are those it has repaired of those its first verify found
+        SELECT r.pid, j.job_id, j.job_name, NULL, j.kind, 'foreground', 'repair',
+               r.missing OPERATOR(pg_catalog.+) r.extra OPERATOR(pg_catalog.+) r.different,
+               r.missing OPERATOR(pg_catalog.+) r.extra OPERATOR(pg_catalog.+) r.different,
+               r.differences, NULL, NULL, NULL, NULL, NULL, r.started_at, NULL,
+               j.upstream, j.remote, j.filter IS NOT NULL, j.status, true,
+               r.ranges_done, r.ranges_total
+          FROM backfill.verifications r
+          JOIN (SELECT * FROM backfill.job UNION ALL SELECT * FROM backfill._monitored_jobs()) j
+            ON j.job_id OPERATOR(pg_catalog.=) r.job_id
+         WHERE r.operation OPERATOR(pg_catalog.=) 'repair' AND r.running) u
   CROSS JOIN (SELECT oid, datname FROM pg_catalog.pg_database
                WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) d
   -- the upstream's size, not waited for behind a lock (NULL then)
-  LEFT JOIN LATERAL backfill._upstream_size(CASE WHEN NOT u.remote THEN u.upstream END) z ON true
+  LEFT JOIN LATERAL backfill._upstream_size(CASE WHEN NOT u.remote AND NOT u.repair THEN u.upstream END) z ON true
   CROSS JOIN LATERAL (
       SELECT z.blocks AS blocks_total,
              coalesce(u.job_rows_done, 0) AS tuples_done,
-             CASE WHEN u.status OPERATOR(pg_catalog.=) 'finished'
+             CASE WHEN u.repair THEN u.job_rows_total
+                  WHEN u.status OPERATOR(pg_catalog.=) 'finished'
                   THEN coalesce(u.job_rows_done, 0)
                   ELSE GREATEST(CASE WHEN u.filtered OR u.remote THEN u.job_rows_total
                                      ELSE coalesce(z.tuples, u.job_rows_total) END,
                                 coalesce(u.job_rows_done, 0))
              END AS tuples_total) t;
 COMMENT ON VIEW backfill.progress IS
-'One row per actor running now, in a worker or in CALL backfill.run_job: its process, phase, rows, position, barriers and pace, then its database, upstream and the job''s totals and what is done of them in blocks and rows, as pg_stat_progress_copy shows them; \watch 1 on it is the live picture.';
+'One row per actor running now, in a worker or in CALL backfill.run_job, and one per CALL backfill.repair_job running now (phase repairing): its process, phase, rows, position, barriers and pace, then its database, upstream and the job''s totals and what is done of them in blocks and rows, as pg_stat_progress_copy shows them, then a repair''s ranges done and to do; \watch 1 on it is the live picture.';
 
 -- ---------------------------------------------------------------------------
 -- Remote switchover: nothing on the source before the local commit
@@ -2922,8 +3044,12 @@ BEGIN
     IF method = 'rows' THEN
         RETURN QUERY SELECT v.pk, v.problem FROM backfill._verify_rows(j.job_id, format(rows_sql,
             key_u, cols_u, scan_u, covered, key_d, cols_d, scan_d, settled, decoded, '', '', '')) v;
+        GET DIAGNOSTICS n_found = ROW_COUNT;
+        -- the job's last verify, once the caller commits (none read-only)
+        IF current_setting('transaction_read_only') = 'off' THEN
+            PERFORM backfill._record_verify(j.job_id, 'rows', range_rows, started, NULL, NULL, n_found);
+        END IF;
         IF line_every > '0' THEN
-            GET DIAGNOSTICS n_found = ROW_COUNT;
             RAISE INFO 'backfill job % verified row by row: % differences', j.job_id, n_found;
         END IF;
         RETURN;
@@ -2977,6 +3103,10 @@ BEGIN
             CONTINUE;
         END IF;
         IF cardinality(los) = 0 THEN
+            IF current_setting('transaction_read_only') = 'off' THEN
+                PERFORM backfill._record_verify(j.job_id, 'checksum', range_rows, started,
+                                                ranges_done, read_rows, diffs_found);
+            END IF;
             IF line_every > '0' THEN
                 RAISE INFO 'backfill job % verified: % ranges, % rows compared, % differences',
                     j.job_id, ranges_done, read_rows, diffs_found;
@@ -3074,6 +3204,22 @@ END
 $$;
 COMMENT ON FUNCTION backfill.verify_job(bigint, text, integer) IS
 'Compares the downstream of a job with its upstream, by checksums of ranges of keys (method checksum; the ranges that differ are compared row by row, range_rows rows at most) or row by row (method rows), or the one that reads less (method auto, the default: rows for a job from several servers or from another server not finished yet); returns one row per missing, extra or different row.';
+
+-- verify_job's record of its result (src/api/verification.c): the job's
+-- verify row of backfill.verification, written as the extension's owner
+-- for a caller who owns the job, as _cutover_record writes its cutover row;
+-- nothing in a read-only transaction, nor while another transaction's
+-- verify of the job has written the row and not ended (that one's stands:
+-- a verify never waits for another's transaction)
+CREATE FUNCTION backfill._record_verify(job_id bigint, method text, range_rows integer,
+                                        started_at timestamptz, ranges bigint,
+                                        rows_read bigint, differences bigint)
+RETURNS void
+AS 'MODULE_PATHNAME', 'backfill_record_verify'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._record_verify(bigint, text, integer, timestamptz, bigint, bigint, bigint) IS
+'Internal: records the end of a verify_job of a job the caller owns in backfill.verification.';
 
 -- repair_job: a re-snapshot of the keys verify_job finds different, range
 -- after range, each in a committed transaction, through the statements a
