@@ -179,8 +179,8 @@ $job = $node->safe_psql('postgres',
 # a backlog in the log: every row changed twice after the snapshot epoch
 $node->safe_psql('postgres', 'UPDATE up_cu SET a = a + 1; UPDATE up_cu SET a = a + 1');
 # and a writer that keeps adding changes until the job has been catching up
-# for two seconds, however long its snapshot takes: more than a chunk of
-# changes a barrier keeps the job catching up, so it sends several lines
+# for two seconds, however long its snapshot takes: a barrier that finds
+# more than a chunk of changes keeps the job catching up
 my $writer = BackfillTestLib::start_bg(
 	[
 		'psql', '-X', '-At', '-v', 'ON_ERROR_STOP=1',
@@ -197,8 +197,11 @@ my $writer = BackfillTestLib::start_bg(
 		            PERFORM pg_sleep(0.02);
 		          END LOOP; END$$} =~ s/JOB_ID/$job/r
 	]);
+# a line after every barrier: the barrier that applies the backlog is
+# followed by a catch-up line with its rate, however fast the machine (the
+# next barrier may find the job caught up)
 ($rc, $out, $err) = $node->psql('postgres',
-	"SET backfill.client_progress_interval = '300ms'; CALL backfill.run_job($job)");
+	"SET backfill.client_progress_interval = '1ms'; CALL backfill.run_job($job)");
 is($rc, 0, 'the snapshot job catches up and finishes');
 finish_bg($writer);
 @lines = grep { /^INFO:/ } messages($err);
