@@ -31,6 +31,7 @@
  */
 #include "postgres.h"
 
+#include "libpq/pqformat.h"
 #include "replication/logicalproto.h"
 
 #include "remote/remote.h"
