@@ -5,16 +5,12 @@
  *	  version 1, as pg_logical_slot_peek_binary_changes() returns them: one
  *	  message per row.
  *
- * The messages (src/backend/replication/logical/proto.c) are Begin ('B':
- * final LSN, commit time, xid), Commit ('C': flags, commit LSN, end LSN,
- * commit time), Relation ('R': OID, schema, name, replica identity,
- * columns with their flags, names, types and modifiers), Type ('Y'),
- * Origin ('O'), Insert ('I': OID, 'N', new tuple), Update ('U': OID, an
- * optional 'K' old key or 'O' old row, 'N', new tuple), Delete ('D': OID,
- * 'K' or 'O', old tuple), Truncate ('T') and logical messages ('M').  A
- * tuple is a column count and, per column, 'n' (null), 'u' (unchanged
- * TOASTed value: an update did not touch it and the WAL does not carry
- * it), 't' (text: length, bytes) or 'b' (binary, not asked for here).
+ * The messages are read with PostgreSQL's own readers, those its apply
+ * worker uses (logicalrep_read_*, src/backend/replication/logical/proto.c):
+ * Begin, Commit, Relation, Insert, Update, Delete and Truncate; Type,
+ * Origin and logical messages carry nothing a job needs.  A column of a
+ * tuple is null, text, or unchanged: a TOASTed value an update did not
+ * touch, which the WAL does not carry.
  *
  * Only the job's tables are decoded (one, or those of the source's
  * partitions of a sharded upstream): a Relation message gives a table's OID
@@ -23,11 +19,11 @@
  * RemoteChange with its table's part of the job and the values of the
  * job's columns as text:
  *   - an insert, or an update, is an upsert of its new row, or a refetch
- *	   when a column of it is 'u';
+ *	   when a column of it is unchanged;
  *   - a delete is a delete of its old key;
- *   - an update whose old key is in the message ('K' or 'O': the key
- *	   changed, or REPLICA IDENTITY FULL) and differs from the new one is a
- *	   delete of the old key, then the upsert.
+ *   - an update whose old key is in the message (the key changed, or
+ *	   REPLICA IDENTITY FULL) and differs from the new one is a delete of
+ *	   the old key, then the upsert.
  * A Truncate of one of them is an error the caller reports.  Data of other
  * tables (none: the publication has only the job's) is skipped.
  *
@@ -36,12 +32,13 @@
 #include "postgres.h"
 
 #include "libpq/pqformat.h"
+#include "replication/logicalproto.h"
 
 #include "remote/remote.h"
 
 /* the job's table of the source whose OID is relid, or NULL: another table's */
 static RemoteDecoderTable *
-table_of(RemoteDecoder *dec, uint32 relid)
+table_of(RemoteDecoder *dec, LogicalRepRelId relid)
 {
 	for (int t = 0; t < dec->ntables; t++)
 		if (dec->tables[t].relid == relid && relid != 0)
@@ -49,46 +46,43 @@ table_of(RemoteDecoder *dec, uint32 relid)
 	return NULL;
 }
 
-/* one tuple of a message of table t: the job's columns, and whether any was 'u' */
+/*
+ * the job's columns of one tuple of table t, as text, and whether any of
+ * them was unchanged (not in the message)
+ */
 static char **
-read_tuple(RemoteDecoder *dec, RemoteDecoderTable *t, StringInfo msg, bool *unchanged)
+job_values(RemoteDecoder *dec, RemoteDecoderTable *t, LogicalRepTupleData *tuple,
+		   bool *unchanged)
 {
-	int			natts = pq_getmsgint(msg, 2);
 	char	  **values = palloc0(sizeof(char *) * dec->ncols);
 
 	*unchanged = false;
-	if (natts != t->natts)
+	if (tuple->ncols != t->natts)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROTOCOL_VIOLATION),
 				 errmsg("a change of table \"%s.%s\" has %d columns, its relation message %d",
-						t->nspname, t->relname, natts, t->natts)));
-	for (int i = 0; i < natts; i++)
+						t->nspname, t->relname, tuple->ncols, t->natts)));
+	for (int i = 0; i < tuple->ncols; i++)
 	{
-		char		kind = pq_getmsgbyte(msg);
 		int			col = t->att_col[i];
 
-		switch (kind)
+		if (col < 0)
+			continue;
+		switch (tuple->colstatus[i])
 		{
-			case 'n':
+			case LOGICALREP_COLUMN_NULL:
 				break;
-			case 'u':
-				if (col >= 0)
-					*unchanged = true;
+			case LOGICALREP_COLUMN_UNCHANGED:
+				*unchanged = true;
 				break;
-			case 't':
-				{
-					int			len = pq_getmsgint(msg, 4);
-					const char *bytes = pq_getmsgbytes(msg, len);
-
-					if (col >= 0)
-						values[col] = pnstrdup(bytes, len);
-					break;
-				}
+			case LOGICALREP_COLUMN_TEXT:
+				values[col] = tuple->colvalues[i].data;
+				break;
 			default:
 				ereport(ERROR,
 						(errcode(ERRCODE_PROTOCOL_VIOLATION),
-						 errmsg("unrecognized tuple data kind \"%c\" in a change of table \"%s.%s\"",
-								kind, t->nspname, t->relname)));
+						 errmsg("unexpected data kind \"%c\" in a change of table \"%s.%s\"",
+								tuple->colstatus[i], t->nspname, t->relname)));
 		}
 	}
 	return values;
@@ -130,36 +124,25 @@ same_key(RemoteDecoder *dec, char **a, char **b)
 static void
 read_relation(RemoteDecoder *dec, StringInfo msg)
 {
-	uint32		relid = pq_getmsgint(msg, 4);
-	const char *nspname = pq_getmsgstring(msg);
-	const char *relname = pq_getmsgstring(msg);
-	int			natts;
-	bool	   *seen;
+	LogicalRepRelation *rel = logicalrep_read_rel(msg);
 	RemoteDecoderTable *t = NULL;
+	bool	   *seen;
 
-	(void) pq_getmsgbyte(msg);	/* replica identity */
-	natts = pq_getmsgint(msg, 2);
 	for (int i = 0; i < dec->ntables; i++)
-		if (strcmp(nspname, dec->tables[i].nspname) == 0 &&
-			strcmp(relname, dec->tables[i].relname) == 0)
+		if (strcmp(rel->nspname, dec->tables[i].nspname) == 0 &&
+			strcmp(rel->relname, dec->tables[i].relname) == 0)
 			t = &dec->tables[i];
 	if (t == NULL)
 		return;
-	t->relid = relid;
-	t->natts = natts;
-	t->att_col = palloc(sizeof(int) * Max(natts, 1));
+	t->relid = rel->remoteid;
+	t->natts = rel->natts;
+	t->att_col = palloc(sizeof(int) * Max(rel->natts, 1));
 	seen = palloc0(sizeof(bool) * Max(dec->ncols, 1));
-	for (int i = 0; i < natts; i++)
+	for (int i = 0; i < rel->natts; i++)
 	{
-		const char *attname;
-
-		(void) pq_getmsgbyte(msg);	/* flags */
-		attname = pq_getmsgstring(msg);
-		(void) pq_getmsgint(msg, 4);	/* type */
-		(void) pq_getmsgint(msg, 4);	/* typmod */
 		t->att_col[i] = -1;
 		for (int c = 0; c < dec->ncols; c++)
-			if (strcmp(attname, dec->col_names[c]) == 0)
+			if (strcmp(rel->attnames[i], dec->col_names[c]) == 0)
 			{
 				t->att_col[i] = c;
 				seen[c] = true;
@@ -173,38 +156,64 @@ read_relation(RemoteDecoder *dec, StringInfo msg)
 							dec->col_names[c], t->nspname, t->relname)));
 }
 
-/* an Insert, Update or Delete of the job's table */
+/* an Insert, Update or Delete: of one of the job's tables, its changes */
 static void
-read_row_change(RemoteDecoder *dec, char action, StringInfo msg)
+read_row_change(RemoteDecoder *dec, LogicalRepMsgType action, StringInfo msg)
 {
-	RemoteDecoderTable *t = table_of(dec, pq_getmsgint(msg, 4));
-	char		tag;
+	LogicalRepTupleData oldtup;
+	LogicalRepTupleData newtup;
+	bool		has_old = false;
+	LogicalRepRelId relid;
+	RemoteDecoderTable *t;
 	char	  **old = NULL;
 	char	  **new;
 	bool		unchanged;
 
+	if (action == LOGICAL_REP_MSG_INSERT)
+		relid = logicalrep_read_insert(msg, &newtup);
+	else if (action == LOGICAL_REP_MSG_UPDATE)
+		relid = logicalrep_read_update(msg, &has_old, &oldtup, &newtup);
+	else
+	{
+		relid = logicalrep_read_delete(msg, &oldtup);
+		has_old = true;
+	}
+	t = table_of(dec, relid);
 	if (t == NULL)
 		return;					/* another table's */
-	tag = pq_getmsgbyte(msg);
-	if (action != 'I' && (tag == 'K' || tag == 'O'))
+	if (has_old)
+		old = job_values(dec, t, &oldtup, &unchanged);
+	if (action == LOGICAL_REP_MSG_DELETE)
 	{
-		old = read_tuple(dec, t, msg, &unchanged);
-		if (action == 'D')
-		{
-			add_change(dec, t, REMOTE_DELETE, old);
-			return;
-		}
-		tag = pq_getmsgbyte(msg);
+		add_change(dec, t, REMOTE_DELETE, old);
+		return;
 	}
-	if (tag != 'N')
-		ereport(ERROR,
-				(errcode(ERRCODE_PROTOCOL_VIOLATION),
-				 errmsg("unexpected tag \"%c\" in a change of table \"%s.%s\"",
-						tag, t->nspname, t->relname)));
-	new = read_tuple(dec, t, msg, &unchanged);
+	new = job_values(dec, t, &newtup, &unchanged);
 	if (old != NULL && !same_key(dec, old, new))
 		add_change(dec, t, REMOTE_DELETE, old);
 	add_change(dec, t, unchanged ? REMOTE_REFETCH : REMOTE_UPSERT, new);
+}
+
+/* a Truncate: an error if it names one of the job's tables */
+static void
+read_truncate(RemoteDecoder *dec, StringInfo msg)
+{
+	bool		cascade;
+	bool		restart_seqs;
+	ListCell   *lc;
+
+	foreach(lc, logicalrep_read_truncate(msg, &cascade, &restart_seqs))
+	{
+		RemoteDecoderTable *t = table_of(dec, lfirst_oid(lc));
+
+		if (t != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("table \"%s.%s\" was truncated on the source",
+							t->nspname, t->relname),
+					 errdetail("A job whose upstream is on another server does not follow TRUNCATE."),
+					 errhint("Drop the job and create it again.")));
+	}
 }
 
 /*
@@ -216,7 +225,7 @@ void
 backfill_pgoutput_decode(RemoteDecoder *dec, const char *data, int len)
 {
 	StringInfoData msg;
-	char		action;
+	LogicalRepMsgType action;
 
 	msg.data = (char *) data;
 	msg.len = len;
@@ -225,48 +234,39 @@ backfill_pgoutput_decode(RemoteDecoder *dec, const char *data, int len)
 	action = pq_getmsgbyte(&msg);
 	switch (action)
 	{
-		case 'B':
-			dec->commit_lsn = pq_getmsgint64(&msg);
-			(void) pq_getmsgint64(&msg);	/* commit time */
-			dec->xid = pq_getmsgint(&msg, 4);
-			dec->seq = 0;
-			break;
-		case 'C':
-			(void) pq_getmsgbyte(&msg); /* flags */
-			(void) pq_getmsgint64(&msg);	/* commit LSN */
-			dec->last_end = pq_getmsgint64(&msg);
-			dec->last_commit_time = pq_getmsgint64(&msg);
-			break;
-		case 'R':
-			read_relation(dec, &msg);
-			break;
-		case 'I':
-		case 'U':
-		case 'D':
-			read_row_change(dec, action, &msg);
-			break;
-		case 'T':
+		case LOGICAL_REP_MSG_BEGIN:
 			{
-				int			nrels = pq_getmsgint(&msg, 4);
+				LogicalRepBeginData begin;
 
-				(void) pq_getmsgbyte(&msg); /* options */
-				for (int i = 0; i < nrels; i++)
-				{
-					RemoteDecoderTable *t = table_of(dec, pq_getmsgint(&msg, 4));
-
-					if (t != NULL)
-						ereport(ERROR,
-								(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-								 errmsg("table \"%s.%s\" was truncated on the source",
-										t->nspname, t->relname),
-								 errdetail("A job whose upstream is on another server does not follow TRUNCATE."),
-								 errhint("Drop the job and create it again.")));
-				}
+				logicalrep_read_begin(&msg, &begin);
+				dec->commit_lsn = begin.final_lsn;
+				dec->xid = begin.xid;
+				dec->seq = 0;
 				break;
 			}
-		case 'Y':
-		case 'O':
-		case 'M':
+		case LOGICAL_REP_MSG_COMMIT:
+			{
+				LogicalRepCommitData commit;
+
+				logicalrep_read_commit(&msg, &commit);
+				dec->last_end = commit.end_lsn;
+				dec->last_commit_time = commit.committime;
+				break;
+			}
+		case LOGICAL_REP_MSG_RELATION:
+			read_relation(dec, &msg);
+			break;
+		case LOGICAL_REP_MSG_INSERT:
+		case LOGICAL_REP_MSG_UPDATE:
+		case LOGICAL_REP_MSG_DELETE:
+			read_row_change(dec, action, &msg);
+			break;
+		case LOGICAL_REP_MSG_TRUNCATE:
+			read_truncate(dec, &msg);
+			break;
+		case LOGICAL_REP_MSG_TYPE:
+		case LOGICAL_REP_MSG_ORIGIN:
+		case LOGICAL_REP_MSG_MESSAGE:
 			break;
 		default:
 			ereport(ERROR,
