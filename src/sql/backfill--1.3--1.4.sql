@@ -2863,9 +2863,10 @@ BEGIN
       INTO cols_u, cols_d
       FROM unnest(j.columns, j.expressions) WITH ORDINALITY AS t(c, e, o)
       JOIN pg_attribute a ON a.attrelid = j.downstream AND a.attname = t.c AND NOT a.attisdropped;
-    -- a row's hash, for the checksum method: of its key and of its values,
-    -- each hashed with its place as the seed, combined by xor and hashed
-    -- again, so that values swapped between rows or columns change it
+    -- a row's hash, for the checksum method: of its values (its key's
+    -- among them), each hashed with its place as the seed, combined by xor
+    -- and hashed again, so that values swapped between rows or columns
+    -- change it
     SELECT 'pg_catalog.hashint8extended(' || string_agg(format(h.tpl, format('CAST(%s AS %s)',
                   coalesce('(' || t.e || ')', 'u.' || quote_ident(t.c)), format_type(a.atttypid, a.atttypmod))),
                   ' OPERATOR(pg_catalog.#) ' ORDER BY t.o) || ', 0)',
@@ -2873,6 +2874,7 @@ BEGIN
                   ' OPERATOR(pg_catalog.#) ' ORDER BY t.o) || ', 0)'
       INTO hash_u, hash_d
       FROM (SELECT k.c, NULL::text, 1000 + k.o FROM unnest(j.pk_columns) WITH ORDINALITY AS k(c, o)
+             WHERE k.c <> ALL (j.columns)
             UNION ALL
             SELECT v.c, v.e, v.o FROM unnest(j.columns, j.expressions) WITH ORDINALITY AS v(c, e, o)) t(c, e, o)
       JOIN pg_attribute a ON a.attrelid = j.downstream AND a.attname = t.c AND NOT a.attisdropped
@@ -3055,8 +3057,10 @@ BEGIN
         RETURN;
     END IF;
 
-    -- the checksum method: per range of keys, both sides' count, sum and
-    -- xor of their rows' hashes, in one statement (one snapshot), each an
+    -- the checksum method: per range of keys, both sides' count and sum of
+    -- their rows' hashes (an exact sum, not one modulo 2^64: a second
+    -- aggregate over the same hashes would compute each row's hash twice,
+    -- for odds no better), in one statement (one snapshot), each an
     -- aggregate that postgres_fdw computes on the source when the hashes
     -- are of built-in types (while the local side's is computed, when the
     -- server is async_capable: the two are branches of one Append).  A
@@ -3065,10 +3069,10 @@ BEGIN
     -- the rows method compares all of it, pending keys included.  Ranges
     -- are taken in key order, so that the rows come out in the rows
     -- method's order
-    sums_sql := 'SELECT ''d''::text, count(*) || '' '' || coalesce(sum(x.h), 0) || '' '' || coalesce(bit_xor(x.h), 0) '
+    sums_sql := 'SELECT ''d''::text, count(*) || '' '' || coalesce(sum(x.h), 0) '
         '  FROM (SELECT %5$s AS h FROM %3$s d%6$s WHERE true%4$s) x '
         'UNION ALL '
-        'SELECT ''u''::text, count(*) || '' '' || coalesce(sum(x.h), 0) || '' '' || coalesce(bit_xor(x.h), 0) '
+        'SELECT ''u''::text, count(*) || '' '' || coalesce(sum(x.h), 0) '
         '  FROM (SELECT u.backfill_h AS h FROM (SELECT %1$s AS backfill_h, %9$s FROM %2$s WHERE %7$s) u%6$s '
         '         WHERE true%8$s) x';
     -- every step-th key of a side in key order, with its place
