@@ -70,21 +70,6 @@ PG_FUNCTION_INFO_V1(backfill_check_unfiltered);
 PG_FUNCTION_INFO_V1(backfill_unfetched_keys);
 PG_FUNCTION_INFO_V1(backfill_verify_rows);
 
-/* the job of argument argno, which the caller must own */
-static int64
-owned_job(FunctionCallInfo fcinfo, int argno, const char *argname)
-{
-	int64		job_id;
-
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("argument \"%s\" must not be null", argname)));
-	job_id = PG_GETARG_INT64(argno);
-	(void) backfill_require_job_owner(job_id);
-	return job_id;
-}
-
 /* the job's actors again, n of them; their row counts as its kind says */
 static void
 rebuild_actors(int64 job_id, bool null, int64 parallelism)
@@ -195,7 +180,7 @@ backfill_job_id(PG_FUNCTION_ARGS)
 Datum
 backfill_mark_cancelled_1_2(PG_FUNCTION_ARGS)
 {
-	backfill_catalog_op(OP_CANCEL, owned_job(fcinfo, 0, "job_id"), true, 0);
+	backfill_catalog_op(OP_CANCEL, backfill_owned_job_arg(fcinfo, 0, "job_id"), true, 0);
 	PG_RETURN_VOID();
 }
 
@@ -203,7 +188,7 @@ backfill_mark_cancelled_1_2(PG_FUNCTION_ARGS)
 Datum
 backfill_delete_job_1_2(PG_FUNCTION_ARGS)
 {
-	backfill_catalog_op(OP_DELETE, owned_job(fcinfo, 0, "job_id"), true, 0);
+	backfill_catalog_op(OP_DELETE, backfill_owned_job_arg(fcinfo, 0, "job_id"), true, 0);
 	PG_RETURN_VOID();
 }
 
@@ -211,7 +196,7 @@ backfill_delete_job_1_2(PG_FUNCTION_ARGS)
 Datum
 backfill_set_foreground_1_2(PG_FUNCTION_ARGS)
 {
-	backfill_catalog_op(OP_FOREGROUND, owned_job(fcinfo, 0, "job_id"), true, 0);
+	backfill_catalog_op(OP_FOREGROUND, backfill_owned_job_arg(fcinfo, 0, "job_id"), true, 0);
 	PG_RETURN_VOID();
 }
 
@@ -219,7 +204,7 @@ backfill_set_foreground_1_2(PG_FUNCTION_ARGS)
 Datum
 backfill_set_rate_limit_1_2(PG_FUNCTION_ARGS)
 {
-	int64		job_id = owned_job(fcinfo, 0, "job_id");
+	int64		job_id = backfill_owned_job_arg(fcinfo, 0, "job_id");
 
 	if (!PG_ARGISNULL(1) && PG_GETARG_INT32(1) < 0)
 		ereport(ERROR,
@@ -235,7 +220,7 @@ backfill_set_rate_limit_1_2(PG_FUNCTION_ARGS)
 Datum
 backfill_rebuild_actors_1_2(PG_FUNCTION_ARGS)
 {
-	int64		job_id = owned_job(fcinfo, 0, "job_id");
+	int64		job_id = backfill_owned_job_arg(fcinfo, 0, "job_id");
 
 	backfill_catalog_op(OP_RESCHEDULE, job_id, PG_ARGISNULL(1), PG_ARGISNULL(1) ? 0 : PG_GETARG_INT32(1));
 	PG_RETURN_VOID();
@@ -249,7 +234,7 @@ backfill_rebuild_actors_1_2(PG_FUNCTION_ARGS)
 Datum
 backfill_check_reschedule_1_2(PG_FUNCTION_ARGS)
 {
-	int64		job_id = owned_job(fcinfo, 0, "job_id");
+	int64		job_id = backfill_owned_job_arg(fcinfo, 0, "job_id");
 	bool		kind_null;
 	bool		status_null;
 	Datum		kind = backfill_job_column(job_id, "kind", &kind_null);
@@ -278,8 +263,8 @@ backfill_check_reschedule_1_2(PG_FUNCTION_ARGS)
 Datum
 backfill_copy_names_1_2(PG_FUNCTION_ARGS)
 {
-	int64		job_id = owned_job(fcinfo, 0, "job_id");
-	int64		from_job_id = owned_job(fcinfo, 1, "from_job_id");
+	int64		job_id = backfill_owned_job_arg(fcinfo, 0, "job_id");
+	int64		from_job_id = backfill_owned_job_arg(fcinfo, 1, "from_job_id");
 
 	backfill_catalog_op(OP_COPY_NAMES, job_id, false, from_job_id);
 	PG_RETURN_VOID();
@@ -289,7 +274,7 @@ backfill_copy_names_1_2(PG_FUNCTION_ARGS)
 Datum
 backfill_drop_triggers_1_2(PG_FUNCTION_ARGS)
 {
-	backfill_catalog_op(OP_DROP_TRIGGERS, owned_job(fcinfo, 0, "job_id"), true, 0);
+	backfill_catalog_op(OP_DROP_TRIGGERS, backfill_owned_job_arg(fcinfo, 0, "job_id"), true, 0);
 	PG_RETURN_VOID();
 }
 
@@ -355,7 +340,7 @@ backfill_job_catalog(PG_FUNCTION_ARGS)
 Datum
 backfill_drop_kind_objects(PG_FUNCTION_ARGS)
 {
-	backfill_drop_kind_objects_of(owned_job(fcinfo, 0, "job_id"));
+	backfill_drop_kind_objects_of(backfill_owned_job_arg(fcinfo, 0, "job_id"));
 	PG_RETURN_VOID();
 }
 
@@ -400,7 +385,7 @@ backfill_drop_kind_objects_of(int64 job_id)
 Datum
 backfill_check_unfiltered(PG_FUNCTION_ARGS)
 {
-	int64		job_id = owned_job(fcinfo, 0, "job_id");
+	int64		job_id = backfill_owned_job_arg(fcinfo, 0, "job_id");
 
 	backfill_check_unfiltered_copy(backfill_job_upstream(job_id), backfill_job_owner(job_id));
 	PG_RETURN_VOID();
@@ -418,7 +403,7 @@ Datum
 backfill_unfetched_keys(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	int64		job_id = owned_job(fcinfo, 0, "job_id");
+	int64		job_id = backfill_owned_job_arg(fcinfo, 0, "job_id");
 	const KindRoutine *kind;
 	ListCell   *lc;
 
@@ -476,7 +461,7 @@ Datum
 backfill_verify_rows(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	int64		job_id = owned_job(fcinfo, 0, "job_id");
+	int64		job_id = backfill_owned_job_arg(fcinfo, 0, "job_id");
 	Oid			owner = backfill_job_owner(job_id);
 	char	   *query;
 	RoleContext oc;

@@ -30,7 +30,6 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
-#include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
@@ -135,31 +134,17 @@ relation_exists(Oid relid)
 static void
 build_index(int64 job_id, Oid downstream, const char *index_name, const char *stmt)
 {
-	MemoryContext cxt = CurrentMemoryContext;
-	ResourceOwner owner = backfill_subxact_begin();
+	ErrorData  *edata = backfill_subxact_exec(stmt, SPI_OK_UTILITY);
 
-	PG_TRY();
-	{
-		backfill_spi_exec(stmt, SPI_OK_UTILITY);
-		backfill_subxact_release(owner);
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		backfill_subxact_rollback(owner);
-		ereport(WARNING,
-				(errmsg("index \"%s\" of table %s was not built again",
-						index_name, regclass_text(downstream)),
-				 errdetail("Backfill job %lld had dropped it to build it after its snapshot: %s",
-						   (long long) job_id, edata->message),
-				 errhint("Run %s", stmt)));
-		FreeErrorData(edata);
-	}
-	PG_END_TRY();
+	if (edata == NULL)
+		return;
+	ereport(WARNING,
+			(errmsg("index \"%s\" of table %s was not built again",
+					index_name, regclass_text(downstream)),
+			 errdetail("Backfill job %lld had dropped it to build it after its snapshot: %s",
+					   (long long) job_id, edata->message),
+			 errhint("Run %s", stmt)));
+	FreeErrorData(edata);
 }
 
 /*
@@ -287,21 +272,6 @@ cancel_owned(const JobRow *j)
 				 errdetail("The job filled a table its user made, which only its user drops or empties.")));
 }
 
-/* the job_id argument, which must not be NULL, of a job the caller sees */
-static int64
-job_id_arg(FunctionCallInfo fcinfo)
-{
-	int64		job_id;
-
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("argument \"job_id\" must not be null")));
-	job_id = PG_GETARG_INT64(0);
-	require_job(job_id);
-	return job_id;
-}
-
 /*
  * backfill_cancel_job_owned
  *		cancel_job of a job the caller sees, for cancel_job and recreate_job.
@@ -339,7 +309,7 @@ backfill_cancel_job_owned(int64 job_id)
 Datum
 backfill_cancel_job(PG_FUNCTION_ARGS)
 {
-	PG_RETURN_INT64(backfill_cancel_job_owned(job_id_arg(fcinfo)));
+	PG_RETURN_INT64(backfill_cancel_job_owned(backfill_owned_job_arg(fcinfo, 0, "job_id")));
 }
 
 /*
@@ -350,7 +320,7 @@ backfill_cancel_job(PG_FUNCTION_ARGS)
 Datum
 backfill_drop_job(PG_FUNCTION_ARGS)
 {
-	int64		job_id = job_id_arg(fcinfo);
+	int64		job_id = backfill_owned_job_arg(fcinfo, 0, "job_id");
 	JobRow		j;
 
 	if (SPI_connect() != SPI_OK_CONNECT)

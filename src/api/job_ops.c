@@ -32,21 +32,6 @@
 PG_FUNCTION_INFO_V1(backfill_alter_rate_limit);
 PG_FUNCTION_INFO_V1(backfill_recreate_job);
 
-/* the job_id argument, which must not be NULL, of a job the caller sees */
-static int64
-job_id_arg(FunctionCallInfo fcinfo)
-{
-	int64		job_id;
-
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("argument \"job_id\" must not be null")));
-	job_id = PG_GETARG_INT64(0);
-	(void) backfill_require_job_owner(job_id);
-	return job_id;
-}
-
 /*
  * backfill.alter_rate_limit(job_id bigint, rows_per_second integer)
  *		RETURNS void
@@ -56,7 +41,7 @@ job_id_arg(FunctionCallInfo fcinfo)
 Datum
 backfill_alter_rate_limit(PG_FUNCTION_ARGS)
 {
-	int64		job_id = job_id_arg(fcinfo);
+	int64		job_id = backfill_owned_job_arg(fcinfo, 0, "job_id");
 	bool		none = PG_ARGISNULL(1);
 
 	if (!none && PG_GETARG_INT32(1) < 0)
@@ -119,7 +104,7 @@ Datum
 backfill_recreate_job(PG_FUNCTION_ARGS)
 {
 	LOCAL_FCINFO(create_fcinfo, RECREATE_NARGS + 1);
-	int64		job_id = job_id_arg(fcinfo);
+	int64		job_id = backfill_owned_job_arg(fcinfo, 0, "job_id");
 	char	   *status;
 	int64		new_id;
 

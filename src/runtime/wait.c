@@ -152,14 +152,8 @@ Datum
 backfill_wait_job(PG_FUNCTION_ARGS)
 {
 	TimestampTz reported = GetCurrentTimestamp();
-	int64		job_id;
+	int64		job_id = backfill_owned_job_arg(fcinfo, 0, "job_id");
 
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("argument \"job_id\" must not be null")));
-	job_id = PG_GETARG_INT64(0);
-	(void) backfill_require_job_owner(job_id);
 	if (XactIsoLevel != XACT_READ_COMMITTED)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
