@@ -17,6 +17,8 @@ OBJS = \
 	src/api/ddl_triggers.o \
 	src/api/estimate.o \
 	src/api/event_trigger.o \
+	src/api/job_drop.o \
+	src/api/job_ops.o \
 	src/api/repair.o \
 	src/api/run.o \
 	src/api/upstream.o \

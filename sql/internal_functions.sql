@@ -223,7 +223,7 @@ SELECT to_regclass('fz_keep') IS NOT NULL AS fz_keep_kept;
 DELETE FROM backfill.job_cutover WHERE job_id = :own_job;
 
 -- 5 and 14. A role with SELECT and TRIGGER on the superuser's table has two
--- jobs on it, one cancelled: through that one's _drop_triggers it holds
+-- jobs on it, one cancelled: through that one's _drop_job_objects it holds
 -- fz_vic locked, but it cannot turn the other around (fz_vic would become
 -- its downstream); once TRIGGER is revoked it cannot lock fz_vic at all
 CREATE TABLE fz_vic (id int PRIMARY KEY, v text);
@@ -235,7 +235,7 @@ CALL backfill.run_job(:vic_job);
 SELECT backfill.create_job('fz_vic_mv2', 'fz_vic') AS vic_job2 \gset
 SELECT backfill.cancel_job(:vic_job2) = :vic_job2 AS cancelled;
 BEGIN;
-SELECT backfill._drop_triggers(:vic_job2);
+SELECT backfill._drop_job_objects(j, false) FROM backfill.job j WHERE j.job_id = :vic_job2;
 LOCK fz_vic_mv IN ACCESS EXCLUSIVE MODE;
 SELECT pg_temp.fz_try(format($$SELECT backfill._cutover_turn(%s, true)$$, :vic_job));
 ROLLBACK;
@@ -248,10 +248,10 @@ RESET ROLE;
 REVOKE TRIGGER ON fz_vic FROM regress_fz_plain;
 SET ROLE regress_fz_plain;
 -- a job that still has its triggers there: refused before any lock
-SELECT pg_temp.fz_try(format($$SELECT backfill._drop_triggers(%s)$$, :vic_job));
+SELECT pg_temp.fz_try(format($$SELECT backfill._drop_job_objects(j, false) FROM backfill.job j WHERE j.job_id = %s$$, :vic_job));
 -- a job that has none left there: nothing to drop, nothing locked
 BEGIN;
-SELECT backfill._drop_triggers(:vic_job2);
+SELECT backfill._drop_job_objects(j, false) FROM backfill.job j WHERE j.job_id = :vic_job2;
 SELECT count(*) AS exclusive_locks FROM pg_locks
  WHERE relation = 'fz_vic'::regclass AND pid = pg_backend_pid() AND mode = 'AccessExclusiveLock';
 COMMIT;

@@ -60,7 +60,6 @@ SELECT * FROM backfill.verify_job(:a_job);
 SELECT * FROM backfill.job_state(:a_job);
 SELECT backfill.wait_job(:a_job);
 -- nor through the internal functions
-SELECT backfill._delete_job(:a_job);
 SELECT backfill._stop_and_lock_job(:a_job);
 SELECT backfill._stop_workers(:a_job, true);
 SELECT backfill._drop_slot(:a_job);

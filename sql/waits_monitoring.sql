@@ -77,11 +77,8 @@ BEGIN;
 SELECT backfill.reschedule(:su_job, 2);
 SELECT pg_temp.error_of(format('SELECT backfill.wait_job(%s)', :su_job));
 ROLLBACK;
-BEGIN;
-SELECT backfill._check_wait(:su_job);
-ROLLBACK;
-SELECT backfill._check_wait(NULL);
-SELECT backfill._check_wait(-1);
+SELECT backfill.wait_job(NULL::bigint);
+SELECT backfill.wait_job(-1);
 
 -- 4. CALL backfill.wait_for_job(): as wait_job, outside a transaction block
 BEGIN;
@@ -97,9 +94,6 @@ CALL backfill.run_job(:su_job);
 CALL backfill.wait_for_job(:su_job);
 SELECT backfill.wait_job(:su_job);
 CALL backfill.wait_for_job(:a_job);
-SELECT backfill._wait_job_poll(:su_job, NULL);
-SELECT backfill._wait_job_poll(NULL, now());
-SELECT backfill._wait_job_poll(:su_job, now());
 
 SELECT backfill.drop_job(:su_job), backfill.drop_job(:a_job);
 DROP TABLE wm_up;

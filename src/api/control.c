@@ -51,6 +51,7 @@
 #include "catalog/capture_job_rows.h"
 #include "catalog/catalog_access.h"
 #include "catalog/job_rows.h"
+#include "api/job_ops.h"
 #include "kinds/kind.h"
 #include "lib/lib.h"
 
@@ -68,21 +69,6 @@ PG_FUNCTION_INFO_V1(backfill_drop_kind_objects);
 PG_FUNCTION_INFO_V1(backfill_check_unfiltered);
 PG_FUNCTION_INFO_V1(backfill_unfetched_keys);
 PG_FUNCTION_INFO_V1(backfill_verify_rows);
-
-/* the job of argument argno, which the caller must own */
-static int64
-owned_job(FunctionCallInfo fcinfo, int argno, const char *argname)
-{
-	int64		job_id;
-
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("argument \"%s\" must not be null", argname)));
-	job_id = PG_GETARG_INT64(argno);
-	(void) backfill_require_job_owner(job_id);
-	return job_id;
-}
 
 /* the job's actors again, n of them; their row counts as its kind says */
 static void
@@ -136,24 +122,14 @@ check_may_drop_triggers(int64 job_id)
 			 errhint("Grant TRIGGER on the table to the job's owner again, or have a superuser drop the job.")));
 }
 
-/* the catalog writes, by what they are called in a 1.0 or 1.1 catalog */
-typedef enum CatalogOp
-{
-	OP_CANCEL,
-	OP_DELETE,
-	OP_FOREGROUND,
-	OP_RATE_LIMIT,
-	OP_RESCHEDULE,
-	OP_COPY_NAMES,
-	OP_DROP_TRIGGERS
-} CatalogOp;
-
 /*
- * Make one catalog write for a job the caller owns; arg is the write's
- * argument, if any.
+ * backfill_catalog_op
+ *		Make one catalog write for a job the caller owns (its owner's
+ *		privileges, checked by the caller); arg is the write's argument, if
+ *		any.  The job operations of job_ops.c make theirs through it too.
  */
-static void
-catalog_op(CatalogOp op, int64 job_id, bool arg_null, int64 arg)
+void
+backfill_catalog_op(CatalogOp op, int64 job_id, bool arg_null, int64 arg)
 {
 	RoleContext rc;
 
@@ -204,7 +180,7 @@ backfill_job_id(PG_FUNCTION_ARGS)
 Datum
 backfill_mark_cancelled_1_2(PG_FUNCTION_ARGS)
 {
-	catalog_op(OP_CANCEL, owned_job(fcinfo, 0, "job_id"), true, 0);
+	backfill_catalog_op(OP_CANCEL, backfill_owned_job_arg(fcinfo, 0, "job_id"), true, 0);
 	PG_RETURN_VOID();
 }
 
@@ -212,7 +188,7 @@ backfill_mark_cancelled_1_2(PG_FUNCTION_ARGS)
 Datum
 backfill_delete_job_1_2(PG_FUNCTION_ARGS)
 {
-	catalog_op(OP_DELETE, owned_job(fcinfo, 0, "job_id"), true, 0);
+	backfill_catalog_op(OP_DELETE, backfill_owned_job_arg(fcinfo, 0, "job_id"), true, 0);
 	PG_RETURN_VOID();
 }
 
@@ -220,7 +196,7 @@ backfill_delete_job_1_2(PG_FUNCTION_ARGS)
 Datum
 backfill_set_foreground_1_2(PG_FUNCTION_ARGS)
 {
-	catalog_op(OP_FOREGROUND, owned_job(fcinfo, 0, "job_id"), true, 0);
+	backfill_catalog_op(OP_FOREGROUND, backfill_owned_job_arg(fcinfo, 0, "job_id"), true, 0);
 	PG_RETURN_VOID();
 }
 
@@ -228,14 +204,14 @@ backfill_set_foreground_1_2(PG_FUNCTION_ARGS)
 Datum
 backfill_set_rate_limit_1_2(PG_FUNCTION_ARGS)
 {
-	int64		job_id = owned_job(fcinfo, 0, "job_id");
+	int64		job_id = backfill_owned_job_arg(fcinfo, 0, "job_id");
 
 	if (!PG_ARGISNULL(1) && PG_GETARG_INT32(1) < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("rows_per_second must not be negative"),
 				 errhint("Pass NULL for no limit, or 0 to pause the job.")));
-	catalog_op(OP_RATE_LIMIT, job_id, PG_ARGISNULL(1),
+	backfill_catalog_op(OP_RATE_LIMIT, job_id, PG_ARGISNULL(1),
 			   PG_ARGISNULL(1) ? 0 : PG_GETARG_INT32(1));
 	PG_RETURN_VOID();
 }
@@ -244,9 +220,9 @@ backfill_set_rate_limit_1_2(PG_FUNCTION_ARGS)
 Datum
 backfill_rebuild_actors_1_2(PG_FUNCTION_ARGS)
 {
-	int64		job_id = owned_job(fcinfo, 0, "job_id");
+	int64		job_id = backfill_owned_job_arg(fcinfo, 0, "job_id");
 
-	catalog_op(OP_RESCHEDULE, job_id, PG_ARGISNULL(1), PG_ARGISNULL(1) ? 0 : PG_GETARG_INT32(1));
+	backfill_catalog_op(OP_RESCHEDULE, job_id, PG_ARGISNULL(1), PG_ARGISNULL(1) ? 0 : PG_GETARG_INT32(1));
 	PG_RETURN_VOID();
 }
 
@@ -258,7 +234,7 @@ backfill_rebuild_actors_1_2(PG_FUNCTION_ARGS)
 Datum
 backfill_check_reschedule_1_2(PG_FUNCTION_ARGS)
 {
-	int64		job_id = owned_job(fcinfo, 0, "job_id");
+	int64		job_id = backfill_owned_job_arg(fcinfo, 0, "job_id");
 	bool		kind_null;
 	bool		status_null;
 	Datum		kind = backfill_job_column(job_id, "kind", &kind_null);
@@ -287,10 +263,10 @@ backfill_check_reschedule_1_2(PG_FUNCTION_ARGS)
 Datum
 backfill_copy_names_1_2(PG_FUNCTION_ARGS)
 {
-	int64		job_id = owned_job(fcinfo, 0, "job_id");
-	int64		from_job_id = owned_job(fcinfo, 1, "from_job_id");
+	int64		job_id = backfill_owned_job_arg(fcinfo, 0, "job_id");
+	int64		from_job_id = backfill_owned_job_arg(fcinfo, 1, "from_job_id");
 
-	catalog_op(OP_COPY_NAMES, job_id, false, from_job_id);
+	backfill_catalog_op(OP_COPY_NAMES, job_id, false, from_job_id);
 	PG_RETURN_VOID();
 }
 
@@ -298,7 +274,7 @@ backfill_copy_names_1_2(PG_FUNCTION_ARGS)
 Datum
 backfill_drop_triggers_1_2(PG_FUNCTION_ARGS)
 {
-	catalog_op(OP_DROP_TRIGGERS, owned_job(fcinfo, 0, "job_id"), true, 0);
+	backfill_catalog_op(OP_DROP_TRIGGERS, backfill_owned_job_arg(fcinfo, 0, "job_id"), true, 0);
 	PG_RETURN_VOID();
 }
 
@@ -351,7 +327,7 @@ backfill_job_catalog(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("invalid catalog operation \"%s\"", opname)));
-	catalog_op((CatalogOp) op, job_id, arg_null, arg);
+	backfill_catalog_op((CatalogOp) op, job_id, arg_null, arg);
 	PG_RETURN_VOID();
 }
 
@@ -364,7 +340,18 @@ backfill_job_catalog(PG_FUNCTION_ARGS)
 Datum
 backfill_drop_kind_objects(PG_FUNCTION_ARGS)
 {
-	int64		job_id = owned_job(fcinfo, 0, "job_id");
+	backfill_drop_kind_objects_of(backfill_owned_job_arg(fcinfo, 0, "job_id"));
+	PG_RETURN_VOID();
+}
+
+/*
+ * backfill_drop_kind_objects_of
+ *		What the kind of a job the caller owns keeps outside its tables,
+ *		dropped; the caller has checked the job's owner.
+ */
+void
+backfill_drop_kind_objects_of(int64 job_id)
+{
 	bool		isnull;
 	bool		remote;
 	Datum		kindname;
@@ -372,11 +359,11 @@ backfill_drop_kind_objects(PG_FUNCTION_ARGS)
 
 	/*
 	 * The kind from the job's row alone: its tables may be gone already
-	 * (_drop_job_objects drops them first), so the job is not loaded
+	 * (drop_job_objects drops them first), so the job is not loaded
 	 */
 	kindname = backfill_job_column(job_id, "kind", &isnull);
 	if (isnull)
-		PG_RETURN_VOID();		/* dropped meanwhile: nothing of it is left */
+		return;					/* dropped meanwhile: nothing of it is left */
 	kind = backfill_parse_kind(TextDatumGetCString(kindname));
 	remote = DatumGetBool(backfill_job_column(job_id, "remote", &isnull)) && !isnull;
 	if (remote)
@@ -385,7 +372,6 @@ backfill_drop_kind_objects(PG_FUNCTION_ARGS)
 		elog(ERROR, "SPI_connect failed");
 	backfill_kind_drop_objects(backfill_kind_routine(kind), job_id);
 	SPI_finish();
-	PG_RETURN_VOID();
 }
 
 /*
@@ -399,7 +385,7 @@ backfill_drop_kind_objects(PG_FUNCTION_ARGS)
 Datum
 backfill_check_unfiltered(PG_FUNCTION_ARGS)
 {
-	int64		job_id = owned_job(fcinfo, 0, "job_id");
+	int64		job_id = backfill_owned_job_arg(fcinfo, 0, "job_id");
 
 	backfill_check_unfiltered_copy(backfill_job_upstream(job_id), backfill_job_owner(job_id));
 	PG_RETURN_VOID();
@@ -417,7 +403,7 @@ Datum
 backfill_unfetched_keys(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	int64		job_id = owned_job(fcinfo, 0, "job_id");
+	int64		job_id = backfill_owned_job_arg(fcinfo, 0, "job_id");
 	const KindRoutine *kind;
 	ListCell   *lc;
 
@@ -475,7 +461,7 @@ Datum
 backfill_verify_rows(PG_FUNCTION_ARGS)
 {
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
-	int64		job_id = owned_job(fcinfo, 0, "job_id");
+	int64		job_id = backfill_owned_job_arg(fcinfo, 0, "job_id");
 	Oid			owner = backfill_job_owner(job_id);
 	char	   *query;
 	RoleContext oc;

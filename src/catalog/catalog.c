@@ -674,6 +674,25 @@ backfill_require_job_owner(int64 job_id)
 }
 
 /*
+ * backfill_owned_job_arg
+ *		Argument argno (named argname) of a SQL function: a job id, not
+ *		NULL, of a job whose owner's privileges the caller has.
+ */
+int64
+backfill_owned_job_arg(FunctionCallInfo fcinfo, int argno, const char *argname)
+{
+	int64		job_id;
+
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"%s\" must not be null", argname)));
+	job_id = PG_GETARG_INT64(argno);
+	(void) backfill_require_job_owner(job_id);
+	return job_id;
+}
+
+/*
  * backfill_reload_settings
  *		Re-read what may change while a job runs: its status and rate limit.
  *		A barrier calls it first, so changes take effect at the next barrier.

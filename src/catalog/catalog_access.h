@@ -58,6 +58,7 @@ extern Oid	backfill_job_upstream(int64 job_id);
 extern Oid	backfill_job_downstream(int64 job_id);
 extern Datum backfill_job_column(int64 job_id, const char *column, bool *isnull);
 extern Oid	backfill_require_job_owner(int64 job_id);
+extern int64 backfill_owned_job_arg(FunctionCallInfo fcinfo, int argno, const char *argname);
 extern void backfill_reload_settings(BackfillJob *job);
 extern bool backfill_names_changed(BackfillJob *job);
 extern void backfill_record_owner(int64 job_id, const char *state_sql, Oid owner);

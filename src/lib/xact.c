@@ -17,6 +17,7 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "executor/spi.h"
 #include "datatype/timestamp.h"
 #include "miscadmin.h"
 #include "storage/latch.h"
@@ -194,6 +195,36 @@ backfill_subxact_rollback(ResourceOwner owner)
 	RollbackAndReleaseCurrentSubTransaction();
 	MemoryContextSwitchTo(cxt);
 	CurrentResourceOwner = owner;
+}
+
+/*
+ * backfill_subxact_exec
+ *		Run a statement (caller connected to SPI) in a subtransaction of its
+ *		own: NULL if it succeeded, else its error, copied into the caller's
+ *		memory context, with everything it did rolled back.  For work whose
+ *		failure the caller reports as a WARNING and goes on.
+ */
+ErrorData *
+backfill_subxact_exec(const char *sql, int expected)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = backfill_subxact_begin();
+	ErrorData  *edata = NULL;
+
+	PG_TRY();
+	{
+		backfill_spi_exec(sql, expected);
+		backfill_subxact_release(owner);
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		backfill_subxact_rollback(owner);
+	}
+	PG_END_TRY();
+	return edata;
 }
 
 /*

@@ -28,6 +28,7 @@ extern void backfill_shmem_init(void);
 extern void backfill_worker_caps_init(void);
 extern void backfill_launch_job(BackfillJob *job);
 extern bool backfill_stop_workers(int64 job_id, bool immediate);
+extern bool backfill_stop_and_lock(int64 job_id);	/* worker_control.c */
 extern bool backfill_stop_requested(int64 job_id);
 extern TimestampTz backfill_run_pace_clock(int64 job_id, TimestampTz from, int64 usecs);
 extern bool backfill_claim_prepare(int64 job_id);
@@ -66,6 +67,7 @@ extern void backfill_extension_ddl_init(void);
 /* progress.c: the lines of progress sent to the client */
 extern void backfill_progress_init(void);
 extern bool backfill_progress_due(TimestampTz since);
+extern TimestampTz backfill_report_progress_since(int64 job_id, TimestampTz since);
 extern void backfill_progress_run_begin(int64 job_id, int32 actor_id, int log_interval_ms);
 extern void backfill_progress_run_end(int64 job_id, const char *how);
 extern int	backfill_log_progress_interval_ms(void);

@@ -207,8 +207,18 @@ backfill_progress_run_end(int64 job_id, const char *how)
 Datum
 backfill_report_progress(PG_FUNCTION_ARGS)
 {
-	int64		job_id = PG_GETARG_INT64(0);
-	TimestampTz since = PG_GETARG_TIMESTAMPTZ(1);
+	PG_RETURN_TIMESTAMPTZ(backfill_report_progress_since(PG_GETARG_INT64(0),
+														 PG_GETARG_TIMESTAMPTZ(1)));
+}
+
+/*
+ * backfill_report_progress_since
+ *		What backfill._report_progress does, for wait_job and wait_for_job
+ *		(wait.c).
+ */
+TimestampTz
+backfill_report_progress_since(int64 job_id, TimestampTz since)
+{
 	char	   *progress = NULL;
 	char	   *throttled_by = NULL;
 	double		rate = -1;
@@ -216,7 +226,7 @@ backfill_report_progress(PG_FUNCTION_ARGS)
 	bool		isnull;
 
 	if (!backfill_progress_due(since))
-		PG_RETURN_TIMESTAMPTZ(since);
+		return since;
 
 	backfill_spi_enter();
 	backfill_spi_exec_args("SELECT progress, rows_per_second::float8, "
@@ -228,7 +238,7 @@ backfill_report_progress(PG_FUNCTION_ARGS)
 	if (SPI_processed != 1)
 	{
 		backfill_spi_leave();
-		PG_RETURN_TIMESTAMPTZ(since);
+		return since;
 	}
 	{
 		HeapTuple	tuple = SPI_tuptable->vals[0];
@@ -246,5 +256,5 @@ backfill_report_progress(PG_FUNCTION_ARGS)
 	}
 	backfill_progress_send(job_id, progress, rate, eta, throttled_by);
 	backfill_spi_leave();
-	PG_RETURN_TIMESTAMPTZ(GetCurrentTimestamp());
+	return GetCurrentTimestamp();
 }

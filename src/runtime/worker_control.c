@@ -93,16 +93,29 @@ Datum
 backfill_stop_and_lock_job(PG_FUNCTION_ARGS)
 {
 	int64		job_id = PG_GETARG_INT64(0);
-	bool		stopped;
 
 	(void) backfill_require_job_owner(job_id);
-	stopped = backfill_stop_workers(job_id, true);
+	PG_RETURN_BOOL(backfill_stop_and_lock(job_id));
+}
 
+/*
+ * backfill_stop_and_lock
+ *		Stop the job's background workers at once, then take the job lock
+ *		for this transaction; fail if a session runs the job.  Returns
+ *		whether workers were running.  The caller has checked that the
+ *		current user has the privileges of the job's owner.
+ */
+bool
+backfill_stop_and_lock(int64 job_id)
+{
+	bool		stopped = backfill_stop_workers(job_id, true);
+
+	/* the stopped workers let go of the lock as they exit */
 	if (stopped)
 		backfill_wait_job_lock(job_id);
 	else
 		backfill_lock_job(job_id, false);
-	PG_RETURN_BOOL(stopped);
+	return stopped;
 }
 
 /*

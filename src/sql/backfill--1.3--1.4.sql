@@ -32,8 +32,6 @@ COMMENT ON FUNCTION backfill._live_actors() IS
 'Internal: the actors running now, as their processes published them in shared memory after their last barrier; only the jobs of roles whose privileges the caller has, or all of them for pg_read_all_stats, whose members see the position (a key of the upstream) only of the jobs of roles whose privileges they have.';
 COMMENT ON FUNCTION backfill._job_is_running(bigint) IS
 'Internal: whether background workers or a session run a job the caller owns now; any job of the database for a member of pg_read_all_stats, which sees every job in backfill.jobs.';
-COMMENT ON FUNCTION backfill._drop_triggers(bigint) IS
-'Internal: drops the triggers a job the caller owns has on its upstream, which the caller or the job''s owner must still own or have TRIGGER on.';
 COMMENT ON FUNCTION backfill._cutover_turn(bigint, boolean) IS
 'Internal: turns a finished job the caller owns around under its tables'' lock, for a caller with the privileges of the owners of both tables: its apply triggers move to its downstream, which becomes its upstream.';
 COMMENT ON FUNCTION backfill._cutover_record(bigint, text, integer, oid, oid, text, oid, text, boolean, boolean, double precision, oid[], boolean) IS
@@ -47,73 +45,14 @@ COMMENT ON FUNCTION backfill._drop_slot(bigint) IS
 
 -- The job row it is given must be of a job the caller owns: its tables are
 -- dropped with the caller's rights, but the indexes named in the job's
--- catalog are built on its downstream, and only that job's.
+-- catalog are built on its downstream, and only that job's.  The cutover
+-- functions call it; cancel_job and drop_job make the same drop in C
+-- (src/api/job_drop.c)
 CREATE OR REPLACE FUNCTION backfill._drop_job_objects(j backfill.job, drop_downstream boolean)
 RETURNS void
-LANGUAGE plpgsql
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    ix record;
-    stmt text;
-    cur backfill.job;
-BEGIN
-    IF j IS NULL OR j.job_id IS NULL THEN
-        RAISE EXCEPTION 'argument "j" must not be null'
-            USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    IF drop_downstream IS NULL THEN
-        RAISE EXCEPTION 'argument "drop_downstream" must not be null'
-            USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    -- the job as the catalog has it (cancelled maybe, its tables then NULL):
-    -- the row given names no table the job has not
-    cur := backfill._get_job(j.job_id);
-    IF j.owner IS DISTINCT FROM cur.owner OR j.upstream IS DISTINCT FROM cur.upstream
-       OR (cur.downstream IS NOT NULL AND j.downstream IS DISTINCT FROM cur.downstream)
-       OR (cur.state_table IS NOT NULL AND j.state_table IS DISTINCT FROM cur.state_table)
-       OR (cur.change_table IS NOT NULL AND j.change_table IS DISTINCT FROM cur.change_table) THEN
-        RAISE EXCEPTION 'argument "j" is not the row of backfill job %', j.job_id
-            USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = 'Its tables or its owner differ from those of the job''s catalog row.';
-    END IF;
-    IF NOT drop_downstream AND EXISTS (SELECT FROM pg_class WHERE oid = j.downstream) THEN
-        FOR ix IN SELECT i.index_name, i.head, i.tail FROM backfill.job_index i
-                   WHERE i.job_id OPERATOR(pg_catalog.=) j.job_id ORDER BY i.position LOOP
-            CONTINUE WHEN EXISTS (SELECT FROM pg_class c
-                                   WHERE c.relname OPERATOR(pg_catalog.=) ix.index_name
-                                     AND c.relnamespace OPERATOR(pg_catalog.=)
-                                         (SELECT d.relnamespace FROM pg_class d WHERE d.oid OPERATOR(pg_catalog.=) j.downstream));
-            stmt := ix.head || j.downstream::pg_catalog.text || ix.tail;
-            BEGIN
-                EXECUTE stmt;
-            EXCEPTION WHEN OTHERS THEN
-                RAISE WARNING 'index "%" of table % was not built again', ix.index_name, j.downstream
-                    USING DETAIL = format('Backfill job %s had dropped it to build it after its snapshot: %s', j.job_id, SQLERRM),
-                          HINT = format('Run %s', stmt);
-            END;
-        END LOOP;
-    END IF;
-    -- the upstream's owner may be another role than the job's
-    PERFORM backfill._drop_triggers(j.job_id);
-    IF EXISTS (SELECT FROM pg_class WHERE oid = j.change_table) THEN
-        EXECUTE format('DROP TABLE %s', j.change_table);
-    END IF;
-    IF to_regtype(format('backfill.%I', 'image_' || j.job_id)) IS NOT NULL THEN
-        EXECUTE format('DROP TYPE backfill.%I', 'image_' || j.job_id);
-    END IF;
-    IF drop_downstream AND EXISTS (SELECT FROM pg_class WHERE oid = j.downstream) THEN
-        EXECUTE format('DROP TABLE %s', j.downstream);
-    END IF;
-    IF EXISTS (SELECT FROM pg_class WHERE oid = j.state_table) THEN
-        EXECUTE format('DROP TABLE %s', j.state_table);
-    END IF;
-    -- what its kind owns outside its tables (src/kinds/kind.h, drop_objects):
-    -- a cdc job's slot, dropped at commit; the slot and the publication of a
-    -- job whose upstream is on another server
-    PERFORM backfill._drop_kind_objects(j.job_id);
-END
-$$;
+AS 'MODULE_PATHNAME', 'backfill_drop_job_objects_1_4'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._drop_job_objects(backfill.job, boolean) IS
 'Internal: drops the triggers and tables of a job the caller owns, given its row as the caller read it.';
 
@@ -2138,6 +2077,10 @@ COMMENT ON FUNCTION backfill.finish_cutover(bigint, boolean) IS
 
 
 -- ---------------------------------------------------------------------------
+-- The job operations: cancel_job, drop_job, recreate_job, alter_rate_limit
+-- (src/api/job_drop.c, src/api/job_ops.c), each one C function that checks
+-- the caller has the privileges of the job's owner, then makes its catalog
+-- writes as the extension's owner, as control.c's internal functions do.
 -- cancel_job and drop_job wait for a cutover of the same job: a cutover
 -- that commits while they wait for the job's lock has turned the job around
 -- (its downstream is then the old table), and they read the job's row only
@@ -2146,151 +2089,56 @@ COMMENT ON FUNCTION backfill.finish_cutover(bigint, boolean) IS
 
 CREATE OR REPLACE FUNCTION backfill.cancel_job(job_id bigint)
 RETURNS bigint
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    j backfill.job := backfill._get_job(job_id);
-BEGIN
-    -- a cutover of the job commits first: it turns the job around, and the
-    -- row read below must be the one it left
-    PERFORM pg_advisory_xact_lock(hashtext('backfill.cutover'), job_id::integer);
-    PERFORM backfill._stop_and_lock_job(job_id);
-    SELECT * INTO j FROM backfill.job WHERE backfill.job.job_id = cancel_job.job_id;
-    IF j.status = 'finished' THEN
-        RAISE EXCEPTION 'cannot cancel backfill job % because it has finished', job_id
-            USING ERRCODE = 'object_not_in_prerequisite_state',
-                  DETAIL = 'A finished job keeps its downstream table equal to its upstream table.',
-                  HINT = format('Use backfill.drop_job(%s) to remove the job and its downstream table.', job_id);
-    ELSIF j.status = 'cancelled' THEN
-        RAISE EXCEPTION 'backfill job % has already been cancelled', job_id
-            USING ERRCODE = 'object_not_in_prerequisite_state';
-    END IF;
-    -- out of the catalog first: the DDL event trigger guards a job's tables
-    PERFORM backfill._mark_cancelled(job_id);
-    PERFORM backfill._drop_job_objects(j, NOT j.into_existing);
-    IF j.into_existing THEN
-        RAISE NOTICE 'backfill job % leaves table % and its rows in place', job_id, j.downstream
-            USING DETAIL = 'The job filled a table its user made, which only its user drops or empties.';
-    END IF;
-    RETURN job_id;
-END
-$$;
+AS 'MODULE_PATHNAME', 'backfill_cancel_job'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
 
 CREATE OR REPLACE FUNCTION backfill.drop_job(job_id bigint)
 RETURNS void
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
+AS 'MODULE_PATHNAME', 'backfill_drop_job'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+
+-- The job's filter and computed columns go back to create_job as text
+-- written under fixed settings (src/copy/shape.c), read under the same ones
+CREATE OR REPLACE FUNCTION backfill.recreate_job(job_id bigint, kind text DEFAULT NULL)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'backfill_recreate_job'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    j backfill.job := backfill._get_job(job_id);
-BEGIN
-    -- a cutover of the job commits first: it turns the job around, and the
-    -- row read below must be the one it left
-    PERFORM pg_advisory_xact_lock(hashtext('backfill.cutover'), job_id::integer);
-    PERFORM backfill._stop_and_lock_job(job_id);
-    SELECT * INTO j FROM backfill.job WHERE backfill.job.job_id = drop_job.job_id;
-    IF j.status <> 'cancelled' THEN
-        -- out of the catalog first: the DDL event trigger guards a job's tables
-        PERFORM backfill._mark_cancelled(job_id);
-        PERFORM backfill._drop_job_objects(j, NOT j.into_existing);
-        IF j.into_existing THEN
-            RAISE NOTICE 'backfill job % leaves table % and its rows in place', job_id, j.downstream
-                USING DETAIL = 'The job filled a table its user made, which only its user drops or empties.';
-        END IF;
-    END IF;
-    PERFORM backfill._delete_job(job_id);
-END
-$$;
+SET standard_conforming_strings = on
+SET "DateStyle" = 'ISO, MDY'
+SET "IntervalStyle" = postgres;
+
+CREATE OR REPLACE FUNCTION backfill.alter_rate_limit(job_id bigint, rows_per_second integer)
+RETURNS void
+AS 'MODULE_PATHNAME', 'backfill_alter_rate_limit'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+
+-- what only these called, now in C.  _create_job_as stays, as
+-- _report_progress does: the one checks its caller as create_job's does for
+-- a job's owner, the other shows what wait_job sends
+DROP FUNCTION backfill._delete_job(bigint);
+DROP FUNCTION backfill._set_rate_limit(bigint, integer);
+DROP FUNCTION backfill._copy_names(bigint, bigint);
+DROP FUNCTION backfill._drop_triggers(bigint);
+DROP FUNCTION backfill._drop_kind_objects(bigint);
 
 
 -- ---------------------------------------------------------------------------
 -- Background jobs in every database; waits and monitoring
 -- ---------------------------------------------------------------------------
 
--- One look at a job for a wait: raises the job's error if it failed, an
--- error if it was cancelled or dropped or runs nowhere; sends its line of
--- progress when backfill.client_progress_interval has passed since
--- "reported".  Returns NULL once the job has finished, else when it last
--- sent its progress.  wait_job loops over it in one statement;
--- wait_for_job (src/runtime/wait.c) commits after each look.
-CREATE FUNCTION backfill._wait_job_poll(job_id bigint, reported timestamptz)
-RETURNS timestamptz
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    j backfill.job;
-    running boolean;
-BEGIN
-    IF job_id IS NULL THEN
-        RAISE EXCEPTION 'argument "job_id" must not be null'
-            USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    IF reported IS NULL THEN
-        RAISE EXCEPTION 'argument "reported" must not be null'
-            USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    running := backfill._job_is_running(job_id);
-    -- read after the check: a worker commits the final status, then exits
-    SELECT * INTO j FROM backfill.job WHERE backfill.job.job_id = _wait_job_poll.job_id;
-    IF NOT FOUND THEN
-        RAISE EXCEPTION 'backfill job % was dropped', job_id
-            USING ERRCODE = 'undefined_object';
-    ELSIF j.status = 'finished' THEN
-        RETURN NULL;
-    ELSIF j.status = 'failed' THEN
-        RAISE EXCEPTION USING MESSAGE = j.last_error,
-                              ERRCODE = coalesce(j.last_sqlstate, 'XX000'),
-                              DETAIL = coalesce(j.last_error_detail, '');
-    ELSIF j.status = 'cancelled' THEN
-        RAISE EXCEPTION 'backfill job % has been cancelled', job_id
-            USING ERRCODE = 'object_not_in_prerequisite_state';
-    ELSIF NOT running THEN
-        RAISE EXCEPTION 'backfill job % is not running', job_id
-            USING ERRCODE = 'object_not_in_prerequisite_state',
-                  HINT = format('Start it with backfill.start_job(%s), or run it here with CALL backfill.run_job(%s).', job_id, job_id);
-    END IF;
-    RETURN backfill._report_progress(job_id, reported);
-END
-$$;
-COMMENT ON FUNCTION backfill._wait_job_poll(bigint, timestamptz) IS
-'Internal: for wait_job and wait_for_job, one look at a job the caller owns: raises its error if it failed, an error if it was cancelled or is not running; sends its progress when it is time; returns NULL once it has finished, else when it last sent its progress.';
-
-CREATE FUNCTION backfill._check_wait(job_id bigint)
-RETURNS void
-AS 'MODULE_PATHNAME', 'backfill_check_wait'
-LANGUAGE C VOLATILE PARALLEL RESTRICTED
-SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION backfill._check_wait(bigint) IS
-'Internal: for wait_job, refuses to wait for a job the caller owns in the transaction that holds its lock (start_job, reschedule, cancel_job, drop_job), whose workers wait for that transaction to end.';
-
 -- wait_job also sends the job's line of progress every
 -- backfill.client_progress_interval while it waits.  Its statement's
--- snapshot holds the session's xmin until it returns: wait_for_job does not
+-- snapshot holds the session's xmin until it returns: wait_for_job does
+-- not.  Both look at the job the same way (src/runtime/wait.c)
 CREATE OR REPLACE FUNCTION backfill.wait_job(job_id bigint)
 RETURNS void
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    j backfill.job := backfill._get_job(job_id);
-    reported timestamptz := pg_catalog.clock_timestamp();
-BEGIN
-    IF current_setting('transaction_isolation') <> 'read committed' THEN
-        RAISE EXCEPTION 'backfill.wait_job() must run at isolation level READ COMMITTED'
-            USING ERRCODE = 'invalid_transaction_state',
-                  DETAIL = 'It watches the job''s status as the workers commit it.';
-    END IF;
-    -- the workers of a job started in this transaction wait for its end
-    PERFORM backfill._check_wait(job_id);
-    LOOP
-        reported := backfill._wait_job_poll(job_id, reported);
-        EXIT WHEN reported IS NULL;
-        PERFORM pg_sleep(0.1);
-    END LOOP;
-END
-$$;
+AS 'MODULE_PATHNAME', 'backfill_wait_job'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill.wait_job(bigint) IS
 'Waits until a job has finished; raises its error if it fails; sends its progress to the client every backfill.client_progress_interval. Holds its statement''s snapshot while it waits: CALL backfill.wait_for_job() does not.';
 
