@@ -150,8 +150,13 @@ is($first->{"backfill_job_upstream_rows{postgres,$job1}"}, 6000, 'upstream rows 
 is($first->{"backfill_job_upstream_rows{app2,$job2}"}, 4000, 'upstream rows of the second');
 is($first->{"backfill_job_running_actors{postgres,$job1}"}, 2, 'two actors run the first job');
 
-sleep 2;
-my $second = scrape() // {};
+# the exporter runs its queries every second, one after the other, and a
+# loaded machine slows both it and the jobs: wait for a later scrape
+my $second = wait_until(30, sub {
+	my $m = scrape() // return undef;
+	return (grep { ($m->{"backfill_job_rows_copied{$_}"} // 0) > $first->{"backfill_job_rows_copied{$_}"} } @both)
+	  == @both ? $m : undef;
+}) // scrape() // {};
 for my $j (@both)
 {
 	cmp_ok($second->{"backfill_job_rows_copied{$j}"} // 0, '>', $first->{"backfill_job_rows_copied{$j}"},
