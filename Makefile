@@ -17,6 +17,7 @@ OBJS = \
 	src/api/ddl_triggers.o \
 	src/api/estimate.o \
 	src/api/event_trigger.o \
+	src/api/observe.o \
 	src/api/repair.o \
 	src/api/run.o \
 	src/api/upstream.o \
@@ -39,6 +40,7 @@ OBJS = \
 	src/catalog/job_holdings.o \
 	src/catalog/job_names.o \
 	src/catalog/job_rows.o \
+	src/catalog/job_view.o \
 	src/catalog/job_run_rows.o \
 	src/catalog/remote_rows.o \
 	src/catalog/verification_rows.o \
