@@ -49,6 +49,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
+#include "api/create.h"
 #include "capture/capture.h"
 #include "catalog/capture_job_rows.h"
 #include "catalog/catalog_access.h"
@@ -320,21 +321,13 @@ backfill_reschedule_1_4(PG_FUNCTION_ARGS)
 	job_id = PG_GETARG_INT64(0);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (!backfill_read_job_view(job_id, false, &job))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("backfill job %lld does not exist", (long long) job_id)));
+	(void) backfill_read_job_view(job_id, false, false, &job);
 	if (PG_ARGISNULL(1))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("argument \"parallelism\" must not be null")));
 	parallelism = PG_GETARG_INT32(1);
-	if (parallelism < 1 || parallelism > BACKFILL_MAX_PARALLELISM)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("parallelism must be between 1 and %d", BACKFILL_MAX_PARALLELISM),
-				 errdetail("The %d vnodes are split across the actors, so there can be at most one actor per vnode.",
-						   BACKFILL_VNODE_COUNT)));
+	backfill_check_parallelism(parallelism);
 	if (backfill_parse_status(job.status) == BACKFILL_STATUS_CANCELLED)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

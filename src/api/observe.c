@@ -201,10 +201,7 @@ backfill_job_state_1_4(PG_FUNCTION_ARGS)
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (!backfill_read_job_view(job_id, true, &job))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("backfill job %lld does not exist", (long long) job_id)));
+	(void) backfill_read_job_view(job_id, true, false, &job);
 	if (!OidIsValid(job.state_table))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -254,7 +251,7 @@ backfill_job_splits_1_4(PG_FUNCTION_ARGS)
 		PG_RETURN_VOID();
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
-	if (backfill_read_job_view(PG_GETARG_INT64(0), true, &job))
+	if (backfill_read_job_view(PG_GETARG_INT64(0), true, true, &job))
 		foreach(lc, backfill_kind_splits(backfill_kind_routine(job.kind), &job))
 		{
 			JobSplit   *split = lfirst(lc);

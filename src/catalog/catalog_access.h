@@ -97,7 +97,8 @@ typedef struct JobView
 	bool		partitions_null;
 } JobView;
 
-extern bool backfill_read_job_view(int64 job_id, bool read_only, JobView *view);
+extern bool backfill_read_job_view(int64 job_id, bool read_only, bool missing_ok,
+								   JobView *view);
 
 /* job_names.c: a job's id from its name, as the caller sees the jobs */
 extern int64 backfill_job_id_by_name(const char *name);

@@ -27,12 +27,13 @@
 /*
  * backfill_read_job_view
  *		Read the row of job_id that the caller sees into *view, in the
- *		current memory context; false when it sees none.  Caller is
- *		connected to SPI; read_only as the calling function's volatility
- *		asks (a STABLE one reads with its statement's snapshot).
+ *		current memory context.  When it sees none: false if missing_ok,
+ *		else the error (undefined_object) that says the job does not exist.
+ *		Caller is connected to SPI; read_only as the calling function's
+ *		volatility asks (a STABLE one reads with its statement's snapshot).
  */
 bool
-backfill_read_job_view(int64 job_id, bool read_only, JobView *view)
+backfill_read_job_view(int64 job_id, bool read_only, bool missing_ok, JobView *view)
 {
 	Oid			types[1] = {INT8OID};
 	Datum		values[1] = {Int64GetDatum(job_id)};
@@ -50,8 +51,12 @@ backfill_read_job_view(int64 job_id, bool read_only, JobView *view)
 							  "  FROM backfill.job j WHERE j.job_id OPERATOR(pg_catalog.=) $1",
 							  1, types, values, NULL, read_only, 1) != SPI_OK_SELECT)
 		elog(ERROR, "could not read backfill.job");
-	if (SPI_processed == 0)
+	if (SPI_processed == 0 && missing_ok)
 		return false;
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("backfill job %lld does not exist", (long long) job_id)));
 
 	tup = SPI_tuptable->vals[0];
 	desc = SPI_tuptable->tupdesc;
