@@ -21,7 +21,15 @@
 #      the folders the map allows it (src/backfill.h, the shared types, is
 #      everyone's and includes only lib/), each header by its folder's path
 #      from src/ ("lib/lib.h"), the one include path; and doc/layers.md is
-#      the map's rendering (--markdown).
+#      the map's rendering (--markdown);
+#   9. the SQL branches on a job's kind no more than it did: the kinds live
+#      behind their callbacks (src/kinds/kind.h), and SQL that asks which
+#      kind a job is (kind = '...', kind <> '...', kind IN ('...'), or with
+#      OPERATOR(pg_catalog.=) and OPERATOR(pg_catalog.<>)) belongs in C.  The
+#      branches in the current definitions, those of the script of the
+#      current version, are counted and may not pass MAX_KIND_BRANCHES,
+#      today's count, which goes down as the last ones (the cutover's, the
+#      views', verify_job's) move to C.
 #
 # The call graph comes from the compiler, not from reading C with regular
 # expressions: each src/*.c is compiled (at -O0, so that nothing is inlined
@@ -67,6 +75,11 @@ rule 7 code '\bBACKFILL_KIND_(NO_SHUFFLE|ARRANGEMENT|SNAPSHOT|CDC|REMOTE_CDC)\b'
 # ---- end of the rules on names ----
 
 MAX_FUNCTION_LINES=150
+
+# rule 9: the SQL script of the current version, and the most branches on
+# a job's kind it may have
+CURRENT_SQL=src/sql/backfill--1.3--1.4.sql
+MAX_KIND_BRANCHES=4
 
 usage() { sed -n '2,6p' "$0" | sed 's/^# \{0,1\}//'; }
 mode=check
@@ -462,6 +475,18 @@ if layers_markdown | diff -u doc/layers.md - >"$tmp/layers.diff" 2>&1; then
 else
     echo "FAIL 8  doc/layers.md is the rendering of src/LAYERS: run bash scripts/check_layers.sh --markdown > doc/layers.md"
     sed 's/^/       /' "$tmp/layers.diff"
+    status=1
+fi
+
+# rule 9: the branches on a job's kind in the current SQL (outside comments)
+kind_branches=$(sed 's/--.*//' "$CURRENT_SQL" |
+    grep -inP "\bkind\s*(=|<>|IN\s*\(|OPERATOR\(pg_catalog\.(=|<>)\))\s*'" || true)
+nbranches=$(printf '%s' "$kind_branches" | grep -c . || true)
+if [ "$nbranches" -le "$MAX_KIND_BRANCHES" ]; then
+    echo "OK   9  $nbranches branches on a job's kind in $CURRENT_SQL (at most $MAX_KIND_BRANCHES)"
+else
+    echo "FAIL 9  $nbranches branches on a job's kind in $CURRENT_SQL, more than $MAX_KIND_BRANCHES: a kind's part belongs behind its callbacks (src/kinds/kind.h)"
+    printf '%s\n' "$kind_branches" | sed "s|^|       $CURRENT_SQL:|"
     status=1
 fi
 exit $status

@@ -13,9 +13,11 @@
  * (catalog.c).  A SECURITY DEFINER function could not do the check: inside
  * it the current user is the definer.
  *
- * reschedule asks first, with backfill._check_reschedule(), whether the
- * job's kind lets it be rescheduled now: RisingWave refuses to reschedule a
- * creating job whose backfill is not reschedulable.
+ * reschedule is C: it asks the job's kind first whether it can run the
+ * parallelism asked for and whether it lets the job be rescheduled now
+ * (RisingWave refuses to reschedule a creating job whose backfill is not
+ * reschedulable), then stops the job's workers, makes its new actors and
+ * starts them again.
  *
  * verify_job's comparison evaluates the job's filter and computed columns,
  * which are its owner's SQL: it runs through backfill._verify_rows(), as the
@@ -47,6 +49,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
+#include "api/create.h"
 #include "capture/capture.h"
 #include "catalog/capture_job_rows.h"
 #include "catalog/catalog_access.h"
@@ -54,6 +57,7 @@
 #include "api/job_ops.h"
 #include "kinds/kind.h"
 #include "lib/lib.h"
+#include "runtime/driver.h"
 
 PG_FUNCTION_INFO_V1(backfill_job_id);
 PG_FUNCTION_INFO_V1(backfill_mark_cancelled_1_2);
@@ -62,6 +66,7 @@ PG_FUNCTION_INFO_V1(backfill_set_foreground_1_2);
 PG_FUNCTION_INFO_V1(backfill_set_rate_limit_1_2);
 PG_FUNCTION_INFO_V1(backfill_rebuild_actors_1_2);
 PG_FUNCTION_INFO_V1(backfill_check_reschedule_1_2);
+PG_FUNCTION_INFO_V1(backfill_reschedule_1_4);
 PG_FUNCTION_INFO_V1(backfill_copy_names_1_2);
 PG_FUNCTION_INFO_V1(backfill_drop_triggers_1_2);
 PG_FUNCTION_INFO_V1(backfill_job_catalog);
@@ -227,35 +232,96 @@ backfill_rebuild_actors_1_2(PG_FUNCTION_ARGS)
 }
 
 /*
- * backfill._check_reschedule(job_id bigint): refuse, with the text of
- * RisingWave's meta (stream_manager.rs), to reschedule a job that has not
- * finished when its kind cannot be rescheduled before then
+ * Refuse, with the text of RisingWave's meta (stream_manager.rs), to
+ * reschedule a job the caller owns that has not finished when its kind
+ * cannot be rescheduled before then.
  */
-Datum
-backfill_check_reschedule_1_2(PG_FUNCTION_ARGS)
+static void
+check_reschedule(int64 job_id, const KindRoutine *routine)
 {
-	int64		job_id = backfill_owned_job_arg(fcinfo, 0, "job_id");
-	bool		kind_null;
 	bool		status_null;
-	Datum		kind = backfill_job_column(job_id, "kind", &kind_null);
 	Datum		status = backfill_job_column(job_id, "status", &status_null);
-	const KindRoutine *routine;
 	char	   *detail;
 	char	   *hint;
 
-	if (kind_null || status_null)
-		PG_RETURN_VOID();		/* gone: the reschedule says so */
-	routine = backfill_kind_routine(backfill_parse_kind(TextDatumGetCString(kind)));
-	if (routine->reschedule_refusal == NULL ||
-		backfill_parse_status(TextDatumGetCString(status)) == BACKFILL_STATUS_FINISHED)
-		PG_RETURN_VOID();
-	routine->reschedule_refusal(job_id, &detail, &hint);
+	if (status_null ||
+		backfill_parse_status(TextDatumGetCString(status)) == BACKFILL_STATUS_FINISHED ||
+		backfill_kind_reschedulable(routine, job_id, &detail, &hint))
+		return;					/* gone (the reschedule says so), or free to go */
 	ereport(ERROR,
 			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 			 errmsg("Cannot alter the job %lld because it is blocked by creating unreschedulable backfill jobs",
 					(long long) job_id),
 			 errdetail_internal("%s", detail),
 			 errhint("%s", hint)));
+}
+
+/* backfill._check_reschedule(job_id bigint), in a 1.3 catalog */
+Datum
+backfill_check_reschedule_1_2(PG_FUNCTION_ARGS)
+{
+	int64		job_id = backfill_owned_job_arg(fcinfo, 0, "job_id");
+	bool		kind_null;
+	Datum		kind = backfill_job_column(job_id, "kind", &kind_null);
+
+	if (!kind_null)
+		check_reschedule(job_id, backfill_kind_routine(backfill_parse_kind(TextDatumGetCString(kind))));
+	PG_RETURN_VOID();
+}
+
+/*
+ * backfill.reschedule(job_id bigint, parallelism integer) RETURNS void
+ *		Spread the vnodes of a job over parallelism new actors; restart its
+ *		background workers if it had any.
+ *
+ * The job is the caller's to see (its row read as the caller), then to
+ * change (it has the privileges of the job's owner).  Its kind's rules,
+ * by the kind its catalog row names (a job whose upstream is on another
+ * server is a cdc job there): the parallelism it can run, and whether it
+ * can be rescheduled before it has finished.  Every refusal comes before
+ * the workers stop, so that a refused reschedule leaves them running.
+ */
+Datum
+backfill_reschedule_1_4(PG_FUNCTION_ARGS)
+{
+	int64		job_id;
+	int32		parallelism;
+	JobView		job;
+	const KindRoutine *routine;
+	bool		was_running;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"job_id\" must not be null")));
+	job_id = PG_GETARG_INT64(0);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	(void) backfill_read_job_view(job_id, false, false, &job);
+	if (PG_ARGISNULL(1))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"parallelism\" must not be null")));
+	parallelism = PG_GETARG_INT32(1);
+	backfill_check_parallelism(parallelism);
+	if (backfill_parse_status(job.status) == BACKFILL_STATUS_CANCELLED)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("backfill job %lld has been cancelled", (long long) job_id)));
+	routine = backfill_kind_routine(job.catalog_kind);
+	backfill_kind_check_parallelism(routine, parallelism);
+	(void) backfill_require_job_owner(job_id);
+	check_reschedule(job_id, routine);
+	backfill_check_workers(job_id, parallelism);
+	was_running = backfill_stop_and_lock(job_id);
+	/*
+	 * new actors, new ids, the vnodes in even contiguous ranges again; the
+	 * vnodes keep their progress wherever they land
+	 */
+	backfill_catalog_op(OP_RESCHEDULE, job_id, false, parallelism);
+	SPI_finish();
+	if (was_running)
+		backfill_start_workers(job_id);
 	PG_RETURN_VOID();
 }
 

@@ -172,6 +172,22 @@ collate_clause(Oid collid)
 	return result;
 }
 
+/*
+ * backfill_check_parallelism
+ *		Refuse a parallelism out of 1 .. BACKFILL_MAX_PARALLELISM, for
+ *		create_job, estimate_job and reschedule.
+ */
+void
+backfill_check_parallelism(int parallelism)
+{
+	if (parallelism < 1 || parallelism > BACKFILL_MAX_PARALLELISM)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("parallelism must be between 1 and %d", BACKFILL_MAX_PARALLELISM),
+				 errdetail("The %d vnodes are split across the actors, so there can be at most one actor per vnode.",
+						   BACKFILL_VNODE_COUNT)));
+}
+
 static void
 require_arg(FunctionCallInfo fcinfo, int argno, const char *argname)
 {
@@ -237,12 +253,7 @@ read_arguments(FunctionCallInfo fcinfo, CreateArgs *args)
 						backfill_kind_name(args->kind),
 						kind->needs_version ? kind->needs_version : "1.1"),
 				 errhint("Run ALTER EXTENSION backfill UPDATE.")));
-	if (args->parallelism < 1 || args->parallelism > BACKFILL_MAX_PARALLELISM)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("parallelism must be between 1 and %d", BACKFILL_MAX_PARALLELISM),
-				 errdetail("The %d vnodes are split across the actors, so there can be at most one actor per vnode.",
-						   BACKFILL_VNODE_COUNT)));
+	backfill_check_parallelism(args->parallelism);
 	if (args->chunk_size < 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),

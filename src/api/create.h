@@ -13,6 +13,7 @@
 #include "copy/copy.h"
 
 extern void backfill_create_init(void);
+extern void backfill_check_parallelism(int parallelism);
 extern char *backfill_downstream_ddl(const JobShape *shape, const char *table_sql,
 									 const char *key_list, char **generated,
 									 const char *partition_by);

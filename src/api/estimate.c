@@ -329,12 +329,7 @@ backfill_estimate_job(PG_FUNCTION_ARGS)
 							(const char *[]) {"upstream", "kind", "columns", "parallelism"}[i])));
 	kind = backfill_kind_routine(backfill_parse_kind(text_to_cstring(PG_GETARG_TEXT_PP(1))));
 	parallelism = PG_GETARG_INT32(3);
-	if (parallelism < 1 || parallelism > BACKFILL_MAX_PARALLELISM)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("parallelism must be between 1 and %d", BACKFILL_MAX_PARALLELISM),
-				 errdetail("The %d vnodes are split across the actors, so there can be at most one actor per vnode.",
-						   BACKFILL_VNODE_COUNT)));
+	backfill_check_parallelism(parallelism);
 
 	{
 		static const AclMode needed[] = {ACL_SELECT};

@@ -76,6 +76,31 @@ extern void backfill_set_rate_limit(int64 job_id, bool none, int64 rows_per_seco
 extern void backfill_copy_names(int64 job_id, int64 from_job_id);
 extern void backfill_replace_actors(int64 job_id, int parallelism);
 
+/*
+ * job_view.c: a job's row as the caller sees it (row-level security
+ * applying), for the functions that show a job and for reschedule
+ */
+typedef struct JobView
+{
+	int64		job_id;
+	BackfillKind catalog_kind;	/* as backfill.job.kind names it */
+	BackfillKind kind;			/* the one that reads it: remote_cdc for a
+								 * remote job */
+	char	   *status;			/* as backfill.job.status spells it */
+	bool		remote;
+	Oid			upstream;
+	Oid			state_table;	/* InvalidOid: none (a cancelled job) */
+	int			npk;
+	char	  **pk_names;		/* the key's columns, unquoted */
+	Datum		splits;			/* remote_splits, text[] */
+	bool		splits_null;
+	Datum		partitions;		/* remote_partitions, oid[] */
+	bool		partitions_null;
+} JobView;
+
+extern bool backfill_read_job_view(int64 job_id, bool read_only, bool missing_ok,
+								   JobView *view);
+
 /* job_names.c: a job's id from its name, as the caller sees the jobs */
 extern int64 backfill_job_id_by_name(const char *name);
 extern int64 backfill_job_name_arg(FunctionCallInfo fcinfo, int argno);

@@ -53,6 +53,8 @@ validate_routine(BackfillKind kind, const KindRoutine *r)
 		missing = "finished_everywhere";
 	else if (r->recount_actors == NULL)
 		missing = "recount_actors";
+	else if (r->state_query == NULL)
+		missing = "state_query";
 	if (missing != NULL)
 		elog(ERROR, "routine of backfill kind %d does not set callback %s",
 			 (int) kind, missing);
@@ -72,6 +74,27 @@ backfill_kind_routine(BackfillKind kind)
 		validated[kind] = true;
 	}
 	return routines[kind];
+}
+
+/*
+ * The optional callbacks of the entry points that change or show a job,
+ * called only through these, each doing what a kind that does not set the
+ * callback means (those the executor calls are kind.h's inline wrappers).
+ */
+
+/* refuse a parallelism for reschedule; a kind without a rule refuses none */
+void
+backfill_kind_check_parallelism(const KindRoutine *kind, int parallelism)
+{
+	if (kind->check_parallelism)
+		kind->check_parallelism(parallelism);
+}
+
+/* the splits of a job, JobSplit's; none for a kind that cuts none */
+List *
+backfill_kind_splits(const KindRoutine *kind, const JobView *job)
+{
+	return kind->splits ? kind->splits(job) : NIL;
 }
 
 /*

@@ -22,6 +22,7 @@
 
 #include "barrier.h"
 #include "capture/capture.h"
+#include "catalog/catalog_access.h"
 #include "copy/barrier_io.h"
 #include "copy/copy.h"
 
@@ -40,6 +41,16 @@ typedef struct JobDefinition
 	const char *key_list;		/* "k1, k2" */
 	int			parallelism;
 } JobDefinition;
+
+/* one split of a job whose kind cuts its own, as backfill.job_splits() shows it */
+typedef struct JobSplit
+{
+	int32		split_id;
+	Oid			partition;		/* the foreign table it reads */
+	char	   *server;			/* that table's server; NULL: none */
+	char	   *lower_bound;	/* on the first key column; NULL: unbounded */
+	char	   *upper_bound;
+} JobSplit;
 
 typedef struct KindRoutine
 {
@@ -198,6 +209,31 @@ typedef struct KindRoutine
 	 * of the refusal (optional: NULL when it can be rescheduled at any time)
 	 */
 	void		(*reschedule_refusal) (int64 job_id, char **detail, char **hint);
+
+	/*
+	 * Refuse a parallelism the kind cannot run, for reschedule (optional:
+	 * any parallelism create_job allows).
+	 */
+	void		(*check_parallelism) (int parallelism);
+
+	/* ---- showing a job ---- */
+
+	/*
+	 * For backfill.job_state(): the query that decodes the state table
+	 * state_sql into the function's rows, in their order: actor_id integer,
+	 * vnode integer, current_pos text, backfill_finished boolean, row_count
+	 * bigint, epoch bigint, cdc_offset jsonb.  Its parameters: $1 the job's
+	 * id (bigint), $2 the inner bounds of its splits (text[], NULL when it
+	 * has none); position lists the key's columns over alias s ("s.k1,
+	 * s.k2").  It runs with the rights of the caller, who sees the job.
+	 */
+	char	   *(*state_query) (const char *state_sql, const char *position);
+
+	/*
+	 * For backfill.job_splits(): the splits of the job, JobSplit's in their
+	 * order (optional: a kind that cuts no splits of its own has none).
+	 */
+	List	   *(*splits) (const JobView *job);
 } KindRoutine;
 
 /*
@@ -318,6 +354,8 @@ backfill_kind_reschedulable(const KindRoutine *kind, int64 job_id, char **detail
 
 /* kind.c */
 extern const KindRoutine *backfill_kind_routine(BackfillKind kind);
+extern void backfill_kind_check_parallelism(const KindRoutine *kind, int parallelism);
+extern List *backfill_kind_splits(const KindRoutine *kind, const JobView *job);
 extern BackfillKind backfill_kind_for_upstream(BackfillKind kind, Oid upstream);
 
 /* the kinds' routines */

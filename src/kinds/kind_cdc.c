@@ -164,6 +164,17 @@ check_logged(Relation rel, Relation upstream)
 			 errhint("Use ALTER TABLE ... SET LOGGED, or a kind that captures the changes by trigger: \"arrangement\", \"snapshot\" or \"no_shuffle\".")));
 }
 
+/* one actor, at create_job and at reschedule */
+static void
+cdc_check_parallelism(int parallelism)
+{
+	if (parallelism != 1)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("a backfill job of kind \"cdc\" must have parallelism 1"),
+				 errdetail("The cdc backfill reads each table with a single actor, as RisingWave's non-parallel CDC backfill does.")));
+}
+
 /*
  * What create_job requires of a cdc job: logical decoding, the right to
  *		use it, an upstream whose changes are logged and whose deletes carry
@@ -174,11 +185,7 @@ cdc_check_create(Relation upstream, int parallelism)
 {
 	ListCell   *lc;
 
-	if (parallelism != 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("a backfill job of kind \"cdc\" must have parallelism 1"),
-				 errdetail("The cdc backfill reads each table with a single actor, as RisingWave's non-parallel CDC backfill does.")));
+	cdc_check_parallelism(parallelism);
 	if (wal_level < WAL_LEVEL_LOGICAL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -728,6 +735,18 @@ cdc_recount_actors(int64 job_id, const char *state_sql)
 	backfill_recount_actor_rows(job_id, psprintf("SELECT s.row_count FROM %s s", state_sql));
 }
 
+/* job_state's one row: the one split of the whole table, on the one actor */
+static char *
+cdc_state_query(const char *state_sql, const char *position)
+{
+	return psprintf("SELECT a.actor_id, NULL::integer, "
+					"       CASE WHEN ROW(%1$s) IS NULL THEN NULL ELSE ROW(%1$s)::text END, "
+					"       coalesce(s.backfill_finished, false), coalesce(s.row_count, 0), "
+					"       NULL::bigint, s.cdc_offset "
+					"  FROM backfill.actor a LEFT JOIN %2$s s ON true "
+					" WHERE a.job_id = $1", position, state_sql);
+}
+
 const KindRoutine backfill_cdc_routine = {
 	.kind = BACKFILL_KIND_CDC,
 	.reserved_columns = cdc_reserved_columns,
@@ -750,4 +769,6 @@ const KindRoutine backfill_cdc_routine = {
 	.after_finish = cdc_after_finish,
 	.drop_objects = cdc_drop_objects,
 	.recount_actors = cdc_recount_actors,
+	.check_parallelism = cdc_check_parallelism,
+	.state_query = cdc_state_query,
 };

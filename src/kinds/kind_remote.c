@@ -127,12 +127,15 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "access/relation.h"
 #include "access/table.h"
 #include "access/xact.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_foreign_table.h"
 #include "catalog/pg_inherits.h"
 #include "catalog/pg_type.h"
+#include "foreign/foreign.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "tcop/pquery.h"
@@ -145,6 +148,7 @@
 #include "utils/pg_lsn.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
+#include "utils/syscache.h"
 
 #include "capture/capture.h"
 #include "catalog/catalog_access.h"
@@ -1082,6 +1086,89 @@ remote_recount_actors(int64 job_id, const char *state_sql pg_attribute_unused())
 	backfill_actor_rows_reset(job_id);
 }
 
+/*
+ * job_state's rows: one per split, its id for a vnode, its range of the
+ * first key column for a position, its low and high offsets for cdc_offset;
+ * actor a of p reads splits a*n/p .. (a+1)*n/p - 1, as remote_job.c gives
+ * them out.  The position inside a split is in memory only.
+ */
+static char *
+remote_state_query(const char *state_sql, const char *position pg_attribute_unused())
+{
+	return psprintf("WITH b AS (SELECT coalesce($2, '{}'::text[]) AS b), "
+					"     a AS (SELECT a.actor_id, (row_number() OVER (ORDER BY a.actor_id) - 1)::int AS i, "
+					"                  count(*) OVER ()::int AS p "
+					"             FROM backfill.actor a WHERE a.job_id = $1) "
+					"SELECT a.actor_id, sp.split_id, "
+					"       format('[%%s,%%s)', b.b[sp.split_id], b.b[sp.split_id + 1]), "
+					"       coalesce(s.backfill_finished, false), coalesce(s.row_count, 0), NULL::bigint, "
+					"       CASE WHEN s.split_id IS NOT NULL "
+					"            THEN jsonb_build_object('low', s.cdc_offset_low, 'high', s.cdc_offset_high) END "
+					"  FROM b CROSS JOIN generate_series(0, cardinality(b.b)) AS sp(split_id) "
+					"  JOIN a ON sp.split_id >= a.i * (cardinality(b.b) + 1) / a.p "
+					"        AND sp.split_id < (a.i + 1) * (cardinality(b.b) + 1) / a.p "
+					"  LEFT JOIN %s s ON s.split_id = sp.split_id "
+					" ORDER BY sp.split_id", state_sql);
+}
+
+/* the name of the server of foreign table relid; NULL when it is none */
+static char *
+foreign_server_name(Oid relid)
+{
+	HeapTuple	tup = SearchSysCache1(FOREIGNTABLEREL, ObjectIdGetDatum(relid));
+	ForeignServer *server;
+
+	if (!HeapTupleIsValid(tup))
+		return NULL;
+	server = GetForeignServerExtended(((Form_pg_foreign_table) GETSTRUCT(tup))->ftserver,
+									  FSV_MISSING_OK);
+	ReleaseSysCache(tup);
+	return server ? pstrdup(server->servername) : NULL;
+}
+
+/*
+ * job_splits' rows: split j holds the keys in [bound j-1, bound j) of the
+ * first key column; a NULL bound, in a sharded job's, ends a partition's
+ * splits, so a split's partition is the one after as many NULL bounds as
+ * come before it (a job of one foreign table: its upstream).
+ */
+static List *
+remote_splits(const JobView *job)
+{
+	Datum	   *bounds = NULL;
+	bool	   *bound_nulls = NULL;
+	int			nbounds = 0;
+	Datum	   *parts = NULL;
+	bool	   *part_nulls = NULL;
+	int			nparts = 0;
+	int			part = 0;
+	List	   *splits = NIL;
+
+	if (!job->splits_null)
+		deconstruct_array(DatumGetArrayTypeP(job->splits), TEXTOID, -1, false, TYPALIGN_INT,
+						  &bounds, &bound_nulls, &nbounds);
+	if (!job->partitions_null)
+		deconstruct_array(DatumGetArrayTypeP(job->partitions), OIDOID, sizeof(Oid), true,
+						  TYPALIGN_INT, &parts, &part_nulls, &nparts);
+	for (int i = 0; i <= nbounds; i++)
+	{
+		JobSplit   *split = palloc0(sizeof(JobSplit));
+
+		if (i > 0 && bound_nulls[i - 1])
+			part++;
+		split->split_id = i;
+		split->partition = part < nparts && !part_nulls[part] ?
+			DatumGetObjectId(parts[part]) : job->upstream;
+		split->server = foreign_server_name(split->partition);
+		if (i > 0 && !bound_nulls[i - 1])
+			split->lower_bound = TextDatumGetCString(bounds[i - 1]);
+		if (i < nbounds && !bound_nulls[i])
+			split->upper_bound = TextDatumGetCString(bounds[i]);
+		splits = lappend(splits, split);
+	}
+	return splits;
+}
+
 const KindRoutine backfill_remote_cdc_routine = {
 	.kind = BACKFILL_KIND_REMOTE_CDC,
 	.reserved_columns = remote_reserved_columns,
@@ -1111,4 +1198,6 @@ const KindRoutine backfill_remote_cdc_routine = {
 	.drop_objects = remote_drop_objects,
 	.unfetched_keys = remote_unfetched_keys,
 	.recount_actors = remote_recount_actors,
+	.state_query = remote_state_query,
+	.splits = remote_splits,
 };

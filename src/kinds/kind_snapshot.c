@@ -871,6 +871,23 @@ snapshot_reschedule_refusal(int64 job_id, char **detail, char **hint)
 	*hint = pstrdup("Wait until the job has finished.");
 }
 
+/*
+ * job_state's rows: one per vnode with its actor; current_pos is the next
+ * row to read, finished is is_epoch_finished
+ */
+static char *
+snapshot_state_query(const char *state_sql, const char *position)
+{
+	return psprintf("SELECT a.actor_id, v.vnode, "
+					"       CASE WHEN ROW(%1$s) IS NULL THEN NULL ELSE ROW(%1$s)::text END, "
+					"       coalesce(s.is_epoch_finished, false), coalesce(s.row_count, 0), "
+					"       s.epoch, NULL::jsonb "
+					"  FROM generate_series(0, %3$d) AS v(vnode) "
+					"  JOIN backfill.actor a ON a.job_id = $1 AND v.vnode BETWEEN a.vnode_start AND a.vnode_end "
+					"  LEFT JOIN %2$s s ON s.vnode = v.vnode "
+					" ORDER BY v.vnode", position, state_sql, BACKFILL_VNODE_COUNT - 1);
+}
+
 const KindRoutine backfill_snapshot_routine = {
 	.kind = BACKFILL_KIND_SNAPSHOT,
 	.reserved_columns = snapshot_reserved_columns,
@@ -892,4 +909,5 @@ const KindRoutine backfill_snapshot_routine = {
 	.finished_everywhere = snapshot_finished_everywhere,
 	.recount_actors = snapshot_recount_actors,
 	.reschedule_refusal = snapshot_reschedule_refusal,
+	.state_query = snapshot_state_query,
 };

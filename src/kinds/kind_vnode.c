@@ -298,6 +298,24 @@ no_shuffle_reschedule_refusal(int64 job_id, char **detail, char **hint)
 					 (long long) job_id);
 }
 
+/*
+ * job_state's rows: one per vnode with its actor; a vnode without a row
+ * decodes as RisingWave decodes it, not started
+ */
+static char *
+vnode_state_query(const char *state_sql, const char *position)
+{
+	return psprintf("SELECT a.actor_id, v.vnode, "
+					"       CASE WHEN ROW(%1$s) IS NULL THEN NULL ELSE ROW(%1$s)::text END, "
+					"       CASE WHEN s.vnode IS NULL THEN false ELSE s.backfill_finished END, "
+					"       CASE WHEN s.vnode IS NULL THEN 0 ELSE s.row_count END, "
+					"       NULL::bigint, NULL::jsonb "
+					"  FROM generate_series(0, %3$d) AS v(vnode) "
+					"  JOIN backfill.actor a ON a.job_id = $1 AND v.vnode BETWEEN a.vnode_start AND a.vnode_end "
+					"  LEFT JOIN %2$s s ON s.vnode = v.vnode "
+					" ORDER BY v.vnode", position, state_sql, BACKFILL_VNODE_COUNT - 1);
+}
+
 static void
 no_shuffle_recount_actors(int64 job_id, const char *state_sql)
 {
@@ -328,6 +346,7 @@ const KindRoutine backfill_no_shuffle_routine = {
 	.finished_everywhere = vnode_finished_everywhere,
 	.recount_actors = no_shuffle_recount_actors,
 	.reschedule_refusal = no_shuffle_reschedule_refusal,
+	.state_query = vnode_state_query,
 };
 
 const KindRoutine backfill_arrangement_routine = {
@@ -345,4 +364,5 @@ const KindRoutine backfill_arrangement_routine = {
 	.actor_finished = backfill_vnodes_finished,
 	.finished_everywhere = vnode_finished_everywhere,
 	.recount_actors = arrangement_recount_actors,
+	.state_query = vnode_state_query,
 };

@@ -4,7 +4,8 @@
  *	  The barrier loop of a run (driver.c), the worker registry (registry.c)
  *	  and the live actors (live_actors.c), the guard of DROP / ALTER
  *	  EXTENSION (extension_ddl.c), the lines of progress sent to the client
- *	  (progress.c) and the workers (worker.c).
+ *	  (progress.c), starting and stopping a job's workers (worker_control.c)
+ *	  and the workers (worker.c).
  *	  _PG_init calls each file's init.
  *
  *-------------------------------------------------------------------------
@@ -28,7 +29,6 @@ extern void backfill_shmem_init(void);
 extern void backfill_worker_caps_init(void);
 extern void backfill_launch_job(BackfillJob *job);
 extern bool backfill_stop_workers(int64 job_id, bool immediate);
-extern bool backfill_stop_and_lock(int64 job_id);	/* worker_control.c */
 extern bool backfill_stop_requested(int64 job_id);
 extern TimestampTz backfill_run_pace_clock(int64 job_id, TimestampTz from, int64 usecs);
 extern bool backfill_claim_prepare(int64 job_id);
@@ -73,6 +73,11 @@ extern void backfill_progress_run_end(int64 job_id, const char *how);
 extern int	backfill_log_progress_interval_ms(void);
 extern void backfill_progress_send(int64 job_id, const char *progress, double rows_per_second,
 								   double eta_seconds, const char *throttled_by);
+
+/* worker_control.c: starting and stopping a job's workers */
+extern void backfill_start_workers(int64 job_id);
+extern bool backfill_stop_and_lock(int64 job_id);
+extern void backfill_check_workers(int64 job_id, int parallelism);
 
 /* worker.c */
 extern void backfill_worker_init(void);

@@ -31,25 +31,18 @@ PG_FUNCTION_INFO_V1(backfill_job_is_running);
 PG_FUNCTION_INFO_V1(backfill_check_workers_1_3);
 
 /*
- * backfill.start_job(job_id bigint) RETURNS void
+ * backfill_start_workers
+ *		Run job_id in background workers, one per actor; return at once.
  *
  * A finished job has nothing to start, unless it follows its upstream in a
  * worker (job->follows): then one worker does, until stop_job.  Holds the
  * job lock until the caller commits, so the workers, which wait for it,
  * start from what the caller's transaction committed.
  */
-Datum
-backfill_start_job(PG_FUNCTION_ARGS)
+void
+backfill_start_workers(int64 job_id)
 {
-	int64		job_id;
 	BackfillJob *job;
-
-	backfill_require_preloaded("backfill.start_job()");
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("argument \"job_id\" must not be null")));
-	job_id = PG_GETARG_INT64(0);
 
 	SPI_connect();
 	job = backfill_load_job_to_run(job_id, CurrentMemoryContext);
@@ -62,7 +55,7 @@ backfill_start_job(PG_FUNCTION_ARGS)
 				(errmsg("backfill job %lld has already finished", (long long) job_id),
 				 errdetail("Its downstream table follows the upstream without workers.")));
 		SPI_finish();
-		PG_RETURN_VOID();
+		return;
 	}
 	/* not run by a session now; held until commit */
 	backfill_lock_job(job_id, false);
@@ -70,6 +63,18 @@ backfill_start_job(PG_FUNCTION_ARGS)
 	backfill_set_background(job_id);
 	backfill_launch_job(job);
 	SPI_finish();
+}
+
+/* backfill.start_job(job_id bigint) RETURNS void */
+Datum
+backfill_start_job(PG_FUNCTION_ARGS)
+{
+	backfill_require_preloaded("backfill.start_job()");
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"job_id\" must not be null")));
+	backfill_start_workers(PG_GETARG_INT64(0));
 	PG_RETURN_VOID();
 }
 
@@ -141,37 +146,44 @@ backfill_job_is_running(PG_FUNCTION_ARGS)
 }
 
 /*
- * backfill._check_workers(job_id bigint, parallelism integer) RETURNS void
- *		For reschedule, before it stops the job's workers: refuse, as a
- *		launch would, a parallelism whose workers the caps do not allow, so
- *		that a refused reschedule leaves the job running as it was.  Nothing
- *		to check when the job does not run in the background.
+ * backfill_check_workers
+ *		For reschedule, before it stops the workers of job_id, which the
+ *		caller owns: refuse, as a launch would, a parallelism whose workers
+ *		the caps do not allow, so that a refused reschedule leaves the job
+ *		running as it was.  Nothing to check when the job does not run in
+ *		the background.
  */
-Datum
-backfill_check_workers_1_3(PG_FUNCTION_ARGS)
+void
+backfill_check_workers(int64 job_id, int parallelism)
 {
-	int64		job_id;
-	int32		parallelism;
 	BackfillJob job;
 	bool		capped;
 	bool		isnull;
 	Datum		status;
 	int			nworkers;
 
-	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
-		PG_RETURN_VOID();
-	job_id = PG_GETARG_INT64(0);
-	parallelism = PG_GETARG_INT32(1);
 	memset(&job, 0, sizeof(job));
 	job.job_id = job_id;
 	job.owner = backfill_require_job_owner(job_id);
 	if (!backfill_registry_attached())
-		PG_RETURN_VOID();
+		return;
 	status = backfill_job_column(job_id, "status", &isnull);
 	/* a finished job runs one worker, which follows its upstream */
 	nworkers = (!isnull && backfill_parse_status(TextDatumGetCString(status)) == BACKFILL_STATUS_FINISHED) ? 1 : parallelism;
 	capped = !superuser_arg(job.owner);
 
 	backfill_check_worker_caps(&job, nworkers, capped);
+}
+
+/*
+ * backfill._check_workers(job_id bigint, parallelism integer) RETURNS void,
+ * in a 1.3 catalog
+ */
+Datum
+backfill_check_workers_1_3(PG_FUNCTION_ARGS)
+{
+	if (PG_ARGISNULL(0) || PG_ARGISNULL(1))
+		PG_RETURN_VOID();
+	backfill_check_workers(PG_GETARG_INT64(0), PG_GETARG_INT32(1));
 	PG_RETURN_VOID();
 }

@@ -97,132 +97,6 @@ CREATE EVENT TRIGGER backfill_ddl_partition_start ON ddl_command_start
     WHEN TAG IN ('CREATE TABLE', 'CREATE FOREIGN TABLE', 'ALTER TABLE')
     EXECUTE FUNCTION backfill._before_partition_ddl();
 
--- The state table is read with the reader's rights (a superuser's, who
--- reads every job's state through backfill.jobs): it must carry nothing of
--- its owner's that a read would run.  An ordinary table, without rules
--- (which could make it a view) or row-level security, each of whose columns
--- has the type the extension gave it: a type of the system's, or the
--- upstream's column of that name (the key's).  A column retyped to a type
--- of its owner's, whose implicit casts would run in the reader's
--- comparisons, is an error, not a cast.
-CREATE FUNCTION backfill._check_state_table(j backfill.job)
-RETURNS void
-LANGUAGE plpgsql STABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    bad text;
-BEGIN
-    IF EXISTS (SELECT FROM pg_catalog.pg_class c
-                WHERE c.oid OPERATOR(pg_catalog.=) j.state_table
-                  AND (c.relkind OPERATOR(pg_catalog.<>) 'r' OR c.relhasrules OR c.relrowsecurity)) THEN
-        RAISE EXCEPTION 'state table % of backfill job % is not a table the extension can read', j.state_table, j.job_id
-            USING ERRCODE = 'object_not_in_prerequisite_state',
-                  DETAIL = 'It has rules or row-level security, which the extension did not give it.',
-                  HINT = 'Drop them, or drop the job with backfill.drop_job().';
-    END IF;
-    SELECT pg_catalog.format('%I %s', a.attname, pg_catalog.format_type(a.atttypid, a.atttypmod)) INTO bad
-      FROM pg_catalog.pg_attribute a
-     WHERE a.attrelid OPERATOR(pg_catalog.=) j.state_table
-       AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped
-       AND a.atttypid OPERATOR(pg_catalog.>=) 16384   -- FirstNormalObjectId
-       AND NOT EXISTS (SELECT FROM pg_catalog.pg_attribute u
-                        WHERE u.attrelid OPERATOR(pg_catalog.=) j.upstream
-                          AND u.attname OPERATOR(pg_catalog.=) a.attname
-                          AND u.atttypid OPERATOR(pg_catalog.=) a.atttypid)
-     ORDER BY a.attnum LIMIT 1;
-    IF bad IS NOT NULL THEN
-        RAISE EXCEPTION 'state table % of backfill job % has column % of a type the extension did not give it',
-                        j.state_table, j.job_id, bad
-            USING ERRCODE = 'data_corrupted',
-                  DETAIL = 'A job''s state table holds positions and counts of the types of the system and of its upstream''s key.',
-                  HINT = pg_catalog.format('Drop the job with backfill.drop_job(%s) and create it again.', j.job_id);
-    END IF;
-END
-$$;
-COMMENT ON FUNCTION backfill._check_state_table(backfill.job) IS
-'Internal: refuses a state table that carries what its owner put there (rules, row-level security, a column of another type), before job_state reads it with the reader''s rights.';
-
--- job_state: as in 1.3, once _check_state_table has passed
-CREATE OR REPLACE FUNCTION backfill.job_state(job_id bigint)
-RETURNS TABLE (actor_id integer, vnode integer, current_pos text,
-               backfill_finished boolean, row_count bigint,
-               epoch bigint, cdc_offset jsonb)
-LANGUAGE plpgsql STABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    j backfill.job := backfill._get_job(job_id);
-    pos text;
-BEGIN
-    IF j.state_table IS NULL THEN
-        RAISE EXCEPTION 'backfill job % has no state table', job_id
-            USING ERRCODE = 'object_not_in_prerequisite_state',
-                  DETAIL = format('The job is %s.', j.status);
-    END IF;
-    PERFORM backfill._check_state_table(j);
-    SELECT string_agg('s.' || quote_ident(c), ', ' ORDER BY o) INTO pos
-      FROM unnest(j.pk_columns) WITH ORDINALITY AS t(c, o);
-    IF j.remote THEN
-        -- actor a of p reads splits a*n/p .. (a+1)*n/p - 1 (src/kind_remote.c)
-        RETURN QUERY EXECUTE format(
-            'WITH b AS (SELECT coalesce($2, ''{}''::text[]) AS b), '
-            '     a AS (SELECT a.actor_id, (row_number() OVER (ORDER BY a.actor_id) - 1)::int AS i, '
-            '                  count(*) OVER ()::int AS p '
-            '             FROM backfill.actor a WHERE a.job_id = $1) '
-            'SELECT a.actor_id, sp.split_id, '
-            '       format(''[%%s,%%s)'', b.b[sp.split_id], b.b[sp.split_id + 1]), '
-            '       coalesce(s.backfill_finished, false), coalesce(s.row_count, 0), NULL::bigint, '
-            '       CASE WHEN s.split_id IS NOT NULL '
-            '            THEN jsonb_build_object(''low'', s.cdc_offset_low, ''high'', s.cdc_offset_high) END '
-            '  FROM b CROSS JOIN generate_series(0, cardinality(b.b)) AS sp(split_id) '
-            '  JOIN a ON sp.split_id >= a.i * (cardinality(b.b) + 1) / a.p '
-            '        AND sp.split_id < (a.i + 1) * (cardinality(b.b) + 1) / a.p '
-            '  LEFT JOIN %s s ON s.split_id = sp.split_id '
-            ' ORDER BY sp.split_id', j.state_table)
-            USING job_id, j.remote_splits;
-    ELSIF j.kind = 'cdc' THEN
-        -- one split for the whole table
-        RETURN QUERY EXECUTE format(
-            'SELECT a.actor_id, NULL::integer, '
-            '       CASE WHEN ROW(%1$s) IS NULL THEN NULL ELSE ROW(%1$s)::text END, '
-            '       coalesce(s.backfill_finished, false), coalesce(s.row_count, 0), '
-            '       NULL::bigint, s.cdc_offset '
-            '  FROM backfill.actor a LEFT JOIN %2$s s ON true '
-            ' WHERE a.job_id = $1', pos, j.state_table)
-            USING job_id;
-    ELSIF j.kind = 'snapshot' THEN
-        -- current_pos is the next row to read; finished is is_epoch_finished
-        RETURN QUERY EXECUTE format(
-            'SELECT a.actor_id, v.vnode, '
-            '       CASE WHEN ROW(%1$s) IS NULL THEN NULL ELSE ROW(%1$s)::text END, '
-            '       coalesce(s.is_epoch_finished, false), coalesce(s.row_count, 0), '
-            '       s.epoch, NULL::jsonb '
-            '  FROM generate_series(0, 255) AS v(vnode) '
-            '  JOIN backfill.actor a ON a.job_id = $1 AND v.vnode BETWEEN a.vnode_start AND a.vnode_end '
-            '  LEFT JOIN %2$s s ON s.vnode = v.vnode '
-            ' ORDER BY v.vnode', pos, j.state_table)
-            USING job_id;
-    ELSE
-        -- a vnode without a row decodes as RisingWave decodes it: not started
-        RETURN QUERY EXECUTE format(
-            'SELECT a.actor_id, v.vnode, '
-            '       CASE WHEN ROW(%1$s) IS NULL THEN NULL ELSE ROW(%1$s)::text END, '
-            '       CASE WHEN s.vnode IS NULL THEN false ELSE s.backfill_finished END, '
-            '       CASE WHEN s.vnode IS NULL THEN 0 ELSE s.row_count END, '
-            '       NULL::bigint, NULL::jsonb '
-            '  FROM generate_series(0, 255) AS v(vnode) '
-            '  JOIN backfill.actor a ON a.job_id = $1 AND v.vnode BETWEEN a.vnode_start AND a.vnode_end '
-            '  LEFT JOIN %2$s s ON s.vnode = v.vnode '
-            ' ORDER BY v.vnode', pos, j.state_table)
-            USING job_id;
-    END IF;
-END
-$$;
-COMMENT ON FUNCTION backfill.job_state(bigint) IS
-'The state rows of a job, decoded: one per vnode with its actor; for a cdc job its one split; for a remote job one per split (vnode is its id, current_pos its range of the first key column, cdc_offset its low and high offsets).';
-
-
 -- What version 1.3 let a job's owner put on those tables stays, and runs
 -- as that owner only; say so, for its owner or a superuser to drop
 DO $$
@@ -265,6 +139,61 @@ BEGIN
     END LOOP;
 END
 $$;
+
+-- ---------------------------------------------------------------------------
+-- A job's state, its splits and its reschedule: C, each kind's part behind
+-- its callbacks (src/kinds/kind.h), as the engine reaches a kind
+-- ---------------------------------------------------------------------------
+
+-- job_state reads with the caller's rights (a superuser's, who reads every
+-- job's state through backfill.jobs) the job's row, its actors and its
+-- state table, which must first carry nothing of its owner's that a read
+-- would run: an ordinary table, without rules (which could make it a view)
+-- or row-level security, each of whose columns has the type the extension
+-- gave it: a type of the system's, or the upstream's column of that name
+-- (the key's).  A column retyped to a type of its owner's, whose implicit
+-- casts would run in the reader's comparisons, is an error, not a cast.
+-- Its kind decodes the rows (src/api/observe.c).
+CREATE OR REPLACE FUNCTION backfill.job_state(job_id bigint)
+RETURNS TABLE (actor_id integer, vnode integer, current_pos text,
+               backfill_finished boolean, row_count bigint,
+               epoch bigint, cdc_offset jsonb)
+AS 'MODULE_PATHNAME', 'backfill_job_state_1_4'
+LANGUAGE C STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill.job_state(bigint) IS
+'The state rows of a job, decoded: one per vnode with its actor; for a cdc job its one split; for a remote job one per split (vnode is its id, current_pos its range of the first key column, cdc_offset its low and high offsets).';
+
+-- each split of a job whose kind cuts its own (its upstream is on other
+-- servers) with its partition, its server and its range of the first key
+-- column (NULL: the partition's start or end); no rows for another job
+CREATE OR REPLACE FUNCTION backfill.job_splits(job_id bigint)
+RETURNS TABLE (split_id integer, partition regclass, server name,
+               lower_bound text, upper_bound text)
+AS 'MODULE_PATHNAME', 'backfill_job_splits_1_4'
+LANGUAGE C STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill.job_splits(bigint) IS
+'The splits of a job whose upstream is on other servers: each split''s foreign table (a partition of a sharded upstream), its server and its bounds on the first key column (NULL: unbounded).';
+
+-- reschedule checks everything before the workers stop (a refused
+-- reschedule leaves them running): the parallelism, which its kind may
+-- restrict, and, for a job being created, whether its kind can be
+-- rescheduled before it finishes (a legacy no-shuffle one, a snapshot one
+-- before it follows the upstream cannot, with the text of RisingWave's
+-- meta, stream_manager.rs); then the caps on background workers
+CREATE OR REPLACE FUNCTION backfill.reschedule(job_id bigint, parallelism integer)
+RETURNS void
+AS 'MODULE_PATHNAME', 'backfill_reschedule_1_4'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill.reschedule(bigint, integer) IS
+'Spreads the vnodes of a job over a new set of actors; restarts its background workers if it had any.';
+
+-- what the SQL versions of those called, which nothing calls any more
+DROP FUNCTION backfill._check_reschedule(bigint);
+DROP FUNCTION backfill._check_workers(bigint, integer);
+DROP FUNCTION backfill._rebuild_actors(bigint, integer);
 
 -- ---------------------------------------------------------------------------
 -- Copies that row-level security would filter, and what indexes => true copies
