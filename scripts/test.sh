@@ -83,7 +83,8 @@ if ! (cd "$workdir" && run_as_tester pg_virtualenv -v "$PGVER" -o wal_level=logi
 fi
 
 step "TAP tests"
-run_as_tester make -C "$workdir" installcheck REGRESS= ISOLATION= || status=1
+# --timer: each file's time in the log, to see where the time goes
+run_as_tester make -C "$workdir" installcheck REGRESS= ISOLATION= PROVE_FLAGS=--timer || status=1
 
 if [ -n "$vglog" ]; then
     step "valgrind (scripts/valgrind.sh --installed)"
