@@ -6,7 +6,17 @@
 # No existing cluster is touched.  As root, missing Debian packages are
 # installed first, and the TAP tests run as the unprivileged user "postgres"
 # on a copy of the tree, since PostgreSQL refuses to run as root.
+#
+#   bash scripts/test.sh [--no-valgrind]
+#
+# Beside the pg_regress, isolation and TAP tests, scripts/valgrind.sh runs
+# the pg_regress and isolation suites against a server under valgrind, in
+# the background on a core of its own (it takes about as long as the TAP
+# tests); --no-valgrind leaves it out.
 set -euo pipefail
+
+VALGRIND=1
+[ "${1:-}" = --no-valgrind ] && VALGRIND=0
 
 PGVER=${PGVER:-15}
 HERE=$(cd "$(dirname "$0")/.." && pwd)
@@ -14,7 +24,7 @@ cd "$HERE"
 
 . scripts/common.sh
 install_packages postgresql-$PGVER postgresql-server-dev-$PGVER libipc-run-perl make gcc prometheus-postgres-exporter \
-    prometheus-sql-exporter prometheus
+    prometheus-sql-exporter prometheus valgrind
 
 step "versions (backfill.control, src/sql/, META.json, debian/changelog)"
 bash scripts/check_versions.sh
@@ -36,6 +46,17 @@ make -s PG_CFLAGS_EXTRA=-Werror
 install_extension
 
 status=0
+
+vglog=
+if [ $VALGRIND = 1 ]; then
+    vglog=$(mktemp /tmp/backfill-valgrind-log.XXXXXX)
+    step "valgrind: scripts/valgrind.sh --installed in the background (output in $vglog)"
+    bash scripts/valgrind.sh --installed >"$vglog" 2>&1 &
+    vgpid=$!
+    # if this script stops early, so does the run under valgrind (its own
+    # trap stops its server)
+    trap 'kill "$vgpid" 2>/dev/null || true' EXIT
+fi
 
 # As root, the tests run on a copy of the tree owned by "postgres": the
 # servers run as that user and write their results next to the tests.
@@ -62,7 +83,16 @@ if ! (cd "$workdir" && run_as_tester pg_virtualenv -v "$PGVER" -o wal_level=logi
 fi
 
 step "TAP tests"
-run_as_tester make -C "$workdir" installcheck REGRESS= ISOLATION= || status=1
+# --timer: each file's time in the log, to see where the time goes
+run_as_tester make -C "$workdir" installcheck REGRESS= ISOLATION= PROVE_FLAGS=--timer || status=1
+
+if [ -n "$vglog" ]; then
+    step "valgrind (scripts/valgrind.sh --installed)"
+    wait "$vgpid" || status=1
+    trap - EXIT
+    cat "$vglog"
+    rm -f "$vglog"
+fi
 
 if [ "$workdir" != "$HERE" ]; then
     if [ $status = 0 ]; then rm -rf "$workdir"; else echo "test output kept in $workdir"; fi

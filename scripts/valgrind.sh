@@ -3,7 +3,10 @@
 # that runs under valgrind; fails if valgrind reports an error whose stack
 # passes through backfill.so.
 #
-#   bash scripts/valgrind.sh
+#   bash scripts/valgrind.sh [--installed]
+#
+# With --installed it neither builds nor installs: scripts/test.sh runs it so,
+# beside its TAP tests, once it has installed this tree's build.
 #
 # The server is a throw-away cluster in a temp dir (its own port and
 # socket), started through a wrapper that runs every postgres process under
@@ -24,24 +27,28 @@ cd "$HERE"
 . scripts/common.sh
 install_packages postgresql-$PGVER postgresql-server-dev-$PGVER make gcc valgrind
 
+INSTALLED=0
+[ "${1:-}" = --installed ] && INSTALLED=1
+
 export PG_CONFIG=/usr/lib/postgresql/$PGVER/bin/pg_config
 BIN=$("$PG_CONFIG" --bindir)
-step "build (warnings are errors)"
-make -s clean
-make -s PG_CFLAGS_EXTRA=-Werror
-install_extension
+if [ $INSTALLED = 0 ]; then
+    step "build (warnings are errors)"
+    make -s clean
+    make -s PG_CFLAGS_EXTRA=-Werror
+    install_extension
+fi
 
 DIR=$(mktemp -d /tmp/backfill-valgrind.XXXXXX)
 run_as_tester() {
     if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
 }
-workdir=$HERE
-if [ "$(id -u)" = 0 ]; then
-    workdir=$DIR/tree
-    cp -a "$HERE"/. "$workdir"/
-    rm -rf "$workdir/.git"
-    chown -R postgres "$DIR"
-fi
+# the suites run on a copy of the tree, so that another run of them in the
+# tree (scripts/test.sh's, at the same time) keeps its own results
+workdir=$DIR/tree
+cp -a "$HERE"/. "$workdir"/
+rm -rf "$workdir/.git"
+[ "$(id -u)" = 0 ] && chown -R postgres "$DIR"
 PORT=$(( 40000 + RANDOM % 20000 ))
 cleanup() {
     run_as_tester "$BIN/pg_ctl" -D "$DIR/data" -m immediate stop >/dev/null 2>&1 || true
