@@ -134,7 +134,7 @@ relation_exists(Oid relid)
 static void
 build_index(int64 job_id, Oid downstream, const char *index_name, const char *stmt)
 {
-	ErrorData  *edata = backfill_subxact_exec(stmt, SPI_OK_UTILITY);
+	ErrorData  *edata = backfill_subxact_exec(stmt, SPI_OK_UTILITY, -1);
 
 	if (edata == NULL)
 		return;

@@ -495,39 +495,6 @@ downstream_has(Oid downstream, const char *def)
 }
 
 /*
- * One attempt at a statement, in a subtransaction that waits at most
- * lock_ms for each lock: NULL when it ran, else its error, the
- * subtransaction rolled back.
- */
-static ErrorData *
-attempt_ddl(const char *ddl, int lock_ms)
-{
-	MemoryContext cxt = CurrentMemoryContext;
-	ResourceOwner owner = backfill_subxact_begin();
-	ErrorData  *volatile edata = NULL;
-
-	PG_TRY();
-	{
-		int			level = NewGUCNestLevel();
-
-		(void) set_config_option("lock_timeout", psprintf("%d", lock_ms), PGC_USERSET,
-								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-		backfill_spi_exec(ddl, SPI_OK_UTILITY);
-		AtEOXact_GUC(true, level);
-		backfill_subxact_release(owner);
-	}
-	PG_CATCH();
-	{
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		backfill_subxact_rollback(owner);
-	}
-	PG_END_TRY();
-	return edata;
-}
-
-/*
  * Run one ALTER TABLE ... ADD CONSTRAINT, attempt after attempt while a
  * lock is not had in time.  Returns whether it was added; another error is
  * a WARNING, and the foreign key is left out.
@@ -537,7 +504,7 @@ add_foreign_key(const char *ddl, const char *downstream_sql, int lock_ms)
 {
 	for (int attempt = 1; attempt <= BACKFILL_FK_ATTEMPTS; attempt++)
 	{
-		ErrorData  *edata = attempt_ddl(ddl, lock_ms);
+		ErrorData  *edata = backfill_subxact_exec(ddl, SPI_OK_UTILITY, lock_ms);
 
 		if (edata == NULL)
 			return true;

@@ -201,11 +201,13 @@ backfill_subxact_rollback(ResourceOwner owner)
  * backfill_subxact_exec
  *		Run a statement (caller connected to SPI) in a subtransaction of its
  *		own: NULL if it succeeded, else its error, copied into the caller's
- *		memory context, with everything it did rolled back.  For work whose
- *		failure the caller reports as a WARNING and goes on.
+ *		memory context, with everything it did rolled back.  With lock_ms
+ *		>= 0 it waits that long at most for each lock (lock_timeout, for the
+ *		statement only).  For work whose failure the caller reports as a
+ *		WARNING, or tries again, and goes on.
  */
 ErrorData *
-backfill_subxact_exec(const char *sql, int expected)
+backfill_subxact_exec(const char *sql, int expected, int lock_ms)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner owner = backfill_subxact_begin();
@@ -213,11 +215,18 @@ backfill_subxact_exec(const char *sql, int expected)
 
 	PG_TRY();
 	{
+		int			level = NewGUCNestLevel();
+
+		if (lock_ms >= 0)
+			(void) set_config_option("lock_timeout", psprintf("%d", lock_ms), PGC_USERSET,
+									 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 		backfill_spi_exec(sql, expected);
+		AtEOXact_GUC(true, level);
 		backfill_subxact_release(owner);
 	}
 	PG_CATCH();
 	{
+		/* the rollback of the subtransaction undoes the lock_timeout too */
 		MemoryContextSwitchTo(cxt);
 		edata = CopyErrorData();
 		FlushErrorState();
