@@ -148,10 +148,14 @@ for my $attempt (1, 2)
 }
 
 # verify_job() of the failed job compares up to the positions: make sure it
-# does see a damaged downstream there (recreate_job drops it anyway).
+# does see a damaged downstream there (recreate_job drops it anyway).  The
+# row taken away is one no writer touched since the last barrier: the keys
+# in the job's change table are pending, and verify_job leaves them out.
+my $changes = $node->safe_psql('postgres', "SELECT change_table FROM backfill.job WHERE job_id = $job");
 $node->safe_psql(
-	'postgres', q{
-DELETE FROM legacy_down WHERE id = (SELECT min(id) FROM legacy_down);
+	'postgres', qq{
+DELETE FROM legacy_down WHERE id = (SELECT min(d.id) FROM legacy_down d
+                                     WHERE NOT EXISTS (SELECT FROM $changes c WHERE c.id = d.id));
 INSERT INTO legacy_down VALUES (-1, 0, 'not upstream');
 });
 my @problems = split /\n/, verify_rows($node, $job);
