@@ -298,9 +298,10 @@ $source->safe_psql('postgres', "UPDATE t SET b = 'stall' WHERE id = 4");
 my $wd = start_writer('d', 700001);
 ok(wait_writes($wd, 30), 'the writer writes on the source');
 
-# statement_timeout, the source stopped after the fence
+# statement_timeout, the source stopped after the fence (20 s: long enough
+# for the cutover to reach its fence on a loaded machine)
 my $start = time;
-$cut = start_cutover($jd, 'cutover_d', "SET statement_timeout = '8s'");
+$cut = start_cutover($jd, 'cutover_d', "SET statement_timeout = '20s'");
 $pid = wait_backend('cutover_d', 'PgSleep');
 is(app_privileges(), 'f f f t f', 'the switchover has fenced the source');
 my @stopped = source_processes();
@@ -310,7 +311,7 @@ my $elapsed = time - $start;
 like($cut->{err}, qr/canceling statement due to statement timeout/, 'on its statement timeout');
 like($cut->{err}, qr/could not give back the write privileges on table "public.t".*backfill.unfence\($jd\)/s,
 	'the fence it could not give back is reported, with the call that gives it back');
-ok($elapsed < 8 + 5 + 7, sprintf('it ends within the statement timeout and a few seconds (%.1f s)', $elapsed));
+ok($elapsed < 20 + 5 + 7, sprintf('it ends within the statement timeout and a few seconds (%.1f s)', $elapsed));
 kill('CONT', @stopped);
 is(app_privileges(), 'f f f t f', 'the fence stays on the source that did not answer');
 $local->safe_psql('postgres', 'DROP TRIGGER stall ON t_d');
