@@ -105,20 +105,6 @@ read_job_row(int64 job_id, JobRow *row)
 	row->status = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 7);
 }
 
-/* the job must be there: one the caller sees, whose owner's privileges it has */
-static void
-require_job(int64 job_id)
-{
-	(void) backfill_require_job_owner(job_id);
-}
-
-/* a relation as regclass prints it, as the messages and statements name it */
-static char *
-regclass_text(Oid relid)
-{
-	return DatumGetCString(DirectFunctionCall1(regclassout, ObjectIdGetDatum(relid)));
-}
-
 static bool
 relation_exists(Oid relid)
 {
@@ -140,7 +126,7 @@ build_index(int64 job_id, Oid downstream, const char *index_name, const char *st
 		return;
 	ereport(WARNING,
 			(errmsg("index \"%s\" of table %s was not built again",
-					index_name, regclass_text(downstream)),
+					index_name, backfill_regclass_text(downstream)),
 			 errdetail("Backfill job %lld had dropped it to build it after its snapshot: %s",
 					   (long long) job_id, edata->message),
 			 errhint("Run %s", stmt)));
@@ -156,7 +142,7 @@ static void
 build_dropped_indexes(const JobRow *j)
 {
 	Oid			nsp = get_rel_namespace(j->downstream);
-	char	   *table = regclass_text(j->downstream);
+	char	   *table = backfill_regclass_text(j->downstream);
 	SPITupleTable *indexes;
 	uint64		nindexes;
 
@@ -185,7 +171,7 @@ static void
 drop_table(Oid relid)
 {
 	if (relation_exists(relid))
-		backfill_spi_exec(psprintf("DROP TABLE %s", regclass_text(relid)), SPI_OK_UTILITY);
+		backfill_spi_exec(psprintf("DROP TABLE %s", backfill_regclass_text(relid)), SPI_OK_UTILITY);
 }
 
 /* the job's image type (a cdc job's), if it has one */
@@ -247,11 +233,12 @@ lock_job_for_drop(int64 job_id, JobRow *row)
 	 * row read below must be the one it left
 	 */
 	DirectFunctionCall2(pg_advisory_xact_lock_int4, key1, Int32GetDatum(key2));
-	require_job(job_id);
+	(void) backfill_require_job_owner(job_id);
 	(void) backfill_stop_and_lock(job_id);
 	read_job_row(job_id, row);
+	/* dropped meanwhile: the same check says it does not exist */
 	if (row->status == NULL)
-		require_job(job_id);	/* dropped meanwhile: it does not exist */
+		(void) backfill_require_job_owner(job_id);
 }
 
 /*
@@ -268,7 +255,7 @@ cancel_owned(const JobRow *j)
 	if (j->into_existing)
 		ereport(NOTICE,
 				(errmsg("backfill job %lld leaves table %s and its rows in place",
-						(long long) j->job_id, regclass_text(j->downstream)),
+						(long long) j->job_id, backfill_regclass_text(j->downstream)),
 				 errdetail("The job filled a table its user made, which only its user drops or empties.")));
 }
 
@@ -369,10 +356,10 @@ given_job_row(HeapTupleHeader given, JobRow *j)
 	j->state_table = given_oid(given, "state_table");
 	j->change_table = given_oid(given, "change_table");
 
-	require_job(j->job_id);
+	(void) backfill_require_job_owner(j->job_id);
 	read_job_row(j->job_id, &cur);
 	if (cur.status == NULL)
-		require_job(j->job_id);
+		(void) backfill_require_job_owner(j->job_id);
 	if (j->owner != cur.owner || j->upstream != cur.upstream ||
 		(OidIsValid(cur.downstream) && j->downstream != cur.downstream) ||
 		(OidIsValid(cur.state_table) && j->state_table != cur.state_table) ||

@@ -43,13 +43,6 @@ PG_FUNCTION_INFO_V1(backfill_job_splits_1_4);
 /* the columns of job_state's rows */
 #define JOB_STATE_COLUMNS 7
 
-/* a relation as regclass prints it under the function's search_path */
-static char *
-regclass_text(Oid relid)
-{
-	return DatumGetCString(DirectFunctionCall1(regclassout, ObjectIdGetDatum(relid)));
-}
-
 /*
  * Refuse a state table with rules or row-level security, which the
  * extension never gives one.
@@ -70,7 +63,7 @@ check_state_relation(const JobView *job)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("state table %s of backfill job %lld is not a table the extension can read",
-						regclass_text(job->state_table), (long long) job->job_id),
+						backfill_regclass_text(job->state_table), (long long) job->job_id),
 				 errdetail("It has rules or row-level security, which the extension did not give it."),
 				 errhint("Drop them, or drop the job with backfill.drop_job().")));
 }
@@ -130,7 +123,7 @@ check_state_columns(const JobView *job)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("state table %s of backfill job %lld has column %s of a type the extension did not give it",
-						regclass_text(job->state_table), (long long) job->job_id, column),
+						backfill_regclass_text(job->state_table), (long long) job->job_id, column),
 				 errdetail("A job's state table holds positions and counts of the types of the system and of its upstream's key."),
 				 errhint("Drop the job with backfill.drop_job(%lld) and create it again.",
 						 (long long) job->job_id)));
@@ -214,7 +207,7 @@ backfill_job_state_1_4(PG_FUNCTION_ARGS)
 	values[1] = job.splits;
 	if (job.splits_null)
 		nulls[1] = 'n';
-	if (SPI_execute_with_args(backfill_kind_routine(job.kind)->state_query(regclass_text(job.state_table),
+	if (SPI_execute_with_args(backfill_kind_routine(job.kind)->state_query(backfill_regclass_text(job.state_table),
 																		   state_position(&job)),
 							  2, types, values, nulls, true, 0) != SPI_OK_SELECT)
 		elog(ERROR, "could not read the state of backfill job %lld", (long long) job_id);

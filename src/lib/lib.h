@@ -19,6 +19,7 @@
 
 /* sql.c: SQL text */
 extern char *backfill_relation_sql(Oid relid);
+extern char *backfill_regclass_text(Oid relid);
 extern char *backfill_upstream_scan(const char *upstream_sql, bool partitioned);
 extern char *backfill_job_scan(BackfillJob *job);
 extern char *backfill_filter_and(BackfillJob *job);

@@ -57,6 +57,17 @@ backfill_relation_sql(Oid relid)
 }
 
 /*
+ * A relation's name as regclass prints it under the current search_path:
+ * schema-qualified only where needed, as the SQL functions' messages and
+ * statements named it with %s
+ */
+char *
+backfill_regclass_text(Oid relid)
+{
+	return DatumGetCString(DirectFunctionCall1(regclassout, ObjectIdGetDatum(relid)));
+}
+
+/*
  * backfill_upstream_scan
  *		The upstream in a FROM clause, aliased u: ONLY the table itself (its
  *		inheritance children are no part of it), or a partitioned table
