@@ -55,9 +55,12 @@ OBJS = \
 	src/copy/sink.o \
 	src/copy/size.o \
 	src/copy/state.o \
+	src/cutover/accepts.o \
 	src/cutover/check.o \
 	src/cutover/check_args.o \
 	src/cutover/check_depend.o \
+	src/cutover/check_names.o \
+	src/cutover/check_owner.o \
 	src/cutover/check_schema.o \
 	src/cutover/check_table.o \
 	src/cutover/weaker.o \

@@ -7,12 +7,12 @@
  *	  run, tables that are not whole tables on their own (a partition, a
  *	  table in an inheritance tree), another job over either table, and the
  *	  objects that name src and cannot be carried (check_depend.c,
- *	  check_schema.c).
+ *	  check_names.c, check_schema.c).
  *
  * dst goes into production with its triggers, defaults, check
  * constraints, rules and policies, which run in the transactions of src's
  * writers: its owner must be one whose code they already run
- * (check_table.c).  The checks run as the caller, in the order the
+ * (check_owner.c).  The checks run as the caller, in the order the
  * PL/pgSQL they replace ran them; the functions of the swap's own sets
  * (the other job, the replica identity's index) are called through SQL.
  *
@@ -148,6 +148,7 @@ backfill_cutover_check(PG_FUNCTION_ARGS)
 	cutover_spi_begin();
 	check_other_job(&job, src, dst);
 	cutover_check_dependents(&job, src, dst);
+	cutover_check_names(&job, src, dst);
 	/* subscriptions, functions of the row type */
 	cutover_check_schema(&job, src, dst);
 	check_replica_identity(src, dst);

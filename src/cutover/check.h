@@ -2,10 +2,11 @@
  *
  * check.h
  *	  The checks of the cutover, before anything is locked or changed: what
- *	  refuses a swap (check.c, check_depend.c), what a real schema has that
- *	  cannot be carried (check_schema.c), whole tables, trusted owners and a
- *	  materialized view made again (check_table.c), what the new table
- *	  would enforce less (weaker.c), and what they share (check_args.c).
+ *	  refuses a swap (check.c, check_depend.c, check_names.c), what a real
+ *	  schema has that cannot be carried (check_schema.c), whole tables and
+ *	  row-level security (check_table.c), trusted owners and a materialized
+ *	  view made again (check_owner.c), what the new table would enforce
+ *	  less (weaker.c, accepts.c), and what they share (check_args.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -37,6 +38,7 @@ extern Oid	cutover_oid_arg(FunctionCallInfo fcinfo, int argno);
 extern char *cutover_rel_raise(Oid relid);
 extern char *cutover_rel_format(Oid relid);
 extern char *cutover_role(Oid roleid);
+extern const char *cutover_ident(const char *name);
 extern int	cutover_query(const char *sql, bool read_only, int nargs, Oid *types,
 						  Datum *values);
 extern char *cutover_value(int row, int col);
@@ -45,14 +47,17 @@ extern void cutover_spi_begin(void);
 extern void cutover_spi_end(void);
 
 /* check_table.c */
-extern bool cutover_trusts(Oid src, Oid dst, bool *isnull);
 extern void cutover_whole_table(CutoverJob *job, Oid rel);
+
+/* check_owner.c */
+extern bool cutover_trusts(Oid src, Oid dst, bool *isnull);
 extern void cutover_check_matview(Oid mv, Oid dst);
 
 /* check_schema.c */
 extern void cutover_check_schema(CutoverJob *job, Oid src, Oid dst);
 
-/* check_depend.c */
+/* check_depend.c, check_names.c */
 extern void cutover_check_dependents(CutoverJob *job, Oid src, Oid dst);
+extern void cutover_check_names(CutoverJob *job, Oid src, Oid dst);
 
 #endif							/* BACKFILL_CUTOVER_CHECK_H */

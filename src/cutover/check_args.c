@@ -85,6 +85,17 @@ cutover_rel_format(Oid relid)
 	return OidIsValid(relid) ? cutover_rel_raise(relid) : "";
 }
 
+/* a name as format()'s %I prints it, which refuses a NULL */
+const char *
+cutover_ident(const char *name)
+{
+	if (name == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("null values cannot be formatted as an SQL identifier")));
+	return quote_identifier(name);
+}
+
 /* a role as regrole prints it */
 char *
 cutover_role(Oid roleid)

@@ -5,28 +5,22 @@
  *	  swap can carry each over to the new one: views (their SELECT rule
  *	  only), materialized views (made again over the new table), foreign
  *	  keys, triggers, policies, sequences and publications.  Anything else
- *	  refuses the cutover, before anything is locked or changed.
+ *	  refuses the cutover, before anything is locked or changed.  What
+ *	  names src otherwise (its own rules, foreign keys, columns of its row
+ *	  type, publications) is check_names.c's.
  *
  * Each object is read from pg_depend, in the order of its description,
  * and the first that cannot be carried is the error.  A foreign key of a
  * partitioned table is added only by checking every row of it (PostgreSQL
  * has no NOT VALID one there): the swap would hold its lock for that long,
- * so it is refused.  Foreign keys from other tables are carried, and so is
- * one of src to itself (dst gets its own, to itself); they need the
- * referenced columns on dst.  A column of src's row type elsewhere would
- * keep the old table's type (the job's own change table excepted: its
- * images are of the type of the job's downstream, which the rollback of a
- * cutover makes src).
+ * so it is refused.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include "catalog/pg_class.h"
-#include "catalog/pg_constraint.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
-#include "utils/builtins.h"
 
 #include "cutover/check.h"
 
@@ -67,17 +61,6 @@ static const char dependents_sql[] =
 	"   AND dep.refobjid = $1 AND dep.deptype = 'n'"
 	" ORDER BY 2";
 
-/* a name as format()'s %I prints it, which refuses a NULL */
-static const char *
-ident(const char *name)
-{
-	if (name == NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("null values cannot be formatted as an SQL identifier")));
-	return quote_identifier(name);
-}
-
 /* refuse what cannot be carried of a dependent object: a rule of a view or table */
 static void
 check_rule(SPITupleTable *tab, int i, Oid src, Oid dst)
@@ -117,7 +100,7 @@ check_rule(SPITupleTable *tab, int i, Oid src, Oid dst)
 				 errmsg("cannot carry view %s over to table %s",
 						view ? view : "<NULL>", cutover_rel_raise(dst)),
 				 errdetail("View %s selects column %s of table %s, which table %s does not have.",
-						   view ? view : "", ident(SPI_getvalue(row, tab->tupdesc, 10)),
+						   view ? view : "", cutover_ident(SPI_getvalue(row, tab->tupdesc, 10)),
 						   cutover_rel_format(src), cutover_rel_format(dst)),
 				 errhint("Drop or redefine view %s before the cutover.", view ? view : "")));
 #undef COL
@@ -156,78 +139,6 @@ check_dependent(SPITupleTable *tab, int i, Oid src, Oid dst)
 #undef COL
 }
 
-/* src's own rules other than SELECT stay on the old table */
-static void
-check_own_rules(Oid src, Oid dst, Oid *types, Datum *values)
-{
-	if (cutover_query("SELECT pg_catalog.format('rule %I on table %s', rw.rulename, $1::pg_catalog.regclass)"
-					  "  FROM pg_catalog.pg_rewrite rw WHERE rw.ev_class = $1 AND rw.ev_type <> '1'"
-					  " ORDER BY rw.rulename LIMIT 1",
-					  false, 1, types, values) > 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot carry %s over to table %s", cutover_value(0, 1), cutover_rel_raise(dst)),
-				 errdetail("The rule would stay on table %s under its new name.", cutover_rel_format(src)),
-				 errhint("Drop the rule before the cutover and create it again after it.")));
-}
-
-/* foreign keys from other tables need the referenced columns on dst; one of src to itself, its referencing columns too */
-static void
-check_foreign_keys(Oid dst, Oid *types, Datum *values)
-{
-	if (cutover_query("SELECT c.conname, c.conrelid::pg_catalog.regclass::pg_catalog.text, a.attname"
-					  "  FROM pg_catalog.pg_constraint c"
-					  "  CROSS JOIN LATERAL pg_catalog.unnest(c.confkey || CASE WHEN c.conrelid = $1"
-					  "                                          THEN c.conkey ELSE '{}' END) AS k(attnum)"
-					  "  JOIN pg_catalog.pg_attribute a ON a.attrelid = $1 AND a.attnum = k.attnum"
-					  " WHERE c.contype = 'f' AND c.confrelid = $1"
-					  "   AND NOT EXISTS (SELECT FROM pg_catalog.pg_attribute b"
-					  "                    WHERE b.attrelid = $2 AND b.attname = a.attname"
-					  "                      AND b.attnum > 0 AND NOT b.attisdropped)",
-					  false, 2, types, values) > 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot carry foreign key %s of table %s over to table %s",
-						cutover_value(0, 1), cutover_value(0, 2), cutover_rel_raise(dst)),
-				 errdetail("It references column %s, which table %s does not have.",
-						   ident(cutover_value(0, 3)), cutover_rel_format(dst))));
-}
-
-/* a column of src's row type elsewhere than the job's change table */
-static void
-check_row_type_columns(Oid src, Oid *types, Datum *values)
-{
-	if (cutover_query("SELECT pg_catalog.format('%s.%I', a.attrelid::pg_catalog.regclass, a.attname)"
-					  "  FROM pg_catalog.pg_attribute a"
-					  " WHERE a.atttypid = (SELECT reltype FROM pg_catalog.pg_class WHERE oid = $1)"
-					  "   AND a.attrelid <> $1 AND a.attrelid IS DISTINCT FROM $3"
-					  "   AND NOT a.attisdropped LIMIT 1",
-					  false, 3, types, values) > 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot cut over table %s because column %s is of its row type",
-						cutover_rel_raise(src), cutover_value(0, 1)),
-				 errdetail("A column's type cannot move from one table's row type to another's.")));
-}
-
-/* publications with a row filter or a column list are not carried */
-static void
-check_publications(Oid src, Oid dst, Oid *types, Datum *values)
-{
-	if (cutover_query("SELECT p.pubname"
-					  "  FROM pg_catalog.pg_publication_rel r"
-					  "  JOIN pg_catalog.pg_publication p ON p.oid = r.prpubid"
-					  " WHERE r.prrelid = $1 AND (r.prqual IS NOT NULL OR r.prattrs IS NOT NULL) LIMIT 1",
-					  false, 1, types, values) > 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot carry the membership of table %s in publication %s over to table %s",
-						cutover_rel_raise(src), cutover_value(0, 1), cutover_rel_raise(dst)),
-				 errdetail("The table is published with a row filter or a column list."),
-				 errhint("Publish table %s as a whole before the cutover, and filter again after it.",
-						 cutover_rel_format(src))));
-}
-
 /*
  * cutover_check_dependents
  *		Refuse the cutover of job when an object that names src cannot be
@@ -248,8 +159,4 @@ cutover_check_dependents(CutoverJob *job, Oid src, Oid dst)
 	tab = SPI_tuptable;
 	for (int i = 0; i < n; i++)
 		check_dependent(tab, i, src, dst);
-	check_own_rules(src, dst, types, values);
-	check_foreign_keys(dst, types, values);
-	check_row_type_columns(src, types, values);
-	check_publications(src, dst, types, values);
 }
