@@ -19,6 +19,7 @@
 #include "utils/builtins.h"
 
 #include "cutover/check.h"
+#include "lib/lib.h"
 
 PG_FUNCTION_INFO_V1(backfill_cutover_accepts);
 
@@ -89,7 +90,7 @@ backfill_cutover_accepts(PG_FUNCTION_ARGS)
 	nulls[0] = OidIsValid(job.upstream) ? ' ' : 'n';
 	nulls[1] = OidIsValid(job.downstream) ? ' ' : 'n';
 	nulls[2] = PG_ARGISNULL(1) ? 'n' : ' ';
-	cutover_spi_begin();
+	backfill_spi_enter();
 	rc = SPI_execute_with_args("SELECT pg_catalog.array_agg(DISTINCT w.kind ORDER BY w.kind)::pg_catalog.text,"
 							   "       pg_catalog.string_agg(w.detail, E'\\n')"
 							   "  FROM backfill._cutover_weaker($1, $2) w"
@@ -108,6 +109,6 @@ backfill_cutover_accepts(PG_FUNCTION_ARGS)
 				 errhint("Give table %s what it lacks before the cutover, or accept the loss: backfill.cutover(%s, accept => %s).",
 						 cutover_rel_format(job.downstream), job.id_format,
 						 quote_literal_cstr(lost))));
-	cutover_spi_end();
+	backfill_spi_leave();
 	PG_RETURN_VOID();
 }

@@ -30,25 +30,27 @@
 
 PG_FUNCTION_INFO_V1(backfill_cutover_check);
 
-/* the caller must have the privileges of the owners of src and dst */
+/* the caller must have the privileges of the owner of rel; detail says why */
 static void
-check_owners(CutoverJob *job, Oid src, Oid dst)
+require_owner(Oid rel, const char *detail)
 {
-	Oid			owner = backfill_relation_owner(src);
+	Oid			owner = backfill_relation_owner(rel);
 
 	if (OidIsValid(owner) && !has_privs_of_role(GetUserId(), owner))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("must be owner of table %s", cutover_rel_raise(src)),
-				 errdetail("The cutover of backfill job %s renames table %s and carries its privileges, owner and dependent objects over to table %s.",
-						   job->id_format, cutover_rel_format(src), cutover_rel_format(dst))));
-	owner = backfill_relation_owner(dst);
-	if (OidIsValid(owner) && !has_privs_of_role(GetUserId(), owner))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("must be owner of table %s", cutover_rel_raise(dst)),
-				 errdetail("The cutover of backfill job %s renames table %s and gives it the owner of table %s.",
-						   job->id_format, cutover_rel_format(dst), cutover_rel_format(src))));
+				 errmsg("must be owner of table %s", cutover_rel_raise(rel)),
+				 errdetail("%s", detail)));
+}
+
+/* the caller must have the privileges of the owners of src and dst */
+static void
+check_owners(CutoverJob *job, Oid src, Oid dst)
+{
+	require_owner(src, psprintf("The cutover of backfill job %s renames table %s and carries its privileges, owner and dependent objects over to table %s.",
+								job->id_format, cutover_rel_format(src), cutover_rel_format(dst)));
+	require_owner(dst, psprintf("The cutover of backfill job %s renames table %s and gives it the owner of table %s.",
+								job->id_format, cutover_rel_format(dst), cutover_rel_format(src)));
 }
 
 /* dst's owner must be one whose code the writers of src already run */
@@ -145,13 +147,13 @@ backfill_cutover_check(PG_FUNCTION_ARGS)
 	 */
 	cutover_whole_table(&job, src);
 	cutover_whole_table(&job, dst);
-	cutover_spi_begin();
+	backfill_spi_enter();
 	check_other_job(&job, src, dst);
 	cutover_check_dependents(&job, src, dst);
 	cutover_check_names(&job, src, dst);
 	/* subscriptions, functions of the row type */
 	cutover_check_schema(&job, src, dst);
 	check_replica_identity(src, dst);
-	cutover_spi_end();
+	backfill_spi_leave();
 	PG_RETURN_VOID();
 }

@@ -10,7 +10,7 @@
  * comparison with it finds nothing, as it did in PL/pgSQL; a table is
  * printed as regclass prints it, under the search_path the function's SET
  * clause pins.  The queries run in the caller's SPI connection
- * (cutover_spi_begin), read-only in a STABLE function as PL/pgSQL ran them.
+ * (backfill_spi_enter), read-only in a STABLE function as PL/pgSQL ran them.
  *
  *-------------------------------------------------------------------------
  */
@@ -103,20 +103,6 @@ cutover_role(Oid roleid)
 	if (!OidIsValid(roleid))
 		return "";
 	return DatumGetCString(DirectFunctionCall1(regroleout, ObjectIdGetDatum(roleid)));
-}
-
-void
-cutover_spi_begin(void)
-{
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-}
-
-void
-cutover_spi_end(void)
-{
-	if (SPI_finish() != SPI_OK_FINISH)
-		elog(ERROR, "SPI_finish failed");
 }
 
 /*

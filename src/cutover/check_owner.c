@@ -42,7 +42,7 @@ cutover_trusts(Oid src, Oid dst, bool *isnull)
 	Datum		values[2] = {ObjectIdGetDatum(src), ObjectIdGetDatum(dst)};
 	bool		result = false;
 
-	cutover_spi_begin();
+	backfill_spi_enter();
 	*isnull = true;
 	if (cutover_query("WITH RECURSIVE held(role) AS ("
 					  " SELECT relowner FROM pg_catalog.pg_class WHERE oid = $1"
@@ -58,7 +58,7 @@ cutover_trusts(Oid src, Oid dst, bool *isnull)
 		result = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc,
 											1, isnull));
 	}
-	cutover_spi_end();
+	backfill_spi_leave();
 	return result;
 }
 
@@ -91,7 +91,7 @@ cutover_check_matview(Oid mv, Oid dst)
 	Datum		values[1] = {ObjectIdGetDatum(mv)};
 	Oid			owner;
 
-	cutover_spi_begin();
+	backfill_spi_enter();
 	/* a view or materialized view by its name, not its rule's */
 	if (cutover_query("SELECT coalesce((SELECT pg_catalog.format('%s %s',"
 					  "     CASE c.relkind WHEN 'm' THEN 'materialized view' ELSE 'view' END,"
@@ -120,7 +120,7 @@ cutover_check_matview(Oid mv, Oid dst)
 				 errhint("Drop %s before the cutover and create it again after it.",
 						 what ? what : "")));
 	}
-	cutover_spi_end();
+	backfill_spi_leave();
 	owner = backfill_relation_owner(mv);
 	if (OidIsValid(owner) && !has_privs_of_role(GetUserId(), owner))
 		ereport(ERROR,

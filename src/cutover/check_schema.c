@@ -20,6 +20,7 @@
 #include "utils/builtins.h"
 
 #include "cutover/check.h"
+#include "lib/lib.h"
 
 PG_FUNCTION_INFO_V1(backfill_cutover_check_schema);
 
@@ -124,10 +125,10 @@ check_row_type_functions(Oid src, Oid dst)
 void
 cutover_check_schema(CutoverJob *job, Oid src, Oid dst)
 {
-	cutover_spi_begin();
+	backfill_spi_enter();
 	check_subscriptions(job, src, dst);
 	check_row_type_functions(src, dst);
-	cutover_spi_end();
+	backfill_spi_leave();
 }
 
 /*

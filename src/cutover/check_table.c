@@ -22,6 +22,7 @@
 #include "utils/syscache.h"
 
 #include "cutover/check.h"
+#include "lib/lib.h"
 
 PG_FUNCTION_INFO_V1(backfill_cutover_whole_table);
 PG_FUNCTION_INFO_V1(backfill_cutover_filtered_by_rls);
@@ -39,7 +40,7 @@ cutover_whole_table(CutoverJob *job, Oid rel)
 	char	   *parent;
 	char	   *name = cutover_rel_raise(rel);
 
-	cutover_spi_begin();
+	backfill_spi_enter();
 	if (cutover_query("SELECT (SELECT inhparent::pg_catalog.regclass::pg_catalog.text"
 					  "          FROM pg_catalog.pg_inherits WHERE inhrelid = $1"
 					  "         ORDER BY inhseqno LIMIT 1),"
@@ -52,7 +53,7 @@ cutover_whole_table(CutoverJob *job, Oid rel)
 					  "  FROM pg_catalog.pg_class c WHERE c.oid = $1",
 					  true, 1, types, values) == 0)
 	{
-		cutover_spi_end();
+		backfill_spi_leave();
 		return;
 	}
 	parent = cutover_value(0, 1);
@@ -81,7 +82,7 @@ cutover_whole_table(CutoverJob *job, Oid rel)
 				 errdetail("The rows of table %s include those of its children, %s, which would not follow its name.",
 						   name, cutover_value(0, 4)),
 				 errhint("Move the children's rows into the table and detach them with ALTER TABLE ... NO INHERIT before the cutover.")));
-	cutover_spi_end();
+	backfill_spi_leave();
 }
 
 /*

@@ -26,6 +26,7 @@
 #include "utils/tuplestore.h"
 
 #include "cutover/check.h"
+#include "lib/lib.h"
 
 PG_FUNCTION_INFO_V1(backfill_cutover_weaker);
 
@@ -127,7 +128,7 @@ backfill_cutover_weaker(PG_FUNCTION_ARGS)
 	int			n;
 
 	InitMaterializedSRF(fcinfo, 0);
-	cutover_spi_begin();
+	backfill_spi_enter();
 	n = cutover_query(weaker_sql, true, 2, types, values);
 	for (int i = 0; i < n; i++)
 	{
@@ -138,6 +139,6 @@ backfill_cutover_weaker(PG_FUNCTION_ARGS)
 		row[1] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2, &isnull[1]);
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, row, isnull);
 	}
-	cutover_spi_end();
+	backfill_spi_leave();
 	return (Datum) 0;
 }
