@@ -13,8 +13,10 @@
  * constraints, rules and policies, which run in the transactions of src's
  * writers: its owner must be one whose code they already run
  * (check_owner.c).  The checks run as the caller, in the order the
- * PL/pgSQL they replace ran them; the functions of the swap's own sets
- * (the other job, the replica identity's index) are called through SQL.
+ * PL/pgSQL they replace ran them, each query with a snapshot of its own as
+ * in a VOLATILE function, and each check made through a STABLE one with
+ * the snapshot of its call; the functions of the swap's own sets (the
+ * other job, the replica identity's index) are called through SQL.
  *
  *-------------------------------------------------------------------------
  */
@@ -58,10 +60,14 @@ static void
 check_trust(CutoverJob *job, Oid src, Oid dst)
 {
 	bool		isnull;
+	bool		trusted;
 	char	   *src_owner;
 	char	   *dst_owner;
 
-	if (cutover_trusts(src, dst, &isnull) || isnull)
+	cutover_statement_begin();
+	trusted = cutover_trusts(src, dst, &isnull);
+	cutover_statement_end();
+	if (trusted || isnull)
 		return;
 	src_owner = cutover_role(backfill_relation_owner(src));
 	dst_owner = cutover_role(backfill_relation_owner(dst));
@@ -145,14 +151,20 @@ backfill_cutover_check(PG_FUNCTION_ARGS)
 	 * a partition is renamed out of its parent's sight, and rows of an
 	 * inheritance child would vanish from the table that takes the name
 	 */
+	cutover_statement_begin();
 	cutover_whole_table(&job, src);
+	cutover_statement_end();
+	cutover_statement_begin();
 	cutover_whole_table(&job, dst);
+	cutover_statement_end();
 	backfill_spi_enter();
 	check_other_job(&job, src, dst);
 	cutover_check_dependents(&job, src, dst);
 	cutover_check_names(&job, src, dst);
 	/* subscriptions, functions of the row type */
+	cutover_statement_begin();
 	cutover_check_schema(&job, src, dst);
+	cutover_statement_end();
 	check_replica_identity(src, dst);
 	backfill_spi_leave();
 	PG_RETURN_VOID();

@@ -43,6 +43,8 @@ extern int	cutover_query(const char *sql, bool read_only, int nargs, Oid *types,
 						  Datum *values);
 extern char *cutover_value(int row, int col);
 extern bool cutover_bool(int row, int col);
+extern void cutover_statement_begin(void);
+extern void cutover_statement_end(void);
 
 /* check_table.c */
 extern void cutover_whole_table(CutoverJob *job, Oid rel);

@@ -16,10 +16,12 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
+#include "utils/snapmgr.h"
 
 #include "cutover/check.h"
 
@@ -103,6 +105,26 @@ cutover_role(Oid roleid)
 	if (!OidIsValid(roleid))
 		return "";
 	return DatumGetCString(DirectFunctionCall1(regroleout, ObjectIdGetDatum(roleid)));
+}
+
+/*
+ * cutover_statement_begin, cutover_statement_end
+ *		Around a check that _cutover_check makes through another: the
+ *		snapshot the PL/pgSQL took for each statement of the VOLATILE
+ *		function, which the STABLE check it called then read with, after
+ *		the same command counter increment as SPI's.
+ */
+void
+cutover_statement_begin(void)
+{
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetTransactionSnapshot());
+}
+
+void
+cutover_statement_end(void)
+{
+	PopActiveSnapshot();
 }
 
 /*

@@ -86,7 +86,9 @@ check_rule(SPITupleTable *tab, int i, Oid src, Oid dst)
 	{
 		/* made again over dst */
 		mv = DatumGetObjectId(SPI_getbinval(row, tab->tupdesc, 8, &isnull));
+		cutover_statement_begin();
 		cutover_check_matview(isnull ? InvalidOid : mv, dst);
+		cutover_statement_end();
 	}
 	else if (COL(6))
 		ereport(ERROR,
