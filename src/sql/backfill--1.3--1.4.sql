@@ -250,7 +250,8 @@ COMMENT ON FUNCTION backfill.create_job(text, regclass, text, text[], integer, i
 -- it.  True when dst's owner is src's, a superuser, or a role whose
 -- privileges src's owner has through its memberships: code src's writers
 -- already trust.  A superuser's rights over every role do not count here
--- (pg_has_role would say yes to any role for a superuser's table).
+-- (pg_has_role would say yes to any role for a superuser's table)
+-- (src/cutover/check_owner.c).
 CREATE FUNCTION backfill._cutover_trusts(src regclass, dst regclass)
 RETURNS boolean
 AS 'MODULE_PATHNAME', 'backfill_cutover_trusts'
@@ -262,7 +263,7 @@ COMMENT ON FUNCTION backfill._cutover_trusts(regclass, regclass) IS
 -- A cutover renames whole tables: a partition would be left detached from
 -- its parent (whose writes go on reaching the old one), and the rows of an
 -- inheritance child would not follow the name.  A partitioned table is
--- whole, its partitions with it.
+-- whole, its partitions with it (src/cutover/check_table.c).
 CREATE FUNCTION backfill._cutover_whole_table(j backfill.job, rel regclass)
 RETURNS void
 AS 'MODULE_PATHNAME', 'backfill_cutover_whole_table'
@@ -285,7 +286,7 @@ COMMENT ON FUNCTION backfill._cutover_other_job(bigint, regclass, regclass) IS
 
 -- Whether row-level security filtered what the job's owner read of its
 -- upstream: enabled on it, and the owner neither bypasses it nor owns the
--- table without FORCE ROW LEVEL SECURITY
+-- table without FORCE ROW LEVEL SECURITY (src/cutover/check_table.c)
 CREATE FUNCTION backfill._cutover_filtered_by_rls(j backfill.job)
 RETURNS boolean
 AS 'MODULE_PATHNAME', 'backfill_cutover_filtered_by_rls'
@@ -401,7 +402,8 @@ COMMENT ON FUNCTION backfill._cutover_carry_subscriptions(regclass, regclass) IS
 -- anything changes: a subscription still copying src (or writing to dst
 -- too), a generated column of src that is a plain column of dst (no ALTER
 -- makes a column generated: after the cutover it would no longer be), and
--- functions of src's row type when dst's columns differ from src's.
+-- functions of src's row type when dst's columns differ from src's
+-- (src/cutover/check_schema.c).
 CREATE FUNCTION backfill._cutover_check_schema(j backfill.job, src regclass, dst regclass)
 RETURNS void
 AS 'MODULE_PATHNAME', 'backfill_cutover_check_schema'
@@ -526,6 +528,7 @@ COMMENT ON FUNCTION backfill._cutover_carry_matviews(regclass, regclass, jsonb) 
 -- a materialized view the swap can make again: nothing else depends on it
 -- (a view over it would have to be dropped with it), and its owner is a
 -- role whose privileges the caller has, as the swap gives it to that role
+-- (src/cutover/check_owner.c)
 CREATE FUNCTION backfill._cutover_check_matview(mv regclass, dst regclass)
 RETURNS void
 AS 'MODULE_PATHNAME', 'backfill_cutover_check_matview'
@@ -543,7 +546,7 @@ COMMENT ON FUNCTION backfill._cutover_check_matview(regclass, regclass) IS
 -- foreign keys to other tables, generated columns and partitioning.  A default or an identity of
 -- dst's own that differs from src's stays dst's, so it is listed too.
 -- Constraints compare by definition (a NOT VALID one on dst checks new
--- rows as src's does); indexes as the swap pairs them.
+-- rows as src's does); indexes as the swap pairs them (src/cutover/weaker.c).
 CREATE FUNCTION backfill._cutover_weaker(src regclass, dst regclass)
 RETURNS TABLE (kind text, detail text)
 AS 'MODULE_PATHNAME', 'backfill_cutover_weaker'
@@ -554,6 +557,7 @@ COMMENT ON FUNCTION backfill._cutover_weaker(regclass, regclass) IS
 
 -- Refuses the cutover of a job whose downstream would enforce less than its
 -- upstream did, unless the caller accepts each kind of loss by name
+-- (src/cutover/accepts.c)
 CREATE FUNCTION backfill._cutover_accepts(j backfill.job, accept text[])
 RETURNS void
 AS 'MODULE_PATHNAME', 'backfill_cutover_accepts'
@@ -566,7 +570,7 @@ COMMENT ON FUNCTION backfill._cutover_accepts(backfill.job, text[]) IS
 -- is locked or changed: a dst whose owner's code src's writers do not
 -- already run, tables that are not whole tables on their own (a partition,
 -- a table in an inheritance tree), another job over either table, and the
--- objects that name src and cannot be carried.
+-- objects that name src and cannot be carried (src/cutover/check.c).
 CREATE OR REPLACE FUNCTION backfill._cutover_check(j backfill.job, src regclass, dst regclass)
 RETURNS void
 AS 'MODULE_PATHNAME', 'backfill_cutover_check'
