@@ -250,59 +250,25 @@ COMMENT ON FUNCTION backfill.create_job(text, regclass, text, text[], integer, i
 -- it.  True when dst's owner is src's, a superuser, or a role whose
 -- privileges src's owner has through its memberships: code src's writers
 -- already trust.  A superuser's rights over every role do not count here
--- (pg_has_role would say yes to any role for a superuser's table).
+-- (pg_has_role would say yes to any role for a superuser's table)
+-- (src/cutover/check_owner.c).
 CREATE FUNCTION backfill._cutover_trusts(src regclass, dst regclass)
 RETURNS boolean
-LANGUAGE sql STABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-WITH RECURSIVE held(role) AS (
-    SELECT relowner FROM pg_class WHERE oid = src
-    UNION
-    SELECT m.roleid FROM held h
-      JOIN pg_roles r ON r.oid = h.role AND r.rolinherit
-      JOIN pg_auth_members m ON m.member = h.role
-)
-SELECT o.rolsuper OR EXISTS (SELECT FROM held WHERE role = d.relowner)
-  FROM pg_class d, pg_roles o
- WHERE d.oid = dst AND o.oid = d.relowner
-$$;
+AS 'MODULE_PATHNAME', 'backfill_cutover_trusts'
+LANGUAGE C STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_trusts(regclass, regclass) IS
 'Internal: whether the owner of dst is the owner of src, a superuser, or a role whose privileges the owner of src has through its memberships.';
 
 -- A cutover renames whole tables: a partition would be left detached from
 -- its parent (whose writes go on reaching the old one), and the rows of an
 -- inheritance child would not follow the name.  A partitioned table is
--- whole, its partitions with it.
+-- whole, its partitions with it (src/cutover/check_table.c).
 CREATE FUNCTION backfill._cutover_whole_table(j backfill.job, rel regclass)
 RETURNS void
-LANGUAGE plpgsql STABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    parent regclass := (SELECT inhparent FROM pg_inherits WHERE inhrelid = rel ORDER BY inhseqno LIMIT 1);
-BEGIN
-    IF (SELECT relispartition FROM pg_class WHERE oid = rel) THEN
-        RAISE EXCEPTION 'cannot cut over backfill job % because table % is a partition', j.job_id, rel
-            USING ERRCODE = 'feature_not_supported',
-                  DETAIL = format('Table %s is a partition of table %s. The table that takes its name would not be attached in its place, and the rows written through table %s would go on reaching the old one.', rel, parent, parent),
-                  HINT = format('Cut over table %s as a whole, or detach the partition before the cutover and attach the new table after it.', parent);
-    ELSIF parent IS NOT NULL THEN
-        RAISE EXCEPTION 'cannot cut over backfill job % because table % inherits from table %', j.job_id, rel, parent
-            USING ERRCODE = 'feature_not_supported',
-                  DETAIL = format('The rows of table %s are rows of table %s too; the table that takes its name would not inherit in its place.', rel, parent),
-                  HINT = format('Use ALTER TABLE %s NO INHERIT %s before the cutover.', rel, parent);
-    ELSIF (SELECT relkind FROM pg_class WHERE oid = rel) <> 'p'
-          AND EXISTS (SELECT FROM pg_inherits WHERE inhparent = rel) THEN
-        RAISE EXCEPTION 'cannot cut over backfill job % because table % has inheritance children', j.job_id, rel
-            USING ERRCODE = 'feature_not_supported',
-                  DETAIL = format('The rows of table %s include those of its children, %s, which would not follow its name.', rel,
-                                  (SELECT string_agg(inhrelid::regclass::text, ', ' ORDER BY inhrelid::regclass::text)
-                                     FROM pg_inherits WHERE inhparent = rel)),
-                  HINT = 'Move the children''s rows into the table and detach them with ALTER TABLE ... NO INHERIT before the cutover.';
-    END IF;
-END
-$$;
+AS 'MODULE_PATHNAME', 'backfill_cutover_whole_table'
+LANGUAGE C STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_whole_table(backfill.job, regclass) IS
 'Internal: refuses the cutover of a partition, or of a table that inherits or has inheritance children, unless it is a partitioned table.';
 
@@ -320,17 +286,12 @@ COMMENT ON FUNCTION backfill._cutover_other_job(bigint, regclass, regclass) IS
 
 -- Whether row-level security filtered what the job's owner read of its
 -- upstream: enabled on it, and the owner neither bypasses it nor owns the
--- table without FORCE ROW LEVEL SECURITY
+-- table without FORCE ROW LEVEL SECURITY (src/cutover/check_table.c)
 CREATE FUNCTION backfill._cutover_filtered_by_rls(j backfill.job)
 RETURNS boolean
-LANGUAGE sql STABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-SELECT c.relrowsecurity AND NOT o.rolsuper AND NOT o.rolbypassrls
-       AND (c.relforcerowsecurity OR NOT pg_has_role(o.oid, c.relowner, 'USAGE'))
-  FROM pg_class c, pg_roles o
- WHERE c.oid = j.upstream AND o.oid = j.owner
-$$;
+AS 'MODULE_PATHNAME', 'backfill_cutover_filtered_by_rls'
+LANGUAGE C STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_filtered_by_rls(backfill.job) IS
 'Internal: whether row-level security on the upstream of a job applies to the job''s owner.';
 
@@ -441,63 +402,13 @@ COMMENT ON FUNCTION backfill._cutover_carry_subscriptions(regclass, regclass) IS
 -- anything changes: a subscription still copying src (or writing to dst
 -- too), a generated column of src that is a plain column of dst (no ALTER
 -- makes a column generated: after the cutover it would no longer be), and
--- functions of src's row type when dst's columns differ from src's.
+-- functions of src's row type when dst's columns differ from src's
+-- (src/cutover/check_schema.c).
 CREATE FUNCTION backfill._cutover_check_schema(j backfill.job, src regclass, dst regclass)
 RETURNS void
-LANGUAGE plpgsql STABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    r record;
-    what text;
-BEGIN
-    SELECT s.subname, sr.srrelid::regclass AS rel, sr.srsubstate INTO r
-      FROM pg_subscription_rel sr JOIN pg_subscription s ON s.oid = sr.srsubid
-     WHERE sr.srrelid IN (src, dst) AND (sr.srrelid = dst OR sr.srsubstate <> 'r')
-     ORDER BY s.subname LIMIT 1;
-    IF FOUND AND r.rel = dst THEN
-        RAISE EXCEPTION 'cannot cut over backfill job % because subscription % writes to table %', j.job_id, r.subname, dst
-            USING ERRCODE = 'object_not_in_prerequisite_state',
-                  DETAIL = format('Table %s would take the place of table %s, and the changes subscription %I applies to it would go on reaching it under the name of table %s.', dst, src, r.subname, src),
-                  HINT = format('Remove table %s from the publications of subscription %I and refresh it (ALTER SUBSCRIPTION %I REFRESH PUBLICATION) before the cutover.', dst, r.subname, r.subname);
-    ELSIF FOUND THEN
-        RAISE EXCEPTION 'cannot cut over backfill job % because subscription % has not finished copying table %', j.job_id, r.subname, src
-            USING ERRCODE = 'object_not_in_prerequisite_state',
-                  DETAIL = format('The table is in state "%s" in pg_subscription_rel; the cutover carries only a table that is ready ("r"), whose changes the apply worker writes.', r.srsubstate),
-                  HINT = 'Wait until the subscription has synchronised the table, then try again.';
-    END IF;
-
-    -- functions of src's row type go over to dst's when the columns are
-    -- the same (src/api/cutover_carry.c); else they would keep the old
-    -- table's type, which finish_cutover could then not drop
-    SELECT string_agg(DISTINCT dep.objid::regprocedure::text, ', ') INTO what
-      FROM pg_depend dep, pg_class c
-     WHERE c.oid = src AND dep.classid = 'pg_proc'::regclass AND dep.refclassid = 'pg_type'::regclass
-       AND dep.refobjid IN (c.reltype, (SELECT typarray FROM pg_type WHERE oid = c.reltype));
-    IF what IS NOT NULL
-       AND ARRAY(SELECT row(attname, atttypid, atttypmod, attcollation)::text FROM pg_attribute
-                  WHERE attrelid = src AND attnum > 0 AND NOT attisdropped ORDER BY attnum)
-           IS DISTINCT FROM
-           ARRAY(SELECT row(attname, atttypid, atttypmod, attcollation)::text FROM pg_attribute
-                  WHERE attrelid = dst AND attnum > 0 AND NOT attisdropped ORDER BY attnum) THEN
-        RAISE EXCEPTION 'cannot carry the functions of the row type of table % over to table %', src, dst
-            USING ERRCODE = 'feature_not_supported',
-                  DETAIL = format('Functions %s take or return rows of table %s, and the columns of table %s are not the same (names, types and collations, in order): they would keep the type of the old table.', what, src, dst),
-                  HINT = 'Drop the functions before the cutover and create them again after it.';
-    END IF;
-    SELECT string_agg(DISTINCT dep.objid::regprocedure::text, ', ') INTO what
-      FROM pg_depend dep, pg_class c, pg_proc p
-     WHERE c.oid = src AND dep.classid = 'pg_proc'::regclass AND dep.refclassid = 'pg_type'::regclass
-       AND dep.refobjid IN (c.reltype, (SELECT typarray FROM pg_type WHERE oid = c.reltype))
-       AND p.oid = dep.objid AND p.prolang IN (SELECT oid FROM pg_language WHERE lanname IN ('c', 'internal'));
-    IF what IS NOT NULL THEN
-        RAISE EXCEPTION 'cannot carry the functions of the row type of table % over to table %', src, dst
-            USING ERRCODE = 'feature_not_supported',
-                  DETAIL = format('Functions %s are written in C, which reads the rows of a table''s row type by position.', what),
-                  HINT = 'Drop the functions before the cutover and create them again after it.';
-    END IF;
-END
-$$;
+AS 'MODULE_PATHNAME', 'backfill_cutover_check_schema'
+LANGUAGE C STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_check_schema(backfill.job, regclass, regclass) IS
 'Internal: refuses a cutover of a table a subscription is still copying, or of two tables one subscription writes to, of generated columns that would no longer be generated, and of functions of the row type of src when the columns of dst differ.';
 
@@ -617,38 +528,12 @@ COMMENT ON FUNCTION backfill._cutover_carry_matviews(regclass, regclass, jsonb) 
 -- a materialized view the swap can make again: nothing else depends on it
 -- (a view over it would have to be dropped with it), and its owner is a
 -- role whose privileges the caller has, as the swap gives it to that role
+-- (src/cutover/check_owner.c)
 CREATE FUNCTION backfill._cutover_check_matview(mv regclass, dst regclass)
 RETURNS void
-LANGUAGE plpgsql STABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    what text;
-BEGIN
-    -- a view or materialized view by its name, not its rule's
-    SELECT coalesce((SELECT format('%s %s', CASE c.relkind WHEN 'm' THEN 'materialized view' ELSE 'view' END,
-                                   c.oid::regclass)
-                       FROM pg_rewrite rw JOIN pg_class c ON c.oid = rw.ev_class
-                      WHERE dep.classid = 'pg_rewrite'::regclass AND rw.oid = dep.objid),
-                    pg_describe_object(dep.classid, dep.objid, dep.objsubid)) INTO what
-      FROM pg_depend dep
-     WHERE dep.refclassid = 'pg_class'::regclass AND dep.refobjid = mv AND dep.deptype = 'n'
-       AND NOT (dep.classid = 'pg_rewrite'::regclass
-                AND (SELECT ev_class FROM pg_rewrite WHERE oid = dep.objid) = mv)
-     ORDER BY 1 LIMIT 1;
-    IF FOUND THEN
-        RAISE EXCEPTION 'cannot carry materialized view % over to table %', mv, dst
-            USING ERRCODE = 'feature_not_supported',
-                  DETAIL = format('The cutover makes the materialized view again, and %s depends on it.', what),
-                  HINT = format('Drop %s before the cutover and create it again after it.', what);
-    END IF;
-    IF NOT pg_has_role(current_user, (SELECT relowner FROM pg_class WHERE oid = mv), 'USAGE') THEN
-        RAISE EXCEPTION 'must be owner of materialized view %', mv
-            USING ERRCODE = 'insufficient_privilege',
-                  DETAIL = format('The cutover makes materialized view %s again over table %s, owned by its owner.', mv, dst);
-    END IF;
-END
-$$;
+AS 'MODULE_PATHNAME', 'backfill_cutover_check_matview'
+LANGUAGE C STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_check_matview(regclass, regclass) IS
 'Internal: refuses to carry a materialized view another object depends on, or whose owner''s privileges the caller lacks.';
 
@@ -661,138 +546,23 @@ COMMENT ON FUNCTION backfill._cutover_check_matview(regclass, regclass) IS
 -- foreign keys to other tables, generated columns and partitioning.  A default or an identity of
 -- dst's own that differs from src's stays dst's, so it is listed too.
 -- Constraints compare by definition (a NOT VALID one on dst checks new
--- rows as src's does); indexes as the swap pairs them.
+-- rows as src's does); indexes as the swap pairs them (src/cutover/weaker.c).
 CREATE FUNCTION backfill._cutover_weaker(src regclass, dst regclass)
 RETURNS TABLE (kind text, detail text)
-LANGUAGE sql STABLE STRICT PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-WITH cols AS (
-    SELECT sa.attname, sa.attnotnull AS s_notnull, da.attnotnull AS d_notnull,
-           sa.attidentity AS s_identity, da.attidentity AS d_identity,
-           sa.attgenerated AS s_generated, da.attgenerated AS d_generated,
-           pg_get_expr(sd.adbin, sd.adrelid) AS s_expr, pg_get_expr(dd.adbin, dd.adrelid) AS d_expr,
-           (SELECT relname FROM pg_class WHERE oid = src) AS tab
-      FROM pg_attribute sa
-      JOIN pg_attribute da ON da.attrelid = dst AND da.attname = sa.attname
-                          AND da.attnum > 0 AND NOT da.attisdropped
-      LEFT JOIN pg_attrdef sd ON sd.adrelid = src AND sd.adnum = sa.attnum
-      LEFT JOIN pg_attrdef dd ON dd.adrelid = dst AND dd.adnum = da.attnum
-     WHERE sa.attrelid = src AND sa.attnum > 0 AND NOT sa.attisdropped
-), cons AS (
-    SELECT c.conname, c.contype, c.conrelid, c.conindid, c.confrelid,
-           regexp_replace(pg_get_constraintdef(c.oid), ' NOT VALID$', '') AS def
-      FROM pg_constraint c WHERE c.conrelid IN (src, dst)
-), idx AS (
-    SELECT x.indrelid, i.relname, x.indisvalid,
-           substr(pg_get_indexdef(i.oid), strpos(pg_get_indexdef(i.oid), ' USING ')) AS tail,
-           (SELECT c.conname FROM pg_constraint c WHERE c.conindid = i.oid AND c.conrelid = x.indrelid
-                                                   AND c.contype IN ('p', 'u')) AS conname,
-           (SELECT pg_get_constraintdef(c.oid) FROM pg_constraint c WHERE c.conindid = i.oid AND c.conrelid = x.indrelid
-                                                                  AND c.contype IN ('p', 'u')) AS condef
-      FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
-     WHERE x.indrelid IN (src, dst) AND x.indisunique
-)
-SELECT w.kind, w.detail FROM (
-    -- the swap makes a column it carries an identity to NOT NULL
-    SELECT 1 AS o, 'not_null' AS kind, format('Column %I.%I is NOT NULL on the old table only.', tab, attname) AS detail, attname::text AS name
-      FROM cols WHERE s_notnull AND NOT d_notnull AND NOT (s_identity <> '' AND d_identity = '')
-    UNION ALL
-    SELECT 2, 'check', format('Constraint %I (%s) is on the old table only.', s.conname, s.def), s.conname
-      FROM cons s
-     WHERE s.conrelid = src AND s.contype = 'c'
-       AND NOT EXISTS (SELECT FROM cons d WHERE d.conrelid = dst AND d.contype = 'c' AND d.def = s.def)
-    UNION ALL
-    SELECT 3, 'unique', format('%s %I (%s) is on the old table only.',
-                               CASE WHEN s.conname IS NULL THEN 'Unique index' ELSE 'Constraint' END,
-                               coalesce(s.conname, s.relname), coalesce(s.condef, 'UNIQUE' || s.tail)),
-           coalesce(s.conname, s.relname)
-      FROM idx s
-     WHERE s.indrelid = src AND s.indisvalid
-       AND NOT EXISTS (SELECT FROM idx d WHERE d.indrelid = dst AND d.indisvalid AND d.tail = s.tail)
-    UNION ALL
-    SELECT 4, 'exclusion', format('Constraint %I (%s) is on the old table only.', s.conname, s.def), s.conname
-      FROM cons s
-     WHERE s.conrelid = src AND s.contype = 'x'
-       AND NOT EXISTS (SELECT FROM cons d WHERE d.conrelid = dst AND d.contype = 'x' AND d.def = s.def)
-    UNION ALL
-    SELECT 5, 'foreign_key', format('Foreign key %I (%s) is on the old table only.', s.conname, s.def), s.conname
-      FROM cons s
-     WHERE s.conrelid = src AND s.contype = 'f' AND s.confrelid <> src
-       AND NOT EXISTS (SELECT FROM cons d WHERE d.conrelid = dst AND d.contype = 'f' AND d.def = s.def)
-    UNION ALL
-    SELECT 6, 'generated',
-           CASE WHEN d_generated = ''
-                THEN format('Column %I.%I is generated on the old table only: GENERATED ALWAYS AS (%s) STORED.', tab, attname, s_expr)
-                ELSE format('Column %I.%I is generated as (%s) on the old table and as (%s) on the new one.', tab, attname, s_expr, d_expr) END,
-           attname
-      FROM cols WHERE s_generated <> '' AND (d_generated = '' OR s_expr IS DISTINCT FROM d_expr)
-    UNION ALL
-    SELECT 7, 'default', format('The default of column %I.%I is %s on the old table and %s on the new one.', tab, attname, s_expr, d_expr), attname
-      FROM cols WHERE s_generated = '' AND d_generated = '' AND s_expr IS NOT NULL AND d_expr IS NOT NULL
-                  AND s_expr <> d_expr
-    UNION ALL
-    SELECT 8, 'identity', format('Column %I.%I is GENERATED %s AS IDENTITY on the old table and %s on the new one.', tab, attname,
-                                 CASE s_identity WHEN 'a' THEN 'ALWAYS' ELSE 'BY DEFAULT' END,
-                                 CASE d_identity WHEN 'a' THEN 'GENERATED ALWAYS AS IDENTITY'
-                                                 WHEN 'd' THEN 'GENERATED BY DEFAULT AS IDENTITY'
-                                                 ELSE 'has a default of its own' END), attname
-      FROM cols WHERE s_identity <> '' AND (d_identity NOT IN ('', s_identity) OR (d_identity = '' AND d_expr IS NOT NULL))
-    UNION ALL
-    SELECT 9, 'partitioning',
-           CASE WHEN d.relkind = 'p'
-                THEN format('Table %I is partitioned by %s; the new table by %s.', s.relname, pg_get_partkeydef(s.oid), pg_get_partkeydef(d.oid))
-                ELSE format('Table %I is partitioned by %s; the new table is not partitioned.', s.relname, pg_get_partkeydef(s.oid)) END,
-           s.relname
-      FROM pg_class s, pg_class d
-     WHERE s.oid = src AND d.oid = dst AND s.relkind = 'p'
-       AND (d.relkind <> 'p' OR pg_get_partkeydef(s.oid) <> pg_get_partkeydef(d.oid))
-) w
-ORDER BY w.o, w.name
-$$;
+AS 'MODULE_PATHNAME', 'backfill_cutover_weaker'
+LANGUAGE C STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_weaker(regclass, regclass) IS
 'Internal: what table src enforces that table dst does not and a cutover would not carry over (NOT NULL, CHECK, UNIQUE, EXCLUDE, its own foreign keys, generated columns, a different default or identity, partitioning), one row per thing, with the word that accepts it.';
 
 -- Refuses the cutover of a job whose downstream would enforce less than its
 -- upstream did, unless the caller accepts each kind of loss by name
+-- (src/cutover/accepts.c)
 CREATE FUNCTION backfill._cutover_accepts(j backfill.job, accept text[])
 RETURNS void
-LANGUAGE plpgsql STABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    words CONSTANT text[] := '{not_null,check,unique,exclusion,foreign_key,generated,default,identity,partitioning}';
-    bad text;
-    lost text[];
-    lines text;
-BEGIN
-    IF array_ndims(accept) > 1 THEN
-        RAISE EXCEPTION 'argument "accept" must be a one-dimensional array'
-            USING ERRCODE = 'invalid_parameter_value';
-    END IF;
-    IF array_position(accept, NULL) IS NOT NULL THEN
-        RAISE EXCEPTION 'argument "accept" must not contain nulls'
-            USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    SELECT a INTO bad FROM unnest(accept) a WHERE a <> ALL (words) LIMIT 1;
-    IF FOUND THEN
-        RAISE EXCEPTION 'unrecognized value "%" in argument "accept"', bad
-            USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = format('The values are %s.', array_to_string(words, ', '));
-    END IF;
-    SELECT array_agg(DISTINCT w.kind ORDER BY w.kind), string_agg(w.detail, E'\n')
-      INTO lost, lines
-      FROM backfill._cutover_weaker(j.upstream, j.downstream) w
-     WHERE w.kind <> ALL (coalesce(accept, '{}'));
-    IF lost IS NOT NULL THEN
-        RAISE EXCEPTION 'cannot cut over backfill job % because table % does not enforce all that table % does', j.job_id, j.downstream, j.upstream
-            USING ERRCODE = 'object_not_in_prerequisite_state',
-                  DETAIL = lines,
-                  HINT = format('Give table %s what it lacks before the cutover, or accept the loss: backfill.cutover(%s, accept => %L).',
-                                j.downstream, j.job_id, lost::text);
-    END IF;
-END
-$$;
+AS 'MODULE_PATHNAME', 'backfill_cutover_accepts'
+LANGUAGE C STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_accepts(backfill.job, text[]) IS
 'Internal: refuses the cutover of a job whose downstream does not enforce what its upstream does (backfill._cutover_weaker), unless accept names each kind of loss.';
 
@@ -800,186 +570,12 @@ COMMENT ON FUNCTION backfill._cutover_accepts(backfill.job, text[]) IS
 -- is locked or changed: a dst whose owner's code src's writers do not
 -- already run, tables that are not whole tables on their own (a partition,
 -- a table in an inheritance tree), another job over either table, and the
--- objects that name src and cannot be carried.
+-- objects that name src and cannot be carried (src/cutover/check.c).
 CREATE OR REPLACE FUNCTION backfill._cutover_check(j backfill.job, src regclass, dst regclass)
 RETURNS void
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    d record;
-    col text;
-    other bigint;
-BEGIN
-    IF NOT pg_has_role(current_user, (SELECT relowner FROM pg_class WHERE oid = src), 'USAGE') THEN
-        RAISE EXCEPTION 'must be owner of table %', src
-            USING ERRCODE = 'insufficient_privilege',
-                  DETAIL = format('The cutover of backfill job %s renames table %s and carries its privileges, owner and dependent objects over to table %s.', j.job_id, src, dst);
-    END IF;
-    IF NOT pg_has_role(current_user, (SELECT relowner FROM pg_class WHERE oid = dst), 'USAGE') THEN
-        RAISE EXCEPTION 'must be owner of table %', dst
-            USING ERRCODE = 'insufficient_privilege',
-                  DETAIL = format('The cutover of backfill job %s renames table %s and gives it the owner of table %s.', j.job_id, dst, src);
-    END IF;
-    -- dst goes into production with its triggers, defaults, check
-    -- constraints, rules and policies, which run in the transactions of
-    -- src's writers: its owner must be one whose code they already run
-    IF NOT backfill._cutover_trusts(src, dst) THEN
-        RAISE EXCEPTION 'cannot cut over backfill job % because table % is owned by role %, which the owner of table % does not trust',
-            j.job_id, dst, (SELECT relowner::regrole FROM pg_class WHERE oid = dst), src
-            USING ERRCODE = 'insufficient_privilege',
-                  DETAIL = format('Table %s would take the place of table %s, owned by role %s, with its triggers, defaults, check constraints, rules and policies, which would run in the transactions of its writers. Role %s is neither role %s nor a superuser, and role %s is not a member of it.',
-                                  dst, src, (SELECT relowner::regrole FROM pg_class WHERE oid = src),
-                                  (SELECT relowner::regrole FROM pg_class WHERE oid = dst),
-                                  (SELECT relowner::regrole FROM pg_class WHERE oid = src),
-                                  (SELECT relowner::regrole FROM pg_class WHERE oid = src)),
-                  HINT = format('Review the triggers, defaults, rules and policies of table %s, then give it to the owner of table %s: ALTER TABLE %s OWNER TO %s.',
-                                dst, src, dst, (SELECT relowner::regrole FROM pg_class WHERE oid = src));
-    END IF;
-    -- a partition is renamed out of its parent's sight, and rows of an
-    -- inheritance child would vanish from the table that takes the name
-    PERFORM backfill._cutover_whole_table(j, src);
-    PERFORM backfill._cutover_whole_table(j, dst);
-    -- every job of the database, other roles' too
-    other := backfill._cutover_other_job(j.job_id, src, dst);
-    IF other IS NOT NULL THEN
-        RAISE EXCEPTION 'cannot cut over backfill job % because backfill job % uses its tables', j.job_id, other
-            USING ERRCODE = 'object_in_use',
-                  DETAIL = format('Backfill job %s copies table %s or %s, and would be left on the wrong one after the swap.', other, src, dst),
-                  HINT = format('Drop backfill job %s first, or cut it over first.', other);
-    END IF;
-
-    -- every object that names src, from pg_depend
-    FOR d IN
-        SELECT dep.classid, dep.objid, dep.objsubid, dep.refobjsubid,
-               pg_describe_object(dep.classid, dep.objid, dep.objsubid) AS what
-          FROM pg_depend dep
-         WHERE dep.refclassid = 'pg_class'::regclass AND dep.refobjid = src AND dep.deptype = 'n'
-         ORDER BY 5
-    LOOP
-        IF d.classid = 'pg_rewrite'::regclass THEN
-            DECLARE
-                v regclass := (SELECT ev_class FROM pg_rewrite WHERE oid = d.objid);
-                k "char" := (SELECT relkind FROM pg_class WHERE oid = v);
-            BEGIN
-                IF v = src THEN
-                    CONTINUE;
-                ELSIF k = 'v' AND (SELECT ev_type FROM pg_rewrite WHERE oid = d.objid) <> '1' THEN
-                    -- CREATE OR REPLACE VIEW carries a view's SELECT rule only
-                    RAISE EXCEPTION 'cannot carry % over to table %', d.what, dst
-                        USING ERRCODE = 'feature_not_supported',
-                              DETAIL = format('The rule writes to table %s, and would go on writing to it under its new name.', src),
-                              HINT = 'Drop the rule before the cutover and create it again after it.';
-                ELSIF k = 'm' THEN
-                    PERFORM backfill._cutover_check_matview(v, dst);   -- made again over dst
-                ELSIF k <> 'v' THEN
-                    RAISE EXCEPTION 'cannot carry % over to table %', d.what, dst
-                        USING ERRCODE = 'feature_not_supported',
-                              DETAIL = 'Only views and materialized views are carried; a rule on another table is not.',
-                              HINT = 'Drop the rule before the cutover and create it again after it.';
-                END IF;
-                IF d.refobjsubid > 0 THEN
-                    col := (SELECT attname FROM pg_attribute WHERE attrelid = src AND attnum = d.refobjsubid);
-                    IF NOT EXISTS (SELECT FROM pg_attribute WHERE attrelid = dst AND attname = col
-                                                             AND attnum > 0 AND NOT attisdropped) THEN
-                        RAISE EXCEPTION 'cannot carry view % over to table %', v, dst
-                            USING ERRCODE = 'feature_not_supported',
-                                  DETAIL = format('View %s selects column %I of table %s, which table %s does not have.', v, col, src, dst),
-                                  HINT = format('Drop or redefine view %s before the cutover.', v);
-                    END IF;
-                END IF;
-            END;
-        ELSIF d.classid = 'pg_constraint'::regclass THEN
-            -- a foreign key of a partitioned table is added only by checking
-            -- every row of it (PostgreSQL has no NOT VALID one there): the
-            -- swap would hold its lock for that long
-            IF (SELECT k.contype = 'f' AND k.conrelid <> src AND k.conparentid = 0 AND r.relkind = 'p'
-                  FROM pg_constraint k JOIN pg_class r ON r.oid = k.conrelid WHERE k.oid = d.objid) THEN
-                RAISE EXCEPTION 'cannot carry % over to table %', d.what, dst
-                    USING ERRCODE = 'feature_not_supported',
-                          DETAIL = format('Table %s is partitioned; a foreign key of a partitioned table is added only by checking all its rows, which the swap would do under its lock.',
-                                          (SELECT conrelid::regclass FROM pg_constraint WHERE oid = d.objid)),
-                          HINT = 'Define the foreign key on each partition instead, or drop it before the cutover and add it again after it.';
-            END IF;
-            -- foreign keys from other tables are carried, and so is one of
-            -- src to itself (dst gets its own, to itself); a table's other
-            -- constraints are its own
-        ELSIF d.classid = 'pg_policy'::regclass
-              AND (SELECT polrelid FROM pg_policy WHERE oid = d.objid) = src THEN
-            NULL;               -- src's own policies move
-        ELSIF d.classid IN ('pg_trigger'::regclass, 'pg_attrdef'::regclass, 'pg_class'::regclass,
-                            'pg_type'::regclass, 'pg_statistic_ext'::regclass) THEN
-            NULL;               -- carried, or the table's own
-        ELSE
-            RAISE EXCEPTION 'cannot carry % over to table %', d.what, dst
-                USING ERRCODE = 'feature_not_supported',
-                      DETAIL = format('Only views, foreign keys, triggers, policies, sequences and publications that name table %s are carried.', src),
-                      HINT = 'Drop it before the cutover and create it again after it.';
-        END IF;
-    END LOOP;
-    -- src's own rules other than SELECT stay on the old table
-    SELECT format('rule %I on table %s', rw.rulename, src) INTO col
-      FROM pg_rewrite rw WHERE rw.ev_class = src AND rw.ev_type <> '1' ORDER BY rw.rulename LIMIT 1;
-    IF FOUND THEN
-        RAISE EXCEPTION 'cannot carry % over to table %', col, dst
-            USING ERRCODE = 'feature_not_supported',
-                  DETAIL = format('The rule would stay on table %s under its new name.', src),
-                  HINT = 'Drop the rule before the cutover and create it again after it.';
-    END IF;
-
-    -- foreign keys from other tables need the referenced columns on dst;
-    -- one of src to itself, its referencing columns too
-    FOR d IN
-        SELECT c.oid, c.conrelid::regclass AS child, c.conname, a.attname
-          FROM pg_constraint c
-          CROSS JOIN LATERAL unnest(c.confkey || CASE WHEN c.conrelid = src THEN c.conkey ELSE '{}' END) AS k(attnum)
-          JOIN pg_attribute a ON a.attrelid = src AND a.attnum = k.attnum
-         WHERE c.contype = 'f' AND c.confrelid = src
-           AND NOT EXISTS (SELECT FROM pg_attribute b WHERE b.attrelid = dst AND b.attname = a.attname
-                                                       AND b.attnum > 0 AND NOT b.attisdropped)
-    LOOP
-        RAISE EXCEPTION 'cannot carry foreign key % of table % over to table %', d.conname, d.child, dst
-            USING ERRCODE = 'feature_not_supported',
-                  DETAIL = format('It references column %I, which table %s does not have.', d.attname, dst);
-    END LOOP;
-
-    -- a column of src's row type elsewhere would keep the old table's type
-    -- (the job's own change table excepted: its images are of the type of
-    -- the job's downstream, which the rollback of a cutover makes src)
-    SELECT format('%s.%I', a.attrelid::regclass, a.attname) INTO col
-      FROM pg_attribute a
-     WHERE a.atttypid = (SELECT reltype FROM pg_class WHERE oid = src)
-       AND a.attrelid <> src AND a.attrelid IS DISTINCT FROM j.change_table AND NOT a.attisdropped LIMIT 1;
-    IF FOUND THEN
-        RAISE EXCEPTION 'cannot cut over table % because column % is of its row type', src, col
-            USING ERRCODE = 'feature_not_supported',
-                  DETAIL = 'A column''s type cannot move from one table''s row type to another''s.';
-    END IF;
-
-    -- publications with a row filter or a column list are not carried
-    SELECT p.pubname INTO col
-      FROM pg_publication_rel r JOIN pg_publication p ON p.oid = r.prpubid
-     WHERE r.prrelid = src AND (r.prqual IS NOT NULL OR r.prattrs IS NOT NULL) LIMIT 1;
-    IF FOUND THEN
-        RAISE EXCEPTION 'cannot carry the membership of table % in publication % over to table %', src, col, dst
-            USING ERRCODE = 'feature_not_supported',
-                  DETAIL = 'The table is published with a row filter or a column list.',
-                  HINT = format('Publish table %s as a whole before the cutover, and filter again after it.', src);
-    END IF;
-
-    -- subscriptions, generated columns, functions of the row type
-    PERFORM backfill._cutover_check_schema(j, src, dst);
-
-    -- replica identity through an index: dst needs one on the same columns
-    IF (SELECT relreplident FROM pg_class WHERE oid = src) = 'i'
-       AND backfill._cutover_identity_index(src, dst) IS NULL THEN
-        RAISE EXCEPTION 'cannot carry the replica identity of table % over to table %', src, dst
-            USING ERRCODE = 'feature_not_supported',
-                  DETAIL = format('Table %s has no unique index on the columns of the replica identity index of table %s.', dst, src),
-                  HINT = format('Create such an index on table %s first.', dst);
-    END IF;
-END
-$$;
+AS 'MODULE_PATHNAME', 'backfill_cutover_check'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_check(backfill.job, regclass, regclass) IS
 'Internal: refuses a cutover of tables whose owners do not trust each other, of a partition or a table in an inheritance tree, over which another job runs, or whose dependent objects cannot be carried, before anything is locked or changed.';
 

@@ -1,0 +1,166 @@
+/*-------------------------------------------------------------------------
+ *
+ * check_args.c
+ *	  What the checks of the cutover share: their arguments read as the
+ *	  PL/pgSQL they replace read them, the names their messages print, and
+ *	  their catalog queries.
+ *
+ * The checks are called with what a caller could pass: a NULL job row, a
+ * NULL table, a job row made up.  A NULL reads as NULL, and a query or a
+ * comparison with it finds nothing, as it did in PL/pgSQL; a table is
+ * printed as regclass prints it, under the search_path the function's SET
+ * clause pins.  The queries run in the caller's SPI connection
+ * (backfill_spi_enter), read-only in a STABLE function as PL/pgSQL ran them.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "utils/builtins.h"
+#include "utils/snapmgr.h"
+
+#include "cutover/check.h"
+
+/* a field of a job row, NULL as InvalidOid */
+static Oid
+job_oid(HeapTupleHeader row, const char *field)
+{
+	bool		isnull;
+	Datum		d = GetAttributeByName(row, field, &isnull);
+
+	return isnull ? InvalidOid : DatumGetObjectId(d);
+}
+
+/*
+ * cutover_job_arg
+ *		The backfill.job argument argno of fcinfo: every field NULL when the
+ *		row is.
+ */
+void
+cutover_job_arg(FunctionCallInfo fcinfo, int argno, CutoverJob *job)
+{
+	HeapTupleHeader row;
+	bool		isnull = true;
+	Datum		d;
+
+	memset(job, 0, sizeof(CutoverJob));
+	if (!PG_ARGISNULL(argno))
+	{
+		row = PG_GETARG_HEAPTUPLEHEADER(argno);
+		d = GetAttributeByName(row, "job_id", &isnull);
+		if (!isnull)
+			job->job_id = DatumGetInt64(d);
+		job->upstream = job_oid(row, "upstream");
+		job->downstream = job_oid(row, "downstream");
+		job->change_table = job_oid(row, "change_table");
+		job->owner = job_oid(row, "owner");
+	}
+	job->id_null = isnull;
+	job->id_raise = isnull ? "<NULL>" : psprintf(INT64_FORMAT, job->job_id);
+	job->id_format = isnull ? "" : job->id_raise;
+}
+
+/* a regclass or oid argument, NULL as InvalidOid */
+Oid
+cutover_oid_arg(FunctionCallInfo fcinfo, int argno)
+{
+	return PG_ARGISNULL(argno) ? InvalidOid : PG_GETARG_OID(argno);
+}
+
+/* a table as RAISE prints a regclass: "<NULL>" for NULL */
+char *
+cutover_rel_raise(Oid relid)
+{
+	if (!OidIsValid(relid))
+		return "<NULL>";
+	return DatumGetCString(DirectFunctionCall1(regclassout, ObjectIdGetDatum(relid)));
+}
+
+/* a table as format()'s %s prints a regclass: "" for NULL */
+char *
+cutover_rel_format(Oid relid)
+{
+	return OidIsValid(relid) ? cutover_rel_raise(relid) : "";
+}
+
+/* a name as format()'s %I prints it, which refuses a NULL */
+const char *
+cutover_ident(const char *name)
+{
+	if (name == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("null values cannot be formatted as an SQL identifier")));
+	return quote_identifier(name);
+}
+
+/* a role as regrole prints it */
+char *
+cutover_role(Oid roleid)
+{
+	if (!OidIsValid(roleid))
+		return "";
+	return DatumGetCString(DirectFunctionCall1(regroleout, ObjectIdGetDatum(roleid)));
+}
+
+/*
+ * cutover_statement_begin, cutover_statement_end
+ *		Around a check that _cutover_check makes through another: the
+ *		snapshot the PL/pgSQL took for each statement of the VOLATILE
+ *		function, which the STABLE check it called then read with, after
+ *		the same command counter increment as SPI's.
+ */
+void
+cutover_statement_begin(void)
+{
+	CommandCounterIncrement();
+	PushActiveSnapshot(GetTransactionSnapshot());
+}
+
+void
+cutover_statement_end(void)
+{
+	PopActiveSnapshot();
+}
+
+/*
+ * cutover_query
+ *		Run a catalog query with $1 to $nargs, each an OID (InvalidOid:
+ *		NULL), and return the number of its rows, in SPI_tuptable.
+ */
+int
+cutover_query(const char *sql, bool read_only, int nargs, Oid *types, Datum *values)
+{
+	char		nulls[FUNC_MAX_ARGS + 1];
+	int			rc;
+
+	Assert(nargs <= FUNC_MAX_ARGS);
+	for (int i = 0; i < nargs; i++)
+		nulls[i] = OidIsValid(DatumGetObjectId(values[i])) ? ' ' : 'n';
+	nulls[nargs] = '\0';
+	rc = SPI_execute_with_args(sql, nargs, types, values, nulls, read_only, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "SPI_execute_with_args failed (%d): %s", rc, sql);
+	return (int) SPI_processed;
+}
+
+/* column col (from 1) of row row (from 0) of the last query, as text; NULL for NULL */
+char *
+cutover_value(int row, int col)
+{
+	return SPI_getvalue(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col);
+}
+
+/* a boolean column of the last query, NULL as false (as IF takes it) */
+bool
+cutover_bool(int row, int col)
+{
+	bool		isnull;
+	Datum		d = SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col, &isnull);
+
+	return !isnull && DatumGetBool(d);
+}
