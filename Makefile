@@ -55,6 +55,11 @@ OBJS = \
 	src/copy/sink.o \
 	src/copy/size.o \
 	src/copy/state.o \
+	src/cutover/arguments.o \
+	src/cutover/attempts.o \
+	src/cutover/index_wait.o \
+	src/cutover/lock.o \
+	src/cutover/partition_pairs.o \
 	src/kinds/kind.o \
 	src/kinds/kind_cdc.o \
 	src/kinds/kind_remote.o \
