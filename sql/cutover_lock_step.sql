@@ -1,33 +1,34 @@
 -- The cutover's lock step, function by function: the checks of its
 -- arguments, why a job cannot be turned around, the pairs of partitions,
 -- the locks it takes and in whose name, the refusal of an index built
--- concurrently.  Each message, its SQLSTATE, DETAIL and HINT as a user sees
--- them; as a plain role against a superuser's tables, and as a superuser
+-- concurrently.  Each message, its DETAIL, HINT and SQLSTATE as a user
+-- sees them; as a plain role against a superuser's tables, and as a superuser
 -- against a plain role's.
 SET client_min_messages = warning;
 CREATE ROLE regress_ls_plain LOGIN;
 GRANT CREATE ON SCHEMA public TO regress_ls_plain;
 
--- an error: its SQLSTATE, message, detail and hint, job ids left out
-CREATE FUNCTION pg_temp.refused(sql text) RETURNS TABLE (code text, message text, detail text, hint text)
-LANGUAGE plpgsql AS $$
-BEGIN
-    EXECUTE sql;
-    RETURN QUERY SELECT 'ok', NULL::text, NULL::text, NULL::text;
-EXCEPTION WHEN OTHERS THEN
-    GET STACKED DIAGNOSTICS code = RETURNED_SQLSTATE, message = MESSAGE_TEXT,
-                            detail = PG_EXCEPTION_DETAIL, hint = PG_EXCEPTION_HINT;
-    message := regexp_replace(message, 'job \d+', 'job N');
-    RETURN NEXT;
-END
-$$;
-GRANT EXECUTE ON FUNCTION pg_temp.refused(text) TO regress_ls_plain;
+-- an error shows its message, DETAIL and HINT, then its SQLSTATE
+\set SHOW_CONTEXT never
 
 -- lock_timeout and attempts: their bounds, both ends included
-SELECT t, a, r.code, r.message, r.detail
-  FROM (VALUES ('1ms'::interval, 1), ('0.999ms', 1), ('1 hour', 1000), ('3600.001 s', 1),
-               ('1 day', 1), ('-1 s', 1), ('1s', 0), ('1s', 1001), (NULL, 1), ('1s', NULL)) v(t, a),
-       pg_temp.refused(format('SELECT backfill._cutover_arguments(%L, %s)', t, coalesce(a::text, 'NULL'))) r;
+SELECT backfill._cutover_arguments('1ms', 1), backfill._cutover_arguments('1 hour', 1000);
+SELECT backfill._cutover_arguments('0.999ms', 1);
+\echo :LAST_ERROR_SQLSTATE
+SELECT backfill._cutover_arguments('3600.001 s', 1);
+\echo :LAST_ERROR_SQLSTATE
+SELECT backfill._cutover_arguments('1 day', 1);
+\echo :LAST_ERROR_SQLSTATE
+SELECT backfill._cutover_arguments('-1 s', 1);
+\echo :LAST_ERROR_SQLSTATE
+SELECT backfill._cutover_arguments('1s', 0);
+\echo :LAST_ERROR_SQLSTATE
+SELECT backfill._cutover_arguments('1s', 1001);
+\echo :LAST_ERROR_SQLSTATE
+SELECT backfill._cutover_arguments(NULL, 1);
+\echo :LAST_ERROR_SQLSTATE
+SELECT backfill._cutover_arguments('1s', NULL);
+\echo :LAST_ERROR_SQLSTATE
 
 -- why a job could not be followed back: a filter, a computed column, a
 -- column not copied that is NOT NULL without a default, an owner that may
@@ -63,11 +64,15 @@ CREATE TABLE ls_q_y PARTITION OF ls_q FOR VALUES FROM (1) TO (10);
 SELECT * FROM backfill._cutover_partition_pairs('ls_p', 'ls_q');
 -- one more on either side, and another key: refused
 CREATE TABLE ls_q_x PARTITION OF ls_q FOR VALUES FROM (20) TO (30);
-SELECT * FROM pg_temp.refused('SELECT backfill._cutover_partition_pairs(''ls_p'', ''ls_q'')');
-SELECT * FROM pg_temp.refused('SELECT backfill._cutover_partition_pairs(''ls_q'', ''ls_p'')');
+SELECT backfill._cutover_partition_pairs('ls_p', 'ls_q');
+\echo :LAST_ERROR_SQLSTATE
+SELECT backfill._cutover_partition_pairs('ls_q', 'ls_p');
+\echo :LAST_ERROR_SQLSTATE
 CREATE TABLE ls_r (id int, v text) PARTITION BY LIST (id);
-SELECT * FROM pg_temp.refused('SELECT backfill._cutover_partition_pairs(''ls_p'', ''ls_r'')');
-SELECT * FROM pg_temp.refused('SELECT backfill._cutover_partition_pairs(''ls_p'', ''ls_up'')');
+SELECT backfill._cutover_partition_pairs('ls_p', 'ls_r');
+\echo :LAST_ERROR_SQLSTATE
+SELECT backfill._cutover_partition_pairs('ls_p', 'ls_up');
+\echo :LAST_ERROR_SQLSTATE
 -- two tables not partitioned: no pair
 SELECT count(*) FROM backfill._cutover_partition_pairs('ls_up', 'ls_up');
 
@@ -82,13 +87,15 @@ CREATE TABLE ls_src (id serial PRIMARY KEY, v text);
 CREATE TABLE ls_child (id int REFERENCES ls_src);
 CREATE VIEW ls_view AS SELECT s.id FROM ls_src s, ls_other o;
 CREATE MATERIALIZED VIEW ls_mv AS SELECT id FROM ls_src;
+CREATE FUNCTION pg_temp.held(pattern text) RETURNS TABLE (relation regclass, mode text)
+LANGUAGE sql AS $$
+SELECT l.relation::regclass, l.mode FROM pg_locks l
+ WHERE l.pid = pg_backend_pid() AND l.locktype = 'relation' AND l.relation::regclass::text LIKE pattern
+ ORDER BY l.relation::regclass::text
+$$;
 BEGIN;
 SELECT backfill._cutover_lock_dependents('ls_src', 'ls_p');
-SELECT l.relation::regclass, l.mode
-  FROM pg_locks l
- WHERE l.pid = pg_backend_pid() AND l.locktype = 'relation'
-   AND l.relation::regclass::text LIKE 'ls\_%'
- ORDER BY l.relation::regclass::text;
+SELECT * FROM pg_temp.held('ls\_%');
 ROLLBACK;
 
 -- a plain role may take no lock on what it may not alter: the table that
@@ -98,21 +105,28 @@ GRANT SELECT, UPDATE ON ls_src, ls_p TO regress_ls_plain;
 GRANT SELECT ON ls_child TO regress_ls_plain;
 SET ROLE regress_ls_plain;
 CREATE TABLE ls_mine (id int);
-SELECT * FROM pg_temp.refused('SELECT backfill._cutover_lock_dependents(''ls_src'', ''ls_mine'')');
+SELECT backfill._cutover_lock_dependents('ls_src', 'ls_mine');
+\echo :LAST_ERROR_SQLSTATE
 RESET ROLE;
 GRANT UPDATE ON ls_child TO regress_ls_plain;
 SET ROLE regress_ls_plain;
-SELECT * FROM pg_temp.refused('SELECT backfill._cutover_lock_dependents(''ls_src'', ''ls_mine'')');
-SELECT * FROM pg_temp.refused('SELECT backfill._cutover_lock_relation(''ls_view'')');
-SELECT * FROM pg_temp.refused('SELECT backfill._cutover_lock_relation(''ls_src_id_seq'')');
-SELECT * FROM pg_temp.refused('SELECT backfill._cutover_lock_relation(0)');
+SELECT backfill._cutover_lock_dependents('ls_src', 'ls_mine');
+\echo :LAST_ERROR_SQLSTATE
+SELECT backfill._cutover_lock_relation('ls_view');
+\echo :LAST_ERROR_SQLSTATE
+SELECT backfill._cutover_lock_relation('ls_src_id_seq');
+\echo :LAST_ERROR_SQLSTATE
+SELECT backfill._cutover_lock_relation(0);
+\echo :LAST_ERROR_SQLSTATE
 -- nor refuse, report or attempt a cutover of a job it does not own
 CREATE TABLE ls_t (id int PRIMARY KEY, v text);
 RESET ROLE;
 SELECT backfill.create_job('ls_t_new', 'ls_t') AS su_job \gset
 SET ROLE regress_ls_plain;
-SELECT code, message FROM pg_temp.refused(format('SELECT backfill._cutover_refuse_index_build(%s, ''ls_t'', ''ls_t_new'')', :su_job));
-SELECT code, message FROM pg_temp.refused(format('SELECT backfill._cutover_attempts(%s, ''ls_t'', ''ls_t_new'', ''ls_t_old'', ''1s'', 1)', :su_job));
+\set VERBOSITY sqlstate
+SELECT backfill._cutover_refuse_index_build(:su_job, 'ls_t', 'ls_t_new');
+SELECT backfill._cutover_attempts(:su_job, 'ls_t', 'ls_t_new', 'ls_t_old', '1s', 1);
+\set VERBOSITY default
 RESET ROLE;
 
 -- a superuser against a plain role's job and tables: the locks are had
@@ -125,11 +139,7 @@ RESET ROLE;
 BEGIN;
 SELECT backfill._cutover_refuse_index_build(:plain_job, 'ls_plain', 'ls_plain_new');
 SELECT backfill._cutover_lock_dependents('ls_plain', 'ls_plain_new');
-SELECT l.relation::regclass, l.mode
-  FROM pg_locks l
- WHERE l.pid = pg_backend_pid() AND l.locktype = 'relation'
-   AND l.relation::regclass::text LIKE 'ls\_plain%'
- ORDER BY l.relation::regclass::text;
+SELECT * FROM pg_temp.held('ls\_plain%');
 ROLLBACK;
 
 -- the cutover through the lock step: one attempt, the tables swapped

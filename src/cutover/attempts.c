@@ -261,6 +261,21 @@ give_up(Attempts *a)
 			 errhint("Find the long transaction on the table in pg_locks and pg_stat_activity, or try again with more attempts or a longer lock_timeout.")));
 }
 
+/* attempt() for backfill_subxact_call */
+typedef struct AttemptCall
+{
+	Attempts   *a;
+	const char *saved;
+} AttemptCall;
+
+static void
+attempt_call(void *arg)
+{
+	AttemptCall *call = (AttemptCall *) arg;
+
+	attempt(call->a, call->saved);
+}
+
 /*
  * One attempt in a subtransaction of its own: whether it swapped.  A lock
  * not had in time or a deadlock is a failed attempt, whose work is rolled
@@ -269,23 +284,9 @@ give_up(Attempts *a)
 static bool
 try_once(Attempts *a, const char *saved)
 {
-	MemoryContext cxt = CurrentMemoryContext;
-	ResourceOwner owner = backfill_subxact_begin();
-	ErrorData  *edata = NULL;
+	AttemptCall call = {a, saved};
+	ErrorData  *edata = backfill_subxact_call(attempt_call, &call);
 
-	PG_TRY();
-	{
-		attempt(a, saved);
-		backfill_subxact_release(owner);
-	}
-	PG_CATCH();
-	{
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		backfill_subxact_rollback(owner);
-	}
-	PG_END_TRY();
 	if (edata == NULL)
 		return true;
 	if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE &&
