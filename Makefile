@@ -56,6 +56,7 @@ OBJS = \
 	src/copy/size.o \
 	src/copy/state.o \
 	src/cutover/arguments.o \
+	src/cutover/attempt_lines.o \
 	src/cutover/attempts.o \
 	src/cutover/index_wait.o \
 	src/cutover/lock.o \

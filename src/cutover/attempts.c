@@ -43,39 +43,12 @@
 #include "utils/numeric.h"
 #include "utils/snapmgr.h"
 
+#include "cutover/attempts.h"
 #include "cutover/lock_step.h"
 #include "lib/lib.h"
 
 PG_FUNCTION_INFO_V1(backfill_cutover_attempts);
 
-/* the processes but this one holding a lock on either table */
-static const char *const holders_sql =
-"SELECT string_agg(DISTINCT l.pid::text, ', ' ORDER BY l.pid::text)"
-"  FROM pg_locks l"
-" WHERE l.locktype = 'relation' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
-"   AND l.relation IN ($1, $2) AND l.granted AND l.pid <> pg_backend_pid()";
-
-/* one cutover's attempts: its arguments, and what the attempts found */
-typedef struct Attempts
-{
-	int64		job_id;
-	bool		job_null;
-	Oid			src;			/* InvalidOid: NULL */
-	Oid			dst;
-	Datum		src_new_name;
-	bool		src_new_name_null;
-	char	   *timeout_ms;		/* lock_timeout in ms, as text; NULL: NULL */
-	char	   *attempts;		/* as text; NULL: NULL */
-	int32		max_tries;
-	int32		tries;
-	double		line_every_us;	/* between two lines of the wait */
-	TimestampTz wait_began;
-	TimestampTz told_at;
-	TimestampTz locked_at;
-	Datum		to_validate;	/* the swap's result, in the caller's context */
-	bool		to_validate_null;
-	MemoryContext caller;
-} Attempts;
 
 /* a statement of one row, as the caller, with $1.. of the given types */
 static void
@@ -84,23 +57,6 @@ run_sql(const char *sql, int nargs, Oid *types, Datum *values, const char *nulls
 	backfill_spi_exec_args(sql, nargs, types, values, nulls, SPI_OK_SELECT);
 }
 
-/* backfill._cutover_report(job_id, what) */
-static void
-report(Attempts *a, const char *what)
-{
-	Oid			types[2] = {INT8OID, TEXTOID};
-	Datum		values[2] = {Int64GetDatum(a->job_id), CStringGetTextDatum(what)};
-	char		nulls[2] = {a->job_null ? 'n' : ' ', ' '};
-
-	run_sql("SELECT backfill._cutover_report($1, $2)", 2, types, values, nulls);
-}
-
-/* a regclass argument as format('%s') shows it: "" for NULL */
-static char *
-rel_text(Oid relid)
-{
-	return OidIsValid(relid) ? backfill_cutover_regclass(relid) : "";
-}
 
 /* set lock_timeout for the rest of the transaction, as set_config() does */
 static void
@@ -110,27 +66,6 @@ set_lock_timeout(const char *value)
 							 PGC_S_SESSION, GUC_ACTION_LOCAL, true, 0, false);
 }
 
-/*
- * The interval between two lines of the wait, in microseconds, from
- * backfill.client_progress_interval as current_setting() shows it: a
- * number of ms, or with its unit
- */
-static double
-line_interval_us(void)
-{
-	const char *setting = GetConfigOptionByName("backfill.client_progress_interval", NULL, true);
-	const char *text = setting;
-	Interval   *every;
-
-	if (setting == NULL || setting[0] == '\0')
-		text = "10 s";
-	else if (strspn(setting, "0123456789") == strlen(setting))
-		text = psprintf("%s ms", setting);
-	every = DatumGetIntervalP(DirectFunctionCall3(interval_in, CStringGetDatum(text),
-												  ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1)));
-	return (double) every->time + (double) every->day * USECS_PER_DAY +
-		(double) every->month * DAYS_PER_MONTH * USECS_PER_DAY;
-}
 
 /* a relation's name as a name Datum, or NULL (nulls: 'n') */
 static Datum
@@ -166,7 +101,8 @@ attempt(Attempts *a, const char *saved)
 	a->locked_at = GetCurrentTimestamp();
 	/* again, under the lock: a view or key made while we waited */
 	run_sql("SELECT backfill._cutover_check(backfill._get_job($1), $2, $3)", 3, types, values, nulls);
-	report(a, psprintf("swapping table %s with table %s", rel_text(a->src), rel_text(a->dst)));
+	backfill_attempt_report(a, psprintf("swapping table %s with table %s",
+										backfill_attempt_rel(a->src), backfill_attempt_rel(a->dst)));
 	names[2] = name_of(a->src, &name_nulls[2]);
 	names[3] = name_of(a->dst, &name_nulls[3]);
 	run_sql("SELECT backfill._cutover_swap($2, $3, $4)", 4, types, values, nulls);
@@ -179,87 +115,6 @@ attempt(Attempts *a, const char *saved)
 	set_lock_timeout(saved);
 }
 
-/* the processes holding a lock on either table, as the line shows them */
-static char *
-holders(Attempts *a)
-{
-	Oid			types[2] = {REGCLASSOID, REGCLASSOID};
-	Datum		values[2] = {ObjectIdGetDatum(a->src), ObjectIdGetDatum(a->dst)};
-	char		nulls[2] = {OidIsValid(a->src) ? ' ' : 'n', OidIsValid(a->dst) ? ' ' : 'n'};
-	char	   *pids;
-
-	run_sql(holders_sql, 2, types, values, nulls);
-	pids = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	if (pids == NULL)
-		return "no holder on either table (queued behind other requests, or a lock on what the swap alters)";
-	return psprintf("held by %s %s", strchr(pids, ',') ? "pids" : "pid", pids);
-}
-
-/* how long the lock step has waited so far, in s, rounded as round(x, 1) */
-static char *
-waited_s(Attempts *a)
-{
-	Numeric		us = int64_to_numeric(GetCurrentTimestamp() - a->wait_began);
-	Datum		s = DirectFunctionCall2(numeric_div, NumericGetDatum(us),
-										NumericGetDatum(int64_to_numeric(USECS_PER_SEC)));
-
-	return DatumGetCString(DirectFunctionCall1(numeric_out,
-											   DirectFunctionCall2(numeric_round, s,
-																   Int32GetDatum(1))));
-}
-
-/*
- * A failed attempt, its subtransaction rolled back: say so, and at most
- * every interval how long the wait has lasted and who holds the tables
- */
-static void
-tell_failure(Attempts *a, bool deadlock)
-{
-	char	   *what;
-
-	if (deadlock)
-		/*
-		 * PostgreSQL broke a deadlock with another transaction by failing
-		 * the attempt: the other goes on
-		 */
-		what = psprintf("cutover of backfill job %s: attempt %d of %s gave way to another transaction in a deadlock over table %s",
-						a->job_null ? "" : psprintf(INT64_FORMAT, a->job_id), a->tries,
-						a->attempts ? a->attempts : "", rel_text(a->src));
-	else
-		what = psprintf("cutover of backfill job %s: attempt %d of %s could not lock table %s within %s ms",
-						a->job_null ? "" : psprintf(INT64_FORMAT, a->job_id), a->tries,
-						a->attempts ? a->attempts : "", rel_text(a->src),
-						a->timeout_ms ? a->timeout_ms : "");
-	ereport(NOTICE, (errmsg_internal("%s", what)));
-	ereport(LOG, (errmsg_internal("%s", what)));
-	if (a->line_every_us > 0 &&
-		(double) (GetCurrentTimestamp() - a->told_at) >= a->line_every_us)
-	{
-		char	   *held = holders(a);
-
-		ereport(INFO,
-				(errmsg_internal("backfill job %s: cutover waiting for AccessExclusiveLock on table %s for %s s (attempt %d of %s), %s",
-								 a->job_null ? "" : psprintf(INT64_FORMAT, a->job_id),
-								 rel_text(a->src), waited_s(a), a->tries,
-								 a->attempts ? a->attempts : "", held)));
-		a->told_at = GetCurrentTimestamp();
-	}
-}
-
-/* give up after the last attempt, everything as it was */
-static void
-give_up(Attempts *a)
-{
-	report(a, "gave up");
-	ereport(ERROR,
-			(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
-			 errmsg_internal("could not lock table %s for the cutover of backfill job %s in %s attempts",
-							 rel_text(a->src), a->job_null ? "" : psprintf(INT64_FORMAT, a->job_id),
-							 a->attempts ? a->attempts : ""),
-			 errdetail_internal("Each attempt waited at most %s ms for each lock, of the table and of what the swap alters; another transaction held one or was ahead in the queue each time. Nothing was changed.",
-								a->timeout_ms ? a->timeout_ms : ""),
-			 errhint("Find the long transaction on the table in pg_locks and pg_stat_activity, or try again with more attempts or a longer lock_timeout.")));
-}
 
 /* attempt() for backfill_subxact_call */
 typedef struct AttemptCall
@@ -293,7 +148,7 @@ try_once(Attempts *a, const char *saved)
 		edata->sqlerrcode != ERRCODE_T_R_DEADLOCK_DETECTED)
 		ReThrowError(edata);
 	set_lock_timeout(saved);
-	tell_failure(a, edata->sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED);
+	backfill_attempt_failed(a, edata->sqlerrcode == ERRCODE_T_R_DEADLOCK_DETECTED);
 	FreeErrorData(edata);
 	return false;
 }
@@ -342,7 +197,7 @@ read_arguments(FunctionCallInfo fcinfo, Attempts *a)
 		a->max_tries = PG_GETARG_INT32(5);
 		a->attempts = psprintf("%d", a->max_tries);
 	}
-	a->line_every_us = line_interval_us();
+	a->line_every_us = backfill_attempt_line_interval();
 	a->wait_began = a->told_at = GetCurrentTimestamp();
 	a->caller = CurrentMemoryContext;
 }
@@ -382,14 +237,14 @@ backfill_cutover_attempts(PG_FUNCTION_ARGS)
 	{
 		a.tries++;
 		refuse_index_build(&a);
-		report(&a, psprintf("waiting_for_lock (attempt %d of %s) on table %s", a.tries,
-							a.attempts ? a.attempts : "", rel_text(a.src)));
+		backfill_attempt_report(&a, psprintf("waiting_for_lock (attempt %d of %s) on table %s", a.tries,
+							a.attempts ? a.attempts : "", backfill_attempt_rel(a.src)));
 		if (try_once(&a, saved))
 			break;
 		/* an index build that took the table meanwhile waits for us */
 		refuse_index_build(&a);
 		if (a.attempts && a.tries >= a.max_tries)
-			give_up(&a);
+			backfill_attempt_give_up(&a);
 		pause_after(a.tries);
 	}
 	backfill_spi_leave();
