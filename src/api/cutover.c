@@ -6,7 +6,8 @@
  *	  switchover of a job whose upstream is on another server is the remote
  *	  kind's (kinds/switchover.c), which backfill.cutover() calls.
  *
- * The swap itself (the lock taken with retries, the renames and everything
+ * The lock step, its attempts and the checks of its arguments are C of
+ * their own (src/cutover/).  The swap itself (the renames and everything
  * that names the upstream carried to the downstream) is SQL, in the
  * extension's script, run by the caller with the caller's rights: every
  * ALTER it makes needs the privileges it would need typed by hand.  Only
@@ -39,15 +40,6 @@
  * job is not cancelled; as cancel_job does, the row is marked cancelled for
  * the moment its triggers are dropped, inside the same transaction, so no
  * one ever sees that state.
- *
- * The lock step.  Everything the swap alters (the tables that reference
- * the upstream, its views, its sequences) is locked before the tables
- * themselves, in the caller's attempt, so that the swap never waits for a
- * lock while it holds the upstream: an application that holds a child
- * table and then needs the upstream would otherwise deadlock with it.
- * LOCK TABLE takes neither sequences nor a view alone (it locks the
- * view's tables too), hence _cutover_lock_relation, which takes the one
- * relation's lock under the caller's lock_timeout.
  *
  * Who may.  These functions are executable by every role, as the
  * PL/pgSQL functions that call them run with their caller's rights; each
@@ -91,7 +83,6 @@ PG_FUNCTION_INFO_V1(backfill_cutover_record);
 PG_FUNCTION_INFO_V1(backfill_cutover_report);
 PG_FUNCTION_INFO_V1(backfill_cutover_hand_over);
 PG_FUNCTION_INFO_V1(backfill_cutover_other_job);
-PG_FUNCTION_INFO_V1(backfill_cutover_lock_relation);
 
 /* the longest text a cutover shows of what it does (two qualified names) */
 #define BACKFILL_CUTOVER_REPORT_MAX 512
@@ -480,31 +471,4 @@ backfill_cutover_other_job(PG_FUNCTION_ARGS)
 	if (other == 0)
 		PG_RETURN_NULL();
 	PG_RETURN_INT64(other);
-}
-
-/*
- * backfill._cutover_lock_relation(rel regclass) RETURNS void
- *		Lock one relation ACCESS EXCLUSIVE, and nothing else with it: a
- *		view's tables are not locked through it, and a sequence is taken
- *		as a table would be.  The wait is bounded by the caller's
- *		lock_timeout.  The caller must have the privileges of the
- *		relation's owner, which the swap needs to alter it anyway.
- */
-Datum
-backfill_cutover_lock_relation(PG_FUNCTION_ARGS)
-{
-	Oid			relid = PG_GETARG_OID(0);
-	Oid			relowner = backfill_relation_owner(relid);
-
-	if (!OidIsValid(relowner))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("relation with OID %u does not exist", relid)));
-	if (!has_privs_of_role(GetUserId(), relowner))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("must be owner of relation %s", get_rel_name(relid)),
-				 errdetail("The cutover alters the relation, which names the table it swaps.")));
-	LockRelationOid(relid, AccessExclusiveLock);
-	PG_RETURN_VOID();
 }

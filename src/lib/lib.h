@@ -84,6 +84,7 @@ extern void backfill_xact_abort(void);
 extern bool backfill_rollback_after_error(void);
 extern ResourceOwner backfill_subxact_begin(void);
 extern void backfill_subxact_rollback(ResourceOwner owner);
+extern ErrorData *backfill_subxact_call(void (*work) (void *arg), void *arg);
 extern ErrorData *backfill_subxact_exec(const char *sql, int expected, int lock_ms);
 extern void backfill_subxact_release(ResourceOwner owner);
 extern void backfill_sleep_ms(long ms);

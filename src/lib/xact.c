@@ -198,16 +198,14 @@ backfill_subxact_rollback(ResourceOwner owner)
 }
 
 /*
- * backfill_subxact_exec
- *		Run a statement (caller connected to SPI) in a subtransaction of its
- *		own: NULL if it succeeded, else its error, copied into the caller's
- *		memory context, with everything it did rolled back.  With lock_ms
- *		>= 0 it waits that long at most for each lock (lock_timeout, for the
- *		statement only).  For work whose failure the caller reports as a
- *		WARNING, or tries again, and goes on.
+ * backfill_subxact_call
+ *		Call work(arg) in a subtransaction of its own: NULL if it succeeded,
+ *		else its error, copied into the caller's memory context, with
+ *		everything it did rolled back.  For work whose failure the caller
+ *		reports, or tries again, and goes on.
  */
 ErrorData *
-backfill_subxact_exec(const char *sql, int expected, int lock_ms)
+backfill_subxact_call(void (*work) (void *arg), void *arg)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner owner = backfill_subxact_begin();
@@ -215,18 +213,11 @@ backfill_subxact_exec(const char *sql, int expected, int lock_ms)
 
 	PG_TRY();
 	{
-		int			level = NewGUCNestLevel();
-
-		if (lock_ms >= 0)
-			(void) set_config_option("lock_timeout", psprintf("%d", lock_ms), PGC_USERSET,
-									 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-		backfill_spi_exec(sql, expected);
-		AtEOXact_GUC(true, level);
+		work(arg);
 		backfill_subxact_release(owner);
 	}
 	PG_CATCH();
 	{
-		/* the rollback of the subtransaction undoes the lock_timeout too */
 		MemoryContextSwitchTo(cxt);
 		edata = CopyErrorData();
 		FlushErrorState();
@@ -234,6 +225,42 @@ backfill_subxact_exec(const char *sql, int expected, int lock_ms)
 	}
 	PG_END_TRY();
 	return edata;
+}
+
+/* a statement for backfill_subxact_exec */
+typedef struct SubxactStatement
+{
+	const char *sql;
+	int			expected;
+	int			lock_ms;
+} SubxactStatement;
+
+static void
+exec_statement(void *arg)
+{
+	SubxactStatement *stmt = (SubxactStatement *) arg;
+	int			level = NewGUCNestLevel();
+
+	if (stmt->lock_ms >= 0)
+		(void) set_config_option("lock_timeout", psprintf("%d", stmt->lock_ms), PGC_USERSET,
+								 PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	backfill_spi_exec(stmt->sql, stmt->expected);
+	AtEOXact_GUC(true, level);
+}
+
+/*
+ * backfill_subxact_exec
+ *		Run a statement (caller connected to SPI) in a subtransaction of its
+ *		own (backfill_subxact_call).  With lock_ms >= 0 it waits that long at
+ *		most for each lock (lock_timeout, for the statement only; the
+ *		rollback of the subtransaction undoes it too).
+ */
+ErrorData *
+backfill_subxact_exec(const char *sql, int expected, int lock_ms)
+{
+	SubxactStatement stmt = {sql, expected, lock_ms};
+
+	return backfill_subxact_call(exec_statement, &stmt);
 }
 
 /*

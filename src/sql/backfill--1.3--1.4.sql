@@ -891,7 +891,7 @@ COMMENT ON FUNCTION backfill._cutover_swap(regclass, regclass, text) IS
 -- ---------------------------------------------------------------------------
 
 -- one relation ACCESS EXCLUSIVE, a view without its tables, a sequence as
--- a table (src/api/cutover.c)
+-- a table (src/cutover/lock.c)
 CREATE FUNCTION backfill._cutover_lock_relation(rel regclass)
 RETURNS void
 AS 'MODULE_PATHNAME', 'backfill_cutover_lock_relation'
@@ -911,37 +911,9 @@ COMMENT ON FUNCTION backfill._cutover_lock_relation(regclass) IS
 -- lock_timeout.  PostgreSQL checks the caller's right to each lock.
 CREATE FUNCTION backfill._cutover_lock_dependents(src regclass, dst regclass)
 RETURNS void
-LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    r record;
-BEGIN
-    FOR r IN SELECT DISTINCT c.conrelid::regclass AS child FROM pg_constraint c
-              WHERE c.contype = 'f' AND c.confrelid = src AND c.conrelid NOT IN (src, dst)
-              ORDER BY 1 LOOP
-        EXECUTE format('LOCK TABLE %s IN ACCESS EXCLUSIVE MODE', r.child);
-    END LOOP;
-    FOR r IN SELECT DISTINCT rw.ev_class::regclass AS v
-               FROM pg_depend dep JOIN pg_rewrite rw ON rw.oid = dep.objid
-               JOIN pg_class vc ON vc.oid = rw.ev_class AND vc.relkind IN ('v', 'm')
-              WHERE dep.classid = 'pg_rewrite'::regclass AND dep.refclassid = 'pg_class'::regclass
-                AND dep.refobjid = src AND dep.deptype = 'n' AND rw.ev_class <> src
-              ORDER BY 1 LOOP
-        PERFORM backfill._cutover_lock_relation(r.v);
-    END LOOP;
-    FOR r IN SELECT DISTINCT dep.objid::regclass AS seq
-               FROM pg_depend dep JOIN pg_class sc ON sc.oid = dep.objid AND sc.relkind = 'S'
-              WHERE dep.classid = 'pg_class'::regclass AND dep.refclassid = 'pg_class'::regclass
-                AND dep.refobjid = src AND dep.deptype IN ('a', 'i')
-              ORDER BY 1 LOOP
-        PERFORM backfill._cutover_lock_relation(r.seq);
-    END LOOP;
-    -- src first, the table writers queue on; LOCK TABLE takes the
-    -- partitions of each with it
-    EXECUTE format('LOCK TABLE %s, %s IN ACCESS EXCLUSIVE MODE', src, dst);
-END
-$$;
+AS 'MODULE_PATHNAME', 'backfill_cutover_lock_dependents'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_lock_dependents(regclass, regclass) IS
 'Internal: locks ACCESS EXCLUSIVE, in this order, the tables whose foreign keys reference src, the views over src, the sequences of its columns, then src and dst with their partitions; each wait bounded by the caller''s lock_timeout.';
 
@@ -954,26 +926,9 @@ COMMENT ON FUNCTION backfill._cutover_lock_dependents(regclass, regclass) IS
 -- role; nothing if there is none.
 CREATE FUNCTION backfill._cutover_index_build(src regclass, dst regclass)
 RETURNS TABLE (pid integer, rel regclass)
-LANGUAGE sql VOLATILE STRICT PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
--- the activity of other processes is read once per transaction unless this
--- discards it: the cutover's retries run in one, and must see a build that
--- started after its first look
-SELECT pg_stat_clear_snapshot();
-SELECT l.pid, l.relation::regclass
-  FROM pg_stat_progress_create_index p
-  JOIN pg_locks l ON l.pid = p.pid
- WHERE p.datid = (SELECT oid FROM pg_database WHERE datname = current_database())
-   AND p.pid <> pg_backend_pid()
-   AND l.locktype = 'relation' AND l.granted AND l.mode = 'ShareUpdateExclusiveLock'
-   AND l.database = p.datid
-   AND l.relation IN (SELECT src UNION ALL SELECT dst
-                      UNION ALL SELECT relid FROM pg_partition_tree(src)
-                      UNION ALL SELECT relid FROM pg_partition_tree(dst))
- ORDER BY l.pid
- LIMIT 1
-$$;
+AS 'MODULE_PATHNAME', 'backfill_cutover_index_build'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_index_build(regclass, regclass) IS
 'Internal: a process building an index concurrently (CREATE INDEX CONCURRENTLY, REINDEX CONCURRENTLY) on src, dst or one of their partitions, and that table; no row if none.';
 
@@ -981,23 +936,9 @@ COMMENT ON FUNCTION backfill._cutover_index_build(regclass, regclass) IS
 -- one of its tables (_cutover_index_build)
 CREATE FUNCTION backfill._cutover_refuse_index_build(job_id bigint, src regclass, dst regclass)
 RETURNS void
-LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    build record;
-BEGIN
-    PERFORM backfill._get_job(job_id);          -- the caller's
-    SELECT * INTO build FROM backfill._cutover_index_build(src, dst);
-    IF FOUND THEN
-        PERFORM backfill._cutover_report(job_id, 'gave up');
-        RAISE EXCEPTION 'cannot cut over backfill job % while an index is being built concurrently on table %', job_id, build.rel
-            USING ERRCODE = 'lock_not_available',
-                  DETAIL = format('Process %s runs CREATE INDEX CONCURRENTLY or REINDEX CONCURRENTLY on table %s, which waits for the cutover''s transaction to end before it ends; the cutover could not lock the table until then. Nothing was changed.', build.pid, build.rel),
-                  HINT = 'Run the cutover again once the index is built.';
-    END IF;
-END
-$$;
+AS 'MODULE_PATHNAME', 'backfill_cutover_refuse_index_build'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_refuse_index_build(bigint, regclass, regclass) IS
 'Internal: for a caller who owns job job_id, fails with 55P03 when a process builds an index concurrently on src, dst or one of their partitions.';
 
@@ -1008,42 +949,9 @@ COMMENT ON FUNCTION backfill._cutover_refuse_index_build(bigint, regclass, regcl
 CREATE FUNCTION backfill._cutover_partition_pairs(src regclass, dst regclass,
                                                   OUT old_part regclass, OUT new_part regclass)
 RETURNS SETOF record
-LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    r record;
-BEGIN
-    IF pg_get_partkeydef(src) IS DISTINCT FROM pg_get_partkeydef(dst) THEN
-        RAISE EXCEPTION 'cannot cut over table % because table % is partitioned differently', src, dst
-            USING ERRCODE = 'feature_not_supported',
-                  DETAIL = format('Table %s is partitioned by %s, table %s by %s. Each partition takes the name of the partition it replaces.',
-                                  src, pg_get_partkeydef(src), dst, pg_get_partkeydef(dst)),
-                  HINT = format('Partition table %s as table %s is.', dst, src);
-    END IF;
-    FOR r IN
-        WITH s AS (SELECT i.inhrelid AS part, pg_get_expr(c.relpartbound, c.oid) AS bound
-                     FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = src),
-             d AS (SELECT i.inhrelid AS part, pg_get_expr(c.relpartbound, c.oid) AS bound
-                     FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid WHERE i.inhparent = dst)
-        SELECT s.part::regclass AS s_part, d.part::regclass AS d_part, coalesce(s.bound, d.bound) AS bound
-          FROM s FULL JOIN d ON d.bound = s.bound
-         ORDER BY s.part IS NULL, d.part IS NULL, coalesce(s.part, d.part)
-    LOOP
-        IF r.s_part IS NULL OR r.d_part IS NULL THEN
-            RAISE EXCEPTION 'cannot cut over table % because the partitions of table % do not match its own', src, dst
-                USING ERRCODE = 'feature_not_supported',
-                      DETAIL = format('Partition %s of table %s, %s, has no partition of table %s with the same bounds. Each partition takes the name of the partition it replaces.',
-                                      coalesce(r.s_part, r.d_part), CASE WHEN r.s_part IS NULL THEN dst ELSE src END,
-                                      r.bound, CASE WHEN r.s_part IS NULL THEN src ELSE dst END),
-                      HINT = format('Partition table %s as table %s is before the cutover.', dst, src);
-        END IF;
-        old_part := r.s_part;
-        new_part := r.d_part;
-        RETURN NEXT;
-    END LOOP;
-END
-$$;
+AS 'MODULE_PATHNAME', 'backfill_cutover_partition_pairs'
+LANGUAGE C STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_partition_pairs(regclass, regclass) IS
 'Internal: each partition of the partitioned table src with the partition of the partitioned table dst of the same bounds; an error unless both are partitioned by the same key and their partitions match one to one.';
 
@@ -1153,100 +1061,36 @@ COMMENT ON FUNCTION backfill._cutover_rename_partitions(regclass, regclass, name
 -- "attempts" attempts, everything as it was.  While the attempts last longer than
 -- backfill.client_progress_interval, a line (INFO) at most every interval
 -- says how long the lock step has waited so far and which processes hold
--- a lock on either table, as pg_locks shows them.
+-- a lock on either table, as pg_locks shows them (src/cutover/attempts.c).
 CREATE OR REPLACE FUNCTION backfill._cutover_attempts(job_id bigint, src regclass, dst regclass, src_new_name text,
                                            lock_timeout interval, attempts integer,
                                            OUT tries integer, OUT lock_held_ms double precision,
                                            OUT to_validate oid[])
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    saved text := current_setting('lock_timeout');
-    timeout_ms bigint := (extract(epoch FROM lock_timeout) * 1000)::bigint;
-    locked_at timestamptz;
-    pause double precision;
-    src_name name;
-    dst_name name;
-    what text;
-    -- the lines of the wait: their interval, when the wait began, the last
-    interval_text text := current_setting('backfill.client_progress_interval', true);
-    line_every interval := CASE WHEN interval_text IS NULL OR interval_text = '' THEN interval '10 s'
-                                WHEN interval_text ~ '^[0-9]+$' THEN (interval_text || ' ms')::interval
-                                ELSE interval_text::interval END;
-    wait_began timestamptz := clock_timestamp();
-    told_at timestamptz := clock_timestamp();
-    holders text;
-BEGIN
-    -- partitions that would not match are refused before anything is locked
-    IF (SELECT relkind FROM pg_class WHERE oid = src) = 'p' AND (SELECT relkind FROM pg_class WHERE oid = dst) = 'p' THEN
-        PERFORM backfill._cutover_partition_pairs(src, dst);
-    END IF;
-    tries := 0;
-    LOOP
-        tries := tries + 1;
-        PERFORM backfill._cutover_refuse_index_build(job_id, src, dst);
-        PERFORM backfill._cutover_report(job_id,
-                    format('waiting_for_lock (attempt %s of %s) on table %s', tries, attempts, src));
-        BEGIN
-            PERFORM set_config('lock_timeout', timeout_ms || 'ms', true);
-            PERFORM backfill._cutover_lock_dependents(src, dst);
-            locked_at := clock_timestamp();
-            -- again, under the lock: a view or key made while we waited
-            PERFORM backfill._cutover_check(backfill._get_job(job_id), src, dst);
-            PERFORM backfill._cutover_report(job_id, format('swapping table %s with table %s', src, dst));
-            src_name := (SELECT relname FROM pg_class WHERE oid = src);
-            dst_name := (SELECT relname FROM pg_class WHERE oid = dst);
-            to_validate := backfill._cutover_swap(src, dst, src_new_name);
-            PERFORM backfill._cutover_rename_partitions(src, dst, src_name, dst_name);
-            PERFORM set_config('lock_timeout', saved, true);
-            EXIT;
-        EXCEPTION WHEN lock_not_available OR deadlock_detected THEN
-            PERFORM set_config('lock_timeout', saved, true);
-            GET STACKED DIAGNOSTICS what = RETURNED_SQLSTATE;
-            IF what = '40P01' THEN
-                -- PostgreSQL broke a deadlock with another transaction by
-                -- failing the attempt: the other goes on
-                what := format('cutover of backfill job %s: attempt %s of %s gave way to another transaction in a deadlock over table %s',
-                               job_id, tries, attempts, src);
-            ELSE
-                what := format('cutover of backfill job %s: attempt %s of %s could not lock table %s within %s ms',
-                               job_id, tries, attempts, src, timeout_ms);
-            END IF;
-            RAISE NOTICE '%', what;
-            RAISE LOG '%', what;
-            IF line_every > interval '0' AND clock_timestamp() - told_at >= line_every THEN
-                SELECT string_agg(DISTINCT l.pid::text, ', ' ORDER BY l.pid::text) INTO holders
-                  FROM pg_locks l
-                 WHERE l.locktype = 'relation' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-                   AND l.relation IN (src, dst) AND l.granted AND l.pid <> pg_backend_pid();
-                RAISE INFO 'backfill job %: cutover waiting for AccessExclusiveLock on table % for % s (attempt % of %), %',
-                    job_id, src, round(extract(epoch FROM clock_timestamp() - wait_began)::numeric, 1),
-                    tries, attempts,
-                    CASE WHEN holders IS NULL THEN 'no holder on either table (queued behind other requests, or a lock on what the swap alters)'
-                         WHEN holders LIKE '%,%' THEN 'held by pids ' || holders
-                         ELSE 'held by pid ' || holders END;
-                told_at := clock_timestamp();
-            END IF;
-            -- an index build that took the table meanwhile waits for us
-            PERFORM backfill._cutover_refuse_index_build(job_id, src, dst);
-            IF tries >= attempts THEN
-                PERFORM backfill._cutover_report(job_id, 'gave up');
-                RAISE EXCEPTION 'could not lock table % for the cutover of backfill job % in % attempts',
-                    src, job_id, attempts
-                    USING ERRCODE = 'lock_not_available',
-                          DETAIL = format('Each attempt waited at most %s ms for each lock, of the table and of what the swap alters; another transaction held one or was ahead in the queue each time. Nothing was changed.', timeout_ms),
-                          HINT = 'Find the long transaction on the table in pg_locks and pg_stat_activity, or try again with more attempts or a longer lock_timeout.';
-            END IF;
-            pause := least(0.01 * power(2, tries - 1), 1.0) * (0.5 + random() / 2);
-            PERFORM pg_sleep(pause);
-        END;
-    END LOOP;
-    lock_held_ms := extract(epoch FROM clock_timestamp() - locked_at) * 1000;
-END
-$$;
+AS 'MODULE_PATHNAME', 'backfill_cutover_attempts'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_attempts(bigint, regclass, regclass, text, interval, integer) IS
 'Internal: locks both tables of a cutover and what the swap alters with bounded waits and retries, then swaps them and renames their partitions.';
+
+-- the arguments every cutover function shares, checked alike
+-- (src/cutover/arguments.c)
+CREATE OR REPLACE FUNCTION backfill._cutover_arguments(lock_timeout interval, attempts integer)
+RETURNS void
+AS 'MODULE_PATHNAME', 'backfill_cutover_arguments'
+LANGUAGE C IMMUTABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._cutover_arguments(interval, integer) IS
+'Internal: checks the lock_timeout and attempts of a cutover or rollback.';
+
+-- a job that can be turned around: its downstream maps back onto its
+-- upstream, and its owner may write the upstream; NULL if so, else why not
+CREATE OR REPLACE FUNCTION backfill._cutover_irreversible(j backfill.job)
+RETURNS text
+AS 'MODULE_PATHNAME', 'backfill_cutover_irreversible'
+LANGUAGE C STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._cutover_irreversible(backfill.job) IS
+'Internal: why a job''s downstream could not be followed back by its upstream after a cutover, or NULL.';
 
 -- The gate of cutover(verify => true): verify_job of the job (method auto:
 -- by checksums, where they are computed where the rows are), as its caller; its first differences go into the error's DETAIL.

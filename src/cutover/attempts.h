@@ -1,0 +1,41 @@
+/*-------------------------------------------------------------------------
+ *
+ * attempts.h
+ *	  One cutover's attempts (attempts.c) and what they say (attempt_lines.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BACKFILL_CUTOVER_ATTEMPTS_H
+#define BACKFILL_CUTOVER_ATTEMPTS_H
+
+#include "backfill.h"
+
+/* one cutover's attempts: its arguments, and what the attempts found */
+typedef struct Attempts
+{
+	int64		job_id;
+	bool		job_null;
+	Oid			src;			/* InvalidOid: NULL */
+	Oid			dst;
+	Datum		src_new_name;
+	bool		src_new_name_null;
+	char	   *timeout_ms;		/* lock_timeout in ms, as text; NULL: NULL */
+	char	   *attempts;		/* as text; NULL: NULL */
+	int32		max_tries;
+	int32		tries;
+	double		line_every_us;	/* between two lines of the wait */
+	TimestampTz wait_began;
+	TimestampTz told_at;
+	TimestampTz locked_at;
+	Datum		to_validate;	/* the swap's result, in the caller's context */
+	bool		to_validate_null;
+	MemoryContext caller;
+} Attempts;
+
+extern void backfill_attempt_report(Attempts *a, const char *what);
+extern char *backfill_attempt_rel(Oid relid);
+extern double backfill_attempt_line_interval(void);
+extern void backfill_attempt_failed(Attempts *a, bool deadlock);
+extern void backfill_attempt_give_up(Attempts *a);
+
+#endif							/* BACKFILL_CUTOVER_ATTEMPTS_H */

@@ -1,0 +1,34 @@
+/*-------------------------------------------------------------------------
+ *
+ * lock_step.h
+ *	  The cutover's lock step: what the swap alters locked before it, in
+ *	  one order (lock.c), an index built concurrently refused (index_wait.c),
+ *	  the partitions paired (partition_pairs.c), the attempts (attempts.c).
+ *
+ * The SQL-callable functions are bound by the extension's script; these
+ * are what the files of the lock step call of each other.  Each connects
+ * to SPI itself, and runs as its caller.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BACKFILL_CUTOVER_LOCK_STEP_H
+#define BACKFILL_CUTOVER_LOCK_STEP_H
+
+#include "backfill.h"
+
+/* lock.c */
+extern void backfill_cutover_lock_one(Oid relid);
+extern void backfill_cutover_lock_all(Oid src, Oid dst);
+
+/* index_wait.c */
+extern bool backfill_cutover_find_build(Oid src, Oid dst, int32 *pid, Oid *rel);
+extern void backfill_cutover_refuse_build(int64 job_id, Oid src, Oid dst);
+
+/* partition_pairs.c */
+extern void backfill_cutover_pair_partitions(Oid src, Oid dst, bool read_only,
+											 List **old_parts, List **new_parts);
+
+/* arguments.c: a regclass, regrole as their output functions show them */
+extern char *backfill_cutover_regclass(Oid relid);
+
+#endif							/* BACKFILL_CUTOVER_LOCK_STEP_H */
