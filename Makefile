@@ -55,6 +55,10 @@ OBJS = \
 	src/copy/sink.o \
 	src/copy/size.o \
 	src/copy/state.o \
+	src/cutover/carry_partitions.o \
+	src/cutover/carry_sequences.o \
+	src/cutover/carry_spi.o \
+	src/cutover/index_pairs.o \
 	src/kinds/kind.o \
 	src/kinds/kind_cdc.o \
 	src/kinds/kind_remote.o \

@@ -359,63 +359,35 @@ COMMENT ON FUNCTION backfill._cutover_copy_acl(regclass, regclass) IS
 -- name, with the n-th of dst's, so that two indexes of one definition
 -- both get their names back, and an exclusion constraint's index never
 -- pairs with a plain index.  Pairs whose names are already the same are
--- left out.
+-- left out (src/cutover/index_pairs.c).
 CREATE FUNCTION backfill._cutover_index_pairs(src regclass, dst regclass,
                                               OUT src_index name, OUT dst_index name)
 RETURNS SETOF record
-LANGUAGE sql STABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-WITH defs AS (
-    SELECT x.indrelid AS rel, i.relname,
-           concat_ws(' ', x.indisunique, x.indisprimary, x.indisexclusion, x.indimmediate,
-                     (SELECT c.contype FROM pg_constraint c
-                       WHERE c.conindid = x.indexrelid AND c.conrelid = x.indrelid
-                         AND c.contype IN ('p', 'u', 'x')),
-                     substr(pg_get_indexdef(x.indexrelid),
-                            strpos(pg_get_indexdef(x.indexrelid), ' USING '))) AS def
-      FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
-     WHERE x.indrelid IN (src, dst)
-), ranked AS (
-    SELECT rel, relname, def, row_number() OVER (PARTITION BY rel, def ORDER BY relname) AS nth
-      FROM defs
-)
-SELECT s.relname, d.relname
-  FROM ranked s JOIN ranked d ON d.def = s.def AND d.nth = s.nth
- WHERE s.rel = src AND d.rel = dst AND s.relname <> d.relname
- ORDER BY s.relname
-$$;
+AS 'MODULE_PATHNAME', 'backfill_cutover_index_pairs'
+LANGUAGE C STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_index_pairs(regclass, regclass) IS
 'Internal: the indexes of src and dst of the same definition, paired one to one in the order of their names, whose names the swap exchanges.';
+
+-- dst's unique index on the columns (by name) of src's replica identity
+-- index (src/cutover/index_pairs.c)
+CREATE OR REPLACE FUNCTION backfill._cutover_identity_index(src regclass, dst regclass)
+RETURNS regclass
+AS 'MODULE_PATHNAME', 'backfill_cutover_identity_index'
+LANGUAGE C STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp;
 
 -- An identity or serial column that both tables have, each with a sequence
 -- of its own: dst's goes on where src's was, so that the first insert
 -- after the swap does not take a value the table holds already.  (When
 -- only src has one, the swap moves it, its position with it.)  Run as the
--- caller, who needs UPDATE on dst's sequences and SELECT on src's.
+-- caller, who needs UPDATE on dst's sequences and SELECT on src's
+-- (src/cutover/carry_sequences.c).
 CREATE FUNCTION backfill._cutover_carry_identity(src regclass, dst regclass)
 RETURNS void
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    r record;
-    last bigint;
-    called boolean;
-BEGIN
-    FOR r IN SELECT pg_get_serial_sequence(src::text, sa.attname)::regclass AS src_seq,
-                    pg_get_serial_sequence(dst::text, da.attname)::regclass AS dst_seq
-               FROM pg_attribute sa
-               JOIN pg_attribute da ON da.attrelid = dst AND da.attname = sa.attname
-                                   AND da.attnum > 0 AND NOT da.attisdropped
-              WHERE sa.attrelid = src AND sa.attnum > 0 AND NOT sa.attisdropped
-              ORDER BY sa.attnum LOOP
-        CONTINUE WHEN r.src_seq IS NULL OR r.dst_seq IS NULL OR r.src_seq = r.dst_seq;
-        EXECUTE format('SELECT last_value, is_called FROM %s', r.src_seq) INTO last, called;
-        PERFORM setval(r.dst_seq, last, called);
-    END LOOP;
-END
-$$;
+AS 'MODULE_PATHNAME', 'backfill_cutover_carry_identity'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_carry_identity(regclass, regclass) IS
 'Internal: sets the sequence of each identity or serial column of dst to the position of the sequence of the column of the same name of src, where both have one.';
 
@@ -1454,25 +1426,12 @@ COMMENT ON FUNCTION backfill._cutover_partition_pairs(regclass, regclass) IS
 -- The partitions of a table renamed from before to after follow its name:
 -- one named before_x becomes after_x, another name x becomes after_x; and
 -- so on down, for partitions that are partitioned in turn
+-- (src/cutover/carry_partitions.c)
 CREATE FUNCTION backfill._cutover_rename_partitions_of(rel regclass, before name, after name)
 RETURNS void
-LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    r record;
-    renamed name;
-BEGIN
-    FOR r IN SELECT i.inhrelid::regclass AS part, c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-              WHERE i.inhparent = rel AND c.relispartition ORDER BY c.relname LOOP
-        renamed := CASE WHEN left(r.relname, length(before)) = before
-                        THEN after || substr(r.relname, length(before) + 1)
-                        ELSE after || '_' || r.relname END;
-        EXECUTE format('ALTER TABLE %s RENAME TO %I', r.part, renamed);
-        PERFORM backfill._cutover_rename_partitions_of(r.part, r.relname, renamed);
-    END LOOP;
-END
-$$;
+AS 'MODULE_PATHNAME', 'backfill_cutover_rename_partitions_of'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_rename_partitions_of(regclass, name, name) IS
 'Internal: renames the partitions of rel, a table just renamed from before to after: a partition named before_x becomes after_x, another x becomes after_x; and their partitions alike.';
 
