@@ -59,6 +59,7 @@ OBJS = \
 	src/cutover/carry_sequences.o \
 	src/cutover/carry_spi.o \
 	src/cutover/index_pairs.o \
+	src/cutover/partitions_of.o \
 	src/kinds/kind.o \
 	src/kinds/kind_cdc.o \
 	src/kinds/kind_remote.o \

@@ -21,7 +21,7 @@
 #include "fmgr.h"
 #include "utils/builtins.h"
 
-#include "cutover/carry_spi.h"
+#include "cutover/carry_internal.h"
 #include "lib/lib.h"
 
 PG_FUNCTION_INFO_V1(backfill_cutover_carry_identity);

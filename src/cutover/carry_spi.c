@@ -19,7 +19,7 @@
 #include "fmgr.h"
 #include "utils/builtins.h"
 
-#include "cutover/carry_spi.h"
+#include "cutover/carry_internal.h"
 
 /*
  * cutover_query

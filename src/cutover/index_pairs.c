@@ -31,7 +31,7 @@
 #include "utils/builtins.h"
 #include "utils/tuplestore.h"
 
-#include "cutover/carry_spi.h"
+#include "cutover/carry_internal.h"
 #include "lib/lib.h"
 
 PG_FUNCTION_INFO_V1(backfill_cutover_index_pairs);

@@ -1441,65 +1441,13 @@ COMMENT ON FUNCTION backfill._cutover_rename_partitions_of(regclass, name, name)
 -- schema, so that what names a partition (a writer, a grant, a report)
 -- names the one that takes the writes.  The rollback, the same swap the
 -- other way, gives the old partitions their names back.  Where only one
--- table is partitioned, its partitions follow its name.
+-- table is partitioned, its partitions follow its name
+-- (src/cutover/carry_partitions.c).
 CREATE FUNCTION backfill._cutover_rename_partitions(src regclass, dst regclass, src_name name, dst_name name)
 RETURNS void
-LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    src_new name := (SELECT relname FROM pg_class WHERE oid = src);
-    old_parts regclass[];
-    new_parts regclass[];
-    names name[];
-    new_names name[];
-    schemas name[];
-    src_indexes name[];
-    dst_indexes name[];
-    i integer;
-    k integer;
-BEGIN
-    IF (SELECT relkind FROM pg_class WHERE oid = src) = 'p' AND (SELECT relkind FROM pg_class WHERE oid = dst) = 'p' THEN
-        SELECT array_agg(p.old_part ORDER BY o.relname), array_agg(p.new_part ORDER BY o.relname),
-               array_agg(o.relname ORDER BY o.relname), array_agg(n.relname ORDER BY o.relname),
-               array_agg(ns.nspname ORDER BY o.relname)
-          INTO old_parts, new_parts, names, new_names, schemas
-          FROM backfill._cutover_partition_pairs(src, dst) p
-          JOIN pg_class o ON o.oid = p.old_part
-          JOIN pg_namespace ns ON ns.oid = o.relnamespace
-          JOIN pg_class n ON n.oid = p.new_part;
-        -- the old partitions free their names first
-        FOR i IN 1 .. coalesce(cardinality(old_parts), 0) LOOP
-            EXECUTE format('ALTER TABLE %s RENAME TO %I', old_parts[i],
-                           CASE WHEN left(names[i], length(src_name)) = src_name
-                                THEN src_new || substr(names[i], length(src_name) + 1)
-                                ELSE src_new || '_' || names[i] END::name);
-        END LOOP;
-        FOR i IN 1 .. coalesce(cardinality(new_parts), 0) LOOP
-            IF (SELECT relnamespace FROM pg_class WHERE oid = new_parts[i]) <> schemas[i]::regnamespace THEN
-                EXECUTE format('ALTER TABLE %s SET SCHEMA %I', new_parts[i], schemas[i]);
-            END IF;
-            EXECUTE format('ALTER TABLE %s RENAME TO %I', new_parts[i], names[i]);
-        END LOOP;
-        FOR i IN 1 .. coalesce(cardinality(old_parts), 0) LOOP
-            -- their indexes' names follow, as the table's do in the swap
-            SELECT array_agg(p.src_index ORDER BY p.src_index), array_agg(p.dst_index ORDER BY p.src_index)
-              INTO src_indexes, dst_indexes FROM backfill._cutover_index_pairs(old_parts[i], new_parts[i]) p;
-            FOR k IN 1 .. coalesce(cardinality(src_indexes), 0) LOOP
-                EXECUTE format('ALTER INDEX %I.%I RENAME TO %I', schemas[i], src_indexes[k],
-                               'backfill_cutover_' || old_parts[i]::oid || '_' || k);
-                EXECUTE format('ALTER INDEX %I.%I RENAME TO %I', schemas[i], dst_indexes[k], src_indexes[k]);
-                EXECUTE format('ALTER INDEX %I.%I RENAME TO %I', schemas[i],
-                               'backfill_cutover_' || old_parts[i]::oid || '_' || k, dst_indexes[k]);
-            END LOOP;
-            PERFORM backfill._cutover_rename_partitions(old_parts[i], new_parts[i], names[i], new_names[i]);
-        END LOOP;
-    ELSE
-        PERFORM backfill._cutover_rename_partitions_of(src, src_name, src_new);
-        PERFORM backfill._cutover_rename_partitions_of(dst, dst_name, src_name);
-    END IF;
-END
-$$;
+AS 'MODULE_PATHNAME', 'backfill_cutover_rename_partitions'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_rename_partitions(regclass, regclass, name, name) IS
 'Internal: after the swap of src (once src_name) and dst (once dst_name, now src_name), gives each partition of dst the name and schema of the partition of src of the same bounds, and the names of its indexes, and src''s partitions names that follow src''s new name.';
 
