@@ -485,104 +485,17 @@ COMMENT ON FUNCTION backfill._cutover_check_schema(backfill.job, regclass, regcl
 -- then), with a NOTICE that says to refresh it after the cutover.
 CREATE FUNCTION backfill._cutover_matviews(src regclass)
 RETURNS jsonb
-LANGUAGE sql STABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-SELECT coalesce(jsonb_agg(jsonb_build_object(
-           'mv', m.oid, 'schema', n.nspname, 'name', m.relname, 'owner', m.relowner::regrole::text,
-           'populated', m.relispopulated,
-           'options', CASE WHEN m.reloptions IS NOT NULL
-                           THEN format(' WITH (%s)', array_to_string(m.reloptions, ', ')) ELSE '' END,
-           'tablespace', CASE WHEN m.reltablespace <> 0
-                              THEN format(' TABLESPACE %I', (SELECT spcname FROM pg_tablespace WHERE oid = m.reltablespace))
-                              ELSE '' END,
-           'query', rtrim(pg_get_viewdef(m.oid), ';'),
-           'comments', (SELECT coalesce(jsonb_agg(jsonb_build_object('column', a.attname, 'text', d.description)
-                                                  ORDER BY a.attnum), '[]')
-                          FROM (SELECT 0::int2 AS attnum, NULL::name AS attname
-                                UNION ALL
-                                SELECT attnum, attname FROM pg_attribute
-                                 WHERE attrelid = m.oid AND attnum > 0 AND NOT attisdropped) a
-                          JOIN pg_description d ON d.classoid = 'pg_class'::regclass AND d.objoid = m.oid
-                                               AND d.objsubid = a.attnum),
-           'indexes', (SELECT coalesce(jsonb_agg(pg_get_indexdef(x.indexrelid) ORDER BY x.indexrelid), '[]')
-                         FROM pg_index x WHERE x.indrelid = m.oid))
-         ORDER BY m.oid), '[]')
-  FROM pg_class m JOIN pg_namespace n ON n.oid = m.relnamespace
- WHERE m.relkind = 'm'
-   AND m.oid IN (SELECT rw.ev_class FROM pg_depend dep JOIN pg_rewrite rw ON rw.oid = dep.objid
-                  WHERE dep.classid = 'pg_rewrite'::regclass AND dep.refclassid = 'pg_class'::regclass
-                    AND dep.refobjid = src AND dep.deptype = 'n')
-$$;
+AS 'MODULE_PATHNAME', 'backfill_cutover_matviews'
+LANGUAGE C STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_matviews(regclass) IS
 'Internal: the materialized views over src, each with the statements that make it again, printed with the names they have.';
 
 CREATE FUNCTION backfill._cutover_carry_matviews(src regclass, dst regclass, matviews jsonb)
 RETURNS void
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    m jsonb;
-    c jsonb;
-    old regclass;
-    fresh regclass;
-    tmp name;
-    stmt text;
-BEGIN
-    FOR m IN SELECT * FROM jsonb_array_elements(matviews) LOOP
-        old := (m->>'mv')::oid::regclass;
-        -- only a materialized view over src, as _cutover_matviews found it
-        IF NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = old AND c.relkind = 'm'
-                         AND c.relname = m->>'name' AND c.relnamespace::regnamespace::text = quote_ident(m->>'schema')) THEN
-            RAISE EXCEPTION 'materialized view % is not a materialized view over table %', old, src
-                USING ERRCODE = 'invalid_parameter_value';
-        END IF;
-        -- the old one out of the way first (which locks it), the new one
-        -- under its name
-        tmp := 'backfill_cutover_' || old::oid;
-        EXECUTE format('ALTER MATERIALIZED VIEW %s RENAME TO %I', old, tmp);
-        BEGIN
-            EXECUTE format('CREATE MATERIALIZED VIEW %I.%I%s%s AS ', m->>'schema', m->>'name',
-                           m->>'options', m->>'tablespace') || (m->>'query') || ' WITH NO DATA';
-        EXCEPTION WHEN OTHERS THEN
-            DECLARE
-                msg text;
-            BEGIN
-                GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT;
-                RAISE EXCEPTION 'cannot carry materialized view %.% over to table %', m->>'schema', m->>'name', dst
-                    USING ERRCODE = 'feature_not_supported',
-                          DETAIL = format('Its definition does not fit table %s: %s.', dst, msg),
-                          HINT = format('Drop materialized view %I.%I before the cutover and create it again after it.',
-                                        m->>'schema', m->>'name');
-            END;
-        END;
-        fresh := format('%I.%I', m->>'schema', m->>'name')::regclass;
-        IF (SELECT relowner FROM pg_class WHERE oid = fresh)::regrole::text <> m->>'owner' THEN
-            EXECUTE format('ALTER MATERIALIZED VIEW %s OWNER TO %s', fresh, m->>'owner');
-        END IF;
-        PERFORM backfill._cutover_copy_acl(old, fresh);
-        FOR c IN SELECT * FROM jsonb_array_elements(m->'comments') LOOP
-            IF c->>'column' IS NULL THEN
-                EXECUTE format('COMMENT ON MATERIALIZED VIEW %s IS %L', fresh, c->>'text');
-            ELSE
-                EXECUTE format('COMMENT ON COLUMN %s.%I IS %L', fresh, c->>'column', c->>'text');
-            END IF;
-        END LOOP;
-        EXECUTE format('DROP MATERIALIZED VIEW %s', old);
-        FOR stmt IN SELECT * FROM jsonb_array_elements_text(m->'indexes') LOOP
-            EXECUTE stmt;
-        END LOOP;
-        IF (m->>'populated')::boolean AND pg_relation_size(dst) <= 8 * 1024 * 1024 THEN
-            EXECUTE format('REFRESH MATERIALIZED VIEW %s', fresh);
-        ELSIF (m->>'populated')::boolean THEN
-            RAISE NOTICE 'materialized view % is not populated after the cutover', fresh
-                USING DETAIL = format('Table %s is larger than 8 MB: its query would run under the lock of the cutover.', dst),
-                      HINT = format('Use REFRESH MATERIALIZED VIEW %s.', fresh);
-        END IF;
-    END LOOP;
-END
-$$;
+AS 'MODULE_PATHNAME', 'backfill_cutover_carry_matviews'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_carry_matviews(regclass, regclass, jsonb) IS
 'Internal: under the lock of both tables, makes each materialized view given by _cutover_matviews again over dst, with its owner, privileges, options, comments and indexes, filled when dst is at most 8 MB.';
 
