@@ -60,6 +60,8 @@ OBJS = \
 	src/cutover/carry_sequences.o \
 	src/cutover/carry_spi.o \
 	src/cutover/index_pairs.o \
+	src/cutover/matview_definitions.o \
+	src/cutover/matview_parts.o \
 	src/cutover/partitions_of.o \
 	src/kinds/kind.o \
 	src/kinds/kind_cdc.o \

@@ -7,7 +7,7 @@
  * A materialized view's query names the old table by OID, and no ALTER
  * re-points it.  So the definitions are printed before the swap's renames,
  * with the old table's name, which the new table then has
- * (_cutover_matviews); after the renames each is created anew under that
+ * (_cutover_matviews, matview_definitions.c); after the renames each is created anew under that
  * name, WITH NO DATA, given the old one's owner, privileges (grantors
  * included, _cutover_copy_acl), storage parameters, tablespace and
  * comments, takes the old one's place and gets its indexes again
@@ -36,87 +36,13 @@
 #include "cutover/carry_internal.h"
 #include "lib/lib.h"
 
-PG_FUNCTION_INFO_V1(backfill_cutover_matviews);
 PG_FUNCTION_INFO_V1(backfill_cutover_carry_matviews);
-
-#define MATVIEWS \
-	"SELECT coalesce(jsonb_agg(jsonb_build_object(" \
-	"           'mv', m.oid, 'schema', n.nspname, 'name', m.relname, 'owner', m.relowner::regrole::text," \
-	"           'populated', m.relispopulated," \
-	"           'options', CASE WHEN m.reloptions IS NOT NULL" \
-	"                           THEN format(' WITH (%s)', array_to_string(m.reloptions, ', ')) ELSE '' END," \
-	"           'tablespace', CASE WHEN m.reltablespace <> 0" \
-	"                              THEN format(' TABLESPACE %I', (SELECT spcname FROM pg_tablespace WHERE oid = m.reltablespace))" \
-	"                              ELSE '' END," \
-	"           'query', rtrim(pg_get_viewdef(m.oid), ';')," \
-	"           'comments', (SELECT coalesce(jsonb_agg(jsonb_build_object('column', a.attname, 'text', d.description)" \
-	"                                                  ORDER BY a.attnum), '[]')" \
-	"                          FROM (SELECT 0::int2 AS attnum, NULL::name AS attname" \
-	"                                UNION ALL" \
-	"                                SELECT attnum, attname FROM pg_attribute" \
-	"                                 WHERE attrelid = m.oid AND attnum > 0 AND NOT attisdropped) a" \
-	"                          JOIN pg_description d ON d.classoid = 'pg_class'::regclass AND d.objoid = m.oid" \
-	"                                               AND d.objsubid = a.attnum)," \
-	"           'indexes', (SELECT coalesce(jsonb_agg(pg_get_indexdef(x.indexrelid) ORDER BY x.indexrelid), '[]')" \
-	"                         FROM pg_index x WHERE x.indrelid = m.oid))" \
-	"         ORDER BY m.oid), '[]')" \
-	"  FROM pg_class m JOIN pg_namespace n ON n.oid = m.relnamespace" \
-	" WHERE m.relkind = 'm'" \
-	"   AND m.oid IN (SELECT rw.ev_class FROM pg_depend dep JOIN pg_rewrite rw ON rw.oid = dep.objid" \
-	"                  WHERE dep.classid = 'pg_rewrite'::regclass AND dep.refclassid = 'pg_class'::regclass" \
-	"                    AND dep.refobjid = $1 AND dep.deptype = 'n')"
 
 /* the fields of one element of _cutover_matviews' array, in its order */
 #define MATVIEW_FIELDS \
 	"SELECT (m->>'mv')::oid::regclass, m->>'schema', m->>'name', m->>'owner'," \
 	"       m->>'options', m->>'tablespace', m->>'query', (m->>'populated')::boolean" \
 	"  FROM jsonb_array_elements($1) m"
-
-/* one materialized view to make again, as _cutover_matviews printed it */
-typedef struct Matview
-{
-	Oid			old;
-	char	   *schema;
-	char	   *name;
-	char	   *owner;
-	char	   *options;
-	char	   *tablespace;
-	char	   *query;
-	bool		populated;
-	int			nth;			/* its place in the array, from 0 */
-} Matview;
-
-/*
- * backfill._cutover_matviews(src regclass) RETURNS jsonb
- *		The materialized views over src, each with what makes it again,
- *		printed with the names they have now.
- */
-Datum
-backfill_cutover_matviews(PG_FUNCTION_ARGS)
-{
-	Oid			src = PG_ARGISNULL(0) ? InvalidOid : PG_GETARG_OID(0);
-	bool		isnull;
-	Datum		result;
-
-	backfill_spi_enter();
-	cutover_query(MATVIEWS, true, src, InvalidOid);
-	result = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	result = SPI_datumTransfer(result, false, -1);
-	backfill_spi_leave();
-	PG_RETURN_DATUM(result);
-}
-
-/* run a query of element nth of the array matviews, $1 and $2 */
-static void
-element_query(const char *sql, Datum matviews, int nth)
-{
-	Oid			types[2] = {JSONBOID, INT4OID};
-	Datum		values[2] = {matviews, Int32GetDatum(nth)};
-	int			rc = SPI_execute_with_args(sql, 2, types, values, NULL, false, 0);
-
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "SPI_execute_with_args failed (%d): %s", rc, sql);
-}
 
 /* the materialized views of the array, in its order */
 static Matview *
@@ -195,95 +121,6 @@ create_again(const Matview *mv, Oid dst)
 					 quote_qualified_identifier(mv->schema, mv->name))));
 }
 
-/* the new one gets the old one's owner and privileges */
-static void
-carry_owner_and_acl(const Matview *mv, Oid fresh)
-{
-	Oid			types[2] = {REGCLASSOID, REGCLASSOID};
-	Datum		values[2] = {ObjectIdGetDatum(mv->old), ObjectIdGetDatum(fresh)};
-	char	   *owner;
-
-	cutover_query("SELECT relowner::regrole::text FROM pg_class WHERE oid = $2", false,
-				  InvalidOid, fresh);
-	owner = SPI_processed > 0 ? cutover_text(0, 1) : NULL;
-	if (owner != NULL && mv->owner != NULL && strcmp(owner, mv->owner) != 0)
-		cutover_run(psprintf("ALTER MATERIALIZED VIEW %s OWNER TO %s",
-							 cutover_regclass(fresh), mv->owner));
-	if (SPI_execute_with_args("SELECT backfill._cutover_copy_acl($1, $2)", 2, types, values,
-							  NULL, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "SPI_execute_with_args failed: _cutover_copy_acl");
-}
-
-/* the old one's comments, on the new one and its columns */
-static void
-carry_comments(const Matview *mv, Oid fresh, Datum matviews)
-{
-	int			n;
-	char	  **columns;
-	char	  **texts;
-
-	element_query("SELECT c->>'column', c->>'text' FROM jsonb_array_elements($1->$2->'comments') c",
-				  matviews, mv->nth);
-	n = (int) SPI_processed;
-	columns = palloc(sizeof(char *) * Max(n, 1));
-	texts = palloc(sizeof(char *) * Max(n, 1));
-	for (int i = 0; i < n; i++)
-	{
-		columns[i] = cutover_text(i, 1);
-		texts[i] = cutover_text(i, 2);
-	}
-	for (int i = 0; i < n; i++)
-	{
-		const char *text = texts[i] ? quote_literal_cstr(texts[i]) : "NULL";
-
-		if (columns[i] == NULL)
-			cutover_run(psprintf("COMMENT ON MATERIALIZED VIEW %s IS %s",
-								 cutover_regclass(fresh), text));
-		else
-			cutover_run(psprintf("COMMENT ON COLUMN %s.%s IS %s", cutover_regclass(fresh),
-								 quote_identifier(columns[i]), text));
-	}
-}
-
-/* the old one's indexes, made again by their definitions */
-static void
-carry_indexes(const Matview *mv, Datum matviews)
-{
-	int			n;
-	char	  **stmts;
-
-	element_query("SELECT i FROM jsonb_array_elements_text($1->$2->'indexes') i",
-				  matviews, mv->nth);
-	n = (int) SPI_processed;
-	stmts = palloc(sizeof(char *) * Max(n, 1));
-	for (int i = 0; i < n; i++)
-		stmts[i] = cutover_text(i, 1);
-	for (int i = 0; i < n; i++)
-		cutover_run(stmts[i]);
-}
-
-/* filled under the lock when dst is at most 8 MB, else a NOTICE */
-static void
-fill(const Matview *mv, Oid fresh, Oid dst)
-{
-	bool		isnull;
-	int64		size;
-
-	if (!mv->populated)
-		return;
-	cutover_query("SELECT pg_relation_size($2)", false, InvalidOid, dst);
-	size = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	if (!isnull && size <= 8 * 1024 * 1024)
-		cutover_run(psprintf("REFRESH MATERIALIZED VIEW %s", cutover_regclass(fresh)));
-	else
-		ereport(NOTICE,
-				(errmsg("materialized view %s is not populated after the cutover",
-						cutover_regclass(fresh)),
-				 errdetail("Table %s is larger than 8 MB: its query would run under the lock of the cutover.",
-						   cutover_regclass(dst)),
-				 errhint("Use REFRESH MATERIALIZED VIEW %s.", cutover_regclass(fresh))));
-}
-
 /* one materialized view made again over dst, in the old one's place */
 static void
 carry_matview(const Matview *mv, Oid src, Oid dst, Datum matviews)
@@ -296,11 +133,11 @@ carry_matview(const Matview *mv, Oid src, Oid dst, Datum matviews)
 						 quote_identifier(psprintf("backfill_cutover_%u", mv->old))));
 	create_again(mv, dst);
 	fresh = RangeVarGetRelid(makeRangeVar(mv->schema, mv->name, -1), NoLock, false);
-	carry_owner_and_acl(mv, fresh);
-	carry_comments(mv, fresh, matviews);
+	cutover_matview_owner_and_acl(mv, fresh);
+	cutover_matview_comments(mv, fresh, matviews);
 	cutover_run(psprintf("DROP MATERIALIZED VIEW %s", cutover_regclass(mv->old)));
-	carry_indexes(mv, matviews);
-	fill(mv, fresh, dst);
+	cutover_matview_indexes(mv, matviews);
+	cutover_matview_fill(mv, fresh, dst);
 }
 
 /*
