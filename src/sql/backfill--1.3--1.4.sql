@@ -320,63 +320,35 @@ COMMENT ON FUNCTION backfill._cutover_copy_acl(regclass, regclass) IS
 -- name, with the n-th of dst's, so that two indexes of one definition
 -- both get their names back, and an exclusion constraint's index never
 -- pairs with a plain index.  Pairs whose names are already the same are
--- left out.
+-- left out (src/cutover/index_pairs.c).
 CREATE FUNCTION backfill._cutover_index_pairs(src regclass, dst regclass,
                                               OUT src_index name, OUT dst_index name)
 RETURNS SETOF record
-LANGUAGE sql STABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-WITH defs AS (
-    SELECT x.indrelid AS rel, i.relname,
-           concat_ws(' ', x.indisunique, x.indisprimary, x.indisexclusion, x.indimmediate,
-                     (SELECT c.contype FROM pg_constraint c
-                       WHERE c.conindid = x.indexrelid AND c.conrelid = x.indrelid
-                         AND c.contype IN ('p', 'u', 'x')),
-                     substr(pg_get_indexdef(x.indexrelid),
-                            strpos(pg_get_indexdef(x.indexrelid), ' USING '))) AS def
-      FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid
-     WHERE x.indrelid IN (src, dst)
-), ranked AS (
-    SELECT rel, relname, def, row_number() OVER (PARTITION BY rel, def ORDER BY relname) AS nth
-      FROM defs
-)
-SELECT s.relname, d.relname
-  FROM ranked s JOIN ranked d ON d.def = s.def AND d.nth = s.nth
- WHERE s.rel = src AND d.rel = dst AND s.relname <> d.relname
- ORDER BY s.relname
-$$;
+AS 'MODULE_PATHNAME', 'backfill_cutover_index_pairs'
+LANGUAGE C STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_index_pairs(regclass, regclass) IS
 'Internal: the indexes of src and dst of the same definition, paired one to one in the order of their names, whose names the swap exchanges.';
+
+-- dst's unique index on the columns (by name) of src's replica identity
+-- index (src/cutover/index_pairs.c)
+CREATE OR REPLACE FUNCTION backfill._cutover_identity_index(src regclass, dst regclass)
+RETURNS regclass
+AS 'MODULE_PATHNAME', 'backfill_cutover_identity_index'
+LANGUAGE C STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp;
 
 -- An identity or serial column that both tables have, each with a sequence
 -- of its own: dst's goes on where src's was, so that the first insert
 -- after the swap does not take a value the table holds already.  (When
 -- only src has one, the swap moves it, its position with it.)  Run as the
--- caller, who needs UPDATE on dst's sequences and SELECT on src's.
+-- caller, who needs UPDATE on dst's sequences and SELECT on src's
+-- (src/cutover/carry_sequences.c).
 CREATE FUNCTION backfill._cutover_carry_identity(src regclass, dst regclass)
 RETURNS void
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    r record;
-    last bigint;
-    called boolean;
-BEGIN
-    FOR r IN SELECT pg_get_serial_sequence(src::text, sa.attname)::regclass AS src_seq,
-                    pg_get_serial_sequence(dst::text, da.attname)::regclass AS dst_seq
-               FROM pg_attribute sa
-               JOIN pg_attribute da ON da.attrelid = dst AND da.attname = sa.attname
-                                   AND da.attnum > 0 AND NOT da.attisdropped
-              WHERE sa.attrelid = src AND sa.attnum > 0 AND NOT sa.attisdropped
-              ORDER BY sa.attnum LOOP
-        CONTINUE WHEN r.src_seq IS NULL OR r.dst_seq IS NULL OR r.src_seq = r.dst_seq;
-        EXECUTE format('SELECT last_value, is_called FROM %s', r.src_seq) INTO last, called;
-        PERFORM setval(r.dst_seq, last, called);
-    END LOOP;
-END
-$$;
+AS 'MODULE_PATHNAME', 'backfill_cutover_carry_identity'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_carry_identity(regclass, regclass) IS
 'Internal: sets the sequence of each identity or serial column of dst to the position of the sequence of the column of the same name of src, where both have one.';
 
@@ -424,104 +396,17 @@ COMMENT ON FUNCTION backfill._cutover_check_schema(backfill.job, regclass, regcl
 -- then), with a NOTICE that says to refresh it after the cutover.
 CREATE FUNCTION backfill._cutover_matviews(src regclass)
 RETURNS jsonb
-LANGUAGE sql STABLE PARALLEL SAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-SELECT coalesce(jsonb_agg(jsonb_build_object(
-           'mv', m.oid, 'schema', n.nspname, 'name', m.relname, 'owner', m.relowner::regrole::text,
-           'populated', m.relispopulated,
-           'options', CASE WHEN m.reloptions IS NOT NULL
-                           THEN format(' WITH (%s)', array_to_string(m.reloptions, ', ')) ELSE '' END,
-           'tablespace', CASE WHEN m.reltablespace <> 0
-                              THEN format(' TABLESPACE %I', (SELECT spcname FROM pg_tablespace WHERE oid = m.reltablespace))
-                              ELSE '' END,
-           'query', rtrim(pg_get_viewdef(m.oid), ';'),
-           'comments', (SELECT coalesce(jsonb_agg(jsonb_build_object('column', a.attname, 'text', d.description)
-                                                  ORDER BY a.attnum), '[]')
-                          FROM (SELECT 0::int2 AS attnum, NULL::name AS attname
-                                UNION ALL
-                                SELECT attnum, attname FROM pg_attribute
-                                 WHERE attrelid = m.oid AND attnum > 0 AND NOT attisdropped) a
-                          JOIN pg_description d ON d.classoid = 'pg_class'::regclass AND d.objoid = m.oid
-                                               AND d.objsubid = a.attnum),
-           'indexes', (SELECT coalesce(jsonb_agg(pg_get_indexdef(x.indexrelid) ORDER BY x.indexrelid), '[]')
-                         FROM pg_index x WHERE x.indrelid = m.oid))
-         ORDER BY m.oid), '[]')
-  FROM pg_class m JOIN pg_namespace n ON n.oid = m.relnamespace
- WHERE m.relkind = 'm'
-   AND m.oid IN (SELECT rw.ev_class FROM pg_depend dep JOIN pg_rewrite rw ON rw.oid = dep.objid
-                  WHERE dep.classid = 'pg_rewrite'::regclass AND dep.refclassid = 'pg_class'::regclass
-                    AND dep.refobjid = src AND dep.deptype = 'n')
-$$;
+AS 'MODULE_PATHNAME', 'backfill_cutover_matviews'
+LANGUAGE C STABLE PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_matviews(regclass) IS
 'Internal: the materialized views over src, each with the statements that make it again, printed with the names they have.';
 
 CREATE FUNCTION backfill._cutover_carry_matviews(src regclass, dst regclass, matviews jsonb)
 RETURNS void
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    m jsonb;
-    c jsonb;
-    old regclass;
-    fresh regclass;
-    tmp name;
-    stmt text;
-BEGIN
-    FOR m IN SELECT * FROM jsonb_array_elements(matviews) LOOP
-        old := (m->>'mv')::oid::regclass;
-        -- only a materialized view over src, as _cutover_matviews found it
-        IF NOT EXISTS (SELECT FROM pg_class c WHERE c.oid = old AND c.relkind = 'm'
-                         AND c.relname = m->>'name' AND c.relnamespace::regnamespace::text = quote_ident(m->>'schema')) THEN
-            RAISE EXCEPTION 'materialized view % is not a materialized view over table %', old, src
-                USING ERRCODE = 'invalid_parameter_value';
-        END IF;
-        -- the old one out of the way first (which locks it), the new one
-        -- under its name
-        tmp := 'backfill_cutover_' || old::oid;
-        EXECUTE format('ALTER MATERIALIZED VIEW %s RENAME TO %I', old, tmp);
-        BEGIN
-            EXECUTE format('CREATE MATERIALIZED VIEW %I.%I%s%s AS ', m->>'schema', m->>'name',
-                           m->>'options', m->>'tablespace') || (m->>'query') || ' WITH NO DATA';
-        EXCEPTION WHEN OTHERS THEN
-            DECLARE
-                msg text;
-            BEGIN
-                GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT;
-                RAISE EXCEPTION 'cannot carry materialized view %.% over to table %', m->>'schema', m->>'name', dst
-                    USING ERRCODE = 'feature_not_supported',
-                          DETAIL = format('Its definition does not fit table %s: %s.', dst, msg),
-                          HINT = format('Drop materialized view %I.%I before the cutover and create it again after it.',
-                                        m->>'schema', m->>'name');
-            END;
-        END;
-        fresh := format('%I.%I', m->>'schema', m->>'name')::regclass;
-        IF (SELECT relowner FROM pg_class WHERE oid = fresh)::regrole::text <> m->>'owner' THEN
-            EXECUTE format('ALTER MATERIALIZED VIEW %s OWNER TO %s', fresh, m->>'owner');
-        END IF;
-        PERFORM backfill._cutover_copy_acl(old, fresh);
-        FOR c IN SELECT * FROM jsonb_array_elements(m->'comments') LOOP
-            IF c->>'column' IS NULL THEN
-                EXECUTE format('COMMENT ON MATERIALIZED VIEW %s IS %L', fresh, c->>'text');
-            ELSE
-                EXECUTE format('COMMENT ON COLUMN %s.%I IS %L', fresh, c->>'column', c->>'text');
-            END IF;
-        END LOOP;
-        EXECUTE format('DROP MATERIALIZED VIEW %s', old);
-        FOR stmt IN SELECT * FROM jsonb_array_elements_text(m->'indexes') LOOP
-            EXECUTE stmt;
-        END LOOP;
-        IF (m->>'populated')::boolean AND pg_relation_size(dst) <= 8 * 1024 * 1024 THEN
-            EXECUTE format('REFRESH MATERIALIZED VIEW %s', fresh);
-        ELSIF (m->>'populated')::boolean THEN
-            RAISE NOTICE 'materialized view % is not populated after the cutover', fresh
-                USING DETAIL = format('Table %s is larger than 8 MB: its query would run under the lock of the cutover.', dst),
-                      HINT = format('Use REFRESH MATERIALIZED VIEW %s.', fresh);
-        END IF;
-    END LOOP;
-END
-$$;
+AS 'MODULE_PATHNAME', 'backfill_cutover_carry_matviews'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_carry_matviews(regclass, regclass, jsonb) IS
 'Internal: under the lock of both tables, makes each materialized view given by _cutover_matviews again over dst, with its owner, privileges, options, comments and indexes, filled when dst is at most 8 MB.';
 
@@ -958,25 +843,12 @@ COMMENT ON FUNCTION backfill._cutover_partition_pairs(regclass, regclass) IS
 -- The partitions of a table renamed from before to after follow its name:
 -- one named before_x becomes after_x, another name x becomes after_x; and
 -- so on down, for partitions that are partitioned in turn
+-- (src/cutover/carry_partitions.c)
 CREATE FUNCTION backfill._cutover_rename_partitions_of(rel regclass, before name, after name)
 RETURNS void
-LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    r record;
-    renamed name;
-BEGIN
-    FOR r IN SELECT i.inhrelid::regclass AS part, c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-              WHERE i.inhparent = rel AND c.relispartition ORDER BY c.relname LOOP
-        renamed := CASE WHEN left(r.relname, length(before)) = before
-                        THEN after || substr(r.relname, length(before) + 1)
-                        ELSE after || '_' || r.relname END;
-        EXECUTE format('ALTER TABLE %s RENAME TO %I', r.part, renamed);
-        PERFORM backfill._cutover_rename_partitions_of(r.part, r.relname, renamed);
-    END LOOP;
-END
-$$;
+AS 'MODULE_PATHNAME', 'backfill_cutover_rename_partitions_of'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_rename_partitions_of(regclass, name, name) IS
 'Internal: renames the partitions of rel, a table just renamed from before to after: a partition named before_x becomes after_x, another x becomes after_x; and their partitions alike.';
 
@@ -986,65 +858,13 @@ COMMENT ON FUNCTION backfill._cutover_rename_partitions_of(regclass, name, name)
 -- schema, so that what names a partition (a writer, a grant, a report)
 -- names the one that takes the writes.  The rollback, the same swap the
 -- other way, gives the old partitions their names back.  Where only one
--- table is partitioned, its partitions follow its name.
+-- table is partitioned, its partitions follow its name
+-- (src/cutover/carry_partitions.c).
 CREATE FUNCTION backfill._cutover_rename_partitions(src regclass, dst regclass, src_name name, dst_name name)
 RETURNS void
-LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    src_new name := (SELECT relname FROM pg_class WHERE oid = src);
-    old_parts regclass[];
-    new_parts regclass[];
-    names name[];
-    new_names name[];
-    schemas name[];
-    src_indexes name[];
-    dst_indexes name[];
-    i integer;
-    k integer;
-BEGIN
-    IF (SELECT relkind FROM pg_class WHERE oid = src) = 'p' AND (SELECT relkind FROM pg_class WHERE oid = dst) = 'p' THEN
-        SELECT array_agg(p.old_part ORDER BY o.relname), array_agg(p.new_part ORDER BY o.relname),
-               array_agg(o.relname ORDER BY o.relname), array_agg(n.relname ORDER BY o.relname),
-               array_agg(ns.nspname ORDER BY o.relname)
-          INTO old_parts, new_parts, names, new_names, schemas
-          FROM backfill._cutover_partition_pairs(src, dst) p
-          JOIN pg_class o ON o.oid = p.old_part
-          JOIN pg_namespace ns ON ns.oid = o.relnamespace
-          JOIN pg_class n ON n.oid = p.new_part;
-        -- the old partitions free their names first
-        FOR i IN 1 .. coalesce(cardinality(old_parts), 0) LOOP
-            EXECUTE format('ALTER TABLE %s RENAME TO %I', old_parts[i],
-                           CASE WHEN left(names[i], length(src_name)) = src_name
-                                THEN src_new || substr(names[i], length(src_name) + 1)
-                                ELSE src_new || '_' || names[i] END::name);
-        END LOOP;
-        FOR i IN 1 .. coalesce(cardinality(new_parts), 0) LOOP
-            IF (SELECT relnamespace FROM pg_class WHERE oid = new_parts[i]) <> schemas[i]::regnamespace THEN
-                EXECUTE format('ALTER TABLE %s SET SCHEMA %I', new_parts[i], schemas[i]);
-            END IF;
-            EXECUTE format('ALTER TABLE %s RENAME TO %I', new_parts[i], names[i]);
-        END LOOP;
-        FOR i IN 1 .. coalesce(cardinality(old_parts), 0) LOOP
-            -- their indexes' names follow, as the table's do in the swap
-            SELECT array_agg(p.src_index ORDER BY p.src_index), array_agg(p.dst_index ORDER BY p.src_index)
-              INTO src_indexes, dst_indexes FROM backfill._cutover_index_pairs(old_parts[i], new_parts[i]) p;
-            FOR k IN 1 .. coalesce(cardinality(src_indexes), 0) LOOP
-                EXECUTE format('ALTER INDEX %I.%I RENAME TO %I', schemas[i], src_indexes[k],
-                               'backfill_cutover_' || old_parts[i]::oid || '_' || k);
-                EXECUTE format('ALTER INDEX %I.%I RENAME TO %I', schemas[i], dst_indexes[k], src_indexes[k]);
-                EXECUTE format('ALTER INDEX %I.%I RENAME TO %I', schemas[i],
-                               'backfill_cutover_' || old_parts[i]::oid || '_' || k, dst_indexes[k]);
-            END LOOP;
-            PERFORM backfill._cutover_rename_partitions(old_parts[i], new_parts[i], names[i], new_names[i]);
-        END LOOP;
-    ELSE
-        PERFORM backfill._cutover_rename_partitions_of(src, src_name, src_new);
-        PERFORM backfill._cutover_rename_partitions_of(dst, dst_name, src_name);
-    END IF;
-END
-$$;
+AS 'MODULE_PATHNAME', 'backfill_cutover_rename_partitions'
+LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_rename_partitions(regclass, regclass, name, name) IS
 'Internal: after the swap of src (once src_name) and dst (once dst_name, now src_name), gives each partition of dst the name and schema of the partition of src of the same bounds, and the names of its indexes, and src''s partitions names that follow src''s new name.';
 

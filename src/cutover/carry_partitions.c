@@ -1,0 +1,187 @@
+/*-------------------------------------------------------------------------
+ *
+ * carry_partitions.c
+ *	  The partitions' names a cutover carries: after the swap, each
+ *	  partition of the new table takes the name and schema of the partition
+ *	  of the old one it replaces.
+ *
+ * Two partitioned tables.  The swap has given src its new name and dst
+ * src's old one.  Each partition of src is paired with the partition of dst
+ * of the same bounds (backfill._cutover_partition_pairs, which refuses
+ * anything else); src's partitions free their names first, following src's
+ * new name; then each of dst's takes the schema and name of its pair; then
+ * the pairs' indexes exchange their names as the tables' do in the swap;
+ * and so on down, for partitions partitioned in turn.  What names a
+ * partition (a writer, a grant, a report) then names the one that takes the
+ * writes, and the rollback, the same swap the other way, gives the old
+ * partitions their names back.
+ *
+ * One partitioned table.  Its partitions follow its name (partitions_of.c).
+ *
+ * Each ALTER runs as the caller, who needs to own the partition; the swap
+ * holds the tables ACCESS EXCLUSIVE.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_class.h"
+#include "fmgr.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+
+#include "cutover/carry_internal.h"
+#include "lib/lib.h"
+
+PG_FUNCTION_INFO_V1(backfill_cutover_rename_partitions);
+
+/* one partition of src with the one of dst of the same bounds */
+typedef struct PartitionPair
+{
+	Oid			old_part;
+	Oid			new_part;
+	char	   *name;			/* old_part's name before the renames */
+	char	   *new_name;		/* new_part's name before the renames */
+	char	   *schema;			/* old_part's schema */
+} PartitionPair;
+
+#define PARTITION_PAIRS \
+	"SELECT p.old_part, p.new_part, o.relname, n.relname, ns.nspname" \
+	"  FROM backfill._cutover_partition_pairs($1, $2) p" \
+	"  JOIN pg_class o ON o.oid = p.old_part" \
+	"  JOIN pg_namespace ns ON ns.oid = o.relnamespace" \
+	"  JOIN pg_class n ON n.oid = p.new_part" \
+	" ORDER BY o.relname"
+
+#define INDEX_PAIRS "SELECT src_index, dst_index FROM backfill._cutover_index_pairs($1, $2) ORDER BY src_index"
+
+/* the pairs of partitions of src and dst, by the name of src's */
+static PartitionPair *
+partition_pairs(Oid src, Oid dst, int *n)
+{
+	PartitionPair *pairs;
+
+	cutover_query(PARTITION_PAIRS, false, src, dst);
+	*n = (int) SPI_processed;
+	pairs = palloc0(sizeof(PartitionPair) * Max(*n, 1));
+	for (int i = 0; i < *n; i++)
+	{
+		pairs[i].old_part = cutover_oid(i, 1);
+		pairs[i].new_part = cutover_oid(i, 2);
+		pairs[i].name = cutover_text(i, 3);
+		pairs[i].new_name = cutover_text(i, 4);
+		pairs[i].schema = cutover_text(i, 5);
+	}
+	return pairs;
+}
+
+/* one index of schema renamed, all names unquoted */
+static void
+rename_index(const char *schema, const char *from, const char *to)
+{
+	cutover_run(psprintf("ALTER INDEX %s RENAME TO %s",
+						 quote_qualified_identifier(schema, from), quote_identifier(to)));
+}
+
+/*
+ * The indexes of pair's two partitions of the same definition exchange
+ * their names, through a name of the old partition's own.
+ */
+static void
+swap_index_names(const PartitionPair *pair)
+{
+	int			n;
+	char	  **src_indexes;
+	char	  **dst_indexes;
+
+	cutover_query(INDEX_PAIRS, false, pair->old_part, pair->new_part);
+	n = (int) SPI_processed;
+	src_indexes = palloc(sizeof(char *) * Max(n, 1));
+	dst_indexes = palloc(sizeof(char *) * Max(n, 1));
+	for (int k = 0; k < n; k++)
+	{
+		src_indexes[k] = cutover_text(k, 1);
+		dst_indexes[k] = cutover_text(k, 2);
+	}
+	for (int k = 0; k < n; k++)
+	{
+		char	   *tmp = psprintf("backfill_cutover_%u_%d", pair->old_part, k + 1);
+
+		rename_index(pair->schema, src_indexes[k], tmp);
+		rename_index(pair->schema, dst_indexes[k], src_indexes[k]);
+		rename_index(pair->schema, tmp, dst_indexes[k]);
+	}
+}
+
+static void rename_partitions(Oid src, Oid dst, const char *src_name, const char *dst_name);
+
+/*
+ * Two partitioned tables: src's partitions follow src's new name, dst's
+ * take their names and schemas, and their indexes' names (see the file
+ * header).
+ */
+static void
+rename_paired_partitions(Oid src, Oid dst, const char *src_name, const char *src_new)
+{
+	int			n;
+	PartitionPair *pairs = partition_pairs(src, dst, &n);
+
+	/* the old partitions free their names first */
+	for (int i = 0; i < n; i++)
+		cutover_run(psprintf("ALTER TABLE %s RENAME TO %s", cutover_regclass(pairs[i].old_part),
+							 quote_identifier(cutover_renamed_partition(pairs[i].name, src_name, src_new))));
+	for (int i = 0; i < n; i++)
+	{
+		if (get_rel_namespace(pairs[i].new_part) != get_rel_namespace(pairs[i].old_part))
+			cutover_run(psprintf("ALTER TABLE %s SET SCHEMA %s", cutover_regclass(pairs[i].new_part),
+								 quote_identifier(pairs[i].schema)));
+		cutover_run(psprintf("ALTER TABLE %s RENAME TO %s", cutover_regclass(pairs[i].new_part),
+							 quote_identifier(pairs[i].name)));
+	}
+	for (int i = 0; i < n; i++)
+	{
+		swap_index_names(&pairs[i]);
+		rename_partitions(pairs[i].old_part, pairs[i].new_part, pairs[i].name, pairs[i].new_name);
+	}
+}
+
+/* after the swap of src (once src_name) and dst (once dst_name) */
+static void
+rename_partitions(Oid src, Oid dst, const char *src_name, const char *dst_name)
+{
+	char	   *src_new = get_rel_name(src);
+
+	check_stack_depth();
+	if (src_new != NULL && get_rel_relkind(src) == RELKIND_PARTITIONED_TABLE &&
+		get_rel_relkind(dst) == RELKIND_PARTITIONED_TABLE)
+		rename_paired_partitions(src, dst, src_name, src_new);
+	else
+	{
+		if (src_new != NULL)
+			cutover_rename_partitions_of(src, src_name, src_new);
+		cutover_rename_partitions_of(dst, dst_name, src_name);
+	}
+}
+
+/*
+ * backfill._cutover_rename_partitions(src regclass, dst regclass,
+ *		src_name name, dst_name name) RETURNS void
+ *		After the swap of src (once src_name, now its new name) and dst (once
+ *		dst_name, now src_name), give each partition of dst the name and
+ *		schema of the partition of src it replaces (see the file header).
+ *		Strict.
+ */
+Datum
+backfill_cutover_rename_partitions(PG_FUNCTION_ARGS)
+{
+	Oid			src = PG_GETARG_OID(0);
+	Oid			dst = PG_GETARG_OID(1);
+	char	   *src_name = pstrdup(NameStr(*PG_GETARG_NAME(2)));
+	char	   *dst_name = pstrdup(NameStr(*PG_GETARG_NAME(3)));
+
+	backfill_spi_enter();
+	rename_partitions(src, dst, src_name, dst_name);
+	backfill_spi_leave();
+	PG_RETURN_VOID();
+}

@@ -1,0 +1,67 @@
+/*-------------------------------------------------------------------------
+ *
+ * matview_definitions.c
+ *	  The materialized views over the old table, each with what makes it
+ *	  again, printed before the swap's renames: its query then names the
+ *	  old table by the name the new table takes (carry_matviews.c).
+ *
+ * A catalog query run as the caller with the snapshot of the calling
+ * statement, as the SQL function it was.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+
+#include "cutover/carry_internal.h"
+#include "lib/lib.h"
+
+PG_FUNCTION_INFO_V1(backfill_cutover_matviews);
+
+#define MATVIEWS \
+	"SELECT coalesce(jsonb_agg(jsonb_build_object(" \
+	"           'mv', m.oid, 'schema', n.nspname, 'name', m.relname, 'owner', m.relowner::regrole::text," \
+	"           'populated', m.relispopulated," \
+	"           'options', CASE WHEN m.reloptions IS NOT NULL" \
+	"                           THEN format(' WITH (%s)', array_to_string(m.reloptions, ', ')) ELSE '' END," \
+	"           'tablespace', CASE WHEN m.reltablespace <> 0" \
+	"                              THEN format(' TABLESPACE %I', (SELECT spcname FROM pg_tablespace WHERE oid = m.reltablespace))" \
+	"                              ELSE '' END," \
+	"           'query', rtrim(pg_get_viewdef(m.oid), ';')," \
+	"           'comments', (SELECT coalesce(jsonb_agg(jsonb_build_object('column', a.attname, 'text', d.description)" \
+	"                                                  ORDER BY a.attnum), '[]')" \
+	"                          FROM (SELECT 0::int2 AS attnum, NULL::name AS attname" \
+	"                                UNION ALL" \
+	"                                SELECT attnum, attname FROM pg_attribute" \
+	"                                 WHERE attrelid = m.oid AND attnum > 0 AND NOT attisdropped) a" \
+	"                          JOIN pg_description d ON d.classoid = 'pg_class'::regclass AND d.objoid = m.oid" \
+	"                                               AND d.objsubid = a.attnum)," \
+	"           'indexes', (SELECT coalesce(jsonb_agg(pg_get_indexdef(x.indexrelid) ORDER BY x.indexrelid), '[]')" \
+	"                         FROM pg_index x WHERE x.indrelid = m.oid))" \
+	"         ORDER BY m.oid), '[]')" \
+	"  FROM pg_class m JOIN pg_namespace n ON n.oid = m.relnamespace" \
+	" WHERE m.relkind = 'm'" \
+	"   AND m.oid IN (SELECT rw.ev_class FROM pg_depend dep JOIN pg_rewrite rw ON rw.oid = dep.objid" \
+	"                  WHERE dep.classid = 'pg_rewrite'::regclass AND dep.refclassid = 'pg_class'::regclass" \
+	"                    AND dep.refobjid = $1 AND dep.deptype = 'n')"
+
+/*
+ * backfill._cutover_matviews(src regclass) RETURNS jsonb
+ *		The materialized views over src, each with what makes it again,
+ *		printed with the names they have now.
+ */
+Datum
+backfill_cutover_matviews(PG_FUNCTION_ARGS)
+{
+	Oid			src = PG_ARGISNULL(0) ? InvalidOid : PG_GETARG_OID(0);
+	bool		isnull;
+	Datum		result;
+
+	backfill_spi_enter();
+	cutover_query(MATVIEWS, true, src, InvalidOid);
+	result = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	result = SPI_datumTransfer(result, false, -1);
+	backfill_spi_leave();
+	PG_RETURN_DATUM(result);
+}

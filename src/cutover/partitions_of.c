@@ -1,0 +1,96 @@
+/*-------------------------------------------------------------------------
+ *
+ * partitions_of.c
+ *	  The partitions of a table renamed from one name to another follow
+ *	  its name, and so on down, for partitions partitioned in turn.
+ *
+ * A partition named before_x becomes after_x, another name x becomes
+ * after_x, cut to the length of a name as an assignment to a name cuts it
+ * (never in the middle of a character).  Each ALTER TABLE ... RENAME runs
+ * as the caller, who needs to own the partition, in the order of the
+ * partitions' names; the swap holds the tables ACCESS EXCLUSIVE.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "mb/pg_wchar.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+
+#include "cutover/carry_internal.h"
+#include "lib/lib.h"
+
+PG_FUNCTION_INFO_V1(backfill_cutover_rename_partitions_of);
+
+#define PARTITIONS_OF \
+	"SELECT i.inhrelid::regclass AS part, c.relname" \
+	"  FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid" \
+	" WHERE i.inhparent = $1 AND c.relispartition ORDER BY c.relname"
+
+/* the name a partition named relname takes when its table goes from before to after */
+char *
+cutover_renamed_partition(const char *relname, const char *before, const char *after)
+{
+	size_t		blen = strlen(before);
+	char	   *renamed;
+
+	if (strncmp(relname, before, blen) == 0)
+		renamed = psprintf("%s%s", after, relname + blen);
+	else
+		renamed = psprintf("%s_%s", after, relname);
+	renamed[pg_mbcliplen(renamed, strlen(renamed), NAMEDATALEN - 1)] = '\0';
+	return renamed;
+}
+
+/*
+ * cutover_rename_partitions_of
+ *		Rename the partitions of rel, renamed from before to after, and
+ *		theirs.  The caller is connected to SPI.
+ */
+void
+cutover_rename_partitions_of(Oid rel, const char *before, const char *after)
+{
+	int			n;
+	Oid		   *parts;
+	char	  **names;
+
+	check_stack_depth();
+	cutover_query(PARTITIONS_OF, false, rel, InvalidOid);
+	n = (int) SPI_processed;
+	parts = palloc(sizeof(Oid) * Max(n, 1));
+	names = palloc(sizeof(char *) * Max(n, 1));
+	for (int i = 0; i < n; i++)
+	{
+		parts[i] = cutover_oid(i, 1);
+		names[i] = cutover_text(i, 2);
+	}
+	for (int i = 0; i < n; i++)
+	{
+		char	   *renamed = cutover_renamed_partition(names[i], before, after);
+
+		cutover_run(psprintf("ALTER TABLE %s RENAME TO %s", cutover_regclass(parts[i]),
+							 quote_identifier(renamed)));
+		cutover_rename_partitions_of(parts[i], names[i], renamed);
+	}
+}
+
+/*
+ * backfill._cutover_rename_partitions_of(rel regclass, before name,
+ *		after name) RETURNS void
+ *		Rename the partitions of rel, a table just renamed from before to
+ *		after (see the file header).  Strict.
+ */
+Datum
+backfill_cutover_rename_partitions_of(PG_FUNCTION_ARGS)
+{
+	Oid			rel = PG_GETARG_OID(0);
+	char	   *before = pstrdup(NameStr(*PG_GETARG_NAME(1)));
+	char	   *after = pstrdup(NameStr(*PG_GETARG_NAME(2)));
+
+	backfill_spi_enter();
+	cutover_rename_partitions_of(rel, before, after);
+	backfill_spi_leave();
+	PG_RETURN_VOID();
+}
