@@ -62,7 +62,6 @@ OBJS = \
 	src/cutover/carry_matviews.o \
 	src/cutover/carry_partitions.o \
 	src/cutover/carry_sequences.o \
-	src/cutover/carry_spi.o \
 	src/cutover/check.o \
 	src/cutover/check_args.o \
 	src/cutover/check_depend.o \
@@ -77,6 +76,7 @@ OBJS = \
 	src/cutover/matview_parts.o \
 	src/cutover/partition_pairs.o \
 	src/cutover/partitions_of.o \
+	src/cutover/queries.o \
 	src/cutover/weaker.o \
 	src/kinds/kind.o \
 	src/kinds/kind_cdc.o \

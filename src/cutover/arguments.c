@@ -36,13 +36,6 @@ static const char *const uncopied_sql =
 "   AND a.attnotnull AND NOT a.atthasdef AND a.attidentity = '' AND a.attgenerated = ''"
 "   AND a.attname <> ALL ($2) LIMIT 1";
 
-/* a table as regclass shows it, under the caller's search_path */
-char *
-backfill_cutover_regclass(Oid relid)
-{
-	return DatumGetCString(DirectFunctionCall1(regclassout, ObjectIdGetDatum(relid)));
-}
-
 /* an interval constant */
 static Datum
 interval_of(const char *text)
@@ -140,7 +133,7 @@ owner_may_not_write(HeapTupleHeader job)
 		return NULL;
 	return psprintf("the job's owner %s may not write table %s",
 					DatumGetCString(DirectFunctionCall1(regroleout, ObjectIdGetDatum(owner))),
-					backfill_cutover_regclass(upstream));
+					backfill_regclass_text(upstream));
 }
 
 /*
@@ -178,7 +171,7 @@ backfill_cutover_irreversible(PG_FUNCTION_ARGS)
 	if (col != NULL)
 		PG_RETURN_TEXT_P(cstring_to_text(psprintf("column %s of table %s is not copied, and is NOT NULL without a default",
 												  quote_identifier(col),
-												  backfill_cutover_regclass(DatumGetObjectId(upstream)))));
+												  backfill_regclass_text(DatumGetObjectId(upstream)))));
 	why = owner_may_not_write(job);
 	if (why == NULL)
 		PG_RETURN_NULL();

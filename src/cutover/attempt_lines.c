@@ -47,7 +47,7 @@ backfill_attempt_report(Attempts *a, const char *what)
 char *
 backfill_attempt_rel(Oid relid)
 {
-	return OidIsValid(relid) ? backfill_cutover_regclass(relid) : "";
+	return OidIsValid(relid) ? backfill_regclass_text(relid) : "";
 }
 
 /*

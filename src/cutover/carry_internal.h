@@ -1,10 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * carry_internal.h
- *	  What the files of the cutover's carry functions share: the small SPI
- *	  steps (carry_spi.c: a catalog query run with the snapshot its SQL
- *	  version ran with, a statement run as the caller, a name as a
- *	  statement prints it), what a materialized view made again gets of
+ *	  What the files of the cutover's carry functions share (their SPI
+ *	  steps are queries.c's): what a materialized view made again gets of
  *	  the old one (matview_parts.c), and the renames of partitions that
  *	  follow their table's name (partitions_of.c).
  *
@@ -13,13 +11,7 @@
 #ifndef BACKFILL_CUTOVER_CARRY_INTERNAL_H
 #define BACKFILL_CUTOVER_CARRY_INTERNAL_H
 
-#include "executor/spi.h"
-
-extern void cutover_query(const char *sql, bool read_only, Oid src, Oid dst);
-extern void cutover_run(const char *sql);
-extern char *cutover_regclass(Oid relid);
-extern char *cutover_text(int row, int col);
-extern Oid	cutover_oid(int row, int col);
+#include "cutover/queries.h"
 
 /* one materialized view to make again, as _cutover_matviews printed it */
 typedef struct Matview

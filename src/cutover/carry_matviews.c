@@ -59,12 +59,12 @@ read_matviews(Datum matviews, int *n)
 	for (int i = 0; i < *n; i++)
 	{
 		mvs[i].old = cutover_oid(i, 1);
-		mvs[i].schema = cutover_text(i, 2);
-		mvs[i].name = cutover_text(i, 3);
-		mvs[i].owner = cutover_text(i, 4);
-		mvs[i].options = cutover_text(i, 5);
-		mvs[i].tablespace = cutover_text(i, 6);
-		mvs[i].query = cutover_text(i, 7);
+		mvs[i].schema = cutover_value(i, 2);
+		mvs[i].name = cutover_value(i, 3);
+		mvs[i].owner = cutover_value(i, 4);
+		mvs[i].options = cutover_value(i, 5);
+		mvs[i].tablespace = cutover_value(i, 6);
+		mvs[i].query = cutover_value(i, 7);
 		mvs[i].populated = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
 													  8, &isnull)) && !isnull;
 		mvs[i].nth = i;
@@ -96,7 +96,7 @@ check_still_there(const Matview *mv, Oid src)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("materialized view %s is not a materialized view over table %s",
-						cutover_regclass(mv->old), cutover_regclass(src))));
+						backfill_regclass_text(mv->old), backfill_regclass_text(src))));
 }
 
 /* CREATE MATERIALIZED VIEW again, its error the cutover's */
@@ -115,8 +115,8 @@ create_again(const Matview *mv, Oid dst)
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 			 errmsg("cannot carry materialized view %s.%s over to table %s",
-					mv->schema, mv->name, cutover_regclass(dst)),
-			 errdetail("Its definition does not fit table %s: %s.", cutover_regclass(dst), edata->message),
+					mv->schema, mv->name, backfill_regclass_text(dst)),
+			 errdetail("Its definition does not fit table %s: %s.", backfill_regclass_text(dst), edata->message),
 			 errhint("Drop materialized view %s before the cutover and create it again after it.",
 					 quote_qualified_identifier(mv->schema, mv->name))));
 }
@@ -129,13 +129,13 @@ carry_matview(const Matview *mv, Oid src, Oid dst, Datum matviews)
 
 	check_still_there(mv, src);
 	/* the old one out of the way first (which locks it), the new one under its name */
-	cutover_run(psprintf("ALTER MATERIALIZED VIEW %s RENAME TO %s", cutover_regclass(mv->old),
+	cutover_run(psprintf("ALTER MATERIALIZED VIEW %s RENAME TO %s", backfill_regclass_text(mv->old),
 						 quote_identifier(psprintf("backfill_cutover_%u", mv->old))));
 	create_again(mv, dst);
 	fresh = RangeVarGetRelid(makeRangeVar(mv->schema, mv->name, -1), NoLock, false);
 	cutover_matview_owner_and_acl(mv, fresh);
 	cutover_matview_comments(mv, fresh, matviews);
-	cutover_run(psprintf("DROP MATERIALIZED VIEW %s", cutover_regclass(mv->old)));
+	cutover_run(psprintf("DROP MATERIALIZED VIEW %s", backfill_regclass_text(mv->old)));
 	cutover_matview_indexes(mv, matviews);
 	cutover_matview_fill(mv, fresh, dst);
 }

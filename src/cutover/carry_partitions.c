@@ -62,16 +62,16 @@ partition_pairs(Oid src, Oid dst, int *n)
 {
 	PartitionPair *pairs;
 
-	cutover_query(PARTITION_PAIRS, false, src, dst);
+	cutover_query_pair(PARTITION_PAIRS, false, src, dst);
 	*n = (int) SPI_processed;
 	pairs = palloc0(sizeof(PartitionPair) * Max(*n, 1));
 	for (int i = 0; i < *n; i++)
 	{
 		pairs[i].old_part = cutover_oid(i, 1);
 		pairs[i].new_part = cutover_oid(i, 2);
-		pairs[i].name = cutover_text(i, 3);
-		pairs[i].new_name = cutover_text(i, 4);
-		pairs[i].schema = cutover_text(i, 5);
+		pairs[i].name = cutover_value(i, 3);
+		pairs[i].new_name = cutover_value(i, 4);
+		pairs[i].schema = cutover_value(i, 5);
 	}
 	return pairs;
 }
@@ -95,14 +95,14 @@ swap_index_names(const PartitionPair *pair)
 	char	  **src_indexes;
 	char	  **dst_indexes;
 
-	cutover_query(INDEX_PAIRS, false, pair->old_part, pair->new_part);
+	cutover_query_pair(INDEX_PAIRS, false, pair->old_part, pair->new_part);
 	n = (int) SPI_processed;
 	src_indexes = palloc(sizeof(char *) * Max(n, 1));
 	dst_indexes = palloc(sizeof(char *) * Max(n, 1));
 	for (int k = 0; k < n; k++)
 	{
-		src_indexes[k] = cutover_text(k, 1);
-		dst_indexes[k] = cutover_text(k, 2);
+		src_indexes[k] = cutover_value(k, 1);
+		dst_indexes[k] = cutover_value(k, 2);
 	}
 	for (int k = 0; k < n; k++)
 	{
@@ -129,14 +129,14 @@ rename_paired_partitions(Oid src, Oid dst, const char *src_name, const char *src
 
 	/* the old partitions free their names first */
 	for (int i = 0; i < n; i++)
-		cutover_run(psprintf("ALTER TABLE %s RENAME TO %s", cutover_regclass(pairs[i].old_part),
+		cutover_run(psprintf("ALTER TABLE %s RENAME TO %s", backfill_regclass_text(pairs[i].old_part),
 							 quote_identifier(cutover_renamed_partition(pairs[i].name, src_name, src_new))));
 	for (int i = 0; i < n; i++)
 	{
 		if (get_rel_namespace(pairs[i].new_part) != get_rel_namespace(pairs[i].old_part))
-			cutover_run(psprintf("ALTER TABLE %s SET SCHEMA %s", cutover_regclass(pairs[i].new_part),
+			cutover_run(psprintf("ALTER TABLE %s SET SCHEMA %s", backfill_regclass_text(pairs[i].new_part),
 								 quote_identifier(pairs[i].schema)));
-		cutover_run(psprintf("ALTER TABLE %s RENAME TO %s", cutover_regclass(pairs[i].new_part),
+		cutover_run(psprintf("ALTER TABLE %s RENAME TO %s", backfill_regclass_text(pairs[i].new_part),
 							 quote_identifier(pairs[i].name)));
 	}
 	for (int i = 0; i < n; i++)

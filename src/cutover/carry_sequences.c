@@ -40,7 +40,7 @@ PG_FUNCTION_INFO_V1(backfill_cutover_carry_identity);
 static void
 carry_position(Oid src_seq, Oid dst_seq)
 {
-	char	   *sql = psprintf("SELECT last_value, is_called FROM %s", cutover_regclass(src_seq));
+	char	   *sql = psprintf("SELECT last_value, is_called FROM %s", backfill_regclass_text(src_seq));
 	Oid			types[3] = {REGCLASSOID, INT8OID, BOOLOID};
 	Datum		values[3];
 	bool		isnull;
@@ -73,7 +73,7 @@ backfill_cutover_carry_identity(PG_FUNCTION_ARGS)
 	Oid		   *pairs;
 
 	backfill_spi_enter();
-	cutover_query(SEQUENCE_PAIRS, false, src, dst);
+	cutover_query_pair(SEQUENCE_PAIRS, false, src, dst);
 	n = (int) SPI_processed;
 	pairs = palloc(sizeof(Oid) * 2 * Max(n, 1));
 	for (int i = 0; i < n; i++)

@@ -6,7 +6,8 @@
  *	  schema has that cannot be carried (check_schema.c), whole tables and
  *	  row-level security (check_table.c), trusted owners and a materialized
  *	  view made again (check_owner.c), what the new table would enforce
- *	  less (weaker.c, accepts.c), and what they share (check_args.c).
+ *	  less (weaker.c, accepts.c), and what they share (check_args.c, and
+ *	  queries.c for their SPI steps).
  *
  *-------------------------------------------------------------------------
  */
@@ -14,6 +15,8 @@
 #define BACKFILL_CUTOVER_CHECK_H
 
 #include "fmgr.h"
+
+#include "cutover/queries.h"
 
 /*
  * The fields of a backfill.job row the checks read, as the PL/pgSQL read
@@ -39,12 +42,6 @@ extern char *cutover_rel_raise(Oid relid);
 extern char *cutover_rel_format(Oid relid);
 extern char *cutover_role(Oid roleid);
 extern const char *cutover_ident(const char *name);
-extern int	cutover_query(const char *sql, bool read_only, int nargs, Oid *types,
-						  Datum *values);
-extern char *cutover_value(int row, int col);
-extern bool cutover_bool(int row, int col);
-extern void cutover_statement_begin(void);
-extern void cutover_statement_end(void);
 
 /* check_table.c */
 extern void cutover_whole_table(CutoverJob *job, Oid rel);

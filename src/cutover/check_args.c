@@ -24,6 +24,7 @@
 #include "utils/snapmgr.h"
 
 #include "cutover/check.h"
+#include "lib/lib.h"
 
 /* a field of a job row, NULL as InvalidOid */
 static Oid
@@ -77,7 +78,7 @@ cutover_rel_raise(Oid relid)
 {
 	if (!OidIsValid(relid))
 		return "<NULL>";
-	return DatumGetCString(DirectFunctionCall1(regclassout, ObjectIdGetDatum(relid)));
+	return backfill_regclass_text(relid);
 }
 
 /* a table as format()'s %s prints a regclass: "" for NULL */
@@ -105,62 +106,4 @@ cutover_role(Oid roleid)
 	if (!OidIsValid(roleid))
 		return "";
 	return DatumGetCString(DirectFunctionCall1(regroleout, ObjectIdGetDatum(roleid)));
-}
-
-/*
- * cutover_statement_begin, cutover_statement_end
- *		Around a check that _cutover_check makes through another: the
- *		snapshot the PL/pgSQL took for each statement of the VOLATILE
- *		function, which the STABLE check it called then read with, after
- *		the same command counter increment as SPI's.
- */
-void
-cutover_statement_begin(void)
-{
-	CommandCounterIncrement();
-	PushActiveSnapshot(GetTransactionSnapshot());
-}
-
-void
-cutover_statement_end(void)
-{
-	PopActiveSnapshot();
-}
-
-/*
- * cutover_query
- *		Run a catalog query with $1 to $nargs, each an OID (InvalidOid:
- *		NULL), and return the number of its rows, in SPI_tuptable.
- */
-int
-cutover_query(const char *sql, bool read_only, int nargs, Oid *types, Datum *values)
-{
-	char		nulls[FUNC_MAX_ARGS + 1];
-	int			rc;
-
-	Assert(nargs <= FUNC_MAX_ARGS);
-	for (int i = 0; i < nargs; i++)
-		nulls[i] = OidIsValid(DatumGetObjectId(values[i])) ? ' ' : 'n';
-	nulls[nargs] = '\0';
-	rc = SPI_execute_with_args(sql, nargs, types, values, nulls, read_only, 0);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "SPI_execute_with_args failed (%d): %s", rc, sql);
-	return (int) SPI_processed;
-}
-
-/* column col (from 1) of row row (from 0) of the last query, as text; NULL for NULL */
-char *
-cutover_value(int row, int col)
-{
-	return SPI_getvalue(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col);
-}
-
-/* a boolean column of the last query, NULL as false (as IF takes it) */
-bool
-cutover_bool(int row, int col)
-{
-	bool		isnull;
-	Datum		d = SPI_getbinval(SPI_tuptable->vals[row], SPI_tuptable->tupdesc, col, &isnull);
-
-	return !isnull && DatumGetBool(d);
 }

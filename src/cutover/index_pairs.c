@@ -86,7 +86,7 @@ backfill_cutover_index_pairs(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, 0);
 	backfill_spi_enter();
-	cutover_query(INDEX_PAIRS, true, src, dst);
+	cutover_query_pair(INDEX_PAIRS, true, src, dst);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		Datum		values[2];
@@ -115,7 +115,7 @@ backfill_cutover_identity_index(PG_FUNCTION_ARGS)
 	Oid			index = InvalidOid;
 
 	backfill_spi_enter();
-	cutover_query(IDENTITY_INDEX, true, src, dst);
+	cutover_query_pair(IDENTITY_INDEX, true, src, dst);
 	if (SPI_processed > 0)
 		index = cutover_oid(0, 1);
 	backfill_spi_leave();

@@ -104,9 +104,9 @@ backfill_cutover_refuse_build(int64 job_id, Oid src, Oid dst)
 	ereport(ERROR,
 			(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
 			 errmsg("cannot cut over backfill job %lld while an index is being built concurrently on table %s",
-					(long long) job_id, backfill_cutover_regclass(rel)),
+					(long long) job_id, backfill_regclass_text(rel)),
 			 errdetail("Process %d runs CREATE INDEX CONCURRENTLY or REINDEX CONCURRENTLY on table %s, which waits for the cutover's transaction to end before it ends; the cutover could not lock the table until then. Nothing was changed.",
-					   pid, backfill_cutover_regclass(rel)),
+					   pid, backfill_regclass_text(rel)),
 			 errhint("Run the cutover again once the index is built.")));
 }
 

@@ -134,14 +134,14 @@ backfill_cutover_lock_all(Oid src, Oid dst)
 	ListCell   *lc;
 
 	foreach(lc, relations_of(referencing_sql, src, dst))
-		lock_tables(backfill_cutover_regclass(lfirst_oid(lc)));
+		lock_tables(backfill_regclass_text(lfirst_oid(lc)));
 	foreach(lc, relations_of(views_sql, src, dst))
 		backfill_cutover_lock_one(lfirst_oid(lc));
 	foreach(lc, relations_of(sequences_sql, src, dst))
 		backfill_cutover_lock_one(lfirst_oid(lc));
 	/* src first, the table writers queue on */
-	lock_tables(psprintf("%s, %s", backfill_cutover_regclass(src),
-						 backfill_cutover_regclass(dst)));
+	lock_tables(psprintf("%s, %s", backfill_regclass_text(src),
+						 backfill_regclass_text(dst)));
 }
 
 /*

@@ -28,7 +28,4 @@ extern void backfill_cutover_refuse_build(int64 job_id, Oid src, Oid dst);
 extern void backfill_cutover_pair_partitions(Oid src, Oid dst, bool read_only,
 											 List **old_parts, List **new_parts);
 
-/* arguments.c: a regclass, regrole as their output functions show them */
-extern char *backfill_cutover_regclass(Oid relid);
-
 #endif							/* BACKFILL_CUTOVER_LOCK_STEP_H */

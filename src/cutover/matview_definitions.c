@@ -59,7 +59,7 @@ backfill_cutover_matviews(PG_FUNCTION_ARGS)
 	Datum		result;
 
 	backfill_spi_enter();
-	cutover_query(MATVIEWS, true, src, InvalidOid);
+	cutover_query_pair(MATVIEWS, true, src, InvalidOid);
 	result = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	result = SPI_datumTransfer(result, false, -1);
 	backfill_spi_leave();

@@ -18,6 +18,7 @@
 #include "utils/builtins.h"
 
 #include "cutover/carry_internal.h"
+#include "lib/lib.h"
 
 /* run a query of element nth of the array matviews, $1 and $2 */
 static void
@@ -39,12 +40,12 @@ cutover_matview_owner_and_acl(const Matview *mv, Oid fresh)
 	Datum		values[2] = {ObjectIdGetDatum(mv->old), ObjectIdGetDatum(fresh)};
 	char	   *owner;
 
-	cutover_query("SELECT relowner::regrole::text FROM pg_class WHERE oid = $2", false,
+	cutover_query_pair("SELECT relowner::regrole::text FROM pg_class WHERE oid = $2", false,
 				  InvalidOid, fresh);
-	owner = SPI_processed > 0 ? cutover_text(0, 1) : NULL;
+	owner = SPI_processed > 0 ? cutover_value(0, 1) : NULL;
 	if (owner != NULL && mv->owner != NULL && strcmp(owner, mv->owner) != 0)
 		cutover_run(psprintf("ALTER MATERIALIZED VIEW %s OWNER TO %s",
-							 cutover_regclass(fresh), mv->owner));
+							 backfill_regclass_text(fresh), mv->owner));
 	if (SPI_execute_with_args("SELECT backfill._cutover_copy_acl($1, $2)", 2, types, values,
 							  NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute_with_args failed: _cutover_copy_acl");
@@ -65,8 +66,8 @@ cutover_matview_comments(const Matview *mv, Oid fresh, Datum matviews)
 	texts = palloc(sizeof(char *) * Max(n, 1));
 	for (int i = 0; i < n; i++)
 	{
-		columns[i] = cutover_text(i, 1);
-		texts[i] = cutover_text(i, 2);
+		columns[i] = cutover_value(i, 1);
+		texts[i] = cutover_value(i, 2);
 	}
 	for (int i = 0; i < n; i++)
 	{
@@ -74,9 +75,9 @@ cutover_matview_comments(const Matview *mv, Oid fresh, Datum matviews)
 
 		if (columns[i] == NULL)
 			cutover_run(psprintf("COMMENT ON MATERIALIZED VIEW %s IS %s",
-								 cutover_regclass(fresh), text));
+								 backfill_regclass_text(fresh), text));
 		else
-			cutover_run(psprintf("COMMENT ON COLUMN %s.%s IS %s", cutover_regclass(fresh),
+			cutover_run(psprintf("COMMENT ON COLUMN %s.%s IS %s", backfill_regclass_text(fresh),
 								 quote_identifier(columns[i]), text));
 	}
 }
@@ -93,7 +94,7 @@ cutover_matview_indexes(const Matview *mv, Datum matviews)
 	n = (int) SPI_processed;
 	stmts = palloc(sizeof(char *) * Max(n, 1));
 	for (int i = 0; i < n; i++)
-		stmts[i] = cutover_text(i, 1);
+		stmts[i] = cutover_value(i, 1);
 	for (int i = 0; i < n; i++)
 		cutover_run(stmts[i]);
 }
@@ -107,15 +108,15 @@ cutover_matview_fill(const Matview *mv, Oid fresh, Oid dst)
 
 	if (!mv->populated)
 		return;
-	cutover_query("SELECT pg_relation_size($2)", false, InvalidOid, dst);
+	cutover_query_pair("SELECT pg_relation_size($2)", false, InvalidOid, dst);
 	size = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	if (!isnull && size <= 8 * 1024 * 1024)
-		cutover_run(psprintf("REFRESH MATERIALIZED VIEW %s", cutover_regclass(fresh)));
+		cutover_run(psprintf("REFRESH MATERIALIZED VIEW %s", backfill_regclass_text(fresh)));
 	else
 		ereport(NOTICE,
 				(errmsg("materialized view %s is not populated after the cutover",
-						cutover_regclass(fresh)),
+						backfill_regclass_text(fresh)),
 				 errdetail("Table %s is larger than 8 MB: its query would run under the lock of the cutover.",
-						   cutover_regclass(dst)),
-				 errhint("Use REFRESH MATERIALIZED VIEW %s.", cutover_regclass(fresh))));
+						   backfill_regclass_text(dst)),
+				 errhint("Use REFRESH MATERIALIZED VIEW %s.", backfill_regclass_text(fresh))));
 }

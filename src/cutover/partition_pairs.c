@@ -63,12 +63,12 @@ check_keys(Oid src, Oid dst, bool read_only)
 		ereport(ERROR,
 				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 				 errmsg("cannot cut over table %s because table %s is partitioned differently",
-						backfill_cutover_regclass(src), backfill_cutover_regclass(dst)),
+						backfill_regclass_text(src), backfill_regclass_text(dst)),
 				 errdetail("Table %s is partitioned by %s, table %s by %s. Each partition takes the name of the partition it replaces.",
-						   backfill_cutover_regclass(src), src_key ? src_key : "",
-						   backfill_cutover_regclass(dst), dst_key ? dst_key : ""),
+						   backfill_regclass_text(src), src_key ? src_key : "",
+						   backfill_regclass_text(dst), dst_key ? dst_key : ""),
 				 errhint("Partition table %s as table %s is.",
-						 backfill_cutover_regclass(dst), backfill_cutover_regclass(src))));
+						 backfill_regclass_text(dst), backfill_regclass_text(src))));
 }
 
 /* refuse the partition of row i, which has no match on the other side */
@@ -81,12 +81,12 @@ refuse_unmatched(Oid src, Oid dst, uint64 i, bool src_has_it)
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 			 errmsg("cannot cut over table %s because the partitions of table %s do not match its own",
-					backfill_cutover_regclass(src), backfill_cutover_regclass(dst)),
+					backfill_regclass_text(src), backfill_regclass_text(dst)),
 			 errdetail("Partition %s of table %s, %s, has no partition of table %s with the same bounds. Each partition takes the name of the partition it replaces.",
-					   text_or_empty(i, src_has_it ? 1 : 2), backfill_cutover_regclass(part_table),
-					   text_or_empty(i, 3), backfill_cutover_regclass(other_table)),
+					   text_or_empty(i, src_has_it ? 1 : 2), backfill_regclass_text(part_table),
+					   text_or_empty(i, 3), backfill_regclass_text(other_table)),
 			 errhint("Partition table %s as table %s is before the cutover.",
-					 backfill_cutover_regclass(dst), backfill_cutover_regclass(src))));
+					 backfill_regclass_text(dst), backfill_regclass_text(src))));
 }
 
 /*

@@ -57,20 +57,20 @@ cutover_rename_partitions_of(Oid rel, const char *before, const char *after)
 	char	  **names;
 
 	check_stack_depth();
-	cutover_query(PARTITIONS_OF, false, rel, InvalidOid);
+	cutover_query_pair(PARTITIONS_OF, false, rel, InvalidOid);
 	n = (int) SPI_processed;
 	parts = palloc(sizeof(Oid) * Max(n, 1));
 	names = palloc(sizeof(char *) * Max(n, 1));
 	for (int i = 0; i < n; i++)
 	{
 		parts[i] = cutover_oid(i, 1);
-		names[i] = cutover_text(i, 2);
+		names[i] = cutover_value(i, 2);
 	}
 	for (int i = 0; i < n; i++)
 	{
 		char	   *renamed = cutover_renamed_partition(names[i], before, after);
 
-		cutover_run(psprintf("ALTER TABLE %s RENAME TO %s", cutover_regclass(parts[i]),
+		cutover_run(psprintf("ALTER TABLE %s RENAME TO %s", backfill_regclass_text(parts[i]),
 							 quote_identifier(renamed)));
 		cutover_rename_partitions_of(parts[i], names[i], renamed);
 	}
