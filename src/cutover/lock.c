@@ -13,6 +13,17 @@
  * the swap, which holds src, never waits for a lock.  Each wait is bounded
  * by the caller's lock_timeout; the attempts (attempts.c) set it.
  *
+ * An application that takes src before a child table or a view (it writes
+ * the parent row first) can still meet the cutover in a deadlock: the
+ * cutover holds the child and waits for src, the application holds src
+ * and waits for the child.  PostgreSQL fails the process whose own
+ * deadlock_timeout runs out first, so the lock step's waits check after
+ * half the lock_timeout (deadlock_timeout at most): the cutover finds a
+ * deadlock with a writer that waited before it half a lock_timeout before
+ * the writer would, and gives up a wait the writer joined later when its
+ * lock_timeout runs out, before the writer's check.  The cutover's attempt
+ * is the one that fails, and is tried again; the writer goes on.
+ *
  * The tables are locked by LOCK TABLE, run as the caller, so PostgreSQL
  * checks the caller's right to each lock, and takes the partitions of each
  * with it.  LOCK TABLE takes neither a sequence nor a view alone (it locks
@@ -29,7 +40,9 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
+#include "storage/proc.h"
 #include "utils/acl.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 
 #include "cutover/lock_step.h"
@@ -132,7 +145,12 @@ void
 backfill_cutover_lock_all(Oid src, Oid dst)
 {
 	ListCell   *lc;
+	int			level = NewGUCNestLevel();
 
+	/* the file header says why; an error's rollback undoes it too */
+	if (LockTimeout > 0 && LockTimeout / 2 < DeadlockTimeout)
+		(void) set_config_option("deadlock_timeout", psprintf("%d", Max(LockTimeout / 2, 1)),
+								 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	foreach(lc, relations_of(referencing_sql, src, dst))
 		lock_tables(backfill_regclass_text(lfirst_oid(lc)));
 	foreach(lc, relations_of(views_sql, src, dst))
@@ -142,6 +160,7 @@ backfill_cutover_lock_all(Oid src, Oid dst)
 	/* src first, the table writers queue on */
 	lock_tables(psprintf("%s, %s", backfill_regclass_text(src),
 						 backfill_regclass_text(dst)));
+	AtEOXact_GUC(true, level);
 }
 
 /*
