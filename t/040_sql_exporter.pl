@@ -182,12 +182,17 @@ ok(!grep({ ($_->{datasource}{uid} // '') ne '${datasource}' } @{ $dashboard->{pa
 
 $node->safe_psql('postgres', "SELECT backfill.wait_job($job1)");
 $node->safe_psql('app2', "SELECT backfill.wait_job($job2)");
-my $done = wait_until(30, sub {
+# each query's rows are those of its last run: a scrape can show a job
+# finished by one query and still copying by another that ran before it ended
+my $done = wait_until(60, sub {
 	my $m = scrape();
 	return $m && ($m->{"backfill_job_status{app2,$job2,finished}"} // 0) == 1
 	  && ($m->{"backfill_job_status{postgres,$job1,finished}"} // 0) == 1
 	  && !defined $m->{"backfill_job_eta_seconds{app2,$job2}"}
-	  && defined $m->{"backfill_job_finished_timestamp_seconds{app2,$job2}"} ? $m : undef;
+	  && defined $m->{"backfill_job_finished_timestamp_seconds{app2,$job2}"}
+	  && ($m->{"backfill_job_progress_ratio{postgres,$job1}"} // 0) == 1
+	  && ($m->{"backfill_job_rows_copied{app2,$job2}"} // 0) == 4000
+	  && ($m->{"backfill_job_running_actors{app2,$job2}"} // 1) == 0 ? $m : undef;
 });
 ok($done, 'the exporter serves the finished jobs') or diag(slurp_file("$dir/sql_exporter.log"),
 	$node->safe_psql('postgres', "SELECT pid, datname, application_name, state, wait_event_type, wait_event, left(query, 120) FROM pg_stat_activity"),
@@ -234,6 +239,7 @@ is(finish_bg($repair), 0, 'the repair ends');
 my $repaired = wait_until(30, sub {
 	my $m = scrape();
 	return $m && ($m->{"backfill_job_repair_running{app2,$job2}"} // 1) == 0
+	  && ($m->{"backfill_job_repair_ranges_done{app2,$job2}"} // 0) == 20
 	  && ($m->{"backfill_job_last_verify_differences{app2,$job2}"} // 1) == 0 ? $m : undef;
 }) // {};
 is(join(',', map { $repaired->{"backfill_job_$_\{app2,$job2}"} // 'none' } qw(repair_running
