@@ -19,6 +19,7 @@ OBJS = \
 	src/api/event_trigger.o \
 	src/api/job_drop.o \
 	src/api/job_ops.o \
+	src/api/kind_columns.o \
 	src/api/observe.o \
 	src/api/repair.o \
 	src/api/run.o \

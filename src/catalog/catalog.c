@@ -109,7 +109,10 @@ backfill_parse_status(const char *name)
 	for (int i = 0; i < lengthof(status_names); i++)
 		if (strcmp(name, status_names[i]) == 0)
 			return (BackfillJobStatus) i;
-	elog(ERROR, "unrecognized backfill job status \"%s\"", name);
+	ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("unrecognized backfill job status \"%s\"", name),
+			 errhint("Valid statuses are \"pending\", \"backfilling\", \"finished\", \"failed\" and \"cancelled\".")));
 	pg_unreachable();
 }
 

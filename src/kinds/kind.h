@@ -87,6 +87,13 @@ typedef struct KindRoutine
 	 */
 	bool		builds_indexes_once;
 
+	/*
+	 * Whether it is RisingWave's snapshot backfill: its progress goes
+	 * through the phases backfill.jobs shows (Snapshot, LogStore,
+	 * Finishing), and backfill.ddl_progress calls it SNAPSHOT_BACKFILL.
+	 */
+	bool		snapshot_backfill;
+
 	/* ---- create_job ---- */
 
 	/*
@@ -234,6 +241,12 @@ typedef struct KindRoutine
 	 * order (optional: a kind that cuts no splits of its own has none).
 	 */
 	List	   *(*splits) (const JobView *job);
+
+	/*
+	 * For backfill.jobs: the replication slot a job in the given status
+	 * holds, by name (optional: a kind that holds no slot).
+	 */
+	char	   *(*slot_name) (int64 job_id, BackfillJobStatus status);
 } KindRoutine;
 
 /*
@@ -296,6 +309,13 @@ static inline bool
 backfill_kind_barrier_full(const KindRoutine *kind, BarrierExecutor *exec, int actor)
 {
 	return kind->barrier_full != NULL && kind->barrier_full(exec, actor);
+}
+
+/* NULL when the kind holds no slot */
+static inline char *
+backfill_kind_slot_name(const KindRoutine *kind, int64 job_id, BackfillJobStatus status)
+{
+	return kind->slot_name ? kind->slot_name(job_id, status) : NULL;
 }
 
 /* NULL when the kind has no phase of its own for the actor now */

@@ -747,6 +747,15 @@ cdc_state_query(const char *state_sql, const char *position)
 					" WHERE a.job_id = $1", position, state_sql);
 }
 
+/* its slot, from its first run until it has finished or is cancelled */
+static char *
+cdc_slot_name(int64 job_id, BackfillJobStatus status)
+{
+	if (status == BACKFILL_STATUS_FINISHED || status == BACKFILL_STATUS_CANCELLED)
+		return NULL;
+	return backfill_slot_name(job_id);
+}
+
 const KindRoutine backfill_cdc_routine = {
 	.kind = BACKFILL_KIND_CDC,
 	.reserved_columns = cdc_reserved_columns,
@@ -771,4 +780,5 @@ const KindRoutine backfill_cdc_routine = {
 	.recount_actors = cdc_recount_actors,
 	.check_parallelism = cdc_check_parallelism,
 	.state_query = cdc_state_query,
+	.slot_name = cdc_slot_name,
 };

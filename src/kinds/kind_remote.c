@@ -1169,6 +1169,15 @@ remote_splits(const JobView *job)
 	return splits;
 }
 
+/* its slot on each source, which it keeps after its finish until it is cancelled */
+static char *
+remote_slot_name(int64 job_id, BackfillJobStatus status)
+{
+	if (status == BACKFILL_STATUS_CANCELLED)
+		return NULL;
+	return remote_object_name(job_id, false);
+}
+
 const KindRoutine backfill_remote_cdc_routine = {
 	.kind = BACKFILL_KIND_REMOTE_CDC,
 	.reserved_columns = remote_reserved_columns,
@@ -1200,4 +1209,5 @@ const KindRoutine backfill_remote_cdc_routine = {
 	.recount_actors = remote_recount_actors,
 	.state_query = remote_state_query,
 	.splits = remote_splits,
+	.slot_name = remote_slot_name,
 };

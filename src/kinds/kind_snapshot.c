@@ -895,6 +895,7 @@ const KindRoutine backfill_snapshot_routine = {
 	.recount_total = false,		/* that of its snapshot, counted by create_job */
 	.needs_job_column = "snapshot_epoch",	/* version 1.1 */
 	.builds_indexes_once = true,
+	.snapshot_backfill = true,
 	.create_state_table = snapshot_create_state_table,
 	.after_create = snapshot_after_create,
 	.load_state = snapshot_load_state,

@@ -1384,6 +1384,24 @@ SELECT w.job_id, w.actor_id, w.pid, a.backend_start, a.state, a.query AS activit
 -- up) and why it waits; its progress adds its finished splits.  Its cutover:
 -- waiting_for_lock (attempt n of m) while a cutover or rollback waits for
 -- its lock, else its backfill.job_cutover state, NULL if never cut over.
+-- What the views show of a job's kind, from the kind's routine
+-- (src/api/kind_columns.c): they read nothing but their arguments
+CREATE FUNCTION backfill._kind_slot_name(kind text, remote boolean, job_id bigint, status text)
+RETURNS text
+AS 'MODULE_PATHNAME', 'backfill_kind_slot_name_sql'
+LANGUAGE C STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._kind_slot_name(text, boolean, bigint, text) IS
+'Internal: for backfill.jobs, the replication slot a job of a kind holds in a status, by name; NULL when it holds none.';
+
+CREATE FUNCTION backfill._kind_is_snapshot_backfill(kind text, remote boolean)
+RETURNS boolean
+AS 'MODULE_PATHNAME', 'backfill_kind_is_snapshot_backfill_sql'
+LANGUAGE C STABLE STRICT PARALLEL SAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._kind_is_snapshot_backfill(text, boolean) IS
+'Internal: for backfill.jobs and backfill.ddl_progress, whether a kind is RisingWave''s snapshot backfill, whose progress goes through the Snapshot, LogStore and Finishing phases.';
+
 CREATE OR REPLACE VIEW backfill.jobs WITH (security_invoker = true) AS
 SELECT j.job_id, j.job_name, j.kind, j.status, j.upstream,
        j.upstream::pg_catalog.oid AS upstream_table_id,
@@ -1394,14 +1412,7 @@ SELECT j.job_id, j.job_name, j.kind, j.status, j.upstream,
           FROM backfill.job_workers() w
          WHERE w.job_id OPERATOR(pg_catalog.=) j.job_id) AS worker_pids,
        j.snapshot_epoch,
-       -- a remote job keeps its slot on the source after its finish
-       CASE WHEN j.remote AND j.status OPERATOR(pg_catalog.<>) 'cancelled'
-            THEN pg_catalog.format('backfill_%s_%s_%s',
-                     (SELECT s.system_identifier FROM pg_catalog.pg_control_system() s),
-                     d.oid, j.job_id)
-            WHEN j.kind OPERATOR(pg_catalog.=) 'cdc'
-                 AND j.status OPERATOR(pg_catalog.<>) ALL (ARRAY['finished', 'cancelled'])
-            THEN pg_catalog.format('backfill_%s_%s', d.oid, j.job_id) END AS slot_name,
+       backfill._kind_slot_name(j.kind, j.remote, j.job_id, j.status) AS slot_name,
        j.owner,
        CASE WHEN r.running THEN p.throttled_by END AS throttled_by,
        CASE WHEN r.running THEN pg_catalog.round(p.rows_per_second) END AS rows_per_second,
@@ -1433,7 +1444,7 @@ SELECT j.job_id, j.job_name, j.kind, j.status, j.upstream,
                     (SELECT pg_catalog.count(*) FILTER (WHERE s.backfill_finished)
                        FROM backfill.job_state(j.job_id) s),
                     coalesce(pg_catalog.cardinality(j.remote_splits), 0) OPERATOR(pg_catalog.+) 1)
-           WHEN j.kind OPERATOR(pg_catalog.<>) 'snapshot'
+           WHEN NOT backfill._kind_is_snapshot_backfill(j.kind, j.remote)
            THEN backfill._rw_progress(coalesce(p.row_count, 0)::bigint, j.total_rows)
            WHEN p.caught_up OPERATOR(pg_catalog.=) p.actors AND p.actors OPERATOR(pg_catalog.>) 0
            THEN 'Finishing [epoch lag: 0ns]'
@@ -1480,8 +1491,6 @@ SELECT j.job_id, j.job_name, j.kind, j.status, j.upstream,
                 (SELECT c.state FROM backfill.job_cutover c
                   WHERE c.job_id OPERATOR(pg_catalog.=) j.job_id)) AS cutover
   FROM (SELECT * FROM backfill.job UNION ALL SELECT * FROM backfill._monitored_jobs()) j
-  CROSS JOIN (SELECT oid FROM pg_catalog.pg_database
-               WHERE datname OPERATOR(pg_catalog.=) pg_catalog.current_database()) d
   LEFT JOIN LATERAL (SELECT pg_catalog.max(a.epoch) AS epoch, pg_catalog.sum(a.row_count) AS row_count,
                             pg_catalog.sum(a.rows_per_second) AS rows_per_second,
                             (pg_catalog.array_agg(a.throttled_by ORDER BY a.actor_id)
@@ -1509,7 +1518,8 @@ SELECT s.job_id AS ddl_id,
        s.progress,
        s.created_at AS initialized_at,
        false AS is_serverless_backfill,
-       CASE s.kind WHEN 'snapshot' THEN 'SNAPSHOT_BACKFILL' ELSE 'NORMAL_BACKFILL' END AS backfill_type
+       CASE WHEN backfill._kind_is_snapshot_backfill(j.kind, j.remote)
+            THEN 'SNAPSHOT_BACKFILL' ELSE 'NORMAL_BACKFILL' END AS backfill_type
   FROM backfill.jobs s
   JOIN (SELECT * FROM backfill.job UNION ALL SELECT * FROM backfill._monitored_jobs()) j
     ON j.job_id OPERATOR(pg_catalog.=) s.job_id
