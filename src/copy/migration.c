@@ -202,13 +202,8 @@ backfill_partition_by(Relation upstream)
 static char *
 partition_name(const char *part, const char *upstream, const char *parent)
 {
-	size_t		len = strlen(upstream);
-	char	   *name;
+	char	   *name = backfill_partition_renamed(part, upstream, parent);
 
-	if (strncmp(part, upstream, len) == 0)
-		name = psprintf("%s%s", parent, part + len);
-	else
-		name = psprintf("%s_%s", parent, part);
 	if (strlen(name) >= NAMEDATALEN)
 		ereport(ERROR,
 				(errcode(ERRCODE_NAME_TOO_LONG),

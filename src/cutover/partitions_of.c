@@ -33,13 +33,9 @@ PG_FUNCTION_INFO_V1(backfill_cutover_rename_partitions_of);
 char *
 cutover_renamed_partition(const char *relname, const char *before, const char *after)
 {
-	size_t		blen = strlen(before);
-	char	   *renamed;
+	char	   *renamed = backfill_partition_renamed(relname, before, after);
 
-	if (strncmp(relname, before, blen) == 0)
-		renamed = psprintf("%s%s", after, relname + blen);
-	else
-		renamed = psprintf("%s_%s", after, relname);
+	/* cut as PostgreSQL cuts a name too long, as the SQL version did */
 	renamed[pg_mbcliplen(renamed, strlen(renamed), NAMEDATALEN - 1)] = '\0';
 	return renamed;
 }

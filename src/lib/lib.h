@@ -23,6 +23,8 @@ extern char *backfill_regclass_text(Oid relid);
 extern char *backfill_upstream_scan(const char *upstream_sql, bool partitioned);
 extern char *backfill_job_scan(BackfillJob *job);
 extern char *backfill_filter_and(BackfillJob *job);
+extern char *backfill_partition_renamed(const char *part, const char *before,
+										const char *after);
 extern char *backfill_count_sql(const char *upstream_sql, bool partitioned, const char *filter,
 								List *leaf_sqls);
 extern char *backfill_pk_list(BackfillJob *job, const char *alias);

@@ -68,6 +68,22 @@ backfill_regclass_text(Oid relid)
 }
 
 /*
+ * backfill_partition_renamed
+ *		The name a partition named part takes when its table's name goes from
+ *		before to after: after in place of before at its start, else after_part.
+ *		Not cut to NAMEDATALEN: the caller decides what a name too long is.
+ */
+char *
+backfill_partition_renamed(const char *part, const char *before, const char *after)
+{
+	size_t		len = strlen(before);
+
+	if (strncmp(part, before, len) == 0)
+		return psprintf("%s%s", after, part + len);
+	return psprintf("%s_%s", after, part);
+}
+
+/*
  * backfill_upstream_scan
  *		The upstream in a FROM clause, aliased u: ONLY the table itself (its
  *		inheritance children are no part of it), or a partitioned table
