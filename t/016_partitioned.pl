@@ -78,7 +78,7 @@ EOS
 
 my $job = $node->safe_psql('postgres',
 	"SELECT backfill.create_job('pt_down', 'pt', columns => ARRAY['a', 'upper(b) AS b_up'], "
-	  . "filter => 'a % 3 <> 0', parallelism => 2, chunk_size => 256, rate_limit => 5000)");
+	  . "filter => 'a % 3 <> 0', parallelism => 2, chunk_size => 256, rate_limit => 2500)");
 
 # one barrier, its statements' plans logged: each actor's chunk merges the
 # partitions' key indexes (pt_low's two, under the ordered range partitions)
