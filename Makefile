@@ -9,6 +9,7 @@ OBJS = \
 	src/api/cutover.o \
 	src/api/cutover_acl.o \
 	src/api/cutover_carry.o \
+	src/api/cutover_finish.o \
 	src/api/ddl_columns.o \
 	src/api/ddl_command.o \
 	src/api/ddl_job_tables.o \
