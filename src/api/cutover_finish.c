@@ -81,13 +81,18 @@ enum
 	"SELECT k.conrelid::regclass, k.conname FROM pg_constraint k" \
 	" WHERE k.oid = ANY ($1) AND NOT k.convalidated"
 
-/* the tables the old table's foreign keys reference, outside its partition tree */
+/*
+ * the tables the old table's foreign keys reference, outside the table and
+ * its partitions (pg_partition_tree has no row for a table that is not
+ * partitioned)
+ */
 #define REFERENCED \
+	"WITH tree AS (SELECT $1::oid AS relid UNION SELECT relid FROM pg_partition_tree($1))" \
 	"SELECT string_agg(k.confrelid::regclass::text, ', ' ORDER BY k.confrelid)" \
 	"  FROM (SELECT DISTINCT confrelid FROM pg_constraint" \
 	"         WHERE contype = 'f'" \
-	"           AND conrelid IN (SELECT relid FROM pg_partition_tree($1))" \
-	"           AND confrelid NOT IN (SELECT relid FROM pg_partition_tree($1))) k"
+	"           AND conrelid IN (SELECT relid FROM tree)" \
+	"           AND confrelid NOT IN (SELECT relid FROM tree)) k"
 
 /* one attempt's statement: the referenced tables, then the upstream and the downstream */
 #define LOCK_STATEMENT \
