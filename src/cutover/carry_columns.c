@@ -102,16 +102,6 @@ char_value(int row, int col)
 	return value ? value[0] : '\0';
 }
 
-/* a query of src's column name: $1 a regclass, $2 the name */
-static void
-column_query(const char *sql, Oid rel, const char *name)
-{
-	Oid			types[2] = {REGCLASSOID, TEXTOID};
-	Datum		values[2] = {ObjectIdGetDatum(rel), CStringGetTextDatum(name)};
-
-	backfill_spi_exec_args(sql, 2, types, values, NULL, SPI_OK_SELECT);
-}
-
 /*
  * The identity of src's column moves to dst's, its sequence going on where
  * src's was
@@ -128,7 +118,7 @@ move_identity(Swap *swap, const Column *col)
 	Datum		values[4];
 	char		nulls[4] = {' ', ' ', ' ', ' '};
 
-	column_query(IDENTITY_SEQUENCE, swap->src, col->name);
+	cutover_query_rel_text(IDENTITY_SEQUENCE, swap->src, col->name);
 	seq = cutover_value(0, 1);
 	options = cutover_value(0, 2);
 	cutover_run(psprintf("SELECT last_value, is_called FROM %s", seq ? seq : ""));

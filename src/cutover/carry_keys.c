@@ -74,21 +74,11 @@ swap_read_keys(Swap *swap)
 	swap->self_keys = swap_read_statements(SELF_KEYS, swap->src, InvalidOid, 0, 3, 0);
 }
 
-/* a query of table rel and a text $2, its rows in SPI_tuptable */
-static void
-query_rel_text(const char *sql, Oid rel, const char *text)
-{
-	Oid			types[2] = {REGCLASSOID, TEXTOID};
-	Datum		values[2] = {ObjectIdGetDatum(rel), CStringGetTextDatum(text)};
-
-	backfill_spi_exec_args(sql, 2, types, values, NULL, SPI_OK_SELECT);
-}
-
 /* the constraint of rel named name, just added; InvalidOid (NULL) if none */
 static Oid
 constraint_named(Oid rel, const char *name)
 {
-	query_rel_text(CONSTRAINT_NAMED, rel, name);
+	cutover_query_rel_text(CONSTRAINT_NAMED, rel, name);
 	return SPI_processed > 0 ? cutover_oid(0, 1) : InvalidOid;
 }
 
@@ -110,7 +100,7 @@ carry_referencing(Swap *swap, SwapStatement *key)
 static char *
 self_key_name(Swap *swap, const char *name)
 {
-	query_rel_text(CONSTRAINT_NAMED, swap->dst, name);
+	cutover_query_rel_text(CONSTRAINT_NAMED, swap->dst, name);
 	if (SPI_processed == 0)
 		return pstrdup(name);
 	/* left(name, 40): 40 characters */
@@ -123,7 +113,7 @@ carry_self(Swap *swap, SwapStatement *key)
 {
 	char	   *name;
 
-	query_rel_text(SELF_KEY_OF, swap->dst, key->sql);
+	cutover_query_rel_text(SELF_KEY_OF, swap->dst, key->sql);
 	if (cutover_bool(0, 1))
 		return;
 	name = self_key_name(swap, key->name);
