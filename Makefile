@@ -9,6 +9,7 @@ OBJS = \
 	src/api/cutover.o \
 	src/api/cutover_acl.o \
 	src/api/cutover_carry.o \
+	src/api/cutover_finish.o \
 	src/api/ddl_columns.o \
 	src/api/ddl_command.o \
 	src/api/ddl_job_tables.o \
@@ -61,9 +62,14 @@ OBJS = \
 	src/cutover/arguments.o \
 	src/cutover/attempt_lines.o \
 	src/cutover/attempts.o \
+	src/cutover/carry_columns.o \
+	src/cutover/carry_keys.o \
 	src/cutover/carry_matviews.o \
 	src/cutover/carry_partitions.o \
 	src/cutover/carry_sequences.o \
+	src/cutover/carry_table.o \
+	src/cutover/carry_triggers.o \
+	src/cutover/carry_views.o \
 	src/cutover/check.o \
 	src/cutover/check_args.o \
 	src/cutover/check_depend.o \
@@ -79,6 +85,8 @@ OBJS = \
 	src/cutover/partition_pairs.o \
 	src/cutover/partitions_of.o \
 	src/cutover/queries.o \
+	src/cutover/swap.o \
+	src/cutover/swap_statements.o \
 	src/cutover/weaker.o \
 	src/kinds/kind.o \
 	src/kinds/kind_cdc.o \
@@ -117,8 +125,8 @@ OBJS = \
 DATA = src/sql/backfill--1.3.sql src/sql/backfill--1.0.sql src/sql/backfill--1.0--1.1.sql src/sql/backfill--1.1--1.2.sql src/sql/backfill--1.2--1.3.sql src/sql/backfill--1.3--1.4.sql
 PGFILEDESC = "backfill - resumable backfill of derived tables"
 
-REGRESS = setup create_job run_job recovery legacy_message observe cancel_drop workers safety snapshot cdc ddl downstream filter_columns into_existing partitioned privileges search_path_attack owner_context bad_input capture apply_statements apply_direct pacing range_vnodes upgrade remote limits watch key_types ddl_guards expression_settings indexes cutover cutover_owner cutover_refusals row_security internal_functions job_tables cutover_carry waits_monitoring migration_downstream cutover_partitions key_index self_reference vocabulary migration_downstream2 verify_checksum repair verify_progress kind_rules cutover_checks cutover_lock_step cutover_carry_steps view_explain
-ISOLATION = changes_across_barriers key_moves writer_across_barrier final_barrier_race two_runners snapshot_phases cdc_fetch capture_ddl_between_rows filter_moves apply_waits cdc_slot_lock partition_lock_order cutover_long_txn cutover_queued_writer cutover_concurrent_view cutover_repeatable_read_writer cutover_drop_job cutover_after_rollback job_caps cutover_finish_queued_writer cutover_app_locks cutover_index_build verify_record_concurrent cutover_parent_first
+REGRESS = setup create_job run_job recovery legacy_message observe cancel_drop workers safety snapshot cdc ddl downstream filter_columns into_existing partitioned privileges search_path_attack owner_context bad_input capture apply_statements apply_direct pacing range_vnodes upgrade remote limits watch key_types ddl_guards expression_settings indexes cutover cutover_owner cutover_refusals row_security internal_functions job_tables cutover_carry waits_monitoring migration_downstream cutover_partitions key_index self_reference vocabulary migration_downstream2 verify_checksum repair verify_progress kind_rules cutover_checks cutover_lock_step cutover_carry_steps view_explain cutover_swap_steps
+ISOLATION = changes_across_barriers key_moves writer_across_barrier final_barrier_race two_runners snapshot_phases cdc_fetch capture_ddl_between_rows filter_moves apply_waits cdc_slot_lock partition_lock_order cutover_long_txn cutover_queued_writer cutover_concurrent_view cutover_repeatable_read_writer cutover_drop_job cutover_after_rollback job_caps cutover_finish_queued_writer cutover_app_locks cutover_index_build verify_record_concurrent cutover_parent_first cutover_finish_parent_first
 # the isolation tester's outputs apart from pg_regress's: both read expected/
 ISOLATION_OPTS = --outputdir=output_iso
 TAP_TESTS = 1

@@ -62,7 +62,7 @@ set -euo pipefail
 RULES=()
 rule() { RULES+=("$1"$'\t'"$2"$'\t'"$3"$'\t'"$4"$'\t'"$5"); }
 rule 3 str  'backfill_(capture|apply)_(truncate_|[^a-z]|$)'  capture/triggers.c  'trigger names (backfill_capture_<id>, backfill_apply_<id>, their truncate twins)'
-rule 3 code '\b(CREATE|DROP) TRIGGER\b|\bEnableDisableTrigger\b'  capture/triggers.c  'the triggers are installed, switched and dropped by capture alone'
+rule 3 code '\b(CREATE|DROP) TRIGGER\b|\bEnableDisableTrigger\b'  'capture/triggers.c cutover/carry_triggers.c'  "a job's triggers are installed, switched and dropped by capture alone; the user's move to the new table in the cutover's swap"
 rule 4 str  '\bis_epoch_finished\b'  kinds/kind_snapshot.c  "the snapshot kind's state table"
 rule 4 str  '\b(backfill_seq|backfill_captured_at|backfill_old_row)\b'  'capture/capture_change.c capture/partitions.c kinds/kind_snapshot.c'  "the snapshot kind's log, which capture writes and the kind reads"
 rule 4 str  '\b(split_id|cdc_offset)\b'  'kinds/kind_cdc.c kinds/kind_remote.c'  "the cdc kinds' state tables"

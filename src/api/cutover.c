@@ -6,13 +6,14 @@
  *	  switchover of a job whose upstream is on another server is the remote
  *	  kind's (kinds/switchover.c), which backfill.cutover() calls.
  *
- * The lock step, its attempts and the checks of its arguments are C of
- * their own (src/cutover/).  The swap itself (the renames and everything
- * that names the upstream carried to the downstream) is SQL, in the
- * extension's script, run by the caller with the caller's rights: every
- * ALTER it makes needs the privileges it would need typed by hand.  Only
- * the privileges are copied in C (cutover_acl.c), with their grantors,
- * which no GRANT the caller could type would keep.
+ * The lock step, its attempts, the checks of its arguments and the swap
+ * itself (the renames and everything that names the upstream carried to
+ * the downstream) are C of their own (src/cutover/); the swap runs each of
+ * its statements as the caller, with the caller's rights: every ALTER it
+ * makes needs the privileges it would need typed by hand.  Only the
+ * privileges are copied to the catalog directly (cutover_acl.c), with their
+ * grantors, which no GRANT the caller could type would keep.
+ * finish_cutover is cutover_finish.c.
  *
  * The turn.  A finished local job keeps its downstream equal to its
  * upstream through its apply trigger, in each writer's transaction.  At the

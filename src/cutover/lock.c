@@ -137,6 +137,32 @@ lock_tables(const char *tables)
 }
 
 /*
+ * backfill_cutover_deadlock_begin, backfill_cutover_deadlock_end
+ *		Around the waits of a lock step: deadlock_timeout at most half the
+ *		lock_timeout in force, so that a deadlock with an application that
+ *		waited first fails the cutover's wait, not the application's (the
+ *		file header says why).  begin returns the GUC nest level that end
+ *		pops; an error's rollback pops it too.  finish_cutover's lock loop
+ *		waits the same way.
+ */
+int
+backfill_cutover_deadlock_begin(void)
+{
+	int			level = NewGUCNestLevel();
+
+	if (LockTimeout > 0 && LockTimeout / 2 < DeadlockTimeout)
+		(void) set_config_option("deadlock_timeout", psprintf("%d", Max(LockTimeout / 2, 1)),
+								 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
+	return level;
+}
+
+void
+backfill_cutover_deadlock_end(int level)
+{
+	AtEOXact_GUC(true, level);
+}
+
+/*
  * backfill_cutover_lock_all
  *		Lock ACCESS EXCLUSIVE what the swap of src and dst alters, in the
  *		order of the file header.
@@ -145,12 +171,8 @@ void
 backfill_cutover_lock_all(Oid src, Oid dst)
 {
 	ListCell   *lc;
-	int			level = NewGUCNestLevel();
+	int			level = backfill_cutover_deadlock_begin();
 
-	/* the file header says why; an error's rollback undoes it too */
-	if (LockTimeout > 0 && LockTimeout / 2 < DeadlockTimeout)
-		(void) set_config_option("deadlock_timeout", psprintf("%d", Max(LockTimeout / 2, 1)),
-								 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
 	foreach(lc, relations_of(referencing_sql, src, dst))
 		lock_tables(backfill_regclass_text(lfirst_oid(lc)));
 	foreach(lc, relations_of(views_sql, src, dst))
@@ -160,7 +182,7 @@ backfill_cutover_lock_all(Oid src, Oid dst)
 	/* src first, the table writers queue on */
 	lock_tables(psprintf("%s, %s", backfill_regclass_text(src),
 						 backfill_regclass_text(dst)));
-	AtEOXact_GUC(true, level);
+	backfill_cutover_deadlock_end(level);
 }
 
 /*

@@ -19,6 +19,7 @@
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "utils/builtins.h"
 #include "utils/snapmgr.h"
 
 #include "cutover/queries.h"
@@ -93,6 +94,23 @@ cutover_query_pair(const char *sql, bool read_only, Oid src, Oid dst)
 	Datum		values[2] = {ObjectIdGetDatum(src), ObjectIdGetDatum(dst)};
 
 	(void) cutover_query(sql, read_only, 2, types, values);
+}
+
+/*
+ * cutover_query_rel_text
+ *		Run a catalog query whose $1 is the regclass rel and $2 a text (a
+ *		column's or a constraint's name, a definition); its rows are in
+ *		SPI_tuptable.
+ */
+void
+cutover_query_rel_text(const char *sql, Oid rel, const char *text)
+{
+	Oid			types[2] = {REGCLASSOID, TEXTOID};
+	Datum		values[2] = {ObjectIdGetDatum(rel), CStringGetTextDatum(text)};
+	int			rc = SPI_execute_with_args(sql, 2, types, values, NULL, false, 0);
+
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "SPI_execute_with_args failed (%d): %s", rc, sql);
 }
 
 /* run one statement of the swap as the caller, as PL/pgSQL's EXECUTE did */

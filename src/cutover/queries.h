@@ -13,6 +13,7 @@
 extern int	cutover_query(const char *sql, bool read_only, int nargs, Oid *types,
 						  Datum *values);
 extern void cutover_query_pair(const char *sql, bool read_only, Oid src, Oid dst);
+extern void cutover_query_rel_text(const char *sql, Oid rel, const char *text);
 extern void cutover_run(const char *sql);
 extern char *cutover_value(int row, int col);
 extern bool cutover_bool(int row, int col);
