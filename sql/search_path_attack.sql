@@ -13,8 +13,9 @@ SELECT pg_catalog.setval('backfill.job_id_seq', 1, false);
 -- pin it themselves once they have read the caller's names (create_job,
 -- estimate_job, _on_ddl) or cannot have a SET clause (run_job,
 -- wait_for_job and repair_job commit), the
--- trigger functions, which pin it where they run SQL, and job_vnode and
--- vnode, which run none
+-- trigger functions, which pin it where they run SQL, and job_vnode,
+-- vnode and explain_view_job (which analyzes the caller's query under the
+-- caller's search_path, as create_job reads its filter), which run none
 SELECT p.oid::regprocedure AS without_search_path
   FROM pg_proc p
  WHERE p.pronamespace = 'backfill'::regnamespace
