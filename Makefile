@@ -23,7 +23,10 @@ OBJS = \
 	src/api/repair.o \
 	src/api/run.o \
 	src/api/upstream.o \
-	src/api/verification.o \
+	src/api/verify_compare.o \
+	src/api/verify_job.o \
+	src/api/verify_ranges.o \
+	src/api/verify_sql.o \
 	src/capture/apply_change.o \
 	src/capture/apply_direct.o \
 	src/capture/capture_change.o \
@@ -87,6 +90,7 @@ OBJS = \
 	src/kinds/remote_job.o \
 	src/kinds/remote_keys.o \
 	src/kinds/switchover.o \
+	src/kinds/verify_pending.o \
 	src/lib/key_index.o \
 	src/lib/lines.o \
 	src/lib/privilege.o \

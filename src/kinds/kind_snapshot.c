@@ -68,6 +68,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/stratnum.h"
 #include "catalog/pg_type.h"
 #include "lib/stringinfo.h"
 #include "utils/array.h"
@@ -888,6 +889,24 @@ snapshot_state_query(const char *state_sql, const char *position)
 					" ORDER BY v.vnode", position, state_sql, BACKFILL_VNODE_COUNT - 1);
 }
 
+/*
+ * kind.h: verify_source.  A backfilling job covers, per vnode, the keys
+ * below its position, the next row it reads; the keys logged since its
+ * snapshot are pending, not differences.  A finished job covers every key.
+ */
+static void
+snapshot_verify_source(const VerifyJob *job, VerifySource *source)
+{
+	if (job->finished)
+		return;
+	source->covered = psprintf("EXISTS (SELECT FROM %s s WHERE s.vnode = %s "
+							   "AND (s.is_epoch_finished OR %s))",
+							   job->state_sql, job->vnode_u,
+							   backfill_key_compare_columns(job->upstream, job->npk, job->pk_names,
+															"u", BTLessStrategyNumber, "s"));
+	source->settled = backfill_verify_settled_sql(job);
+}
+
 const KindRoutine backfill_snapshot_routine = {
 	.kind = BACKFILL_KIND_SNAPSHOT,
 	.reserved_columns = snapshot_reserved_columns,
@@ -909,5 +928,6 @@ const KindRoutine backfill_snapshot_routine = {
 	.finished_everywhere = snapshot_finished_everywhere,
 	.recount_actors = snapshot_recount_actors,
 	.reschedule_refusal = snapshot_reschedule_refusal,
+	.verify_source = snapshot_verify_source,
 	.state_query = snapshot_state_query,
 };
