@@ -36,6 +36,7 @@
 #include "utils/timestamp.h"
 
 #include "api/verify.h"
+#include "catalog/catalog_access.h"
 #include "lib/lib.h"
 #include "runtime/driver.h"
 
@@ -86,19 +87,14 @@ typedef struct Checksums
 static int
 current_rate(const VerifyPlan *plan)
 {
-	Oid			types[1] = {INT8OID};
-	Datum		values[1] = {Int64GetDatum(plan->job.job_id)};
 	bool		isnull;
-	Datum		d;
+	Datum		status = backfill_job_column(plan->job.job_id, "status", &isnull);
+	Datum		rate;
 
-	backfill_spi_exec_args("SELECT b.rate_limit FROM backfill.job b "
-						   " WHERE b.job_id OPERATOR(pg_catalog.=) $1 "
-						   "   AND b.status OPERATOR(pg_catalog.=) 'finished'",
-						   1, types, values, NULL, SPI_OK_SELECT);
-	if (SPI_processed == 0)
+	if (isnull || strcmp(TextDatumGetCString(status), "finished") != 0)
 		return 0;
-	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	return isnull ? 0 : DatumGetInt32(d);
+	rate = backfill_job_column(plan->job.job_id, "rate_limit", &isnull);
+	return isnull ? 0 : DatumGetInt32(rate);
 }
 
 /* sleep until the rows read so far are no more than rate per second since the start */
@@ -157,38 +153,33 @@ bound_item(const VerifyJob *job, const char *bound, const char *name)
 	return buf.data;
 }
 
+/* add a bound of a range to its SQL: a FROM item named name, a condition on each side */
+static void
+add_bound(const VerifyJob *job, RangeSql *sql, const char *bound, const char *name,
+		  int strategy)
+{
+	sql->from = psprintf("%s%s", sql->from, bound_item(job, bound, name));
+	sql->cond_u = psprintf("%s AND %s", sql->cond_u,
+						   backfill_key_compare_columns(job->upstream, job->npk, job->pk_names,
+														"u", strategy, name));
+	sql->cond_d = psprintf("%s AND %s", sql->cond_d,
+						   backfill_key_compare_columns(job->upstream, job->npk, job->pk_names,
+														"d", strategy, name));
+}
+
 /* the SQL of a range: each bound a FROM item with a name of its own */
 static RangeSql
 range_sql(Checksums *cs, const KeyRange *r)
 {
-	const VerifyJob *job = &cs->plan->job;
 	RangeSql	sql = {"", "", ""};
 	int			nb = ++cs->nbounds;
 
 	if (r->lo != NULL)
-	{
-		char	   *name = psprintf("backfill_lo%d", nb);
-
-		sql.from = psprintf("%s%s", sql.from, bound_item(job, r->lo, name));
-		sql.cond_u = psprintf("%s AND %s", sql.cond_u,
-							  backfill_key_compare_columns(job->upstream, job->npk, job->pk_names,
-														   "u", BTGreaterEqualStrategyNumber, name));
-		sql.cond_d = psprintf("%s AND %s", sql.cond_d,
-							  backfill_key_compare_columns(job->upstream, job->npk, job->pk_names,
-														   "d", BTGreaterEqualStrategyNumber, name));
-	}
+		add_bound(&cs->plan->job, &sql, r->lo, psprintf("backfill_lo%d", nb),
+				  BTGreaterEqualStrategyNumber);
 	if (r->hi != NULL)
-	{
-		char	   *name = psprintf("backfill_hi%d", nb);
-
-		sql.from = psprintf("%s%s", sql.from, bound_item(job, r->hi, name));
-		sql.cond_u = psprintf("%s AND %s", sql.cond_u,
-							  backfill_key_compare_columns(job->upstream, job->npk, job->pk_names,
-														   "u", BTLessStrategyNumber, name));
-		sql.cond_d = psprintf("%s AND %s", sql.cond_d,
-							  backfill_key_compare_columns(job->upstream, job->npk, job->pk_names,
-														   "d", BTLessStrategyNumber, name));
-	}
+		add_bound(&cs->plan->job, &sql, r->hi, psprintf("backfill_hi%d", nb),
+				  BTLessStrategyNumber);
 	return sql;
 }
 

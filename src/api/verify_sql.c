@@ -263,14 +263,14 @@ char *
 verify_sums_sql(const VerifyPlan *plan, const char *from_b, const char *cond_u,
 				const char *cond_d)
 {
-	return psprintf("SELECT 'd'::text, count(*) || ' ' || coalesce(sum(x.h), 0) "
-					"  FROM (SELECT %5$s AS h FROM %3$s d%6$s WHERE true%4$s) x "
-					"UNION ALL "
-					"SELECT 'u'::text, count(*) || ' ' || coalesce(sum(x.h), 0) "
-					"  FROM (SELECT u.backfill_h AS h FROM (SELECT %1$s AS backfill_h, %9$s FROM %2$s WHERE %7$s) u%6$s "
-					"         WHERE true%8$s) x",
-					plan->hash_u, plan->scan_u, plan->source.scan_d, cond_d, plan->hash_d,
-					from_b, plan->source.covered, cond_u, plan->job.key_u);
+	const char *sum = "count(*) || ' ' || coalesce(sum(x.h), 0)";
+
+	return psprintf("SELECT 'd'::text, %s FROM (SELECT %s AS h FROM %s d%s WHERE true%s) x "
+					"UNION ALL SELECT 'u'::text, %s FROM (SELECT u.backfill_h AS h FROM "
+					"(SELECT %s AS backfill_h, %s FROM %s WHERE %s) u%s WHERE true%s) x",
+					sum, plan->hash_d, plan->source.scan_d, from_b, cond_d,
+					sum, plan->hash_u, plan->job.key_u, plan->scan_u, plan->source.covered,
+					from_b, cond_u);
 }
 
 /*

@@ -408,6 +408,8 @@ extern void backfill_kind_verify_source(const KindRoutine *kind, const VerifyJob
 
 /* verify_pending.c */
 extern char *backfill_verify_settled_sql(const VerifyJob *job);
+extern void backfill_verify_vnode_source(const VerifyJob *job, VerifySource *source,
+										 const char *finished, int strategy);
 extern BackfillKind backfill_kind_for_upstream(BackfillKind kind, Oid upstream);
 
 /* the kinds' routines */

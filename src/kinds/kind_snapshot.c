@@ -897,14 +897,7 @@ snapshot_state_query(const char *state_sql, const char *position)
 static void
 snapshot_verify_source(const VerifyJob *job, VerifySource *source)
 {
-	if (job->finished)
-		return;
-	source->covered = psprintf("EXISTS (SELECT FROM %s s WHERE s.vnode = %s "
-							   "AND (s.is_epoch_finished OR %s))",
-							   job->state_sql, job->vnode_u,
-							   backfill_key_compare_columns(job->upstream, job->npk, job->pk_names,
-															"u", BTLessStrategyNumber, "s"));
-	source->settled = backfill_verify_settled_sql(job);
+	backfill_verify_vnode_source(job, source, "is_epoch_finished", BTLessStrategyNumber);
 }
 
 const KindRoutine backfill_snapshot_routine = {

@@ -337,14 +337,7 @@ arrangement_recount_actors(int64 job_id, const char *state_sql)
 static void
 vnode_verify_source(const VerifyJob *job, VerifySource *source)
 {
-	if (job->finished)
-		return;
-	source->covered = psprintf("EXISTS (SELECT FROM %s s WHERE s.vnode = %s "
-							   "AND (s.backfill_finished OR %s))",
-							   job->state_sql, job->vnode_u,
-							   backfill_key_compare_columns(job->upstream, job->npk, job->pk_names,
-															"u", BTLessEqualStrategyNumber, "s"));
-	source->settled = backfill_verify_settled_sql(job);
+	backfill_verify_vnode_source(job, source, "backfill_finished", BTLessEqualStrategyNumber);
 }
 
 const KindRoutine backfill_no_shuffle_routine = {

@@ -9,6 +9,7 @@
 #include "postgres.h"
 
 #include "kinds/kind.h"
+#include "lib/lib.h"
 
 /*
  * For the kinds' verify_source: a difference is settled when its key is
@@ -23,4 +24,25 @@ backfill_verify_settled_sql(const VerifyJob *job)
 	return psprintf("NOT EXISTS (SELECT FROM %s c WHERE ROW(%s) = x.k) "
 					"AND NOT EXISTS (SELECT FROM w WHERE w.k = x.k)",
 					job->changes_sql, job->key_c);
+}
+
+/*
+ * For the kinds whose state table has a row per vnode: a job that has not
+ * finished covers the keys of a vnode whose flag "finished" is set or that
+ * compare with its position by the btree strategy given (at or below it,
+ * or below it for a position that is the next row to read); the keys
+ * captured since its last barrier are pending.  A finished job covers every
+ * key and has nothing pending.
+ */
+void
+backfill_verify_vnode_source(const VerifyJob *job, VerifySource *source, const char *finished,
+							 int strategy)
+{
+	if (job->finished)
+		return;
+	source->covered = psprintf("EXISTS (SELECT FROM %s s WHERE s.vnode = %s AND (s.%s OR %s))",
+							   job->state_sql, job->vnode_u, finished,
+							   backfill_key_compare_columns(job->upstream, job->npk, job->pk_names,
+															"u", strategy, "s"));
+	source->settled = backfill_verify_settled_sql(job);
 }
