@@ -25,7 +25,10 @@ OBJS = \
 	src/api/repair.o \
 	src/api/run.o \
 	src/api/upstream.o \
-	src/api/verification.o \
+	src/api/verify_compare.o \
+	src/api/verify_job.o \
+	src/api/verify_ranges.o \
+	src/api/verify_sql.o \
 	src/api/view_explain.o \
 	src/capture/apply_change.o \
 	src/capture/apply_direct.o \
@@ -97,6 +100,7 @@ OBJS = \
 	src/kinds/remote_job.o \
 	src/kinds/remote_keys.o \
 	src/kinds/switchover.o \
+	src/kinds/verify_pending.o \
 	src/lib/key_index.o \
 	src/lib/lines.o \
 	src/lib/privilege.o \
@@ -125,7 +129,7 @@ OBJS = \
 DATA = src/sql/backfill--1.3.sql src/sql/backfill--1.0.sql src/sql/backfill--1.0--1.1.sql src/sql/backfill--1.1--1.2.sql src/sql/backfill--1.2--1.3.sql src/sql/backfill--1.3--1.4.sql
 PGFILEDESC = "backfill - resumable backfill of derived tables"
 
-REGRESS = setup create_job run_job recovery legacy_message observe cancel_drop workers safety snapshot cdc ddl downstream filter_columns into_existing partitioned privileges search_path_attack owner_context bad_input capture apply_statements apply_direct pacing range_vnodes upgrade remote limits watch key_types ddl_guards expression_settings indexes cutover cutover_owner cutover_refusals row_security internal_functions job_tables cutover_carry waits_monitoring migration_downstream cutover_partitions key_index self_reference vocabulary migration_downstream2 verify_checksum repair verify_progress kind_rules cutover_checks cutover_lock_step cutover_carry_steps view_explain cutover_swap_steps
+REGRESS = setup create_job run_job recovery legacy_message observe cancel_drop workers safety snapshot cdc ddl downstream filter_columns into_existing partitioned privileges search_path_attack owner_context bad_input capture apply_statements apply_direct pacing range_vnodes upgrade remote limits watch key_types ddl_guards expression_settings indexes cutover cutover_owner cutover_refusals row_security internal_functions job_tables cutover_carry waits_monitoring migration_downstream cutover_partitions key_index self_reference vocabulary migration_downstream2 verify_checksum repair verify_progress kind_rules cutover_checks cutover_lock_step cutover_carry_steps view_explain cutover_swap_steps verify_kinds
 ISOLATION = changes_across_barriers key_moves writer_across_barrier final_barrier_race two_runners snapshot_phases cdc_fetch capture_ddl_between_rows filter_moves apply_waits cdc_slot_lock partition_lock_order cutover_long_txn cutover_queued_writer cutover_concurrent_view cutover_repeatable_read_writer cutover_drop_job cutover_after_rollback job_caps cutover_finish_queued_writer cutover_app_locks cutover_index_build verify_record_concurrent cutover_parent_first cutover_finish_parent_first
 # the isolation tester's outputs apart from pg_regress's: both read expected/
 ISOLATION_OPTS = --outputdir=output_iso

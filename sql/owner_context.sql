@@ -111,11 +111,9 @@ SELECT 'regress_oc.up'::regclass::oid AS up_oid \gset
 SET ROLE regress_oc_bob;
 SELECT backfill._create_job_as(:job4, 'public.down6', :up_oid::oid::regclass, 'arrangement',
                                NULL, 1, 10, NULL, NULL, false);
-SELECT * FROM backfill._verify_rows(:job4, 'SELECT NULL::text, NULL::text');
+SELECT * FROM backfill.verify_job(:job4);
 RESET ROLE;
-SELECT * FROM backfill._verify_rows(NULL, 'SELECT NULL::text, NULL::text');
-SELECT * FROM backfill._verify_rows(:job4, NULL);
-SELECT * FROM backfill._verify_rows(:job4, 'SELECT 1');
+SELECT * FROM backfill.verify_job(NULL::bigint);
 SELECT backfill._create_job_as(NULL, 'regress_oc.down8', 'regress_oc.up', 'arrangement',
                                NULL, 1, 10, NULL, NULL, false);
 REVOKE EXECUTE ON FUNCTION backfill.create_job(text, regclass, text, text[], integer, integer, integer, text, boolean, boolean) FROM PUBLIC;
@@ -128,7 +126,7 @@ SELECT * FROM regress_oc_check;
 SELECT p.proname, has_function_privilege('regress_oc_bob', p.oid, 'EXECUTE') AS bob_may
   FROM pg_proc p
  WHERE p.pronamespace = 'backfill'::regnamespace
-   AND p.proname IN ('_on_ddl', '_on_drop_extension', '_verify_rows', '_create_job_as')
+   AND p.proname IN ('_on_ddl', '_on_drop_extension', '_create_job_as')
  ORDER BY 1;
 -- a downstream name cut short is refused, one of NAMEDATALEN - 1 bytes is not
 SELECT backfill.create_job('regress_oc.' || repeat('n', 64), 'regress_oc.up');

@@ -106,11 +106,11 @@ SELECT :'LAST_ERROR_SQLSTATE' AS sqlstate;
 RESET ROLE;
 CALL backfill.run_job(:late_job);
 SELECT * FROM backfill.verify_job(:late_job);
--- _check_unfiltered checks its argument and the caller
-SELECT backfill._check_unfiltered(NULL);
+-- verify_job checks its argument and the caller
+SELECT * FROM backfill.verify_job(NULL::bigint);
 SET ROLE regress_rs_bypass;
 \set VERBOSITY sqlstate
-SELECT backfill._check_unfiltered(:late_job);
+SELECT * FROM backfill.verify_job(:late_job);
 \set VERBOSITY default
 RESET ROLE;
 -- once the policies no longer apply to her, the job runs on to the end,

@@ -19,15 +19,14 @@
  * reschedulable), then stops the job's workers, makes its new actors and
  * starts them again.
  *
- * verify_job's comparison evaluates the job's filter and computed columns,
- * which are its owner's SQL: it runs through backfill._verify_rows(), as the
- * job's owner in a security-restricted operation, as a barrier runs them
- * and as REFRESH MATERIALIZED VIEW runs a view's query, whoever calls it.
+ * verify_job is C (verify_job.c).  The PL/pgSQL verify_job of a 1.3
+ * catalog ran its comparison through backfill._verify_rows(), as the job's
+ * owner in a security-restricted operation; its symbol stays until ALTER
+ * EXTENSION UPDATE drops the function.
  *
  * Two internal functions reach what a job's kind has outside this database:
  * _drop_kind_objects (for cancel_job and drop_job) and _unfetched_keys (for
- * verify_job).  Before its comparison, verify_job refuses, through
- * _check_unfiltered, a job whose copy row-level security filtered.
+ * verify_job's comparison, which calls it as the job's owner).
  *
  * backfill.job_id(job_name) resolves a job's name to its id as the caller
  * sees the jobs (src/catalog/job_names.c): the overloads of the functions
@@ -71,7 +70,6 @@ PG_FUNCTION_INFO_V1(backfill_copy_names_1_2);
 PG_FUNCTION_INFO_V1(backfill_drop_triggers_1_2);
 PG_FUNCTION_INFO_V1(backfill_job_catalog);
 PG_FUNCTION_INFO_V1(backfill_drop_kind_objects);
-PG_FUNCTION_INFO_V1(backfill_check_unfiltered);
 PG_FUNCTION_INFO_V1(backfill_unfetched_keys);
 PG_FUNCTION_INFO_V1(backfill_verify_rows);
 
@@ -441,23 +439,6 @@ backfill_drop_kind_objects_of(int64 job_id)
 }
 
 /*
- * backfill._check_unfiltered(job_id bigint) RETURNS void
- *		For verify_job, before its comparison: refuse a job whose owner is
- *		subject to row-level security on its upstream (privilege.c).  The
- *		comparison reads the upstream as the owner, through the policies
- *		that filtered the copy, and would find nothing missing.  The caller
- *		must have the privileges of the job's owner.
- */
-Datum
-backfill_check_unfiltered(PG_FUNCTION_ARGS)
-{
-	int64		job_id = backfill_owned_job_arg(fcinfo, 0, "job_id");
-
-	backfill_check_unfiltered_copy(backfill_job_upstream(job_id), backfill_job_owner(job_id));
-	PG_RETURN_VOID();
-}
-
-/*
  * backfill._unfetched_keys(job_id bigint, since pg_lsn) RETURNS SETOF text[]
  *		For verify_job: the keys of the changes the upstream of a job the
  *		caller owns committed from the offset "since" on, which the job has
@@ -518,7 +499,7 @@ check_verify_result(TupleDesc desc)
 /*
  * backfill._verify_rows(job_id bigint, query text)
  *		RETURNS TABLE(pk text, problem text)
- *		For verify_job: its comparison, a query of two text columns, run as
+ *		For 1.3's verify_job: its comparison, a query of two text columns, run as
  *		the owner of the job in a security-restricted operation under a
  *		search_path of pg_catalog only.  The caller must have the privileges
  *		of the job's owner, so it gains nothing it could not do as that role.

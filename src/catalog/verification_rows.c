@@ -2,7 +2,7 @@
  *
  * verification_rows.c
  *	  A job's rows of backfill.verification: the end of its last verify
- *	  (src/api/verification.c, for verify_job) and the progress of its last
+ *	  (src/api/verify_job.c) and the progress of its last
  *	  repair (src/api/repair.c).
  *
  * Only the extension's owner writes the catalogs: each function here acts

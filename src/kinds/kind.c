@@ -55,6 +55,8 @@ validate_routine(BackfillKind kind, const KindRoutine *r)
 		missing = "recount_actors";
 	else if (r->state_query == NULL)
 		missing = "state_query";
+	else if (r->verify_source == NULL)
+		missing = "verify_source";
 	if (missing != NULL)
 		elog(ERROR, "routine of backfill kind %d does not set callback %s",
 			 (int) kind, missing);
@@ -95,6 +97,21 @@ List *
 backfill_kind_splits(const KindRoutine *kind, const JobView *job)
 {
 	return kind->splits ? kind->splits(job) : NIL;
+}
+
+/*
+ * What verify_job compares of a job now: all of it, nothing pending, unless
+ * its kind says otherwise.
+ */
+void
+backfill_kind_verify_source(const KindRoutine *kind, const VerifyJob *job,
+							VerifySource *source)
+{
+	source->covered = "true";
+	source->scan_d = job->downstream_sql;
+	source->decoded = "SELECT NULL::record AS k WHERE false";
+	source->settled = "true";
+	kind->verify_source(job, source);
 }
 
 /*

@@ -52,6 +52,45 @@ typedef struct JobSplit
 	char	   *upper_bound;
 } JobSplit;
 
+/*
+ * What verify_job knows of a job before its kind says what of it to
+ * compare (src/api/verify_job.c): the catalog row as the caller reads it
+ * and the SQL of its key.  Names are as regclass prints them.
+ */
+typedef struct VerifyJob
+{
+	int64		job_id;
+	Oid			owner;
+	Oid			upstream;
+	bool		finished;		/* its status is "finished" */
+	char	   *downstream_sql;
+	char	   *state_sql;
+	char	   *changes_sql;
+	int			npk;
+	char	  **pk_names;		/* unquoted */
+	char	  **pk_types_sql;	/* the downstream's type of each, format_type */
+	char	   *key_u;			/* the key over alias u: "u.k1, u.k2" */
+	char	   *key_c;			/* over alias c */
+	char	   *vnode_u;		/* the vnode of key_u in the job */
+	char	   *splits;			/* remote_splits as text; NULL: none */
+	List	   *partitions;		/* remote_partitions, Oids; NIL: none */
+} VerifyJob;
+
+/*
+ * What verify_job's comparison reads of a job now, as its kind says.  Each
+ * is SQL text; the comparison runs as the job's owner.
+ */
+typedef struct VerifySource
+{
+	char	   *covered;		/* over the upstream's row u: whether the
+								 * downstream holds its key now */
+	char	   *scan_d;			/* the downstream's side, a FROM item */
+	char	   *decoded;		/* a query of the keys not fetched yet, as
+								 * records (column k) */
+	char	   *settled;		/* over a difference x: whether its key x.k is
+								 * pending nowhere (changes w: decoded) */
+} VerifySource;
+
 typedef struct KindRoutine
 {
 	BackfillKind kind;
@@ -223,6 +262,14 @@ typedef struct KindRoutine
 	 */
 	void		(*check_parallelism) (int parallelism);
 
+	/*
+	 * For verify_job: what to compare of the job now, into *source, which
+	 * holds what a finished job of this server compares (every key, nothing
+	 * pending).  As the caller, who has the privileges of the job's owner,
+	 * connected to SPI; it may take the locks the comparison needs.
+	 */
+	void		(*verify_source) (const VerifyJob *job, VerifySource *source);
+
 	/* ---- showing a job ---- */
 
 	/*
@@ -376,6 +423,13 @@ backfill_kind_reschedulable(const KindRoutine *kind, int64 job_id, char **detail
 extern const KindRoutine *backfill_kind_routine(BackfillKind kind);
 extern void backfill_kind_check_parallelism(const KindRoutine *kind, int parallelism);
 extern List *backfill_kind_splits(const KindRoutine *kind, const JobView *job);
+extern void backfill_kind_verify_source(const KindRoutine *kind, const VerifyJob *job,
+										VerifySource *source);
+
+/* verify_pending.c */
+extern char *backfill_verify_settled_sql(const VerifyJob *job);
+extern void backfill_verify_vnode_source(const VerifyJob *job, VerifySource *source,
+										 const char *finished, int strategy);
 extern BackfillKind backfill_kind_for_upstream(BackfillKind kind, Oid upstream);
 
 /* the kinds' routines */

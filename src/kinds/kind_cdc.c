@@ -63,6 +63,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/stratnum.h"
 #include "access/table.h"
 #include "access/xlog.h"
 #include "catalog/pg_class.h"
@@ -756,6 +757,38 @@ cdc_slot_name(int64 job_id, BackfillJobStatus status)
 	return backfill_slot_name(job_id);
 }
 
+/*
+ * kind.h: verify_source.  A backfilling job covers the keys up to its
+ * position; the keys captured since its last barrier are pending, and so
+ * are the changes its slot has decoded and not delivered yet, up to the WAL
+ * flushed as the comparison peeks, after its snapshot (the slot decodes
+ * only flushed WAL, which an asynchronous commit may not have reached).
+ * The slot has one user at a time: the job's fetch waits for the
+ * comparison.  A finished job covers every key.
+ */
+static void
+cdc_verify_source(const VerifyJob *job, VerifySource *source)
+{
+	char	   *slot = backfill_slot_name(job->job_id);
+
+	if (job->finished)
+		return;
+	source->covered = psprintf("EXISTS (SELECT FROM %s s WHERE s.backfill_finished OR %s)",
+							   job->state_sql,
+							   backfill_key_compare_columns(job->upstream, job->npk, job->pk_names,
+															"u", BTLessEqualStrategyNumber, "s"));
+	if (SearchNamedReplicationSlot(slot, true) != NULL)
+	{
+		backfill_lock_slot_of(job->job_id);
+		source->decoded =
+			psprintf("SELECT ROW((substr(p.data, strpos(p.data, E'\\t') + 1)::%s).*) AS k "
+					 "  FROM pg_logical_slot_peek_changes(%s, backfill._flush_wal(), NULL, 'relid', %s) p",
+					 job->changes_sql, quote_literal_cstr(slot),
+					 quote_literal_cstr(psprintf("%u", job->upstream)));
+	}
+	source->settled = backfill_verify_settled_sql(job);
+}
+
 const KindRoutine backfill_cdc_routine = {
 	.kind = BACKFILL_KIND_CDC,
 	.reserved_columns = cdc_reserved_columns,
@@ -779,6 +812,7 @@ const KindRoutine backfill_cdc_routine = {
 	.drop_objects = cdc_drop_objects,
 	.recount_actors = cdc_recount_actors,
 	.check_parallelism = cdc_check_parallelism,
+	.verify_source = cdc_verify_source,
 	.state_query = cdc_state_query,
 	.slot_name = cdc_slot_name,
 };

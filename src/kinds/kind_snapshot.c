@@ -68,6 +68,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/stratnum.h"
 #include "catalog/pg_type.h"
 #include "lib/stringinfo.h"
 #include "utils/array.h"
@@ -888,6 +889,17 @@ snapshot_state_query(const char *state_sql, const char *position)
 					" ORDER BY v.vnode", position, state_sql, BACKFILL_VNODE_COUNT - 1);
 }
 
+/*
+ * kind.h: verify_source.  A backfilling job covers, per vnode, the keys
+ * below its position, the next row it reads; the keys logged since its
+ * snapshot are pending, not differences.  A finished job covers every key.
+ */
+static void
+snapshot_verify_source(const VerifyJob *job, VerifySource *source)
+{
+	backfill_verify_vnode_source(job, source, "is_epoch_finished", BTLessStrategyNumber);
+}
+
 const KindRoutine backfill_snapshot_routine = {
 	.kind = BACKFILL_KIND_SNAPSHOT,
 	.reserved_columns = snapshot_reserved_columns,
@@ -910,5 +922,6 @@ const KindRoutine backfill_snapshot_routine = {
 	.finished_everywhere = snapshot_finished_everywhere,
 	.recount_actors = snapshot_recount_actors,
 	.reschedule_refusal = snapshot_reschedule_refusal,
+	.verify_source = snapshot_verify_source,
 	.state_query = snapshot_state_query,
 };

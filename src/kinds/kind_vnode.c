@@ -50,6 +50,7 @@
  */
 #include "postgres.h"
 
+#include "access/stratnum.h"
 #include "catalog/pg_type.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
@@ -328,6 +329,17 @@ arrangement_recount_actors(int64 job_id, const char *state_sql)
 	backfill_recount_vnode_actors(job_id, state_sql, false);
 }
 
+/*
+ * kind.h: verify_source.  A backfilling job covers, per vnode, the keys up
+ * to its position; the keys captured since its last barrier are pending,
+ * not differences.  A finished job covers every key.
+ */
+static void
+vnode_verify_source(const VerifyJob *job, VerifySource *source)
+{
+	backfill_verify_vnode_source(job, source, "backfill_finished", BTLessEqualStrategyNumber);
+}
+
 const KindRoutine backfill_no_shuffle_routine = {
 	.kind = BACKFILL_KIND_NO_SHUFFLE,
 	.reserved_columns = vnode_reserved_columns,
@@ -346,6 +358,7 @@ const KindRoutine backfill_no_shuffle_routine = {
 	.finished_everywhere = vnode_finished_everywhere,
 	.recount_actors = no_shuffle_recount_actors,
 	.reschedule_refusal = no_shuffle_reschedule_refusal,
+	.verify_source = vnode_verify_source,
 	.state_query = vnode_state_query,
 };
 
@@ -364,5 +377,6 @@ const KindRoutine backfill_arrangement_routine = {
 	.actor_finished = backfill_vnodes_finished,
 	.finished_everywhere = vnode_finished_everywhere,
 	.recount_actors = arrangement_recount_actors,
+	.verify_source = vnode_verify_source,
 	.state_query = vnode_state_query,
 };

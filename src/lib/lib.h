@@ -36,6 +36,8 @@ extern char *backfill_key_in_types(int npk, const Oid *types, char **left, const
 extern char **backfill_pk_exprs(BackfillJob *job, const char *alias);
 extern char **backfill_pk_param_exprs(BackfillJob *job, int first);
 extern char *backfill_key_compare(BackfillJob *job, char **left, int strategy, char **right);
+extern char *backfill_key_compare_columns(Oid upstream, int npk, char **names, const char *left,
+										  int strategy, const char *right);
 extern char *backfill_key_compare_params(BackfillJob *job, const char *alias, int strategy, int first);
 extern char *backfill_key_in(BackfillJob *job, const char *alias, const char *subquery);
 extern char *backfill_vnode_sql(BackfillJob *job, const char *keys);

@@ -374,50 +374,38 @@ backfill_key_in(BackfillJob *job, const char *alias, const char *subquery)
 	return backfill_key_in_types(job->npk, job->pk_types, backfill_pk_exprs(job, alias), subquery);
 }
 
-PG_FUNCTION_INFO_V1(backfill_key_compare_sql);
-
-/*
- * backfill._key_compare_sql(upstream regclass, pk_columns text[], left text,
- *							 op text, right text) RETURNS text
- *
- * For SQL that builds statements (verify_job): the comparison of the key
- * columns pk_columns of upstream under alias left with those under alias
- * right, op one of <, <=, =, >=, >, as backfill_key_compare_types writes it.
- */
-Datum
-backfill_key_compare_sql(PG_FUNCTION_ARGS)
+/* the relation exists, and the caller may read it or some of its columns */
+static void
+check_key_readable(Oid upstream)
 {
-	Oid			upstream = PG_GETARG_OID(0);
-	char	  **names;
-	int			npk;
-	char	   *left = text_to_cstring(PG_GETARG_TEXT_PP(2));
-	char	   *op = text_to_cstring(PG_GETARG_TEXT_PP(3));
-	char	   *right = text_to_cstring(PG_GETARG_TEXT_PP(4));
-	static const char *const ops[] = {"<", "<=", "=", ">=", ">"};
-	int			strategy = 0;
-	Oid		   *types;
-	char	  **l;
-	char	  **r;
-
 	if (!SearchSysCacheExists1(RELOID, ObjectIdGetDatum(upstream)))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("relation with OID %u does not exist", upstream)));
-	/* the SQL names the key and its types: only for who may read the table */
 	if (pg_class_aclcheck(upstream, GetUserId(), ACL_SELECT) != ACLCHECK_OK &&
 		pg_attribute_aclcheck_all(upstream, GetUserId(), ACL_SELECT, ACLMASK_ANY) != ACLCHECK_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied for table %s", get_rel_name(upstream))));
-	(void) backfill_text_array_sql(PG_GETARG_DATUM(1), &names, &npk);
-	for (int i = 0; i < lengthof(ops); i++)
-		if (strcmp(op, ops[i]) == 0)
-			strategy = i + 1;	/* BTLessStrategyNumber is 1, and so on */
-	if (strategy == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("invalid key comparison operator \"%s\"", op),
-				 errhint("Use one of <, <=, =, >=, >.")));
+}
+
+/*
+ * backfill_key_compare_columns
+ *		The SQL of "left op right" for the key columns names (npk of them) of
+ *		upstream under the aliases left and right, strategy a btree strategy
+ *		number, as backfill_key_compare_types writes it with the columns'
+ *		types.  The SQL names the key and its types: only for a caller who
+ *		may read the table or those columns.
+ */
+char *
+backfill_key_compare_columns(Oid upstream, int npk, char **names, const char *left,
+							 int strategy, const char *right)
+{
+	Oid		   *types;
+	char	  **l;
+	char	  **r;
+
+	check_key_readable(upstream);
 	if (npk < 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -444,7 +432,43 @@ backfill_key_compare_sql(PG_FUNCTION_ARGS)
 		l[k] = psprintf("%s.%s", quote_identifier(left), quote_identifier(names[k]));
 		r[k] = psprintf("%s.%s", quote_identifier(right), quote_identifier(names[k]));
 	}
-	PG_RETURN_TEXT_P(cstring_to_text(backfill_key_compare_types(npk, types, l, strategy, r)));
+	return backfill_key_compare_types(npk, types, l, strategy, r);
+}
+
+PG_FUNCTION_INFO_V1(backfill_key_compare_sql);
+
+/*
+ * backfill._key_compare_sql(upstream regclass, pk_columns text[], left text,
+ *							 op text, right text) RETURNS text
+ *
+ * The comparison of the key columns pk_columns of upstream under alias left
+ * with those under alias right, op one of <, <=, =, >=, >, as
+ * backfill_key_compare_columns writes it.
+ */
+Datum
+backfill_key_compare_sql(PG_FUNCTION_ARGS)
+{
+	Oid			upstream = PG_GETARG_OID(0);
+	char	  **names;
+	int			npk;
+	char	   *op = text_to_cstring(PG_GETARG_TEXT_PP(3));
+	static const char *const ops[] = {"<", "<=", "=", ">=", ">"};
+	int			strategy = 0;
+
+	check_key_readable(upstream);
+	(void) backfill_text_array_sql(PG_GETARG_DATUM(1), &names, &npk);
+	for (int i = 0; i < lengthof(ops); i++)
+		if (strcmp(op, ops[i]) == 0)
+			strategy = i + 1;	/* BTLessStrategyNumber is 1, and so on */
+	if (strategy == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("invalid key comparison operator \"%s\"", op),
+				 errhint("Use one of <, <=, =, >=, >.")));
+	PG_RETURN_TEXT_P(cstring_to_text(backfill_key_compare_columns(upstream, npk, names,
+																  text_to_cstring(PG_GETARG_TEXT_PP(2)),
+																  strategy,
+																  text_to_cstring(PG_GETARG_TEXT_PP(4)))));
 }
 
 /*
