@@ -80,11 +80,14 @@ static const char *const cloned_trigger_functions[] = {"capture_change", "apply_
  * statistics' table; a table itself, the tables it inherits from and those
  * its foreign keys reference, which get triggers of their own), or
  * as a type (a composite type is altered through its relation); the first
- * that belongs to a job that is not cancelled.
+ * that belongs to a job that is not cancelled, the lowest job first, then
+ * the command that came first, so that the refusal names the same command
+ * whatever plan the query gets.
  */
 #define JOB_TABLE_COMMANDS_SQL \
-	"WITH c AS (SELECT d.command_tag, d.classid, d.objid FROM pg_catalog.pg_event_trigger_ddl_commands() d), " \
-	"r AS (SELECT c.command_tag, CASE c.classid " \
+	"WITH c AS (SELECT d.command_tag, d.classid, d.objid, d.ordinality AS ord " \
+	"             FROM pg_catalog.pg_event_trigger_ddl_commands() WITH ORDINALITY d), " \
+	"r AS (SELECT c.command_tag, c.ord, CASE c.classid " \
 	"          WHEN 'pg_catalog.pg_class'::pg_catalog.regclass THEN " \
 	"               coalesce((SELECT i.indrelid FROM pg_catalog.pg_index i " \
 	"                          WHERE i.indexrelid OPERATOR(pg_catalog.=) c.objid), c.objid) " \
@@ -103,12 +106,12 @@ static const char *const cloned_trigger_functions[] = {"capture_change", "apply_
 	"                 WHERE t.oid OPERATOR(pg_catalog.=) c.objid AND t.relkind OPERATOR(pg_catalog.=) 'c') " \
 	"          END AS typid " \
 	"     FROM c), " \
-	"o AS (SELECT r.command_tag, r.relid, r.typid FROM r " \
+	"o AS (SELECT r.command_tag, r.ord, r.relid, r.typid FROM r " \
 	"      UNION ALL " \
-	"      SELECT r.command_tag, h.inhparent, NULL FROM r " \
+	"      SELECT r.command_tag, r.ord, h.inhparent, NULL FROM r " \
 	"        JOIN pg_catalog.pg_inherits h ON h.inhrelid OPERATOR(pg_catalog.=) r.relid " \
 	"      UNION ALL " \
-	"      SELECT r.command_tag, f.confrelid, NULL FROM r " \
+	"      SELECT r.command_tag, r.ord, f.confrelid, NULL FROM r " \
 	"        JOIN pg_catalog.pg_constraint f ON f.conrelid OPERATOR(pg_catalog.=) r.relid " \
 	"                                      AND f.contype OPERATOR(pg_catalog.=) 'f') " \
 	"SELECT o.command_tag, j.job_id, " \
@@ -120,7 +123,7 @@ static const char *const cloned_trigger_functions[] = {"capture_change", "apply_
 	"    OR o.typid OPERATOR(pg_catalog.=) " \
 	"       pg_catalog.to_regtype(pg_catalog.format('backfill.%I', 'image_' OPERATOR(pg_catalog.||) j.job_id)) " \
 	" WHERE j.status OPERATOR(pg_catalog.<>) 'cancelled' " \
-	" ORDER BY j.job_id LIMIT 1"
+	" ORDER BY j.job_id, o.ord LIMIT 1"
 
 /*
  * Refuse the command if it created or altered something on a job's own
