@@ -34,12 +34,9 @@
  */
 #include "postgres.h"
 
-#include <math.h>
-
 #include "access/htup_details.h"
 #include "access/xact.h"
 #include "catalog/pg_type.h"
-#include "common/pg_prng.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
@@ -324,7 +321,6 @@ lock_tables(Finish *f)
 	for (int tries = 1;; tries++)
 	{
 		ErrorData  *edata = backfill_subxact_call(lock_once, f);
-		double		pause;
 
 		if (edata == NULL)
 			return;
@@ -344,10 +340,7 @@ lock_tables(Finish *f)
 					 errdetail("Each attempt waited at most %d ms for the lock; another transaction held it or was ahead in the queue each time. Nothing was changed.",
 							   FINISH_LOCK_MS),
 					 errhint("Find the long transaction on the table in pg_locks and pg_stat_activity, then try again.")));
-		/* the pause that lets the queued writers through, as the cutover's */
-		pause = Min(0.01 * pow(2, tries - 1), 1.0) *
-			(0.5 + pg_prng_double(&pg_global_prng_state) / 2);
-		DirectFunctionCall1(pg_sleep, Float8GetDatum(pause));
+		backfill_cutover_pause(tries);
 	}
 }
 

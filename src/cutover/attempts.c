@@ -153,9 +153,14 @@ try_once(Attempts *a, const char *saved)
 	return false;
 }
 
-/* the pause after a failed attempt, that lets the queued writers through */
-static void
-pause_after(int32 tries)
+/*
+ * backfill_cutover_pause
+ *		The pause after a failed attempt of the cutover or of its finish,
+ *		that lets the queued writers through: 10 ms, doubling, at most a
+ *		second, with jitter.
+ */
+void
+backfill_cutover_pause(int32 tries)
 {
 	double		pause = Min(0.01 * pow(2, tries - 1), 1.0) *
 		(0.5 + pg_prng_double(&pg_global_prng_state) / 2);
@@ -245,7 +250,7 @@ backfill_cutover_attempts(PG_FUNCTION_ARGS)
 		refuse_index_build(&a);
 		if (a.attempts && a.tries >= a.max_tries)
 			backfill_attempt_give_up(&a);
-		pause_after(a.tries);
+		backfill_cutover_pause(a.tries);
 	}
 	backfill_spi_leave();
 	values[0] = Int32GetDatum(a.tries);

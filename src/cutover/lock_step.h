@@ -16,6 +16,9 @@
 
 #include "backfill.h"
 
+/* attempts.c */
+extern void backfill_cutover_pause(int32 tries);
+
 /* lock.c */
 extern void backfill_cutover_lock_one(Oid relid);
 extern void backfill_cutover_lock_all(Oid src, Oid dst);
