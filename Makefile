@@ -126,7 +126,13 @@ OBJS = \
 	src/runtime/worker_control.o \
 	src/views/query_shape.o \
 	src/views/scan_order.o
-DATA = src/sql/backfill--1.3.sql src/sql/backfill--1.0.sql src/sql/backfill--1.0--1.1.sql src/sql/backfill--1.1--1.2.sql src/sql/backfill--1.2--1.3.sql src/sql/backfill--1.3--1.4.sql
+# The scripts of released versions, read as they are, and those of the
+# current version, assembled from the parts under src/sql/ (install.sql and
+# update-1.3--1.4.sql say which, in which order; scripts/assemble_sql.sh)
+EXTVERSION = $(shell sed -n "s/^default_version = '\\(.*\\)'/\\1/p" $(or $(srcdir),.)/backfill.control)
+DATA = src/sql/backfill--1.0.sql src/sql/backfill--1.0--1.1.sql src/sql/backfill--1.1--1.2.sql src/sql/backfill--1.2--1.3.sql
+DATA_built = backfill--$(EXTVERSION).sql backfill--1.3--$(EXTVERSION).sql
+SQL_PARTS = $(wildcard $(srcdir)/src/sql/*.sql $(srcdir)/src/sql/*/*.sql)
 PGFILEDESC = "backfill - resumable backfill of derived tables"
 
 REGRESS = setup create_job run_job recovery legacy_message observe cancel_drop workers safety snapshot cdc ddl downstream filter_columns into_existing partitioned privileges search_path_attack owner_context bad_input capture apply_statements apply_direct pacing range_vnodes upgrade remote limits watch key_types ddl_guards expression_settings indexes cutover cutover_owner cutover_refusals row_security internal_functions job_tables cutover_carry waits_monitoring migration_downstream cutover_partitions key_index self_reference vocabulary migration_downstream2 verify_checksum repair verify_progress kind_rules cutover_checks cutover_lock_step cutover_carry_steps view_explain cutover_swap_steps verify_kinds
@@ -166,6 +172,11 @@ OBJ_DIRS = $(addprefix $(CURDIR)/,$(sort $(dir $(OBJS))))
 $(OBJS): | $(OBJ_DIRS)
 $(OBJ_DIRS):
 	@mkdir -p $@
+
+backfill--$(EXTVERSION).sql: $(srcdir)/src/sql/install.sql $(SQL_PARTS) $(srcdir)/scripts/assemble_sql.sh
+	bash $(srcdir)/scripts/assemble_sql.sh $< > $@.tmp && mv $@.tmp $@
+backfill--1.3--$(EXTVERSION).sql: $(srcdir)/src/sql/update-1.3--$(EXTVERSION).sql $(SQL_PARTS) $(srcdir)/scripts/assemble_sql.sh
+	bash $(srcdir)/scripts/assemble_sql.sh $< > $@.tmp && mv $@.tmp $@
 
 # The PGXN release: backfill-<version>.zip of the committed tree, with a
 # top-level backfill-<version>/ directory; <version> is META.json's.

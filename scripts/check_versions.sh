@@ -4,9 +4,11 @@
 #   bash scripts/check_versions.sh
 #
 # The extension's version X.Y is default_version in backfill.control; the
-# newest target of the install and upgrade scripts (src/sql/backfill--*.sql) must
-# be X.Y too, and every one of those scripts must be in the Makefile's DATA,
-# or the release would not install it.  The distribution (the PGXN zip and
+# newest target of the install and upgrade scripts must be X.Y too: those of
+# released versions (src/sql/backfill--*.sql), each in the Makefile's DATA,
+# and the upgrade to the current one (src/sql/update-A--X.Y.sql), assembled
+# with the install script (src/sql/install.sql) into the Makefile's
+# DATA_built, or the release would not install them.  The distribution (the PGXN zip and
 # the Debian package) carries a semantic version X.Y.Z, as PGXN requires:
 # META.json's version, the version META.json gives the extension under
 # "provides", and the upstream part of the first version in debian/changelog
@@ -26,18 +28,29 @@ done
 ext=$(sed -n "s/^[[:space:]]*default_version[[:space:]]*=[[:space:]]*'\([^']*\)'.*/\1/p" backfill.control)
 [ -n "$ext" ] || fail "backfill.control: no default_version = '...' line"
 
-# src/sql/backfill--X.sql installs X; src/sql/backfill--A--B.sql updates A to B
-newest=$(for f in src/sql/backfill--*.sql; do
+# src/sql/backfill--X.sql installs X; src/sql/backfill--A--B.sql and
+# src/sql/update-A--B.sql update A to B
+newest=$(for f in src/sql/backfill--*.sql src/sql/update-*.sql; do
              basename "$f" .sql | sed 's/.*--//'
          done | sort -V | tail -1)
 [ "$newest" = "$ext" ] ||
     fail "src/sql/: the newest install or upgrade script leads to version \"$newest\", backfill.control's default_version is \"$ext\""
-data=$(echo 'print-data: ; @echo $(DATA)' |
-       make -s --no-print-directory -f Makefile -f - PG_CONFIG=true PGXS=/dev/null print-data) || data=
+make_var() {
+    echo "print-var: ; @echo \$($1)" |
+        make -s --no-print-directory -f Makefile -f - PG_CONFIG=true PGXS=/dev/null print-var
+}
+data=$(make_var DATA) || data=
 for f in src/sql/backfill--*.sql; do
     case " $data " in
         *" $f "*) ;;
         *) fail "Makefile: $f is not in DATA, so no release would install it" ;;
+    esac
+done
+data_built=$(make_var DATA_built) || data_built=
+for f in "backfill--$ext.sql" $(for u in src/sql/update-*.sql; do basename "$u" | sed 's/^update-/backfill--/'; done); do
+    case " $data_built " in
+        *" $f "*) ;;
+        *) fail "Makefile: $f is not in DATA_built, so no release would install it" ;;
     esac
 done
 

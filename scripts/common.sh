@@ -35,10 +35,11 @@ same_code() {
     return $same
 }
 
-# Whether every install and upgrade script is installed as it is here.
+# Whether every install and upgrade script is installed as it is here: the
+# released ones, and those of the current version as make assembled them.
 same_scripts() {
     local f
-    for f in src/sql/backfill--*.sql; do
+    for f in src/sql/backfill--*.sql backfill--*.sql; do
         cmp -s "$f" "$1/$(basename "$f")" || return 1
     done
 }

@@ -1,0 +1,10 @@
+/* src/sql/catalog/monitor_policies.sql */
+
+CREATE POLICY actor_monitor ON backfill.actor FOR SELECT
+    USING (pg_catalog.pg_has_role(CURRENT_USER, 'pg_read_all_stats', 'USAGE'));
+
+CREATE POLICY job_cutover_monitor ON backfill.job_cutover FOR SELECT
+    USING (pg_catalog.pg_has_role(CURRENT_USER, 'pg_read_all_stats', 'USAGE'));
+
+CREATE POLICY job_source_monitor ON backfill.job_source FOR SELECT
+    USING (pg_catalog.pg_has_role(CURRENT_USER, 'pg_read_all_stats', 'USAGE'));

@@ -1,0 +1,59 @@
+/* src/sql/functions/job_rows.sql */
+
+-- ---------------------------------------------------------------------------
+-- A job's catalog row, and the checks and catalog writes of the control
+-- functions, one function each: the C ones check that the caller has the
+-- privileges of the job's owner (src/api/control.c)
+-- ---------------------------------------------------------------------------
+
+-- the job row, or an error that says why there is none
+CREATE OR REPLACE FUNCTION backfill._get_job(job_id bigint)
+RETURNS backfill.job
+LANGUAGE plpgsql STABLE
+SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+    j backfill.job;
+BEGIN
+    IF job_id IS NULL THEN
+        RAISE EXCEPTION 'argument "job_id" must not be null'
+            USING ERRCODE = 'null_value_not_allowed';
+    END IF;
+    SELECT * INTO j FROM backfill.job WHERE backfill.job.job_id = _get_job.job_id;
+    IF NOT FOUND THEN
+        RAISE EXCEPTION 'backfill job % does not exist', job_id
+            USING ERRCODE = 'undefined_object';
+    END IF;
+    RETURN j;
+END
+$$;
+COMMENT ON FUNCTION backfill._get_job(bigint) IS 'Internal: the catalog row of a job.';
+
+CREATE OR REPLACE FUNCTION backfill._mark_cancelled(job_id bigint)
+RETURNS void
+AS 'MODULE_PATHNAME', 'backfill_mark_cancelled_1_2'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._mark_cancelled(bigint) IS
+'Internal: marks a job the caller owns cancelled, without downstream, state or change table.';
+
+CREATE OR REPLACE FUNCTION backfill._set_foreground(job_id bigint)
+RETURNS void
+AS 'MODULE_PATHNAME', 'backfill_set_foreground_1_2'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._set_foreground(bigint) IS
+'Internal: marks a job the caller owns as run in the foreground, so that the launcher leaves it alone.';
+
+-- recreate_job makes the new job its owner's, not the caller's
+CREATE OR REPLACE FUNCTION backfill._create_job_as(from_job_id bigint, name text, upstream regclass,
+                                        kind text, columns text[], parallelism integer,
+                                        chunk_size integer, rate_limit integer,
+                                        filter text, into_existing boolean,
+                                        indexes boolean DEFAULT false)
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'backfill_create_job_as'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
+COMMENT ON FUNCTION backfill._create_job_as(bigint, text, regclass, text, text[], integer, integer, integer, text, boolean, boolean) IS
+'Internal: for recreate_job, create_job on behalf of the owner of a job the caller owns, in a security-restricted operation; the new job is that owner''s.';
