@@ -114,8 +114,10 @@ SELECT attrelid::regclass::text AS rel, attname, format_type(atttypid, atttypmod
 -- privileges, options, row security and comments, columns (place, type,
 -- default, comment), constraints, indexes, triggers, sequences, the tables
 -- pg_dump keeps, policies, event triggers.  The new install reads
--- backfill--1.3.sql, written apart from the upgrade scripts before it, then
--- backfill--1.3--1.4.sql: this is what holds the two together
+-- backfill--1.4.sql, assembled from the parts of src/sql/; the upgrade
+-- walks the released scripts up to 1.3, then reads backfill--1.3--1.4.sql,
+-- assembled from a part of its own and those same parts: this is what
+-- holds the two together
 CREATE TEMP VIEW ext_definitions AS
 WITH members AS (
   SELECT classid, objid FROM pg_depend

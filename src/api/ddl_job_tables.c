@@ -152,7 +152,7 @@ check_job_table_commands(void)
 /*
  * backfill._on_job_table_ddl() event trigger, ON ddl_command_end of the
  * commands that create or alter triggers, rules, policies, indexes,
- * statistics, tables and types (backfill--1.3--1.4.sql)
+ * statistics, tables and types (src/sql/functions/job_tables.sql)
  */
 Datum
 backfill_on_job_table_ddl(PG_FUNCTION_ARGS)
