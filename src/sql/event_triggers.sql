@@ -1,4 +1,11 @@
-/* src/sql/event_triggers.sql */
+/*
+ * src/sql/event_triggers.sql
+ *	  The event triggers that guard a job's tables against DDL and DROP
+ *	  EXTENSION.
+ *
+ * Part of the install script (install.sql) only: a catalog upgraded from
+ * 1.3 has these already.
+ */
 
 -- The event triggers fire in the order of their names.  sql_drop: dropping
 -- a job's tables or the columns it reads is refused.  ALTER TABLE and

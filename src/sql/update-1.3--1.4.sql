@@ -12,8 +12,9 @@
 
 \echo Use "ALTER EXTENSION backfill UPDATE TO '1.4'" to load this file. \quit
 
--- What version 1.3 let a job's owner put on those tables stays, and runs
--- as that owner only; say so, for its owner or a superuser to drop
+-- What version 1.3 let a job's owner put on the job's state and change
+-- tables (1.4 refuses it: functions/job_tables.sql) stays, and runs as that
+-- owner only; say so, for its owner or a superuser to drop
 DO $$
 DECLARE
     r record;
@@ -55,7 +56,8 @@ BEGIN
 END
 $$;
 
--- what the SQL versions of those called, which nothing calls any more
+-- what reschedule and the start of background workers called when they
+-- were SQL; they are C, and nothing calls these any more
 DROP FUNCTION backfill._check_reschedule(bigint);
 DROP FUNCTION backfill._check_workers(bigint, integer);
 DROP FUNCTION backfill._rebuild_actors(bigint, integer);
@@ -63,8 +65,8 @@ DROP FUNCTION backfill._rebuild_actors(bigint, integer);
 -- indexes now defaults to NULL: a job that copies the whole of a table
 -- gives its downstream the upstream's NOT NULL columns, CHECK, UNIQUE and
 -- EXCLUDE constraints and other indexes (src/copy/index_build.c); false
--- still makes a bare copy.  The signature is 1.3's, and so is its C symbol.
--- a job made with indexes NULL says so, and recreate_job passes it on
+-- still makes a bare copy.  A job made with indexes NULL says so, and
+-- recreate_job passes it on
 ALTER TABLE backfill.job ALTER COLUMN indexes DROP NOT NULL;
 
 -- accept and verify join the arguments: the function is made again, with
@@ -73,7 +75,8 @@ ALTER TABLE backfill.job ALTER COLUMN indexes DROP NOT NULL;
 -- switchover, for a remote job), and a difference refuses the cutover
 DROP FUNCTION backfill.cutover(bigint, text, interval, integer, boolean);
 
--- what only these called, now in C.  _create_job_as stays, as
+-- what only cancel_job, drop_job, recreate_job and alter_rate_limit
+-- called, which are C now.  _create_job_as stays, as
 -- _report_progress does: the one checks its caller as create_job's does for
 -- a job's owner, the other shows what wait_job sends
 DROP FUNCTION backfill._delete_job(bigint);
@@ -82,19 +85,7 @@ DROP FUNCTION backfill._copy_names(bigint, bigint);
 DROP FUNCTION backfill._drop_triggers(bigint);
 DROP FUNCTION backfill._drop_kind_objects(bigint);
 
--- verify_job (src/api/verify_job.c): the upstream's side of the comparison
--- is the filtered projection, computed columns as the job computes them;
--- the job's kind says which keys its downstream covers now and which are
--- pending (kind.h, verify_source).  A remote job is compared with its
--- source through the foreign table (one snapshot of the source for all of
--- it: postgres_fdw's remote transaction).  The function is VOLATILE: each
--- comparison is one statement, whose snapshot comes after the slot lock, so
--- that no fetch commits between what it sees of the job and the slot.  It
--- reads the job's filter and expressions under the settings they were
--- written under (see create_job), as the job's owner in a
--- security-restricted operation.  It reads the upstream through the
--- policies that would have filtered the copy: a job whose owner row-level
--- security applies to is refused, not found equal.
+-- verify_job takes a method and the size of its ranges, and is C
 DROP FUNCTION backfill.verify_job(bigint);
 
 -- what ran its comparison as the job's owner: verify_job does it itself
@@ -104,6 +95,7 @@ DROP FUNCTION backfill._verify_rows(bigint, text);
 -- when there were none, which it still raises)
 DROP FUNCTION backfill.stop_job(bigint);
 
+-- then every part that can be read again over a 1.3 catalog
 \ir catalog/comments.sql
 \ir catalog/job_settings.sql
 \ir catalog/verification.sql

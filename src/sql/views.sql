@@ -1,4 +1,12 @@
-/* src/sql/views.sql */
+/*
+ * src/sql/views.sql
+ *	  The views over the catalogs and the running jobs: jobs, ddl_progress,
+ *	  workers, progress, verifications.
+ *
+ * Part of the install script (install.sql) and of the upgrade from 1.3
+ * (update-1.3--1.4.sql), which reads it again over a 1.3 catalog: it says
+ * CREATE OR REPLACE.
+ */
 
 -- the background workers that run jobs now, with their pg_stat_activity
 -- entries

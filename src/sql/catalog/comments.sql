@@ -1,4 +1,11 @@
-/* src/sql/catalog/comments.sql */
+/*
+ * src/sql/catalog/comments.sql
+ *	  The comments of the catalogs of tables.sql and of their columns.
+ *
+ * Part of the install script (install.sql) and of the upgrade from 1.3
+ * (update-1.3--1.4.sql).
+ */
+
 COMMENT ON TABLE backfill.job IS 'Streaming jobs: one row per job, whatever its status.';
 COMMENT ON COLUMN backfill.job.filter IS
 'The row filter: only upstream rows for which it is true are copied. NULL for none.';

@@ -1,4 +1,10 @@
-/* src/sql/catalog/job_settings.sql */
+/*
+ * src/sql/catalog/job_settings.sql
+ *	  The type of a job's settings, which alter_job returns.
+ *
+ * Part of the install script (install.sql) and of the upgrade from 1.3
+ * (update-1.3--1.4.sql).
+ */
 
 -- alter_job: PostgreSQL's ALTER beside RisingWave's verbs.  Each setting
 -- given goes through its verb (alter_rate_limit, reschedule: their checks,

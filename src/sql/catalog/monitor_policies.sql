@@ -1,4 +1,10 @@
-/* src/sql/catalog/monitor_policies.sql */
+/*
+ * src/sql/catalog/monitor_policies.sql
+ *	  What members of pg_read_all_stats see of the catalogs: every job's row.
+ *
+ * Part of the install script (install.sql) and of the upgrade from 1.3
+ * (update-1.3--1.4.sql).
+ */
 
 CREATE POLICY actor_monitor ON backfill.actor FOR SELECT
     USING (pg_catalog.pg_has_role(CURRENT_USER, 'pg_read_all_stats', 'USAGE'));

@@ -1,11 +1,16 @@
-/* src/sql/catalog/tables.sql */
+/*
+ * src/sql/catalog/tables.sql
+ *	  The catalogs: jobs, their actors, the indexes still to build, cutovers,
+ *	  the servers of a job over several, and the sequences of their ids; who
+ *	  may read which rows.
+ *
+ * Part of the install script (install.sql) only: a catalog upgraded from
+ * 1.3 has these already.
+ */
 
 CREATE SEQUENCE backfill.job_id_seq AS bigint;
-
 CREATE SEQUENCE backfill.fragment_id_seq AS integer;
-
 CREATE SEQUENCE backfill.actor_id_seq AS integer;
-
 -- snapshot kind: orders the log entries of a key as their writes
 CREATE SEQUENCE backfill.change_seq AS bigint;
 

@@ -1,4 +1,10 @@
-/* src/sql/catalog/verification.sql */
+/*
+ * src/sql/catalog/verification.sql
+ *	  The catalog of the last verify and the last repair of each job.
+ *
+ * Part of the install script (install.sql) and of the upgrade from 1.3
+ * (update-1.3--1.4.sql).
+ */
 
 -- The last verify and the last repair of each job (verify_job, repair_job):
 -- one row per job and operation, so that a repair, whose own verifies write

@@ -1,4 +1,11 @@
-/* src/sql/functions/keys.sql */
+/*
+ * src/sql/functions/keys.sql
+ *	  The functions of the topics below.
+ *
+ * Part of the install script (install.sql) and of the upgrade from 1.3
+ * (update-1.3--1.4.sql), which reads it again over a 1.3 catalog: it says
+ * CREATE OR REPLACE.
+ */
 
 -- ---------------------------------------------------------------------------
 -- Keys and vnodes

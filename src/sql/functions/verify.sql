@@ -1,9 +1,29 @@
-/* src/sql/functions/verify.sql */
+/*
+ * src/sql/functions/verify.sql
+ *	  The functions of the topics below.
+ *
+ * Part of the install script (install.sql) and of the upgrade from 1.3
+ * (update-1.3--1.4.sql), which reads it again over a 1.3 catalog: it says
+ * CREATE OR REPLACE.
+ */
 
 -- ---------------------------------------------------------------------------
 -- Verifying by range checksums
 -- ---------------------------------------------------------------------------
 
+-- verify_job (src/api/verify_job.c): the upstream's side of the comparison
+-- is the filtered projection, computed columns as the job computes them;
+-- the job's kind says which keys its downstream covers now and which are
+-- pending (kind.h, verify_source).  A remote job is compared with its
+-- source through the foreign table (one snapshot of the source for all of
+-- it: postgres_fdw's remote transaction).  The function is VOLATILE: each
+-- comparison is one statement, whose snapshot comes after the slot lock, so
+-- that no fetch commits between what it sees of the job and the slot.  It
+-- reads the job's filter and expressions under the settings they were
+-- written under (see create_job), as the job's owner in a
+-- security-restricted operation.  It reads the upstream through the
+-- policies that would have filtered the copy: a job whose owner row-level
+-- security applies to is refused, not found equal.
 CREATE OR REPLACE FUNCTION backfill.verify_job(job_id bigint, method text DEFAULT 'auto',
                                     range_rows integer DEFAULT 1000)
 RETURNS TABLE (pk text, problem text)
