@@ -61,7 +61,6 @@ SELECT * FROM backfill.job_state(:a_job);
 SELECT backfill.wait_job(:a_job);
 -- nor through the internal functions
 SELECT backfill._stop_and_lock_job(:a_job);
-SELECT backfill._stop_workers(:a_job, true);
 SELECT backfill._drop_slot(:a_job);
 SELECT * FROM backfill.state_1;
 SELECT * FROM backfill.changes_1;

@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * job_ops.c
- *	  alter_rate_limit and recreate_job: the job operations that change a
- *	  job's settings or make it again.
+ *	  stop_job, alter_rate_limit, alter_job and recreate_job: the job
+ *	  operations that change how a job runs or make it again.
  *
  * Each runs with its caller's rights, checks once that the caller has the
  * privileges of the job's owner (another role's job does not exist for it,
@@ -20,17 +20,42 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "funcapi.h"
 #include "utils/builtins.h"
 
 #include "api/job_ops.h"
 #include "catalog/catalog_access.h"
 #include "lib/lib.h"
+#include "runtime/driver.h"
 
+PG_FUNCTION_INFO_V1(backfill_stop_job_1_4);
 PG_FUNCTION_INFO_V1(backfill_alter_rate_limit);
+PG_FUNCTION_INFO_V1(backfill_alter_job);
 PG_FUNCTION_INFO_V1(backfill_recreate_job);
+
+/*
+ * backfill.stop_job(job_id bigint) RETURNS boolean
+ *		Stop the job's background workers at their next barrier and wait
+ *		until they have exited; returns whether it had any.  The launcher
+ *		no longer restarts the job: it runs again by run_job or start_job.
+ */
+Datum
+backfill_stop_job_1_4(PG_FUNCTION_ARGS)
+{
+	int64		job_id = backfill_owned_job_arg(fcinfo, 0, "job_id");
+	bool		stopped = backfill_stop_workers(job_id, false);
+
+	if (!stopped)
+		ereport(NOTICE,
+				(errmsg("backfill job %lld is not running in the background",
+						(long long) job_id)));
+	backfill_catalog_op(OP_FOREGROUND, job_id, true, 0);
+	PG_RETURN_BOOL(stopped);
+}
 
 /*
  * backfill.alter_rate_limit(job_id bigint, rows_per_second integer)
@@ -51,6 +76,76 @@ backfill_alter_rate_limit(PG_FUNCTION_ARGS)
 				 errhint("Pass NULL for no limit, or 0 to pause the snapshot.")));
 	backfill_catalog_op(OP_RATE_LIMIT, job_id, none, none ? 0 : PG_GETARG_INT32(1));
 	PG_RETURN_VOID();
+}
+
+/* a job's settings, as the caller reads its row: backfill.job_settings */
+static const char *const settings_sql =
+"SELECT job_id, job_name, status, run_mode, rate_limit, parallelism "
+"FROM backfill.job WHERE job_id OPERATOR(pg_catalog.=) $1";
+
+/*
+ * read_settings
+ *		The job's settings as a row of the function's result type, in the
+ *		function's memory; the caller has checked that the job is one it
+ *		owns.  A job dropped meanwhile does not exist.
+ */
+static Datum
+read_settings(int64 job_id, FunctionCallInfo fcinfo)
+{
+	TupleDesc	result_desc;
+	HeapTuple	row;
+	Datum		values[6];
+	bool		nulls[6];
+	Datum		result;
+
+	if (get_call_result_type(fcinfo, NULL, &result_desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	backfill_spi_exec_args(settings_sql, 1, (Oid[]) {INT8OID},
+						   (Datum[]) {Int64GetDatum(job_id)}, NULL, SPI_OK_SELECT);
+	if (SPI_processed != 1)
+		(void) backfill_require_job_owner(job_id);
+	for (int i = 0; i < 6; i++)
+		values[i] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, i + 1, &nulls[i]);
+	row = heap_form_tuple(BlessTupleDesc(result_desc), values, nulls);
+	/* out of SPI's memory, which SPI_finish frees */
+	result = PointerGetDatum(SPI_returntuple(row, result_desc));
+	SPI_finish();
+	return result;
+}
+
+/* the job's parallelism, as the caller reads its row */
+static int32
+read_parallelism(int64 job_id)
+{
+	bool		isnull;
+	Datum		value = backfill_job_column(job_id, "parallelism", &isnull);
+
+	return isnull ? 0 : DatumGetInt32(value);
+}
+
+/*
+ * backfill.alter_job(job_id bigint, rate_limit integer DEFAULT NULL,
+ *					  parallelism integer DEFAULT NULL)
+ *		RETURNS backfill.job_settings
+ *		PostgreSQL's ALTER beside RisingWave's verbs: each setting given
+ *		goes through its own operation and its checks (alter_rate_limit,
+ *		then reschedule when the parallelism differs from the job's); NULL
+ *		leaves a setting as it is.  Returns the job's settings after.
+ */
+Datum
+backfill_alter_job(PG_FUNCTION_ARGS)
+{
+	int64		job_id = backfill_owned_job_arg(fcinfo, 0, "job_id");
+
+	if (!PG_ARGISNULL(1))
+		DirectFunctionCall2(backfill_alter_rate_limit,
+							Int64GetDatum(job_id), PG_GETARG_DATUM(1));
+	if (!PG_ARGISNULL(2) && read_parallelism(job_id) != PG_GETARG_INT32(2))
+		DirectFunctionCall2(backfill_reschedule_1_4,
+							Int64GetDatum(job_id), PG_GETARG_DATUM(2));
+	PG_RETURN_DATUM(read_settings(job_id, fcinfo));
 }
 
 /*

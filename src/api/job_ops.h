@@ -27,6 +27,9 @@ typedef enum CatalogOp
 extern void backfill_catalog_op(CatalogOp op, int64 job_id, bool arg_null, int64 arg);
 extern void backfill_drop_kind_objects_of(int64 job_id);
 
+/* control.c: reschedule, which alter_job calls */
+extern Datum backfill_reschedule_1_4(PG_FUNCTION_ARGS);
+
 /* job_drop.c */
 extern int64 backfill_cancel_job_owned(int64 job_id);
 

@@ -95,6 +95,10 @@ DROP FUNCTION backfill._verify_rows(bigint, text);
 -- when there were none, which it still raises)
 DROP FUNCTION backfill.stop_job(bigint);
 
+-- what stop_job called when it was PL/pgSQL; it is C, and so is alter_job
+DROP FUNCTION backfill._set_foreground(bigint);
+DROP FUNCTION backfill._stop_workers(bigint, boolean);
+
 -- then every part that can be read again over a 1.3 catalog
 \ir catalog/comments.sql
 \ir catalog/job_settings.sql

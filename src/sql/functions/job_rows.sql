@@ -44,14 +44,6 @@ SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._mark_cancelled(bigint) IS
 'Internal: marks a job the caller owns cancelled, without downstream, state or change table.';
 
-CREATE OR REPLACE FUNCTION backfill._set_foreground(job_id bigint)
-RETURNS void
-AS 'MODULE_PATHNAME', 'backfill_set_foreground_1_2'
-LANGUAGE C VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION backfill._set_foreground(bigint) IS
-'Internal: marks a job the caller owns as run in the foreground, so that the launcher leaves it alone.';
-
 -- recreate_job makes the new job its owner's, not the caller's
 CREATE OR REPLACE FUNCTION backfill._create_job_as(from_job_id bigint, name text, upstream regclass,
                                         kind text, columns text[], parallelism integer,

@@ -53,22 +53,9 @@ COMMENT ON FUNCTION backfill.start_job(text) IS
 
 CREATE OR REPLACE FUNCTION backfill.stop_job(job_id bigint)
 RETURNS boolean
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    stopped boolean;
-BEGIN
-    PERFORM backfill._get_job(job_id);
-    stopped := backfill._stop_workers(job_id, false);
-    IF NOT stopped THEN
-        RAISE NOTICE 'backfill job % is not running in the background', job_id;
-    END IF;
-    -- not restarted by the launcher any more
-    PERFORM backfill._set_foreground(job_id);
-    RETURN stopped;
-END
-$$;
+AS 'MODULE_PATHNAME', 'backfill_stop_job_1_4'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill.stop_job(bigint) IS
 'Stops the background workers of a job at their next barrier, and waits until they have exited; returns whether it had any.';
 
@@ -206,21 +193,9 @@ COMMENT ON FUNCTION backfill.unfence(text) IS
 CREATE OR REPLACE FUNCTION backfill.alter_job(job_id bigint, rate_limit integer DEFAULT NULL,
                                    parallelism integer DEFAULT NULL)
 RETURNS backfill.job_settings
-LANGUAGE sql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-SELECT backfill._get_job(alter_job.job_id);
-SELECT backfill.alter_rate_limit(alter_job.job_id, alter_job.rate_limit)
- WHERE alter_job.rate_limit IS NOT NULL;
-SELECT backfill.reschedule(alter_job.job_id, alter_job.parallelism)
-  FROM backfill.job j
- WHERE j.job_id OPERATOR(pg_catalog.=) alter_job.job_id
-   AND alter_job.parallelism IS NOT NULL
-   AND j.parallelism OPERATOR(pg_catalog.<>) alter_job.parallelism;
-SELECT j.job_id, j.job_name, j.status, j.run_mode, j.rate_limit, j.parallelism
-  FROM backfill.job j
- WHERE j.job_id OPERATOR(pg_catalog.=) alter_job.job_id;
-$$;
+AS 'MODULE_PATHNAME', 'backfill_alter_job'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill.alter_job(bigint, integer, integer) IS
 'Changes the rate limit and the parallelism of a job, as alter_rate_limit and reschedule do; NULL leaves a setting as it is; returns the job''s settings after.';
 

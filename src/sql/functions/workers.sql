@@ -28,14 +28,6 @@ SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._stop_and_lock_job(bigint) IS
 'Internal: stops the job''s background workers at once, then takes the job lock for this transaction; fails if a session runs the job.';
 
-CREATE OR REPLACE FUNCTION backfill._stop_workers(job_id bigint, immediate boolean)
-RETURNS boolean
-AS 'MODULE_PATHNAME', 'backfill_stop_job_workers'
-LANGUAGE C STRICT PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION backfill._stop_workers(bigint, boolean) IS
-'Internal: stops the job''s background workers and waits until they have exited; returns whether any ran.';
-
 CREATE OR REPLACE FUNCTION backfill._job_is_running(job_id bigint)
 RETURNS boolean
 AS 'MODULE_PATHNAME', 'backfill_job_is_running'
