@@ -10,6 +10,8 @@ OBJS = \
 	src/api/cutover_acl.o \
 	src/api/cutover_carry.o \
 	src/api/cutover_finish.o \
+	src/api/cutover_rollback.o \
+	src/api/cutover_start.o \
 	src/api/ddl_columns.o \
 	src/api/ddl_command.o \
 	src/api/ddl_job_tables.o \
@@ -88,8 +90,10 @@ OBJS = \
 	src/cutover/partition_pairs.o \
 	src/cutover/partitions_of.o \
 	src/cutover/queries.o \
+	src/cutover/steps.o \
 	src/cutover/swap.o \
 	src/cutover/swap_statements.o \
+	src/cutover/verify_gate.o \
 	src/cutover/weaker.o \
 	src/kinds/kind.o \
 	src/kinds/kind_cdc.o \
