@@ -283,7 +283,7 @@ SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_hand_over(bigint) IS
 'Internal: under the lock of its swap, gives a job just turned around, its state and change tables to the owner of its upstream.';
 
--- dst's privileges become src's, grantors included (src/api/cutover_acl.c)
+-- dst's privileges become src's, grantors included (src/cutover/carry_acl.c)
 CREATE FUNCTION backfill._cutover_copy_acl(src regclass, dst regclass)
 RETURNS void
 AS 'MODULE_PATHNAME', 'backfill_cutover_copy_acl'
@@ -332,7 +332,8 @@ COMMENT ON FUNCTION backfill._cutover_carry_identity(regclass, regclass) IS
 'Internal: sets the sequence of each identity or serial column of dst to the position of the sequence of the column of the same name of src, where both have one.';
 
 -- Functions declared with src's row type, and the subscriptions that
--- write to src, re-pointed to dst (src/api/cutover_carry.c)
+-- write to src, re-pointed to dst (src/cutover/carry_functions.c,
+-- carry_subscriptions.c)
 CREATE FUNCTION backfill._cutover_carry_functions(src regclass, dst regclass)
 RETURNS void
 AS 'MODULE_PATHNAME', 'backfill_cutover_carry_functions'
@@ -367,7 +368,7 @@ COMMENT ON FUNCTION backfill._cutover_check_schema(backfill.job, regclass, regcl
 -- printed before the renames, with src's name, which dst then has
 -- (_cutover_matviews); after them, each is created anew under a name of
 -- its own, WITH NO DATA, given the old one's owner, privileges (grantors
--- included, src/api/cutover_acl.c), storage parameters, tablespace and
+-- included, src/cutover/carry_acl.c), storage parameters, tablespace and
 -- comments, filled, takes the old one's place and name, and gets its
 -- indexes again (_cutover_carry_matviews).  It is filled by REFRESH,
 -- which runs its query as its owner, under the lock, when the new table
