@@ -84,6 +84,8 @@ OBJS = \
 	src/cutover/check_owner.o \
 	src/cutover/check_schema.o \
 	src/cutover/check_table.o \
+	src/cutover/finish_lock.o \
+	src/cutover/finish_steps.o \
 	src/cutover/function_retype.o \
 	src/cutover/index_pairs.o \
 	src/cutover/index_wait.o \

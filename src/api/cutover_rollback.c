@@ -90,18 +90,6 @@ row_oid(CutoverRow *row, int field)
 	return row->nulls[field - 1] ? InvalidOid : DatumGetObjectId(row->values[field - 1]);
 }
 
-/* a cutover's state in words: rolled_back is "rolled back" */
-static char *
-state_words(const char *state)
-{
-	char	   *words = pstrdup(state);
-
-	for (char *c = words; *c; c++)
-		if (*c == '_')
-			*c = ' ';
-	return words;
-}
-
 /* a cutover to roll back: cut over, and the old table follows the new one */
 static void
 check_reversible(CutoverJobRow *job, CutoverRow *row)
@@ -113,7 +101,7 @@ check_reversible(CutoverJobRow *job, CutoverRow *row)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("backfill job " INT64_FORMAT " has not been cut over", job->job_id),
 				 state == NULL ? errdetail("It has no cutover to roll back.") :
-				 errdetail("Its cutover is %s.", state_words(state))));
+				 errdetail("Its cutover is %s.", cutover_state_words(state))));
 	if (!row->nulls[ROW_REVERSIBLE - 1] && !DatumGetBool(row->values[ROW_REVERSIBLE - 1]))
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),

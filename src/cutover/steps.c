@@ -1,19 +1,19 @@
 /*-------------------------------------------------------------------------
  *
  * steps.c
- *	  The steps backfill.cutover() and backfill.rollback_cutover() share
- *	  (src/api/cutover_start.c, src/api/cutover_rollback.c): the job's row
- *	  read as the caller, the cutover's advisory lock on it, the checks of
- *	  their common arguments, the swap's attempts and the line in
- *	  pg_stat_activity.
+ *	  The steps backfill.cutover(), rollback_cutover() and finish_cutover()
+ *	  share (src/api/cutover_start.c, cutover_rollback.c, cutover_finish.c):
+ *	  the job's row read as the caller, the cutover's advisory lock on it,
+ *	  the checks of their common arguments, the swap's attempts and the
+ *	  line in pg_stat_activity.
  *
  * Every step runs through SPI as the caller, under the search_path of the
  * function's SET clause (pg_catalog, pg_temp), calling the extension's
- * internal SQL functions as the PL/pgSQL versions of the two functions
+ * internal SQL functions as the PL/pgSQL versions of cutover and rollback
  * did: each checks its own arguments and the caller's rights, so the
  * caller needs what it needed then, and a regclass prints as it printed.
- * Each statement takes a new snapshot (READ COMMITTED, which both
- * functions require): a job read after the advisory lock is held shows
+ * Each statement takes a new snapshot (READ COMMITTED, which all three
+ * require): a job read after the advisory lock is held shows
  * what a cutover or rollback that held it before has committed.  The
  * caller is connected to SPI.
  *
@@ -88,8 +88,8 @@ cutover_read_job(CutoverJobRow *job, bool job_null)
 
 /*
  * cutover_require_read_committed
- *		Both functions read the job as the cutover calls they waited for
- *		left it, which only READ COMMITTED shows them.
+ *		Each of the three reads the job as the cutover calls it waited for
+ *		left it, which only READ COMMITTED shows it.
  */
 void
 cutover_require_read_committed(const char *function)
@@ -234,4 +234,19 @@ cutover_rel_name(Oid relid)
 	backfill_spi_exec_args("SELECT (SELECT relname FROM pg_class WHERE oid = $1)::text", 1, types,
 						   values, nulls, SPI_OK_SELECT);
 	return SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+}
+
+/*
+ * cutover_state_words
+ *		A cutover's state in words: rolled_back is "rolled back".
+ */
+char *
+cutover_state_words(const char *state)
+{
+	char	   *words = pstrdup(state);
+
+	for (char *c = words; *c; c++)
+		if (*c == '_')
+			*c = ' ';
+	return words;
 }

@@ -2,7 +2,8 @@
  *
  * steps.h
  *	  The steps backfill.cutover() and backfill.rollback_cutover() share
- *	  (steps.c), and the gate of cutover(verify => true) (verify_gate.c).
+ *	  with finish_cutover (steps.c), and the gate of cutover(verify => true)
+ *	  (verify_gate.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -47,6 +48,7 @@ extern void cutover_swap_attempts(CutoverJobRow *job, const char *new_name,
 extern char *cutover_ms_text(CutoverSwapped *swapped);
 extern void cutover_report(int64 job_id, const char *what);
 extern char *cutover_rel_name(Oid relid);
+extern char *cutover_state_words(const char *state);
 
 /* verify_gate.c */
 extern void cutover_verify_gate(int64 job_id);
