@@ -95,6 +95,7 @@ OBJS = \
 	src/cutover/partition_pairs.o \
 	src/cutover/partitions_of.o \
 	src/cutover/queries.o \
+	src/cutover/start_checks.o \
 	src/cutover/steps.o \
 	src/cutover/swap.o \
 	src/cutover/swap_statements.o \

@@ -31,7 +31,6 @@
 #include "funcapi.h"
 #include "utils/builtins.h"
 #include "utils/pg_lsn.h"
-#include "utils/regproc.h"
 
 #include "cutover/steps.h"
 #include "lib/lib.h"
@@ -70,28 +69,6 @@ bool_arg(FunctionCallInfo fcinfo, int argno, const char *name)
 	return PG_GETARG_BOOL(argno);
 }
 
-/* a job not cut over yet, nor finished */
-static void
-check_not_cut_over(CutoverJobRow *job)
-{
-	char	   *state;
-
-	cutover_job_query("SELECT c.state FROM backfill.job_cutover c WHERE c.job_id = $1",
-					  job, InvalidOid, (Datum) 0, false);
-	state = SPI_processed > 0 ? SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1) : NULL;
-	if (state != NULL && strcmp(state, "cut_over") == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("backfill job " INT64_FORMAT " has already been cut over", job->job_id),
-				 errhint("Use backfill.rollback_cutover(" INT64_FORMAT ") or backfill.finish_cutover(" INT64_FORMAT ").",
-						 job->job_id, job->job_id)));
-	if (state != NULL && strcmp(state, "finished") == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("backfill job " INT64_FORMAT " has already been cut over", job->job_id),
-				 errdetail("Its cutover has been finished: the job no longer follows any table.")));
-}
-
 /*
  * A switchover: the source stops being followed, so the job lets go of the
  * local table at once, as finish_cutover does; there is no rollback to keep
@@ -124,87 +101,6 @@ switch_over(FunctionCallInfo fcinfo, CutoverJobRow *job, bool verify, CutoverRes
 	result->state = "finished";
 	result->values[OUT_ATTEMPTS_MADE] = Int32GetDatum(1);
 	result->nulls[OUT_ATTEMPTS_MADE] = false;
-}
-
-/* the name the old table gets: old_name, or <name>_before_cutover_<job id> */
-static char *
-old_name_of(FunctionCallInfo fcinfo, CutoverJobRow *job)
-{
-	char	   *src_name = cutover_rel_name(job->upstream);
-	char	   *old_name;
-	bool		isnull;
-
-	if (!PG_ARGISNULL(ARG_OLD_NAME))
-		old_name = text_to_cstring(PG_GETARG_TEXT_PP(ARG_OLD_NAME));
-	else
-		old_name = psprintf("%s_before_cutover_" INT64_FORMAT, src_name ? src_name : "",
-							job->job_id);
-	if (old_name[0] == '\0' || strlen(old_name) >= NAMEDATALEN)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_NAME),
-				 errmsg("old name \"%s\" is not a valid table name", old_name),
-				 errdetail("A table name is 1 to 63 bytes long."),
-				 errhint("Give a shorter name as old_name.")));
-	cutover_job_query("SELECT EXISTS (SELECT FROM pg_class WHERE relname = $5"
-					  "   AND relnamespace = (SELECT relnamespace FROM pg_class WHERE oid = $3))",
-					  job, TEXTOID, CStringGetTextDatum(old_name), false);
-	if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)))
-		ereport(ERROR,
-				(errcode(ERRCODE_DUPLICATE_TABLE),
-				 errmsg("relation \"%s\" already exists in the schema of table %s", old_name,
-						backfill_regclass_text(job->upstream)),
-				 errhint("Give another name as old_name.")));
-	return old_name;
-}
-
-/*
- * A copy made through row-level security holds only the rows its owner
- * was let see, and would replace every row of the table
- */
-static void
-check_rls(CutoverJobRow *job)
-{
-	bool		isnull;
-	Datum		filtered;
-
-	cutover_job_query("SELECT backfill._cutover_filtered_by_rls($2)", job, InvalidOid, (Datum) 0,
-					  false);
-	filtered = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	if (!isnull && DatumGetBool(filtered))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("cannot cut over backfill job " INT64_FORMAT " because row-level security on table %s applies to its owner",
-						job->job_id, backfill_regclass_text(job->upstream)),
-				 errdetail("Its downstream holds only the rows of table %s that the policies let role %s see, and would take the place of all of them.",
-						   backfill_regclass_text(job->upstream),
-						   DatumGetCString(DirectFunctionCall1(regroleout,
-															   ObjectIdGetDatum(job->owner)))),
-				 errhint("Copy the table as its owner (without FORCE ROW LEVEL SECURITY), as a superuser or as a role with BYPASSRLS.")));
-}
-
-/*
- * The checks of a local cutover before anything is locked: returns why the
- * job could not follow the new table back, or NULL
- */
-static char *
-check_local(FunctionCallInfo fcinfo, CutoverJobRow *job, const char *old_name)
-{
-	char	   *why;
-
-	check_rls(job);
-	cutover_job_query("SELECT backfill._cutover_check($2, $3, $4)", job, InvalidOid, (Datum) 0,
-					  false);
-	cutover_job_query("SELECT backfill._cutover_accepts($2, $5)", job, TEXTARRAYOID,
-					  PG_GETARG_DATUM(ARG_ACCEPT), PG_ARGISNULL(ARG_ACCEPT));
-	cutover_job_query("SELECT backfill._cutover_irreversible($2)", job, InvalidOid, (Datum) 0,
-					  false);
-	why = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	if (why != NULL)
-		ereport(NOTICE,
-				(errmsg("backfill job " INT64_FORMAT " cannot be rolled back after its cutover: %s",
-						job->job_id, why),
-				 errdetail("The old table, renamed %s, will no longer follow the new one.", old_name)));
-	return why;
 }
 
 /* the cutover row: cut over, reversible or not */
@@ -248,8 +144,10 @@ cut_over(FunctionCallInfo fcinfo, CutoverJobRow *job, bool verify, CutoverResult
 						   job->status),
 				 errhint("Wait until it has finished: backfill.wait_job(" INT64_FORMAT ").",
 						 job->job_id)));
-	old_name = old_name_of(fcinfo, job);
-	why = check_local(fcinfo, job, old_name);
+	old_name = cutover_old_name(job, PG_ARGISNULL(ARG_OLD_NAME) ? NULL :
+								PG_GETARG_TEXT_PP(ARG_OLD_NAME));
+	why = cutover_check_local(job, PG_GETARG_DATUM(ARG_ACCEPT), PG_ARGISNULL(ARG_ACCEPT),
+							  old_name);
 
 	dst_name = cutover_rel_name(job->downstream);
 	up_text = backfill_regclass_text(job->upstream);
@@ -332,7 +230,7 @@ backfill_cutover(PG_FUNCTION_ARGS)
 	 */
 	cutover_lock_job(job.job_id);
 	cutover_read_job(&job, false);
-	check_not_cut_over(&job);
+	cutover_check_not_cut_over(&job);
 	if (job.remote)
 		switch_over(fcinfo, &job, verify, &result);
 	else

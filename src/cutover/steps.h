@@ -2,7 +2,8 @@
  *
  * steps.h
  *	  The steps backfill.cutover() and backfill.rollback_cutover() share
- *	  with finish_cutover (steps.c), and the gate of cutover(verify => true)
+ *	  with finish_cutover (steps.c), what cutover() checks before it locks
+ *	  anything (start_checks.c), and the gate of cutover(verify => true)
  *	  (verify_gate.c).
  *
  *-------------------------------------------------------------------------
@@ -49,6 +50,12 @@ extern char *cutover_ms_text(CutoverSwapped *swapped);
 extern void cutover_report(int64 job_id, const char *what);
 extern char *cutover_rel_name(Oid relid);
 extern char *cutover_state_words(const char *state);
+
+/* start_checks.c */
+extern void cutover_check_not_cut_over(CutoverJobRow *job);
+extern char *cutover_old_name(CutoverJobRow *job, text *given);
+extern char *cutover_check_local(CutoverJobRow *job, Datum accept, bool accept_null,
+								 const char *old_name);
 
 /* verify_gate.c */
 extern void cutover_verify_gate(int64 job_id);
