@@ -51,10 +51,7 @@ backfill_finish_cutover(PG_FUNCTION_ARGS)
 	backfill_spi_enter();
 	cutover_read_job(&f.job, PG_ARGISNULL(0));
 	cutover_require_read_committed("finish_cutover");
-	if (PG_ARGISNULL(1))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("argument \"keep\" must not be null")));
+	cutover_refuse_null(fcinfo, 1, "keep");
 	f.keep = PG_GETARG_BOOL(1);
 
 	cutover_lock_job(f.job.job_id);

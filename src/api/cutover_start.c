@@ -58,17 +58,6 @@ typedef struct CutoverResult
 	bool		nulls[OUT_COLUMNS];
 } CutoverResult;
 
-/* a boolean argument that must not be NULL */
-static bool
-bool_arg(FunctionCallInfo fcinfo, int argno, const char *name)
-{
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("argument \"%s\" must not be null", name)));
-	return PG_GETARG_BOOL(argno);
-}
-
 /*
  * A switchover: the source stops being followed, so the job lets go of the
  * local table at once, as finish_cutover does; there is no rollback to keep
@@ -220,8 +209,10 @@ backfill_cutover(PG_FUNCTION_ARGS)
 	cutover_read_job(&job, PG_ARGISNULL(ARG_JOB_ID));
 	cutover_require_read_committed("cutover");
 	cutover_check_arguments(fcinfo, ARG_LOCK_TIMEOUT, ARG_ATTEMPTS);
-	fence = bool_arg(fcinfo, ARG_FENCE, "fence");
-	verify = bool_arg(fcinfo, ARG_VERIFY, "verify");
+	cutover_refuse_null(fcinfo, ARG_FENCE, "fence");
+	cutover_refuse_null(fcinfo, ARG_VERIFY, "verify");
+	fence = PG_GETARG_BOOL(ARG_FENCE);
+	verify = PG_GETARG_BOOL(ARG_VERIFY);
 
 	/*
 	 * One cutover of a job at a time; rollback and finish take it too.  The

@@ -76,10 +76,7 @@ row_oid(CutoverFinish *f, int field)
 void
 cutover_finish_read_row(CutoverFinish *f)
 {
-	Oid			types[1] = {INT8OID};
-	Datum		values[1] = {Int64GetDatum(f->job.job_id)};
-
-	query(CUTOVER_ROW, 1, types, values, NULL);
+	cutover_job_id_query(CUTOVER_ROW, f->job.job_id);
 	f->row_desc = CreateTupleDescCopy(SPI_tuptable->tupdesc);
 	f->row = SPI_processed > 0 ? SPI_copytuple(SPI_tuptable->vals[0]) : NULL;
 }

@@ -102,6 +102,19 @@ cutover_require_read_committed(const char *function)
 }
 
 /*
+ * cutover_refuse_null
+ *		An argument of the caller's that must not be NULL.
+ */
+void
+cutover_refuse_null(FunctionCallInfo fcinfo, int argno, const char *name)
+{
+	if (PG_ARGISNULL(argno))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"%s\" must not be null", name)));
+}
+
+/*
  * cutover_check_arguments
  *		The lock_timeout and attempts of the caller's arguments, checked by
  *		backfill._cutover_arguments.
@@ -126,11 +139,21 @@ cutover_check_arguments(FunctionCallInfo fcinfo, int timeout_arg, int attempts_a
 void
 cutover_lock_job(int64 job_id)
 {
+	cutover_job_id_query("SELECT pg_advisory_xact_lock(hashtext('backfill.cutover'), $1::integer)",
+						 job_id);
+}
+
+/*
+ * cutover_job_id_query
+ *		A query whose $1 is the job id, its rows in SPI_tuptable.
+ */
+void
+cutover_job_id_query(const char *sql, int64 job_id)
+{
 	Oid			types[1] = {INT8OID};
 	Datum		values[1] = {Int64GetDatum(job_id)};
 
-	backfill_spi_exec_args("SELECT pg_advisory_xact_lock(hashtext('backfill.cutover'), $1::integer)",
-						   1, types, values, NULL, SPI_OK_SELECT);
+	backfill_spi_exec_args(sql, 1, types, values, NULL, SPI_OK_SELECT);
 }
 
 /*

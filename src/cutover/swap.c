@@ -40,6 +40,7 @@
 #include "utils/datum.h"
 
 #include "cutover/carry_internal.h"
+#include "cutover/steps.h"
 #include "cutover/swap_internal.h"
 #include "lib/lib.h"
 
@@ -194,16 +195,6 @@ added_keys(Swap *swap, MemoryContext caller)
 	return PointerGetDatum(result);
 }
 
-/* an argument of the swap that must not be NULL */
-static void
-refuse_null(FunctionCallInfo fcinfo, int argno, const char *name)
-{
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("argument \"%s\" must not be null", name)));
-}
-
 /*
  * backfill._cutover_swap(src regclass, dst regclass, src_new_name text)
  *		RETURNS oid[]
@@ -223,9 +214,9 @@ backfill_cutover_swap(PG_FUNCTION_ARGS)
 	List	   *dst_indexes = NIL;
 	Datum		result;
 
-	refuse_null(fcinfo, 0, "src");
-	refuse_null(fcinfo, 1, "dst");
-	refuse_null(fcinfo, 2, "src_new_name");
+	cutover_refuse_null(fcinfo, 0, "src");
+	cutover_refuse_null(fcinfo, 1, "dst");
+	cutover_refuse_null(fcinfo, 2, "src_new_name");
 	memset(&swap, 0, sizeof(Swap));
 	swap.src = PG_GETARG_OID(0);
 	swap.dst = PG_GETARG_OID(1);

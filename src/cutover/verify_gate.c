@@ -32,13 +32,11 @@
 void
 cutover_verify_gate(int64 job_id)
 {
-	Oid			types[1] = {INT8OID};
-	Datum		values[1] = {Int64GetDatum(job_id)};
 	bool		isnull;
 	int64		found;
 	char	   *shown;
 
-	backfill_spi_exec_args(DIFFERENCES, 1, types, values, NULL, SPI_OK_SELECT);
+	cutover_job_id_query(DIFFERENCES, job_id);
 	found = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	if (found <= 0)
 		return;
