@@ -7,9 +7,9 @@ OBJS = \
 	src/api/control.o \
 	src/api/create.o \
 	src/api/cutover.o \
-	src/api/cutover_acl.o \
-	src/api/cutover_carry.o \
 	src/api/cutover_finish.o \
+	src/api/cutover_rollback.o \
+	src/api/cutover_start.o \
 	src/api/ddl_columns.o \
 	src/api/ddl_command.o \
 	src/api/ddl_job_tables.o \
@@ -62,14 +62,18 @@ OBJS = \
 	src/copy/size.o \
 	src/copy/state.o \
 	src/cutover/accepts.o \
+	src/cutover/acl_items.o \
 	src/cutover/arguments.o \
 	src/cutover/attempt_lines.o \
 	src/cutover/attempts.o \
+	src/cutover/carry_acl.o \
 	src/cutover/carry_columns.o \
+	src/cutover/carry_functions.o \
 	src/cutover/carry_keys.o \
 	src/cutover/carry_matviews.o \
 	src/cutover/carry_partitions.o \
 	src/cutover/carry_sequences.o \
+	src/cutover/carry_subscriptions.o \
 	src/cutover/carry_table.o \
 	src/cutover/carry_triggers.o \
 	src/cutover/carry_views.o \
@@ -80,6 +84,9 @@ OBJS = \
 	src/cutover/check_owner.o \
 	src/cutover/check_schema.o \
 	src/cutover/check_table.o \
+	src/cutover/finish_lock.o \
+	src/cutover/finish_steps.o \
+	src/cutover/function_retype.o \
 	src/cutover/index_pairs.o \
 	src/cutover/index_wait.o \
 	src/cutover/lock.o \
@@ -88,8 +95,11 @@ OBJS = \
 	src/cutover/partition_pairs.o \
 	src/cutover/partitions_of.o \
 	src/cutover/queries.o \
+	src/cutover/start_checks.o \
+	src/cutover/steps.o \
 	src/cutover/swap.o \
 	src/cutover/swap_statements.o \
+	src/cutover/verify_gate.o \
 	src/cutover/weaker.o \
 	src/kinds/kind.o \
 	src/kinds/kind_cdc.o \

@@ -11,8 +11,8 @@
  * the downstream) are C of their own (src/cutover/); the swap runs each of
  * its statements as the caller, with the caller's rights: every ALTER it
  * makes needs the privileges it would need typed by hand.  Only the
- * privileges are copied to the catalog directly (cutover_acl.c), with their
- * grantors, which no GRANT the caller could type would keep.
+ * privileges are copied to the catalog directly (src/cutover/carry_acl.c),
+ * with their grantors, which no GRANT the caller could type would keep.
  * finish_cutover is cutover_finish.c.
  *
  * The turn.  A finished local job keeps its downstream equal to its

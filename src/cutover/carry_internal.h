@@ -3,13 +3,19 @@
  * carry_internal.h
  *	  What the files of the cutover's carry functions share (their SPI
  *	  steps are queries.c's): what a materialized view made again gets of
- *	  the old one (matview_parts.c), and the renames of partitions that
- *	  follow their table's name (partitions_of.c).
+ *	  the old one (matview_parts.c), the privileges (carry_acl.c,
+ *	  acl_items.c), the functions of the row type and the subscriptions
+ *	  (carry_functions.c, carry_subscriptions.c), and the renames of
+ *	  partitions that follow their table's name (partitions_of.c).
  *
  *-------------------------------------------------------------------------
  */
 #ifndef BACKFILL_CUTOVER_CARRY_INTERNAL_H
 #define BACKFILL_CUTOVER_CARRY_INTERNAL_H
+
+#include "access/htup.h"
+#include "utils/acl.h"
+#include "utils/relcache.h"
 
 #include "cutover/queries.h"
 
@@ -31,6 +37,29 @@ extern void cutover_matview_owner_and_acl(const Matview *mv, Oid fresh);
 extern void cutover_matview_comments(const Matview *mv, Oid fresh, Datum matviews);
 extern void cutover_matview_indexes(const Matview *mv, Datum matviews);
 extern void cutover_matview_fill(const Matview *mv, Oid fresh, Oid dst);
+
+/* carry_acl.c, acl_items.c */
+extern void cutover_copy_acl(Oid src, Oid dst);
+extern Acl *cutover_tuple_acl(HeapTuple tuple, TupleDesc desc, int attno);
+extern void cutover_replace_acl(Relation catalog, HeapTuple tuple, int attno, Acl *acl,
+								Oid dst, int32 subid, Oid owner);
+extern void cutover_copy_column_acls(Oid src, Oid dst, Oid owner, int natts);
+
+/* a row type and its array type, and the new table's (function_retype.c) */
+typedef struct CutoverTypeMap
+{
+	Oid			from_row;
+	Oid			from_array;
+	Oid			to_row;
+	Oid			to_array;
+} CutoverTypeMap;
+
+extern bool cutover_same_row_type(Oid src, Oid dst);
+extern void cutover_retype_function(Relation pg_proc, Oid procoid, const CutoverTypeMap *map);
+
+/* carry_functions.c, carry_subscriptions.c */
+extern void cutover_carry_functions(Oid src, Oid dst);
+extern void cutover_carry_subscriptions(Oid src, Oid dst);
 
 extern char *cutover_renamed_partition(const char *relname, const char *before,
 									   const char *after);

@@ -7,7 +7,7 @@
  *	  type that could not follow it.
  *
  * Functions of src's row type go over to dst's when the columns are the
- * same (api/cutover_carry.c); else they would keep the old table's type,
+ * same (carry_functions.c); else they would keep the old table's type,
  * which finish_cutover could then not drop.  A function in C reads the
  * rows of a row type by position, so it is refused whatever the columns.
  *

@@ -35,6 +35,9 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
+#include "catalog/pg_class.h"
+#include "utils/syscache.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -207,4 +210,38 @@ backfill_cutover_lock_dependents(PG_FUNCTION_ARGS)
 {
 	backfill_cutover_lock_all(PG_GETARG_OID(0), PG_GETARG_OID(1));
 	PG_RETURN_VOID();
+}
+
+/*
+ * backfill_cutover_require_locks
+ *		What carries a swap's catalog rows over checks first: the caller
+ *		holds both tables ACCESS EXCLUSIVE (only the swap does) and has the
+ *		privileges of their owners.  what: what it carries, for the error.
+ */
+void
+backfill_cutover_require_locks(Oid src, Oid dst, const char *what)
+{
+	Oid			tables[2] = {src, dst};
+
+	if (!CheckRelationOidLockedByMe(src, AccessExclusiveLock, false) ||
+		!CheckRelationOidLockedByMe(dst, AccessExclusiveLock, false))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot carry %s over without both tables locked", what),
+				 errdetail("Only the swap of backfill.cutover() and backfill.rollback_cutover() carries them, under the lock of both tables.")));
+	for (int i = 0; i < 2; i++)
+	{
+		HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(tables[i]));
+		Form_pg_class row;
+
+		if (!HeapTupleIsValid(tup))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_TABLE),
+					 errmsg("relation with OID %u does not exist", tables[i])));
+		row = (Form_pg_class) GETSTRUCT(tup);
+		if (!has_privs_of_role(GetUserId(), row->relowner))
+			aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(row->relkind),
+						   NameStr(row->relname));
+		ReleaseSysCache(tup);
+	}
 }

@@ -24,6 +24,7 @@ extern void backfill_cutover_lock_one(Oid relid);
 extern void backfill_cutover_lock_all(Oid src, Oid dst);
 extern int	backfill_cutover_deadlock_begin(void);
 extern void backfill_cutover_deadlock_end(int level);
+extern void backfill_cutover_require_locks(Oid src, Oid dst, const char *what);
 
 /* index_wait.c */
 extern bool backfill_cutover_find_build(Oid src, Oid dst, int32 *pid, Oid *rel);

@@ -13,6 +13,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "utils/builtins.h"
@@ -36,8 +37,6 @@ element_query(const char *sql, Datum matviews, int nth)
 void
 cutover_matview_owner_and_acl(const Matview *mv, Oid fresh)
 {
-	Oid			types[2] = {REGCLASSOID, REGCLASSOID};
-	Datum		values[2] = {ObjectIdGetDatum(mv->old), ObjectIdGetDatum(fresh)};
 	char	   *owner;
 
 	cutover_query_pair("SELECT relowner::regrole::text FROM pg_class WHERE oid = $2", false,
@@ -46,9 +45,8 @@ cutover_matview_owner_and_acl(const Matview *mv, Oid fresh)
 	if (owner != NULL && mv->owner != NULL && strcmp(owner, mv->owner) != 0)
 		cutover_run(psprintf("ALTER MATERIALIZED VIEW %s OWNER TO %s",
 							 backfill_regclass_text(fresh), mv->owner));
-	if (SPI_execute_with_args("SELECT backfill._cutover_copy_acl($1, $2)", 2, types, values,
-							  NULL, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "SPI_execute_with_args failed: _cutover_copy_acl");
+	CommandCounterIncrement();
+	cutover_copy_acl(mv->old, fresh);
 }
 
 /* the old one's comments, on the new one and its columns */

@@ -22,8 +22,6 @@
 #include "cutover/carry_internal.h"
 #include "lib/lib.h"
 
-PG_FUNCTION_INFO_V1(backfill_cutover_rename_partitions_of);
-
 #define PARTITIONS_OF \
 	"SELECT i.inhrelid::regclass AS part, c.relname" \
 	"  FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid" \
@@ -70,23 +68,4 @@ cutover_rename_partitions_of(Oid rel, const char *before, const char *after)
 							 quote_identifier(renamed)));
 		cutover_rename_partitions_of(parts[i], names[i], renamed);
 	}
-}
-
-/*
- * backfill._cutover_rename_partitions_of(rel regclass, before name,
- *		after name) RETURNS void
- *		Rename the partitions of rel, a table just renamed from before to
- *		after (see the file header).  Strict.
- */
-Datum
-backfill_cutover_rename_partitions_of(PG_FUNCTION_ARGS)
-{
-	Oid			rel = PG_GETARG_OID(0);
-	char	   *before = pstrdup(NameStr(*PG_GETARG_NAME(1)));
-	char	   *after = pstrdup(NameStr(*PG_GETARG_NAME(2)));
-
-	backfill_spi_enter();
-	cutover_rename_partitions_of(rel, before, after);
-	backfill_spi_leave();
-	PG_RETURN_VOID();
 }

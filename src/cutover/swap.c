@@ -10,9 +10,9 @@
  * (matview_definitions.c), the pairs of indexes whose names are exchanged
  * (index_pairs.c), the views, the user's triggers and the foreign keys
  * that reference src.  Then the renames, the indexes' names, the owner and
- * the privileges (src/api's _cutover_copy_acl), the sequences of identity
- * columns both tables have, the functions of src's row type and the
- * subscriptions (src/api's carries), the columns, the table's settings,
+ * the privileges (carry_acl.c), the sequences of identity columns both
+ * tables have, the functions of src's row type and the subscriptions
+ * (carry_functions.c, carry_subscriptions.c), the columns, the table's settings,
  * row-level security, replica identity, publications, triggers, views,
  * materialized views and foreign keys.  The definitions printed before the
  * renames name src by the name dst then has, so each resolves to dst.
@@ -39,6 +39,8 @@
 #include "utils/builtins.h"
 #include "utils/datum.h"
 
+#include "cutover/carry_internal.h"
+#include "cutover/steps.h"
 #include "cutover/swap_internal.h"
 #include "lib/lib.h"
 
@@ -142,7 +144,7 @@ rename_tables(Swap *swap, List *src_indexes, List *dst_indexes)
  * The owner, then the privileges: exactly src's, the table's and the
  * columns' (by name), with their grantors: a privilege granted through a
  * grant option stays within reach of REVOKE ... CASCADE of that option,
- * and dst's own column grants are gone (src/api/cutover_acl.c)
+ * and dst's own column grants are gone (carry_acl.c)
  */
 static void
 carry_owner(Swap *swap)
@@ -152,21 +154,20 @@ carry_owner(Swap *swap)
 	if (SPI_processed == 1 && cutover_oid(0, 1) != swap->src_owner)
 		cutover_run(psprintf("ALTER TABLE %s OWNER TO %s", backfill_regclass_text(swap->dst),
 							 quote_identifier(GetUserNameFromId(swap->src_owner, false))));
-	cutover_query_pair("SELECT backfill._cutover_copy_acl($1, $2)", false, swap->src, swap->dst);
+	cutover_copy_acl(swap->src, swap->dst);
 }
 
 /*
  * The sequences of identity and serial columns that dst has of its own go
  * on where src's were, the functions of src's row type take dst's, the
- * subscriptions write to dst (src/api/cutover_carry.c)
+ * subscriptions write to dst (carry_functions.c, carry_subscriptions.c)
  */
 static void
 carry_by_oid(Swap *swap)
 {
 	cutover_query_pair("SELECT backfill._cutover_carry_identity($1, $2)", false, swap->src, swap->dst);
-	cutover_query_pair("SELECT backfill._cutover_carry_functions($1, $2)", false, swap->src, swap->dst);
-	cutover_query_pair("SELECT backfill._cutover_carry_subscriptions($1, $2)", false, swap->src,
-					   swap->dst);
+	cutover_carry_functions(swap->src, swap->dst);
+	cutover_carry_subscriptions(swap->src, swap->dst);
 }
 
 /* the foreign keys added NOT VALID, an oid[] in the caller's memory context */
@@ -194,16 +195,6 @@ added_keys(Swap *swap, MemoryContext caller)
 	return PointerGetDatum(result);
 }
 
-/* an argument of the swap that must not be NULL */
-static void
-refuse_null(FunctionCallInfo fcinfo, int argno, const char *name)
-{
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("argument \"%s\" must not be null", name)));
-}
-
 /*
  * backfill._cutover_swap(src regclass, dst regclass, src_new_name text)
  *		RETURNS oid[]
@@ -223,9 +214,9 @@ backfill_cutover_swap(PG_FUNCTION_ARGS)
 	List	   *dst_indexes = NIL;
 	Datum		result;
 
-	refuse_null(fcinfo, 0, "src");
-	refuse_null(fcinfo, 1, "dst");
-	refuse_null(fcinfo, 2, "src_new_name");
+	cutover_refuse_null(fcinfo, 0, "src");
+	cutover_refuse_null(fcinfo, 1, "dst");
+	cutover_refuse_null(fcinfo, 2, "src_new_name");
 	memset(&swap, 0, sizeof(Swap));
 	swap.src = PG_GETARG_OID(0);
 	swap.dst = PG_GETARG_OID(1);

@@ -124,75 +124,14 @@ SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_irreversible(backfill.job) IS
 'Internal: why a job''s downstream could not be followed back by its upstream after a cutover, or NULL.';
 
+-- the swap made again the other way (src/api/cutover_rollback.c)
 CREATE OR REPLACE FUNCTION backfill.rollback_cutover(job_id bigint, lock_timeout interval DEFAULT '1s',
                                           attempts integer DEFAULT 20,
                                           OUT state text, OUT attempts_made integer,
                                           OUT lock_held_ms double precision)
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    j backfill.job := backfill._get_job(job_id);
-    c backfill.job_cutover;
-    swapped record;
-    fk record;
-    up_text text;
-    down_text text;
-BEGIN
-    IF current_setting('transaction_isolation') <> 'read committed' THEN
-        RAISE EXCEPTION 'backfill.rollback_cutover() must run at isolation level READ COMMITTED'
-            USING ERRCODE = 'invalid_transaction_state',
-                  DETAIL = 'It reads the job as the cutover calls it waited for left it.';
-    END IF;
-    PERFORM backfill._cutover_arguments(lock_timeout, attempts);
-    -- the job is read again once the lock is held: a cutover that held it
-    -- meanwhile has turned the job around
-    PERFORM pg_advisory_xact_lock(hashtext('backfill.cutover'), job_id::integer);
-    j := backfill._get_job(job_id);
-    SELECT * INTO c FROM backfill.job_cutover WHERE backfill.job_cutover.job_id = rollback_cutover.job_id;
-    IF NOT FOUND OR c.state <> 'cut_over' THEN
-        RAISE EXCEPTION 'backfill job % has not been cut over', job_id
-            USING ERRCODE = 'object_not_in_prerequisite_state',
-                  DETAIL = CASE WHEN c.state IS NULL THEN 'It has no cutover to roll back.'
-                                ELSE format('Its cutover is %s.', replace(c.state, '_', ' ')) END;
-    ELSIF NOT c.reversible THEN
-        RAISE EXCEPTION 'cannot roll back the cutover of backfill job %', job_id
-            USING ERRCODE = 'object_not_in_prerequisite_state',
-                  DETAIL = 'The old table has not followed the new one since the cutover: the job''s shape does not map back (the cutover said why).',
-                  HINT = format('Use backfill.finish_cutover(%s, keep => true) and copy the table back with a new job.', job_id);
-    END IF;
-    -- the job is turned around: its upstream has the name, its downstream is the old table
-    PERFORM backfill._cutover_check(j, j.upstream, j.downstream);
-    IF EXISTS (SELECT FROM pg_class WHERE relname = c.new_name AND relnamespace = c.new_schema) THEN
-        RAISE EXCEPTION 'relation "%" already exists in schema %', c.new_name, c.new_schema::regnamespace
-            USING ERRCODE = 'duplicate_table',
-                  DETAIL = 'The rollback gives the new table back the name it had before the cutover.';
-    END IF;
-    up_text := j.upstream::text;
-    down_text := j.downstream::text;
-    swapped := backfill._cutover_attempts(job_id, j.upstream, j.downstream, c.new_name, lock_timeout, attempts);
-    IF c.new_schema <> (SELECT relnamespace FROM pg_class WHERE oid = j.upstream) THEN
-        EXECUTE format('ALTER TABLE %s SET SCHEMA %I', j.upstream, c.new_schema::regnamespace);
-    END IF;
-    -- the foreign keys of the new table to itself that the cutover added
-    -- go with it: the table is the job's downstream again, as it was
-    FOR fk IN SELECT k.conrelid::regclass AS tab, k.conname FROM pg_constraint k
-               WHERE k.oid = ANY (c.to_validate) AND k.conrelid = j.upstream AND k.confrelid = j.upstream
-               ORDER BY k.conname LOOP
-        EXECUTE format('ALTER TABLE %s DROP CONSTRAINT %I', fk.tab, fk.conname);
-    END LOOP;
-    PERFORM backfill._cutover_turn(job_id, c.into_existing);
-    PERFORM backfill._cutover_record(job_id, 'rolled_back', swapped.tries, c.old_table, c.new_table,
-                                     c.old_name, c.new_schema, c.new_name, true, c.into_existing,
-                                     swapped.lock_held_ms, swapped.to_validate, false);
-    RAISE LOG 'rollback of the cutover of backfill job %: table % swapped back with table % (renamed %) after % attempts, lock held % ms',
-        job_id, down_text, up_text, c.new_name, swapped.tries, round(swapped.lock_held_ms::numeric, 1);
-    PERFORM backfill._cutover_report(job_id, 'rolled back');
-    state := 'rolled_back';
-    attempts_made := swapped.tries;
-    lock_held_ms := swapped.lock_held_ms;
-END
-$$;
+AS 'MODULE_PATHNAME', 'backfill_rollback_cutover'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill.rollback_cutover(bigint, interval, integer) IS
 'Swaps the tables of a cutover back, with the same locking and carrying; the job follows its upstream again, and may be cut over again.';
 
@@ -271,7 +210,7 @@ SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_hand_over(bigint) IS
 'Internal: under the lock of its swap, gives a job just turned around, its state and change tables to the owner of its upstream.';
 
--- dst's privileges become src's, grantors included (src/api/cutover_acl.c)
+-- dst's privileges become src's, grantors included (src/cutover/carry_acl.c)
 CREATE OR REPLACE FUNCTION backfill._cutover_copy_acl(src regclass, dst regclass)
 RETURNS void
 AS 'MODULE_PATHNAME', 'backfill_cutover_copy_acl'
@@ -312,7 +251,8 @@ COMMENT ON FUNCTION backfill._cutover_carry_identity(regclass, regclass) IS
 'Internal: sets the sequence of each identity or serial column of dst to the position of the sequence of the column of the same name of src, where both have one.';
 
 -- Functions declared with src's row type, and the subscriptions that
--- write to src, re-pointed to dst (src/api/cutover_carry.c)
+-- write to src, re-pointed to dst (src/cutover/carry_functions.c,
+-- carry_subscriptions.c)
 CREATE OR REPLACE FUNCTION backfill._cutover_carry_functions(src regclass, dst regclass)
 RETURNS void
 AS 'MODULE_PATHNAME', 'backfill_cutover_carry_functions'
@@ -347,7 +287,7 @@ COMMENT ON FUNCTION backfill._cutover_check_schema(backfill.job, regclass, regcl
 -- printed before the renames, with src's name, which dst then has
 -- (_cutover_matviews); after them, each is created anew under a name of
 -- its own, WITH NO DATA, given the old one's owner, privileges (grantors
--- included, src/api/cutover_acl.c), storage parameters, tablespace and
+-- included, src/cutover/carry_acl.c), storage parameters, tablespace and
 -- comments, filled, takes the old one's place and name, and gets its
 -- indexes again (_cutover_carry_matviews).  It is filled by REFRESH,
 -- which runs its query as its owner, under the lock, when the new table
@@ -410,34 +350,10 @@ SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_accepts(backfill.job, text[]) IS
 'Internal: refuses the cutover of a job whose downstream does not enforce what its upstream does (backfill._cutover_weaker), unless accept names each kind of loss.';
 
--- The gate of cutover(verify => true): verify_job of the job (method auto:
--- by checksums, where they are computed where the rows are), as its caller; its first differences go into the error's DETAIL.
-CREATE OR REPLACE FUNCTION backfill._cutover_verify(job_id bigint)
-RETURNS void
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    found bigint;
-    shown text;
-BEGIN
-    SELECT count(*), string_agg(v.pk || ' ' || v.problem, ', ' ORDER BY v.n) FILTER (WHERE v.n <= 10)
-      INTO found, shown
-      FROM (SELECT f.pk, f.problem, row_number() OVER () AS n
-              FROM backfill.verify_job(_cutover_verify.job_id) f) v;
-    IF found > 0 THEN
-        RAISE EXCEPTION 'cannot cut over backfill job % because its downstream differs from its upstream', job_id
-            USING ERRCODE = 'object_not_in_prerequisite_state',
-                  DETAIL = format('backfill.verify_job(%s) found %s difference%s: %s%s.', job_id, found,
-                                  CASE WHEN found = 1 THEN '' ELSE 's' END, shown,
-                                  CASE WHEN found > 10 THEN ', ...' ELSE '' END),
-                  HINT = format('Compare them with backfill.verify_job(%s), mend the downstream or copy the table again with backfill.recreate_job(%s), then cut over again.', job_id, job_id);
-    END IF;
-END
-$$;
-COMMENT ON FUNCTION backfill._cutover_verify(bigint) IS
-'Internal: for cutover(verify => true), refuses the cutover of a job whose checksum verify_job finds a difference, naming the first ten in the DETAIL.';
-
+-- The cutover of a finished job (src/api/cutover_start.c).  With verify,
+-- the checksum verify_job runs just before the lock is taken (the
+-- switchover, for a remote job), and a difference refuses the cutover
+-- (src/cutover/verify_gate.c)
 CREATE OR REPLACE FUNCTION backfill.cutover(job_id bigint, old_name text DEFAULT NULL,
                                  lock_timeout interval DEFAULT '1s', attempts integer DEFAULT 20,
                                  fence boolean DEFAULT false, accept text[] DEFAULT NULL,
@@ -445,136 +361,8 @@ CREATE OR REPLACE FUNCTION backfill.cutover(job_id bigint, old_name text DEFAULT
                                  OUT state text, OUT attempts_made integer,
                                  OUT lock_held_ms double precision, OUT old_table regclass,
                                  OUT rollback_possible boolean, OUT source_lsn pg_lsn)
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-DECLARE
-    j backfill.job := backfill._get_job(job_id);
-    c backfill.job_cutover;
-    why text;
-    src_name text;
-    dst_name text;
-    up_text text;
-    down_text text;
-    swapped record;
-BEGIN
-    IF current_setting('transaction_isolation') <> 'read committed' THEN
-        RAISE EXCEPTION 'backfill.cutover() must run at isolation level READ COMMITTED'
-            USING ERRCODE = 'invalid_transaction_state',
-                  DETAIL = 'It reads the job as the cutover calls it waited for left it.';
-    END IF;
-    PERFORM backfill._cutover_arguments(lock_timeout, attempts);
-    IF fence IS NULL THEN
-        RAISE EXCEPTION 'argument "fence" must not be null' USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    IF verify IS NULL THEN
-        RAISE EXCEPTION 'argument "verify" must not be null' USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    -- one cutover of a job at a time; rollback and finish take it too.  The
-    -- job is read again once it is held: a rollback that held it meanwhile
-    -- has turned the job back
-    PERFORM pg_advisory_xact_lock(hashtext('backfill.cutover'), job_id::integer);
-    j := backfill._get_job(job_id);
-    SELECT * INTO c FROM backfill.job_cutover WHERE backfill.job_cutover.job_id = cutover.job_id;
-    IF c.state = 'cut_over' THEN
-        RAISE EXCEPTION 'backfill job % has already been cut over', job_id
-            USING ERRCODE = 'object_not_in_prerequisite_state',
-                  HINT = format('Use backfill.rollback_cutover(%s) or backfill.finish_cutover(%s).', job_id, job_id);
-    ELSIF c.state = 'finished' THEN
-        RAISE EXCEPTION 'backfill job % has already been cut over', job_id
-            USING ERRCODE = 'object_not_in_prerequisite_state',
-                  DETAIL = 'Its cutover has been finished: the job no longer follows any table.';
-    END IF;
-    IF j.remote THEN
-        -- a switchover (src/kinds/switchover.c): the source stops being
-        -- followed, so the job lets go of the local table at once, as
-        -- finish_cutover does; there is no rollback to keep it for
-        IF verify THEN
-            PERFORM backfill._cutover_verify(job_id);
-        END IF;
-        source_lsn := backfill._remote_switchover(job_id, fence, lock_timeout, attempts);
-        PERFORM backfill._mark_cancelled(job_id);
-        PERFORM backfill._drop_job_objects(j, false);
-        PERFORM backfill._cutover_record(job_id, 'finished', 1, j.upstream, j.downstream,
-                                         (SELECT relname FROM pg_class WHERE oid = j.upstream),
-                                         (SELECT relnamespace FROM pg_class WHERE oid = j.downstream),
-                                         (SELECT relname FROM pg_class WHERE oid = j.downstream),
-                                         false, j.into_existing, NULL, NULL, true);
-        state := 'finished';
-        attempts_made := 1;
-        RETURN;
-    END IF;
-    IF fence THEN
-        RAISE EXCEPTION 'fence applies only to a job whose upstream is on another server'
-            USING ERRCODE = 'invalid_parameter_value',
-                  DETAIL = 'A local cutover locks the upstream itself.';
-    END IF;
-    IF j.status <> 'finished' THEN
-        RAISE EXCEPTION 'cannot cut over backfill job % because it has not finished', job_id
-            USING ERRCODE = 'object_not_in_prerequisite_state',
-                  DETAIL = format('Its status is %s: its downstream table is not yet equal to its upstream table.', j.status),
-                  HINT = format('Wait until it has finished: backfill.wait_job(%s).', job_id);
-    END IF;
-    src_name := (SELECT relname FROM pg_class WHERE oid = j.upstream);
-    old_name := coalesce(old_name, format('%s_before_cutover_%s', src_name, job_id));
-    IF old_name = '' OR octet_length(old_name) >= 64 THEN
-        RAISE EXCEPTION 'old name "%" is not a valid table name', old_name
-            USING ERRCODE = 'invalid_name',
-                  DETAIL = 'A table name is 1 to 63 bytes long.',
-                  HINT = 'Give a shorter name as old_name.';
-    END IF;
-    IF EXISTS (SELECT FROM pg_class WHERE relname = old_name
-                 AND relnamespace = (SELECT relnamespace FROM pg_class WHERE oid = j.upstream)) THEN
-        RAISE EXCEPTION 'relation "%" already exists in the schema of table %', old_name, j.upstream
-            USING ERRCODE = 'duplicate_table',
-                  HINT = 'Give another name as old_name.';
-    END IF;
-    -- a copy made through row-level security holds only the rows its
-    -- owner was let see, and would replace every row of the table
-    IF backfill._cutover_filtered_by_rls(j) THEN
-        RAISE EXCEPTION 'cannot cut over backfill job % because row-level security on table % applies to its owner', job_id, j.upstream
-            USING ERRCODE = 'insufficient_privilege',
-                  DETAIL = format('Its downstream holds only the rows of table %s that the policies let role %s see, and would take the place of all of them.', j.upstream, j.owner),
-                  HINT = 'Copy the table as its owner (without FORCE ROW LEVEL SECURITY), as a superuser or as a role with BYPASSRLS.';
-    END IF;
-    PERFORM backfill._cutover_check(j, j.upstream, j.downstream);
-    PERFORM backfill._cutover_accepts(j, accept);
-    why := backfill._cutover_irreversible(j);
-    IF why IS NOT NULL THEN
-        RAISE NOTICE 'backfill job % cannot be rolled back after its cutover: %', job_id, why
-            USING DETAIL = format('The old table, renamed %s, will no longer follow the new one.', old_name);
-    END IF;
-
-    dst_name := (SELECT relname FROM pg_class WHERE oid = j.downstream);
-    up_text := j.upstream::text;
-    down_text := j.downstream::text;
-    IF verify THEN
-        PERFORM backfill._cutover_verify(job_id);
-    END IF;
-    swapped := backfill._cutover_attempts(job_id, j.upstream, j.downstream, old_name, lock_timeout, attempts);
-    IF why IS NULL THEN
-        PERFORM backfill._cutover_turn(job_id, true);
-        -- the job of a role cut over by another belongs to its tables' owner now
-        PERFORM backfill._cutover_hand_over(job_id);
-    ELSE
-        -- the old table no longer takes writes: the job has nothing to follow
-        PERFORM backfill._mark_cancelled(job_id);
-        PERFORM backfill._drop_job_objects(j, false);
-    END IF;
-    PERFORM backfill._cutover_record(job_id, 'cut_over', swapped.tries, j.upstream, j.downstream,
-                                     old_name,
-                                     (SELECT relnamespace FROM pg_class WHERE oid = j.downstream),
-                                     dst_name, why IS NULL, j.into_existing,
-                                     swapped.lock_held_ms, swapped.to_validate, false);
-    RAISE LOG 'cutover of backfill job %: table % swapped with table % (renamed %) after % attempts, lock held % ms',
-        job_id, down_text, up_text, old_name, swapped.tries, round(swapped.lock_held_ms::numeric, 1);
-    PERFORM backfill._cutover_report(job_id, 'cut over');
-    state := 'cut_over';
-    attempts_made := swapped.tries;
-    lock_held_ms := swapped.lock_held_ms;
-    old_table := j.upstream;
-    rollback_possible := why IS NULL;
-END
-$$;
+AS 'MODULE_PATHNAME', 'backfill_cutover'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill.cutover(bigint, text, interval, integer, boolean, text[], boolean) IS
 'Gives a finished job''s downstream its upstream''s name and what names it (privileges, owner, sequences, defaults, identity, policies, comments, statistics targets, replica identity, publications, subscriptions, triggers, views, materialized views, functions of its row type, foreign keys), under the upstream''s lock taken with lock_timeout and retried; the old table then follows the new one until finish_cutover.  Refused when the downstream enforces less than the upstream (NOT NULL, CHECK, UNIQUE, ...), unless accept names each such loss, and with verify when the checksum verify_job finds a difference.';

@@ -77,18 +77,6 @@ SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_partition_pairs(regclass, regclass) IS
 'Internal: each partition of the partitioned table src with the partition of the partitioned table dst of the same bounds; an error unless both are partitioned by the same key and their partitions match one to one.';
 
--- The partitions of a table renamed from before to after follow its name:
--- one named before_x becomes after_x, another name x becomes after_x; and
--- so on down, for partitions that are partitioned in turn
--- (src/cutover/carry_partitions.c)
-CREATE OR REPLACE FUNCTION backfill._cutover_rename_partitions_of(rel regclass, before name, after name)
-RETURNS void
-AS 'MODULE_PATHNAME', 'backfill_cutover_rename_partitions_of'
-LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION backfill._cutover_rename_partitions_of(regclass, name, name) IS
-'Internal: renames the partitions of rel, a table just renamed from before to after: a partition named before_x becomes after_x, another x becomes after_x; and their partitions alike.';
-
 -- After the swap, under its lock: src was src_name and has its new name,
 -- dst was dst_name and has src_name.  A partition of src is renamed as
 -- src was; the partition of dst of the same bounds takes its name and

@@ -1,8 +1,10 @@
 /*-------------------------------------------------------------------------
  *
- * cutover_acl.c
+ * carry_acl.c
  *	  The privileges a cutover carries: the new table's ACL becomes exactly
- *	  the old table's, grantors included, and so does each column's.
+ *	  the old table's, grantors included, and so does each column's.  The
+ *	  swap (swap.c) and a materialized view made again (matview_parts.c)
+ *	  call cutover_copy_acl; backfill._cutover_copy_acl is its SQL face.
  *
  * GRANT cannot carry a privilege that another role granted: in PostgreSQL
  * 15, GRANT ... GRANTED BY accepts only the current user, and a GRANT run
@@ -22,7 +24,7 @@
  * column grants never reach the table that takes the name.
  *
  * The caller holds both tables ACCESS EXCLUSIVE (only the cutover's swap
- * does) and has the privileges of their owner.
+ * does) and has the privileges of their owner; both are checked.
  *
  *-------------------------------------------------------------------------
  */
@@ -45,67 +47,21 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
+#include "cutover/carry_internal.h"
+
 PG_FUNCTION_INFO_V1(backfill_cutover_copy_acl);
 
-/*
- * A table's pg_class row, copied
- */
+/* a table's pg_class row, copied */
 static Form_pg_class
 table_row(Oid relid)
 {
-	HeapTuple	tuple = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	Form_pg_class row;
+	HeapTuple	tuple = SearchSysCacheCopy1(RELOID, ObjectIdGetDatum(relid));
 
 	if (!HeapTupleIsValid(tuple))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("relation with OID %u does not exist", relid)));
-	row = palloc(sizeof(FormData_pg_class));
-	memcpy(row, GETSTRUCT(tuple), sizeof(FormData_pg_class));
-	ReleaseSysCache(tuple);
-	return row;
-}
-
-/*
- * The ACL of a catalog tuple's column attno, or NULL for the default
- * privileges.  Points into the tuple, which the caller keeps.
- */
-static Acl *
-tuple_acl(HeapTuple tuple, TupleDesc desc, int attno)
-{
-	bool		isnull;
-	Datum		acl = heap_getattr(tuple, attno, desc, &isnull);
-
-	return isnull ? NULL : DatumGetAclP(acl);
-}
-
-/*
- * Give the object (dst, subid) of catalog the ACL acl (NULL: the default
- * privileges) in place of the one tuple has, in column attno, and move its
- * shared dependencies on the grantees along.
- */
-static void
-replace_acl(Relation catalog, HeapTuple tuple, int attno, Acl *acl,
-			Oid dst, int32 subid, Oid owner)
-{
-	TupleDesc	desc = RelationGetDescr(catalog);
-	Datum	   *values = palloc0(sizeof(Datum) * desc->natts);
-	bool	   *nulls = palloc0(sizeof(bool) * desc->natts);
-	bool	   *replaces = palloc0(sizeof(bool) * desc->natts);
-	Oid		   *old_members;
-	Oid		   *new_members;
-	int			nold = aclmembers(tuple_acl(tuple, desc, attno), &old_members);
-	int			nnew = aclmembers(acl, &new_members);
-	HeapTuple	copy;
-
-	values[attno - 1] = PointerGetDatum(acl);
-	nulls[attno - 1] = acl == NULL;
-	replaces[attno - 1] = true;
-	copy = heap_modify_tuple(tuple, desc, values, nulls, replaces);
-	CatalogTupleUpdate(catalog, &copy->t_self, copy);
-	updateAclDependencies(RelationRelationId, dst, subid, owner,
-						  nold, old_members, nnew, new_members);
-	heap_freetuple(copy);
+	return (Form_pg_class) GETSTRUCT(tuple);
 }
 
 /*
@@ -120,8 +76,8 @@ copy_table_acl(Oid src, Oid dst, Oid owner)
 
 	if (!HeapTupleIsValid(src_tuple) || !HeapTupleIsValid(dst_tuple))
 		elog(ERROR, "cache lookup failed for relation %u or %u", src, dst);
-	replace_acl(pg_class, dst_tuple, Anum_pg_class_relacl,
-				tuple_acl(src_tuple, RelationGetDescr(pg_class), Anum_pg_class_relacl),
+	cutover_replace_acl(pg_class, dst_tuple, Anum_pg_class_relacl,
+				cutover_tuple_acl(src_tuple, RelationGetDescr(pg_class), Anum_pg_class_relacl),
 				dst, 0, owner);
 	ReleaseSysCache(dst_tuple);
 	ReleaseSysCache(src_tuple);
@@ -129,56 +85,15 @@ copy_table_acl(Oid src, Oid dst, Oid owner)
 }
 
 /*
- * Each column of dst gets the ACL of src's column of the same name, or
- * none when src has no such column
- */
-static void
-copy_column_acls(Oid src, Oid dst, Oid owner, int natts)
-{
-	Relation	pg_attribute = table_open(AttributeRelationId, RowExclusiveLock);
-	TupleDesc	desc = RelationGetDescr(pg_attribute);
-
-	for (AttrNumber attnum = 1; attnum <= natts; attnum++)
-	{
-		HeapTuple	dst_tuple = SearchSysCache2(ATTNUM, ObjectIdGetDatum(dst),
-												Int16GetDatum(attnum));
-		Form_pg_attribute att;
-		HeapTuple	src_tuple;
-		Acl		   *acl;
-
-		if (!HeapTupleIsValid(dst_tuple))
-			elog(ERROR, "cache lookup failed for attribute %d of relation %u", attnum, dst);
-		att = (Form_pg_attribute) GETSTRUCT(dst_tuple);
-		if (att->attisdropped)
-		{
-			ReleaseSysCache(dst_tuple);
-			continue;
-		}
-		src_tuple = SearchSysCacheAttName(src, NameStr(att->attname));
-		acl = HeapTupleIsValid(src_tuple) ?
-			tuple_acl(src_tuple, desc, Anum_pg_attribute_attacl) : NULL;
-		if (acl != NULL || tuple_acl(dst_tuple, desc, Anum_pg_attribute_attacl) != NULL)
-			replace_acl(pg_attribute, dst_tuple, Anum_pg_attribute_attacl, acl,
-						dst, attnum, owner);
-		if (HeapTupleIsValid(src_tuple))
-			ReleaseSysCache(src_tuple);
-		ReleaseSysCache(dst_tuple);
-	}
-	table_close(pg_attribute, RowExclusiveLock);
-}
-
-/*
- * backfill._cutover_copy_acl(src regclass, dst regclass) RETURNS void
+ * cutover_copy_acl
  *		Give dst exactly src's privileges, the table's and the columns' (by
  *		name), grantors and grant options included (see the file header).
  *		Both tables must be locked ACCESS EXCLUSIVE by this transaction and
  *		have one owner, whose privileges the caller has.
  */
-Datum
-backfill_cutover_copy_acl(PG_FUNCTION_ARGS)
+void
+cutover_copy_acl(Oid src, Oid dst)
 {
-	Oid			src = PG_GETARG_OID(0);
-	Oid			dst = PG_GETARG_OID(1);
 	Form_pg_class src_row;
 	Form_pg_class dst_row;
 
@@ -201,8 +116,18 @@ backfill_cutover_copy_acl(PG_FUNCTION_ARGS)
 					   NameStr(dst_row->relname));
 
 	copy_table_acl(src, dst, dst_row->relowner);
-	copy_column_acls(src, dst, dst_row->relowner, dst_row->relnatts);
+	cutover_copy_column_acls(src, dst, dst_row->relowner, dst_row->relnatts);
 	InvokeObjectPostAlterHook(RelationRelationId, dst, 0);
 	CommandCounterIncrement();
+}
+
+/*
+ * backfill._cutover_copy_acl(src regclass, dst regclass) RETURNS void
+ *		cutover_copy_acl, STRICT.
+ */
+Datum
+backfill_cutover_copy_acl(PG_FUNCTION_ARGS)
+{
+	cutover_copy_acl(PG_GETARG_OID(0), PG_GETARG_OID(1));
 	PG_RETURN_VOID();
 }

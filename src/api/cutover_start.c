@@ -1,0 +1,240 @@
+/*-------------------------------------------------------------------------
+ *
+ * cutover_start.c
+ *	  backfill.cutover(): gives a finished job's downstream its upstream's
+ *	  name and what names it, under the upstream's lock taken in bounded
+ *	  attempts; the old table then follows the new one until
+ *	  finish_cutover.  For a job whose upstream is on another server, the
+ *	  switchover (kinds/switchover.c) instead.
+ *
+ * The order is the one doc/cutover.md describes: the arguments; the
+ * cutover's advisory lock on the job, after which the job and its cutover
+ * row are read again (a rollback that held the lock meanwhile has turned
+ * the job back); the checks, before anything is locked or changed
+ * (src/cutover/check.c, accepts.c, arguments.c); the verify gate; the
+ * attempts and the swap (src/cutover/attempts.c, swap.c); then the job
+ * turned around and handed over, or let go when it cannot follow the new
+ * table back; the cutover row, the log line and pg_stat_activity.
+ *
+ * Each step runs as the caller through SPI (src/cutover/steps.c), calling
+ * the internal function that checks its own arguments and the caller's
+ * rights: the caller needs the privileges the swap's statements need.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "funcapi.h"
+#include "utils/builtins.h"
+#include "utils/pg_lsn.h"
+
+#include "cutover/steps.h"
+#include "lib/lib.h"
+
+PG_FUNCTION_INFO_V1(backfill_cutover);
+
+/* the arguments, in the order of the SQL signature */
+enum
+{
+	ARG_JOB_ID, ARG_OLD_NAME, ARG_LOCK_TIMEOUT, ARG_ATTEMPTS, ARG_FENCE, ARG_ACCEPT, ARG_VERIFY
+};
+
+/* the OUT columns */
+enum
+{
+	OUT_STATE, OUT_ATTEMPTS_MADE, OUT_LOCK_HELD_MS, OUT_OLD_TABLE, OUT_ROLLBACK_POSSIBLE,
+	OUT_SOURCE_LSN, OUT_COLUMNS
+};
+
+/* what the call returns */
+typedef struct CutoverResult
+{
+	const char *state;			/* made a text once out of SPI */
+	Datum		values[OUT_COLUMNS];
+	bool		nulls[OUT_COLUMNS];
+} CutoverResult;
+
+/*
+ * A switchover: the source stops being followed, so the job lets go of the
+ * local table at once, as finish_cutover does; there is no rollback to keep
+ * it for
+ */
+static void
+switch_over(FunctionCallInfo fcinfo, CutoverJobRow *job, bool verify, CutoverResult *result)
+{
+	Oid			types[4] = {INT8OID, BOOLOID, INTERVALOID, INT4OID};
+	Datum		values[4] = {Int64GetDatum(job->job_id), PG_GETARG_DATUM(ARG_FENCE),
+		PG_GETARG_DATUM(ARG_LOCK_TIMEOUT), PG_GETARG_DATUM(ARG_ATTEMPTS)};
+	char		nulls[4] = {' ', ' ', PG_ARGISNULL(ARG_LOCK_TIMEOUT) ? 'n' : ' ',
+	PG_ARGISNULL(ARG_ATTEMPTS) ? 'n' : ' '};
+
+	if (verify)
+		cutover_verify_gate(job->job_id);
+	backfill_spi_exec_args("SELECT backfill._remote_switchover($1, $2, $3, $4)", 4, types, values,
+						   nulls, SPI_OK_SELECT);
+	result->values[OUT_SOURCE_LSN] =
+		SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &result->nulls[OUT_SOURCE_LSN]);
+	cutover_job_query("SELECT backfill._mark_cancelled($1)", job, InvalidOid, (Datum) 0, false);
+	cutover_job_query("SELECT backfill._drop_job_objects($2, false)", job, InvalidOid, (Datum) 0,
+					  false);
+	cutover_job_query("SELECT backfill._cutover_record($1, 'finished', 1, $3, $4,"
+					  "  (SELECT relname FROM pg_class WHERE oid = $3),"
+					  "  (SELECT relnamespace FROM pg_class WHERE oid = $4),"
+					  "  (SELECT relname FROM pg_class WHERE oid = $4),"
+					  "  false, ($2).into_existing, NULL, NULL, true)",
+					  job, InvalidOid, (Datum) 0, false);
+	result->state = "finished";
+	result->values[OUT_ATTEMPTS_MADE] = Int32GetDatum(1);
+	result->nulls[OUT_ATTEMPTS_MADE] = false;
+}
+
+/* the cutover row: cut over, reversible or not */
+static void
+record(CutoverJobRow *job, const char *old_name, const char *dst_name, CutoverSwapped *swapped,
+	   bool reversible)
+{
+	Oid			types[10] = {INT8OID, job->job_type, REGCLASSOID, REGCLASSOID, TEXTOID, TEXTOID,
+	INT4OID, FLOAT8OID, OIDARRAYOID, BOOLOID};
+	Datum		values[10] = {Int64GetDatum(job->job_id), job->job,
+		ObjectIdGetDatum(job->upstream), ObjectIdGetDatum(job->downstream),
+		CStringGetTextDatum(old_name), dst_name ? CStringGetTextDatum(dst_name) : (Datum) 0,
+		Int32GetDatum(swapped->tries), Float8GetDatum(swapped->lock_held_ms),
+	swapped->to_validate, BoolGetDatum(reversible)};
+	char		nulls[10] = {' ', ' ', ' ', ' ', ' ', dst_name ? ' ' : 'n', ' ',
+		swapped->lock_held_null ? 'n' : ' ', swapped->to_validate_null ? 'n' : ' ', ' '};
+
+	backfill_spi_exec_args("SELECT backfill._cutover_record($1, 'cut_over', $7, $3, $4, $5,"
+						   "  (SELECT relnamespace FROM pg_class WHERE oid = $4),"
+						   "  $6, $10, ($2).into_existing, $8, $9, false)",
+						   10, types, values, nulls, SPI_OK_SELECT);
+}
+
+/* a local cutover of a finished job */
+static void
+cut_over(FunctionCallInfo fcinfo, CutoverJobRow *job, bool verify, CutoverResult *result)
+{
+	char	   *old_name;
+	char	   *why;
+	char	   *dst_name;
+	char	   *up_text;
+	char	   *down_text;
+	CutoverSwapped swapped;
+
+	if (strcmp(job->status, "finished") != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("cannot cut over backfill job " INT64_FORMAT " because it has not finished",
+						job->job_id),
+				 errdetail("Its status is %s: its downstream table is not yet equal to its upstream table.",
+						   job->status),
+				 errhint("Wait until it has finished: backfill.wait_job(" INT64_FORMAT ").",
+						 job->job_id)));
+	old_name = cutover_old_name(job, PG_ARGISNULL(ARG_OLD_NAME) ? NULL :
+								PG_GETARG_TEXT_PP(ARG_OLD_NAME));
+	why = cutover_check_local(job, PG_GETARG_DATUM(ARG_ACCEPT), PG_ARGISNULL(ARG_ACCEPT),
+							  old_name);
+
+	dst_name = cutover_rel_name(job->downstream);
+	up_text = backfill_regclass_text(job->upstream);
+	down_text = backfill_regclass_text(job->downstream);
+	if (verify)
+		cutover_verify_gate(job->job_id);
+	cutover_swap_attempts(job, old_name, fcinfo, ARG_LOCK_TIMEOUT, ARG_ATTEMPTS, &swapped);
+	if (why == NULL)
+	{
+		cutover_job_query("SELECT backfill._cutover_turn($1, true)", job, InvalidOid, (Datum) 0,
+						  false);
+		/* the job of a role cut over by another belongs to its tables' owner now */
+		cutover_job_query("SELECT backfill._cutover_hand_over($1)", job, InvalidOid, (Datum) 0,
+						  false);
+	}
+	else
+	{
+		/* the old table no longer takes writes: the job has nothing to follow */
+		cutover_job_query("SELECT backfill._mark_cancelled($1)", job, InvalidOid, (Datum) 0, false);
+		cutover_job_query("SELECT backfill._drop_job_objects($2, false)", job, InvalidOid,
+						  (Datum) 0, false);
+	}
+
+	record(job, old_name, dst_name, &swapped, why == NULL);
+	ereport(LOG,
+			(errmsg("cutover of backfill job " INT64_FORMAT ": table %s swapped with table %s (renamed %s) after %d attempts, lock held %s ms",
+					job->job_id, down_text, up_text, old_name, swapped.tries,
+					cutover_ms_text(&swapped))));
+	cutover_report(job->job_id, "cut over");
+
+	result->state = "cut_over";
+	result->values[OUT_ATTEMPTS_MADE] = Int32GetDatum(swapped.tries);
+	result->values[OUT_LOCK_HELD_MS] = Float8GetDatum(swapped.lock_held_ms);
+	result->values[OUT_OLD_TABLE] = ObjectIdGetDatum(job->upstream);
+	result->values[OUT_ROLLBACK_POSSIBLE] = BoolGetDatum(why == NULL);
+	result->nulls[OUT_ATTEMPTS_MADE] = false;
+	result->nulls[OUT_LOCK_HELD_MS] = swapped.lock_held_null;
+	result->nulls[OUT_OLD_TABLE] = false;
+	result->nulls[OUT_ROLLBACK_POSSIBLE] = false;
+}
+
+/*
+ * backfill.cutover(job_id bigint, old_name text, lock_timeout interval,
+ *					attempts integer, fence boolean, accept text[],
+ *					verify boolean, OUT state text, OUT attempts_made integer,
+ *					OUT lock_held_ms double precision, OUT old_table regclass,
+ *					OUT rollback_possible boolean, OUT source_lsn pg_lsn)
+ *		Cut a finished job over (see the file header).
+ */
+Datum
+backfill_cutover(PG_FUNCTION_ARGS)
+{
+	CutoverJobRow job;
+	CutoverResult		result;
+	TupleDesc	desc;
+	bool		fence;
+	bool		verify;
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	memset(&job, 0, sizeof(CutoverJobRow));
+	for (int i = 0; i < OUT_COLUMNS; i++)
+	{
+		result.values[i] = (Datum) 0;
+		result.nulls[i] = true;
+	}
+	job.job_id = PG_ARGISNULL(ARG_JOB_ID) ? 0 : PG_GETARG_INT64(ARG_JOB_ID);
+
+	backfill_spi_enter();
+	cutover_read_job(&job, PG_ARGISNULL(ARG_JOB_ID));
+	cutover_require_read_committed("cutover");
+	cutover_check_arguments(fcinfo, ARG_LOCK_TIMEOUT, ARG_ATTEMPTS);
+	cutover_refuse_null(fcinfo, ARG_FENCE, "fence");
+	cutover_refuse_null(fcinfo, ARG_VERIFY, "verify");
+	fence = PG_GETARG_BOOL(ARG_FENCE);
+	verify = PG_GETARG_BOOL(ARG_VERIFY);
+
+	/*
+	 * One cutover of a job at a time; rollback and finish take it too.  The
+	 * job is read again once it is held: a rollback that held it meanwhile
+	 * has turned the job back
+	 */
+	cutover_lock_job(job.job_id);
+	cutover_read_job(&job, false);
+	cutover_check_not_cut_over(&job);
+	if (job.remote)
+		switch_over(fcinfo, &job, verify, &result);
+	else
+	{
+		if (fence)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("fence applies only to a job whose upstream is on another server"),
+					 errdetail("A local cutover locks the upstream itself.")));
+		cut_over(fcinfo, &job, verify, &result);
+	}
+	backfill_spi_leave();
+	result.values[OUT_STATE] = CStringGetTextDatum(result.state);
+	result.nulls[OUT_STATE] = false;
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, result.values, result.nulls)));
+}

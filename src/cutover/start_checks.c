@@ -1,0 +1,135 @@
+/*-------------------------------------------------------------------------
+ *
+ * start_checks.c
+ *	  What backfill.cutover() checks of a job before anything is locked,
+ *	  once the job is read again under the cutover's advisory lock: not cut
+ *	  over yet, the old table's name, row-level security on the upstream,
+ *	  the swap's checks (check.c), the losses accepted (accepts.c), and
+ *	  whether the job can follow the new table back (arguments.c).
+ *
+ * Each check runs as the caller through SPI, as steps.c's do; the caller
+ * is connected to SPI.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/builtins.h"
+#include "utils/regproc.h"
+
+#include "cutover/steps.h"
+#include "lib/lib.h"
+
+/*
+ * cutover_check_not_cut_over
+ *		The job has not been cut over yet, nor its cutover finished.
+ */
+void
+cutover_check_not_cut_over(CutoverJobRow *job)
+{
+	char	   *state;
+
+	cutover_job_query("SELECT c.state FROM backfill.job_cutover c WHERE c.job_id = $1",
+					  job, InvalidOid, (Datum) 0, false);
+	state = SPI_processed > 0 ? SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1) : NULL;
+	if (state != NULL && strcmp(state, "cut_over") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("backfill job " INT64_FORMAT " has already been cut over", job->job_id),
+				 errhint("Use backfill.rollback_cutover(" INT64_FORMAT ") or backfill.finish_cutover(" INT64_FORMAT ").",
+						 job->job_id, job->job_id)));
+	if (state != NULL && strcmp(state, "finished") == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("backfill job " INT64_FORMAT " has already been cut over", job->job_id),
+				 errdetail("Its cutover has been finished: the job no longer follows any table.")));
+}
+
+/*
+ * cutover_old_name
+ *		The name the old table gets: old_name, or <name>_before_cutover_<job
+ *		id> when it is NULL; a valid table name not taken in its schema.
+ */
+char *
+cutover_old_name(CutoverJobRow *job, text *given)
+{
+	char	   *src_name = cutover_rel_name(job->upstream);
+	char	   *old_name;
+	bool		isnull;
+
+	if (given != NULL)
+		old_name = text_to_cstring(given);
+	else
+		old_name = psprintf("%s_before_cutover_" INT64_FORMAT, src_name ? src_name : "",
+							job->job_id);
+	if (old_name[0] == '\0' || strlen(old_name) >= NAMEDATALEN)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_NAME),
+				 errmsg("old name \"%s\" is not a valid table name", old_name),
+				 errdetail("A table name is 1 to 63 bytes long."),
+				 errhint("Give a shorter name as old_name.")));
+	cutover_job_query("SELECT EXISTS (SELECT FROM pg_class WHERE relname = $5"
+					  "   AND relnamespace = (SELECT relnamespace FROM pg_class WHERE oid = $3))",
+					  job, TEXTOID, CStringGetTextDatum(old_name), false);
+	if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)))
+		ereport(ERROR,
+				(errcode(ERRCODE_DUPLICATE_TABLE),
+				 errmsg("relation \"%s\" already exists in the schema of table %s", old_name,
+						backfill_regclass_text(job->upstream)),
+				 errhint("Give another name as old_name.")));
+	return old_name;
+}
+
+/*
+ * A copy made through row-level security holds only the rows its owner
+ * was let see, and would replace every row of the table
+ */
+static void
+check_rls(CutoverJobRow *job)
+{
+	bool		isnull;
+	Datum		filtered;
+
+	cutover_job_query("SELECT backfill._cutover_filtered_by_rls($2)", job, InvalidOid, (Datum) 0,
+					  false);
+	filtered = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	if (!isnull && DatumGetBool(filtered))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("cannot cut over backfill job " INT64_FORMAT " because row-level security on table %s applies to its owner",
+						job->job_id, backfill_regclass_text(job->upstream)),
+				 errdetail("Its downstream holds only the rows of table %s that the policies let role %s see, and would take the place of all of them.",
+						   backfill_regclass_text(job->upstream),
+						   DatumGetCString(DirectFunctionCall1(regroleout,
+															   ObjectIdGetDatum(job->owner)))),
+				 errhint("Copy the table as its owner (without FORCE ROW LEVEL SECURITY), as a superuser or as a role with BYPASSRLS.")));
+}
+
+/*
+ * cutover_check_local
+ *		The checks of a local cutover before anything is locked, accept
+ *		the losses the caller accepts (NULL: none); returns why the job
+ *		could not follow the new table back, or NULL, said in a NOTICE.
+ */
+char *
+cutover_check_local(CutoverJobRow *job, Datum accept, bool accept_null, const char *old_name)
+{
+	char	   *why;
+
+	check_rls(job);
+	cutover_job_query("SELECT backfill._cutover_check($2, $3, $4)", job, InvalidOid, (Datum) 0,
+					  false);
+	cutover_job_query("SELECT backfill._cutover_accepts($2, $5)", job, TEXTARRAYOID,
+					  accept, accept_null);
+	cutover_job_query("SELECT backfill._cutover_irreversible($2)", job, InvalidOid, (Datum) 0,
+					  false);
+	why = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	if (why != NULL)
+		ereport(NOTICE,
+				(errmsg("backfill job " INT64_FORMAT " cannot be rolled back after its cutover: %s",
+						job->job_id, why),
+				 errdetail("The old table, renamed %s, will no longer follow the new one.", old_name)));
+	return why;
+}

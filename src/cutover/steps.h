@@ -1,0 +1,65 @@
+/*-------------------------------------------------------------------------
+ *
+ * steps.h
+ *	  The steps backfill.cutover() and backfill.rollback_cutover() share
+ *	  with finish_cutover (steps.c), what cutover() checks before it locks
+ *	  anything (start_checks.c), and the gate of cutover(verify => true)
+ *	  (verify_gate.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef BACKFILL_CUTOVER_STEPS_H
+#define BACKFILL_CUTOVER_STEPS_H
+
+#include "fmgr.h"
+
+/* a job's row, as backfill._get_job returned it to the caller */
+typedef struct CutoverJobRow
+{
+	int64		job_id;
+	Datum		job;			/* backfill.job */
+	Oid			job_type;
+	Oid			upstream;
+	Oid			downstream;
+	Oid			owner;
+	char	   *status;
+	bool		remote;
+	bool		into_existing;
+} CutoverJobRow;
+
+/* what backfill._cutover_attempts returned */
+typedef struct CutoverSwapped
+{
+	int32		tries;
+	double		lock_held_ms;
+	bool		lock_held_null;
+	Datum		to_validate;	/* oid[] */
+	bool		to_validate_null;
+} CutoverSwapped;
+
+extern void cutover_read_job(CutoverJobRow *job, bool job_null);
+extern void cutover_require_read_committed(const char *function);
+extern void cutover_refuse_null(FunctionCallInfo fcinfo, int argno, const char *name);
+extern void cutover_check_arguments(FunctionCallInfo fcinfo, int timeout_arg, int attempts_arg);
+extern void cutover_lock_job(int64 job_id);
+extern void cutover_job_id_query(const char *sql, int64 job_id);
+extern int	cutover_job_query(const char *sql, CutoverJobRow *job, Oid arg_type, Datum arg,
+							  bool arg_null);
+extern void cutover_swap_attempts(CutoverJobRow *job, const char *new_name,
+								  FunctionCallInfo fcinfo, int timeout_arg, int attempts_arg,
+								  CutoverSwapped *swapped);
+extern char *cutover_ms_text(CutoverSwapped *swapped);
+extern void cutover_report(int64 job_id, const char *what);
+extern char *cutover_rel_name(Oid relid);
+extern char *cutover_state_words(const char *state);
+
+/* start_checks.c */
+extern void cutover_check_not_cut_over(CutoverJobRow *job);
+extern char *cutover_old_name(CutoverJobRow *job, text *given);
+extern char *cutover_check_local(CutoverJobRow *job, Datum accept, bool accept_null,
+								 const char *old_name);
+
+/* verify_gate.c */
+extern void cutover_verify_gate(int64 job_id);
+
+#endif							/* BACKFILL_CUTOVER_STEPS_H */
