@@ -93,13 +93,18 @@ OBJS = \
 	src/cutover/weaker.o \
 	src/kinds/kind.o \
 	src/kinds/kind_cdc.o \
-	src/kinds/kind_remote.o \
 	src/kinds/kind_snapshot.o \
 	src/kinds/kind_vnode.o \
-	src/kinds/remote_changes.o \
-	src/kinds/remote_job.o \
-	src/kinds/remote_keys.o \
-	src/kinds/switchover.o \
+	src/kinds/remote/changes.o \
+	src/kinds/remote/chunk.o \
+	src/kinds/remote/create.o \
+	src/kinds/remote/job.o \
+	src/kinds/remote/keys.o \
+	src/kinds/remote/kind_remote.o \
+	src/kinds/remote/state.o \
+	src/kinds/remote/stream.o \
+	src/kinds/remote/switchover.o \
+	src/kinds/remote/verify.o \
 	src/kinds/verify_pending.o \
 	src/lib/key_index.o \
 	src/lib/lines.o \

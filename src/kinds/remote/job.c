@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * remote_job.c
+ * job.c
  *	  The remote cdc kind's state of a job (RemoteJob): the names of its
  *	  objects on the source, its splits and where each actor's stand, its
  *	  source table's columns, and its connection there.
@@ -25,7 +25,7 @@
 #include "utils/lsyscache.h"
 
 #include "catalog/remote_rows.h"
-#include "kinds/remote_job.h"
+#include "kinds/remote/job.h"
 
 /* ---- names and splits ---- */
 

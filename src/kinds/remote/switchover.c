@@ -104,8 +104,8 @@
 #include "catalog/catalog_access.h"
 #include "catalog/cutover_rows.h"
 #include "kinds/kind.h"
-#include "kinds/remote_job.h"
-#include "kinds/switchover.h"
+#include "kinds/remote/job.h"
+#include "kinds/remote/switchover.h"
 #include "lib/lib.h"
 #include "remote/remote.h"
 

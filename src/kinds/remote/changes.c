@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * remote_changes.c
+ * changes.c
  *	  The change stream of a remote job: fetching the source's changes into
  *	  the change table, and applying them to the downstream.
  *
@@ -49,7 +49,7 @@
 #include "utils/snapmgr.h"
 
 #include "catalog/remote_rows.h"
-#include "kinds/remote_job.h"
+#include "kinds/remote/job.h"
 #include "lib/lib.h"
 
 /* ---- statements ---- */
