@@ -39,17 +39,23 @@ OBJS = \
 	src/capture/slot.o \
 	src/capture/triggers.o \
 	src/capture/truncate_change.o \
+	src/catalog/actor.o \
 	src/catalog/barrier_rows.o \
 	src/catalog/capabilities.o \
 	src/catalog/capture_job_rows.o \
-	src/catalog/catalog.o \
 	src/catalog/cutover_rows.o \
 	src/catalog/index_rows.o \
+	src/catalog/job.o \
 	src/catalog/job_holdings.o \
+	src/catalog/job_load.o \
+	src/catalog/job_lock.o \
 	src/catalog/job_names.o \
+	src/catalog/job_owner.o \
 	src/catalog/job_rows.o \
-	src/catalog/job_view.o \
 	src/catalog/job_run_rows.o \
+	src/catalog/job_tables.o \
+	src/catalog/job_view.o \
+	src/catalog/names.o \
 	src/catalog/remote_rows.o \
 	src/catalog/verification_rows.o \
 	src/copy/chunk.o \

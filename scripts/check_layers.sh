@@ -71,7 +71,7 @@ rule 4 str  '\bbackfill_finished\b'  'kinds/kind_vnode.c kinds/kind_cdc.c kinds/
 rule 5 code '\b(StartTransactionCommand|CommitTransactionCommand|AbortCurrentTransaction|AbortOutOfAnyTransaction|SPI_commit\w*|SPI_rollback\w*|SPI_start_transaction)\b'  lib/xact.c  'transactions begin and end in one place'
 rule 6 code '\b(ShmemInitStruct|ShmemAlloc\w*|RequestAddinShmemSpace|RequestNamedLWLockTranche|GetNamedLWLockTranche|LWLockNewTrancheId|LWLockRegisterTranche|AddinShmemInitLock|shmem_request_hook|shmem_startup_hook)\b'  runtime/registry.c  'shared memory is requested and attached by the worker registry alone'
 rule 6 code '\b(BackfillShared|BackfillRun|BackfillWorkerSlot)\b|\bLWLock\s*\*|\b(dsm|dsa|shm_mq)_\w+\s*\('  'runtime/registry.c runtime/registry_internal.h runtime/live_actors.c'  "the registry's shared structs and lock (the live actors' entries share it), dynamic shared memory"
-rule 7 code '\bBACKFILL_KIND_(NO_SHUFFLE|ARRANGEMENT|SNAPSHOT|CDC|REMOTE_CDC)\b'  'backfill.h catalog/catalog.c kinds/kind.c kinds/kind_vnode.c kinds/kind_snapshot.c kinds/kind_cdc.c kinds/remote/kind_remote.c'  'only the kinds name a kind (and the catalog, which reads their names): the executor never tests one'
+rule 7 code '\bBACKFILL_KIND_(NO_SHUFFLE|ARRANGEMENT|SNAPSHOT|CDC|REMOTE_CDC)\b'  'backfill.h catalog/names.c kinds/kind.c kinds/kind_vnode.c kinds/kind_snapshot.c kinds/kind_cdc.c kinds/remote/kind_remote.c'  'only the kinds name a kind (and the catalog, which reads their names): the executor never tests one'
 # ---- end of the rules on names ----
 
 MAX_FUNCTION_LINES=150
