@@ -101,9 +101,10 @@ OBJS = \
 	src/kinds/kind_cdc.o \
 	src/kinds/kind_snapshot.o \
 	src/kinds/kind_vnode.o \
-	src/kinds/remote/changes.o \
+	src/kinds/remote/apply.o \
 	src/kinds/remote/chunk.o \
 	src/kinds/remote/create.o \
+	src/kinds/remote/fetch.o \
 	src/kinds/remote/job.o \
 	src/kinds/remote/keys.o \
 	src/kinds/remote/kind_remote.o \

@@ -192,3 +192,20 @@ remote_job_connect(RemoteJob *rj)
 	Assert(rj->nsources == 1);
 	return remote_source_connect(rj, 0);
 }
+
+/*
+ * A statement of the job: kept across the run's transactions for an
+ * executor, or for the current SPI connection only.
+ */
+SPIPlanPtr
+remote_plan(RemoteJob *rj, const char *sql, int nargs, Oid *types)
+{
+	SPIPlanPtr	plan;
+
+	if (rj->plans != NULL)
+		return backfill_keep_plan(rj->plans, sql, nargs, types);
+	plan = SPI_prepare(sql, nargs, types);
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed (%s) for: %s", SPI_result_code_string(SPI_result), sql);
+	return plan;
+}

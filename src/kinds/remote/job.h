@@ -3,8 +3,8 @@
  * job.h
  *	  What the files of the remote cdc kind share among themselves: the
  *	  kind's state of a job (RemoteJob, job.c), its key conditions
- *	  (KeyCond, keys.c), the change stream (changes.c), and the callbacks
- *	  that kind_remote.c gathers in the kind's routine.
+ *	  (KeyCond, keys.c), the change stream (fetch.c, apply.c), and the
+ *	  callbacks that kind_remote.c gathers in the kind's routine.
  *
  * Only the files of kinds/remote/ include this; everything else reaches
  * the kind through its routine (kinds/kind.h).
@@ -96,6 +96,7 @@ extern char *split_lo(RemoteJob *rj, int j);
 extern char *split_hi(RemoteJob *rj, int j);
 extern RemotePart *part_of_split(RemoteJob *rj, int j);
 extern RemoteJob *remote_job_make(BackfillJob *job);
+extern SPIPlanPtr remote_plan(RemoteJob *rj, const char *sql, int nargs, Oid *types);
 extern RemoteConn *remote_source_connect(RemoteJob *rj, int source);
 extern RemoteConn *remote_job_connect(RemoteJob *rj);
 
@@ -119,9 +120,7 @@ extern void cond_range(KeyCond *kc, RemoteJob *rj, const char *alias, int j, cha
 					   char **upto);
 extern void spi_cond(KeyCond *kc, const char *sql, int expected);
 
-/* changes.c: the change stream, fetched and applied */
-extern SPIPlanPtr remote_plan(RemoteJob *rj, const char *sql, int nargs, Oid *types);
-extern void prepare_apply(RemoteJob *rj);
+/* fetch.c: the change stream, fetched */
 extern void prepare_insert(RemoteJob *rj);
 extern XLogRecPtr ensure_slot(RemoteJob *rj, RemoteConn *conn, int source, bool has_offset);
 extern void sweep_orphans(RemoteConn *conn, Oid serverid);
@@ -132,6 +131,9 @@ extern void record_offset(RemoteJob *rj, int source, XLogRecPtr offset, XLogRecP
 						  TimestampTz commit_time);
 extern void decode_messages(RemoteJob *rj, int source, RemoteRows *rows, RemoteDecoder *dec);
 extern bool fetch_once(RemoteJob *rj, bool first, bool tolerant);
+
+/* apply.c: the change stream, applied */
+extern void prepare_apply(RemoteJob *rj);
 extern void refetch(RemoteJob *rj, SPITupleTable *tuptable, uint64 nkeys);
 extern void apply_changes(RemoteJob *rj, int actor);
 

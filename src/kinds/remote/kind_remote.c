@@ -26,7 +26,7 @@
  * re-reads at most one split per actor, and a barrier commits as soon as one
  * of its actor's splits has finished (barrier_full).
  *
- * The change stream (changes.c).  One publication and one logical
+ * The change stream (fetch.c).  One publication and one logical
  * slot on the source per job (remote/replication.c); a fetch, before a
  * barrier (every one in run_job; in a worker, at most once a barrier
  * interval unless the last stopped at its limit: driver.c) and in a
@@ -48,7 +48,7 @@
  * transaction), and leaves the others.  A key is "covered" once a chunk has
  * read it: it lies in a finished split of its actor, or in the current split
  * at or below the position.  At the start of each barrier an actor applies
- * the changes of its covered keys in commit order (changes.c), the
+ * the changes of its covered keys in commit order (apply.c), the
  * last change of each key winning: an upsert is INSERT ... ON CONFLICT DO
  * UPDATE, a delete a DELETE, a refetch (an update that left a TOASTed column
  * out of the WAL) reads the row again from the source.  The changes of keys
@@ -119,9 +119,9 @@
  * connections and its SQL, in the files of kinds/remote/: this file holds
  * the kind's routine; create.c its part of create_job; state.c its state
  * table; chunk.c the snapshot reads; stream.c the callbacks on the change
- * stream, and changes.c the stream itself, fetched and applied; verify.c
- * its part of verify_job; job.c the RemoteJob they share (job.h), with the
- * splits' places; keys.c the conditions on keys; switchover.c the
+ * stream, fetch.c and apply.c the stream itself, fetched and applied;
+ * verify.c its part of verify_job; job.c the RemoteJob they share (job.h),
+ * with the splits' places; keys.c the conditions on keys; switchover.c the
  * switchover.  What is said to the source is in remote/ (replication.c,
  * reads.c, splits.c), what is written in backfill.job and backfill.actor
  * in catalog/remote_rows.c.

@@ -5,8 +5,9 @@
  *	  a barrier, the apply at each barrier and at the final one, following
  *	  the source after the finish, and dropping the slots with the job.
  *
- * What a fetch and an apply do is in changes.c; this file decides when
- * they run and in which transaction, under the job's slot lock.
+ * What a fetch and an apply do is in fetch.c and apply.c; this file
+ * decides when they run and in which transaction, under the job's slot
+ * lock.
  *
  *-------------------------------------------------------------------------
  */
