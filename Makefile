@@ -104,6 +104,7 @@ OBJS = \
 	src/kinds/remote/apply.o \
 	src/kinds/remote/chunk.o \
 	src/kinds/remote/create.o \
+	src/kinds/remote/fence.o \
 	src/kinds/remote/fetch.o \
 	src/kinds/remote/job.o \
 	src/kinds/remote/keys.o \
