@@ -39,17 +39,23 @@ OBJS = \
 	src/capture/slot.o \
 	src/capture/triggers.o \
 	src/capture/truncate_change.o \
+	src/catalog/actor.o \
 	src/catalog/barrier_rows.o \
 	src/catalog/capabilities.o \
 	src/catalog/capture_job_rows.o \
-	src/catalog/catalog.o \
 	src/catalog/cutover_rows.o \
 	src/catalog/index_rows.o \
+	src/catalog/job.o \
 	src/catalog/job_holdings.o \
+	src/catalog/job_load.o \
+	src/catalog/job_lock.o \
 	src/catalog/job_names.o \
+	src/catalog/job_owner.o \
 	src/catalog/job_rows.o \
-	src/catalog/job_view.o \
 	src/catalog/job_run_rows.o \
+	src/catalog/job_tables.o \
+	src/catalog/job_view.o \
+	src/catalog/names.o \
 	src/catalog/remote_rows.o \
 	src/catalog/verification_rows.o \
 	src/copy/chunk.o \
@@ -103,13 +109,20 @@ OBJS = \
 	src/cutover/weaker.o \
 	src/kinds/kind.o \
 	src/kinds/kind_cdc.o \
-	src/kinds/kind_remote.o \
 	src/kinds/kind_snapshot.o \
 	src/kinds/kind_vnode.o \
-	src/kinds/remote_changes.o \
-	src/kinds/remote_job.o \
-	src/kinds/remote_keys.o \
-	src/kinds/switchover.o \
+	src/kinds/remote/apply.o \
+	src/kinds/remote/chunk.o \
+	src/kinds/remote/create.o \
+	src/kinds/remote/fence.o \
+	src/kinds/remote/fetch.o \
+	src/kinds/remote/job.o \
+	src/kinds/remote/keys.o \
+	src/kinds/remote/kind_remote.o \
+	src/kinds/remote/state.o \
+	src/kinds/remote/stream.o \
+	src/kinds/remote/switchover.o \
+	src/kinds/remote/verify.o \
 	src/kinds/verify_pending.o \
 	src/lib/key_index.o \
 	src/lib/lines.o \

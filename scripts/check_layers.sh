@@ -32,7 +32,7 @@
 #      MAX_KIND_BRANCHES: none.
 #
 # The call graph comes from the compiler, not from reading C with regular
-# expressions: each src/*.c is compiled (at -O0, so that nothing is inlined
+# expressions: each source of src/ is compiled (at -O0, so that nothing is inlined
 # or dropped) with gcc's -fcallgraph-info and the include flags PGXS uses,
 # into a temporary directory.  gcc writes one .ci file per source (VCG
 # format): a node per function defined or called, with the file and line of
@@ -65,13 +65,13 @@ rule 3 str  'backfill_(capture|apply)_(truncate_|[^a-z]|$)'  capture/triggers.c 
 rule 3 code '\b(CREATE|DROP) TRIGGER\b|\bEnableDisableTrigger\b'  'capture/triggers.c cutover/carry_triggers.c'  "a job's triggers are installed, switched and dropped by capture alone; the user's move to the new table in the cutover's swap"
 rule 4 str  '\bis_epoch_finished\b'  kinds/kind_snapshot.c  "the snapshot kind's state table"
 rule 4 str  '\b(backfill_seq|backfill_captured_at|backfill_old_row)\b'  'capture/capture_change.c capture/partitions.c kinds/kind_snapshot.c'  "the snapshot kind's log, which capture writes and the kind reads"
-rule 4 str  '\b(split_id|cdc_offset)\b'  'kinds/kind_cdc.c kinds/kind_remote.c'  "the cdc kinds' state tables"
-rule 4 str  '\b(cdc_offset_low|cdc_offset_high|backfill_lsn|backfill_order|backfill_xid|backfill_op|backfill_row)\b'  'kinds/kind_remote.c kinds/remote_changes.c'  "the remote cdc kind's state and change tables"
-rule 4 str  '\bbackfill_finished\b'  'kinds/kind_vnode.c kinds/kind_cdc.c kinds/kind_remote.c'  "the vnode kinds' and the cdc kinds' finished flag"
+rule 4 str  '\b(split_id|cdc_offset)\b'  'kinds/kind_cdc.c kinds/remote/kind_remote.c kinds/remote/create.c kinds/remote/state.c kinds/remote/verify.c'  "the cdc kinds' state tables"
+rule 4 str  '\b(cdc_offset_low|cdc_offset_high|backfill_lsn|backfill_order|backfill_xid|backfill_op|backfill_row)\b'  'kinds/remote/kind_remote.c kinds/remote/create.c kinds/remote/state.c kinds/remote/fetch.c kinds/remote/apply.c kinds/remote/chunk.c'  "the remote cdc kind's state and change tables"
+rule 4 str  '\bbackfill_finished\b'  'kinds/kind_vnode.c kinds/kind_cdc.c kinds/remote/kind_remote.c kinds/remote/create.c kinds/remote/state.c kinds/remote/verify.c'  "the vnode kinds' and the cdc kinds' finished flag"
 rule 5 code '\b(StartTransactionCommand|CommitTransactionCommand|AbortCurrentTransaction|AbortOutOfAnyTransaction|SPI_commit\w*|SPI_rollback\w*|SPI_start_transaction)\b'  lib/xact.c  'transactions begin and end in one place'
 rule 6 code '\b(ShmemInitStruct|ShmemAlloc\w*|RequestAddinShmemSpace|RequestNamedLWLockTranche|GetNamedLWLockTranche|LWLockNewTrancheId|LWLockRegisterTranche|AddinShmemInitLock|shmem_request_hook|shmem_startup_hook)\b'  runtime/registry.c  'shared memory is requested and attached by the worker registry alone'
 rule 6 code '\b(BackfillShared|BackfillRun|BackfillWorkerSlot)\b|\bLWLock\s*\*|\b(dsm|dsa|shm_mq)_\w+\s*\('  'runtime/registry.c runtime/registry_internal.h runtime/live_actors.c'  "the registry's shared structs and lock (the live actors' entries share it), dynamic shared memory"
-rule 7 code '\bBACKFILL_KIND_(NO_SHUFFLE|ARRANGEMENT|SNAPSHOT|CDC|REMOTE_CDC)\b'  'backfill.h catalog/catalog.c kinds/kind.c kinds/kind_vnode.c kinds/kind_snapshot.c kinds/kind_cdc.c kinds/kind_remote.c'  'only the kinds name a kind (and the catalog, which reads their names): the executor never tests one'
+rule 7 code '\bBACKFILL_KIND_(NO_SHUFFLE|ARRANGEMENT|SNAPSHOT|CDC|REMOTE_CDC)\b'  'backfill.h catalog/names.c kinds/kind.c kinds/kind_vnode.c kinds/kind_snapshot.c kinds/kind_cdc.c kinds/remote/kind_remote.c'  'only the kinds name a kind (and the catalog, which reads their names): the executor never tests one'
 # ---- end of the rules on names ----
 
 MAX_FUNCTION_LINES=150
@@ -142,10 +142,13 @@ cflags=(-O0 -w -fcallgraph-info -ffunction-sections -fdata-sections
         -I"$("$PG_CONFIG" --includedir-server)"
         -I"$("$PG_CONFIG" --pkgincludedir)/internal" -I"$("$PG_CONFIG" --includedir)"
         "${cppflags[@]}")
-sources=(src/*/*.c)
+# a folder's sub-folders too (kinds/remote/); each object is named by its
+# path, so that files of the same name in two folders stay apart
+sources=(src/*/*.c src/*/*/*.c)
+objname() { local p=${1#src/}; p=${p%.c}; echo "${p//\//__}"; }
 pids=()
 for src in "${sources[@]}"; do
-    base=$(basename "$src" .c)
+    base=$(objname "$src")
     gcc "${cflags[@]}" -c "$src" -o "$tmp/$base.o" 2>"$tmp/$base.err" &
     pids+=($!)
 done
@@ -153,7 +156,7 @@ failed=0
 for i in "${!pids[@]}"; do
     if ! wait "${pids[$i]}"; then
         echo "check_layers: ${sources[$i]} does not compile:" >&2
-        cat "$tmp/$(basename "${sources[$i]}" .c).err" >&2
+        cat "$tmp/$(objname "${sources[$i]}").err" >&2
         failed=1
     fi
 done
@@ -172,7 +175,8 @@ use warnings;
 my $mode = $ENV{MODE};
 my $max_lines = $ENV{MAX_LINES};
 my $ci_dir = $ENV{CI_DIR};
-my @units = map { s{^src/}{}r } sort glob('src/*/*.c');
+my @units = map { s{^src/}{}r } sort(glob('src/*/*.c'), glob('src/*/*/*.c'));
+sub objname { my ($unit) = @_; return $unit =~ s/\.c$//r =~ s{/}{__}gr; }
 my $violations = 0;
 
 # ---- the call graph, from gcc's .ci files ----
@@ -180,7 +184,7 @@ my $violations = 0;
 # "shape : ellipse" when only declared in this unit; edges: one per call site.
 my (%global, %local, %edges, %defs);
 for my $unit (@units) {
-	my $ci = "$ci_dir/" . ($unit =~ s{.*/}{}r =~ s/\.c$/.ci/r);
+	my $ci = "$ci_dir/" . objname($unit) . '.ci';
 	open(my $fh, '<', $ci) or die "check_layers: no call graph for src/$unit: $!\n";
 	while (my $l = <$fh>) {
 		if ($l =~ /^node: \{ title: "([^"]*)" label: "([^"]*)"(.*)/) {
@@ -222,13 +226,13 @@ for my $unit (@units) {
 # that point at a variable of another file
 my %var;
 for my $unit (@units) {
-	my $obj = "$ci_dir/" . ($unit =~ s{.*/}{}r =~ s/\.c$/.o/r);
+	my $obj = "$ci_dir/" . objname($unit) . '.o';
 	open(my $nm, '-|', 'nm', '-g', '--defined-only', $obj) or die "check_layers: nm: $!\n";
 	while (<$nm>) { $var{$2} = $unit if /^\S*\s+([BCDGRSV])\s+(\S+)$/; }
 	close($nm) or die "check_layers: nm $obj failed\n";
 }
 for my $unit (@units) {
-	my $obj = "$ci_dir/" . ($unit =~ s{.*/}{}r =~ s/\.c$/.o/r);
+	my $obj = "$ci_dir/" . objname($unit) . '.o';
 	open(my $od, '-|', 'objdump', '-r', $obj) or die "check_layers: objdump: $!\n";
 	my $section;
 	while (<$od>) {
@@ -410,7 +414,13 @@ while (<$lf>) {
 }
 close($lf);
 $may{''}{lib} = 1;			# src/backfill.h: compat.h
-sub folder_of { my ($f) = @_; $f =~ s{^src/}{}; return $f =~ m{^([^/]+)/} ? $1 : ''; }
+# a sub-folder (kinds/remote) is a room of its parent's layer: its parent
+# may depend on it (kind.c registers the routine it fills), and no other
+# folder may, whatever the parent's line allows them
+for my $folder (@order) {
+	$may{$1}{$folder} = 1 if $folder =~ m{^(.*)/[^/]+$};
+}
+sub folder_of { my ($f) = @_; $f =~ s{^src/}{}; return $f =~ m{^(.*)/[^/]+$} ? $1 : ''; }
 my @crossings;
 for my $u (@units) {
 	my $fu = folder_of($u);
@@ -422,13 +432,13 @@ for my $u (@units) {
 			. ($example{$u}{$w} // $use_example{$u}{$w}) . ')';
 	}
 }
-for my $file (sort(glob('src/*/*.[ch]'), glob('src/*.h'))) {
+for my $file (sort(glob('src/*/*.[ch]'), glob('src/*/*/*.[ch]'), glob('src/*.h'))) {
 	my $fu = folder_of($file);
 	next unless $may{$fu};
 	open(my $fh, '<', $file) or die;
 	while (my $l = <$fh>) {
 		my ($inc) = $l =~ /^\s*#\s*include\s+"([^"]+)"/ or next;
-		my @found = -e "src/$inc" ? ("src/$inc") : glob("src/*/$inc");
+		my @found = -e "src/$inc" ? ("src/$inc") : (glob("src/*/$inc"), glob("src/*/*/$inc"));
 		next unless @found;
 		if ($found[0] ne "src/$inc") {
 			push @crossings, "$file:$.: includes \"$inc\" by its name: include it by its folder's path, \"" . substr($found[0], 4) . '"';
@@ -443,7 +453,7 @@ for my $file (sort(glob('src/*/*.[ch]'), glob('src/*.h'))) {
 report('8  the folders keep to src/LAYERS (calls, variables, includes)', scalar(@crossings), 'crossing', @crossings);
 
 # ---- rules 3 to 6: names, from the table ----
-my @files = sort(glob('src/*/*.c'), glob('src/*.h'), glob('src/*/*.h'));
+my @files = sort(glob('src/*/*.c'), glob('src/*/*/*.c'), glob('src/*.h'), glob('src/*/*.h'), glob('src/*/*/*.h'));
 open(my $rf, '<', $ENV{RULES_FILE}) or die;
 while (my $r = <$rf>) {
 	chomp $r;

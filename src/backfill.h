@@ -78,7 +78,8 @@ typedef enum BackfillKind
 	BACKFILL_KIND_ARRANGEMENT,	/* per-vnode progress, resumes */
 	BACKFILL_KIND_SNAPSHOT,
 	BACKFILL_KIND_CDC,
-	BACKFILL_KIND_REMOTE_CDC	/* "cdc" from a foreign table (kind_remote.c) */
+	BACKFILL_KIND_REMOTE_CDC	/* "cdc" from a foreign table
+								 * (kinds/remote/kind_remote.c) */
 } BackfillKind;
 
 #define BACKFILL_NUM_KINDS 5

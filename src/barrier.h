@@ -7,7 +7,11 @@
  *	  state.c), the runtime's in runtime/executor.h and runtime/pacing.h.
  *
  * The executor (executor.c) owns the struct; a kind (kind.h) fills the
- * plans and keeps what only it needs behind kind_state.
+ * plans the kinds share (the chunks', the forwarding of captured changes)
+ * and keeps its own, and what else only it needs, behind kind_state: a
+ * struct of its own that its prepare callback allocates in the executor's
+ * context, so that it goes with the executor, its plans kept in the
+ * executor's KeptPlans as the shared ones are.
  *
  *-------------------------------------------------------------------------
  */
@@ -63,7 +67,7 @@ typedef struct BarrierExecutor
 	SPIPlanPtr	select_plans[2][VNODE_NUM_FILTERS]; /* the same, reading only (sink.c) */
 	VnodeHasher *vnode_hasher;
 	VnodeGroup *groups;			/* an actor's groups, this round */
-	SPIPlanPtr	persist_plan;
+	/* forwarding the captured changes of a range of vnodes (chunk.c) */
 	SPIPlanPtr	forward_delete_plan;
 	SPIPlanPtr	forward_insert_plan;
 	bool		forward_in_place;	/* upsert, then delete the gone keys */

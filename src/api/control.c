@@ -10,7 +10,7 @@
  * their caller's rights and make their catalog writes through the internal
  * functions here, each of which checks that the caller has the privileges
  * of the job's owner, then does its one write as the extension's owner
- * (catalog.c).  A SECURITY DEFINER function could not do the check: inside
+ * (catalog/job.c).  A SECURITY DEFINER function could not do the check: inside
  * it the current user is the definer.
  *
  * reschedule is C: it asks the job's kind first whether it can run the

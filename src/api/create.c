@@ -801,7 +801,7 @@ create_job(FunctionCallInfo fcinfo)
 	 */
 	backfill_catalog_enter(&rc);
 	kind->create_state_table(&def);
-	/* the owner's shared dependency, which DROP ROLE sees (catalog.c) */
+	/* the owner's shared dependency, which DROP ROLE sees (catalog/job_owner.c) */
 	backfill_record_owner(def.job_id, def.state_sql, def.owner);
 	backfill_capture_create_table(kind->capture, def.changes_sql, def.key_ddl,
 								  def.key_list, image_sql, image_ddl, def.owner);

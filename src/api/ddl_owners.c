@@ -7,9 +7,9 @@
  *	  DROP POLICY).
  *
  * A job's owner is a role's object, as its tables are.  DROP ROLE sees it
- * through the policy on its state table (catalog.c), which REASSIGN OWNED
- * leaves alone, so the role cannot be dropped while it owns a job; the
- * whole story is told in event_trigger.c.
+ * through the policy on its state table (catalog/job_owner.c), which
+ * REASSIGN OWNED leaves alone, so the role cannot be dropped while it owns
+ * a job; the whole story is told in event_trigger.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -98,7 +98,7 @@ backfill_drop_owned(DropOwnedStmt *stmt)
  *		event trigger, so this runs from the utility hook below, in a
  *		backend that has loaded the library (every backend, when it is
  *		preloaded); otherwise the next DROP OWNED does it, and until then
- *		DROP ROLE is refused (the owner's policy, catalog.c).
+ *		DROP ROLE is refused (the owner's policy, catalog/job_owner.c).
  */
 void
 backfill_reassign_owned(ReassignOwnedStmt *stmt)
@@ -139,7 +139,7 @@ backfill_ddl_init(void)
 
 /*
  * sql_drop of DROP POLICY: the policy that records a job's owner
- * (catalog.c) goes only with the job.
+ * (catalog/job_owner.c) goes only with the job.
  */
 void
 backfill_check_policy_drops(void)

@@ -37,15 +37,16 @@
  *	  write-ahead log the job reads.
  *
  *	- dropping the policy that records a job's owner (sql_drop of DROP
- *	  POLICY; catalog.c).
+ *	  POLICY; catalog/job_owner.c).
  *
  * The error rolls the command back, so nothing is left half-done: no
  * orphaned trigger, slot or state table.
  *
  * A job's owner is a role's object, as its tables are.  DROP ROLE sees it
- * through the policy on its state table (catalog.c), which REASSIGN OWNED
- * leaves alone, so the role cannot be dropped while it owns a job.  The two
- * commands that empty a role handle jobs as they handle tables:
+ * through the policy on its state table (catalog/job_owner.c), which
+ * REASSIGN OWNED leaves alone, so the role cannot be dropped while it owns
+ * a job.  The two commands that empty a role handle jobs as they handle
+ * tables:
  * REASSIGN OWNED gives the job to the role that got its state table
  * (backfill_reassign_owned, from the utility hook, since REASSIGN OWNED
  * fires no event trigger: in a backend that has not loaded the library,

@@ -4,9 +4,9 @@
  *	  CALL backfill.run_job(job_id, max_barriers): run a job's executors in
  *	  this session, one committed transaction per barrier.
  *
- * The procedure holds the job lock (catalog.c) at session level for the
- * whole run, so a second session fails at once, and a session that dies
- * releases it.  The barriers are driver.c's, one committed transaction
+ * The procedure holds the job lock (catalog/job_lock.c) at session level
+ * for the whole run, so a second session fails at once, and a session that
+ * dies releases it.  The barriers are driver.c's, one committed transaction
  * each.  Every call after the first is a restart, as when RisingWave
  * recovers a streaming job.
  *

@@ -8,7 +8,7 @@
  * Both are read through SPI, under the caller's snapshot and with the
  * caller's rights: the callers act as the extension's owner, who sees every
  * role's jobs.  (A writer's trigger reads the job's row without SQL instead,
- * with backfill_job_column() in catalog.c.)  Columns are read by name.
+ * with backfill_job_column() in job.c.)  Columns are read by name.
  *
  *-------------------------------------------------------------------------
  */

@@ -9,7 +9,7 @@
  * superuser, every job): another role's job is as absent as one that was
  * never created, as the SQL versions of those functions found it with
  * backfill._get_job().  Only the columns they need are read; the job is not
- * loaded as a run loads it (catalog.c), which would check its upstream's
+ * loaded as a run loads it (job_load.c), which would check its upstream's
  * key, a thing a look at its state has no need of.
  *
  *-------------------------------------------------------------------------

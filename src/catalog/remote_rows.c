@@ -10,7 +10,7 @@
  * (remote_lsn), the end of the source's WAL that fetch saw
  * (remote_source_lsn), when it last caught up with it
  * (remote_caught_up_at) and the commit time of the last transaction
- * fetched (remote_last_commit).  The kind (kinds/kind_remote.c) decides
+ * fetched (remote_last_commit).  The kind (kinds/remote/kind_remote.c) decides
  * what they hold; this file reads and writes them.
  *
  * A sharded job (an upstream partitioned over foreign partitions of

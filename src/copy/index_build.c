@@ -21,7 +21,7 @@
  *	  them), of a snapshot that no change reaches (they go to the log).  No
  *	  statement looks a key up downstream before the log store, which
  *	  deletes and upserts by key;
- *	- the cdc kind on a foreign table (kinds/kind_remote.c) COPYs each
+ *	- the cdc kind on a foreign table (kinds/remote/kind_remote.c) COPYs each
  *	  split's rows from the source; while its downstream waits for its
  *	  indexes it applies no change (they wait in its change table, in commit
  *	  order, until the final barrier), and a split deletes its range only

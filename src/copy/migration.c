@@ -14,9 +14,9 @@
  *	- a generated column is generated in the downstream too, with the
  *	  upstream's expression (deparsed under the pinned search_path, so every
  *	  name in it is qualified).  The job never writes it: the job's column
- *	  list leaves out a column the downstream generates (catalog.c), so the
- *	  chunks, the forwarding and the apply trigger let the downstream compute
- *	  it, as the upstream does.  The expression runs as whoever writes the
+ *	  list leaves out a column the downstream generates (catalog/job_load.c),
+ *	  so the chunks, the forwarding and the apply trigger let the downstream
+ *	  compute it, as the upstream does.  The expression runs as whoever writes the
  *	  downstream, the job's owner first: one that calls a function of a role
  *	  the job's owner does not trust with its rights is refused, as an
  *	  index's is (index_build.c);

@@ -94,6 +94,7 @@ typedef struct CdcState
 	XLogRecPtr	offset;			/* changes below it have been consumed */
 	XLogRecPtr	fetched;		/* what the next barrier persists as offset */
 	bool		offset_known;	/* offset is valid */
+	SPIPlanPtr	persist_plan;	/* the one state row */
 	SPIPlanPtr	fetch_plan;
 } CdcState;
 
@@ -484,7 +485,7 @@ cdc_prepare(BarrierExecutor *exec)
 	argtypes[2] = INT8OID;
 	argtypes[3] = PG_LSNOID;
 	memcpy(&argtypes[4], job->pk_types, sizeof(Oid) * job->npk);
-	exec->persist_plan = backfill_keep_plan(exec->plans, sql.data, 4 + job->npk, argtypes);
+	cdc->persist_plan = backfill_keep_plan(exec->plans, sql.data, 4 + job->npk, argtypes);
 
 	/*
 	 * The decoded keys from the offset on, into the change table; returns
@@ -688,7 +689,7 @@ cdc_persist(BarrierExecutor *exec)
 		values[4 + k] = vs->has_pos ? vs->pos[k] : (Datum) 0;
 		nulls[4 + k] = vs->has_pos ? ' ' : 'n';
 	}
-	if (SPI_execute_plan(exec->persist_plan, values, nulls, false, 0) != SPI_OK_INSERT)
+	if (SPI_execute_plan(cdc->persist_plan, values, nulls, false, 0) != SPI_OK_INSERT)
 		elog(ERROR, "could not write state table %s", job->state_sql);
 	for (int v = 0; v < BACKFILL_VNODE_COUNT; v++)
 	{

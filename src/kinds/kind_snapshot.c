@@ -91,6 +91,7 @@
 /* what the snapshot kind keeps in its executor */
 typedef struct SnapshotPlans
 {
+	SPIPlanPtr	persist_plan;	/* the state rows of a set of vnodes */
 	SPIPlanPtr	log_consume_plan;
 	SPIPlanPtr	log_consume_all_plan;	/* the same for every vnode */
 	SPIPlanPtr	log_store_plan;
@@ -323,7 +324,7 @@ snapshot_prepare(BarrierExecutor *exec)
 	argtypes[2] = BOOLOID;
 	argtypes[3] = INT8OID;
 	memcpy(&argtypes[4], job->pk_types, sizeof(Oid) * job->npk);
-	exec->persist_plan = backfill_keep_plan(exec->plans, sql.data, 4 + job->npk, argtypes);
+	plans->persist_plan = backfill_keep_plan(exec->plans, sql.data, 4 + job->npk, argtypes);
 
 	/* the log entries of vnodes $1..$2: how many, and the oldest */
 	resetStringInfo(&sql);
@@ -775,7 +776,9 @@ snapshot_barrier_changes(BarrierExecutor *exec, int first, int last, TimestampTz
 static void
 snapshot_persist(BarrierExecutor *exec)
 {
-	backfill_persist_vnodes(exec, exec->persist_plan);
+	SnapshotPlans *plans = exec->kind_state;
+
+	backfill_persist_vnodes(exec, plans->persist_plan);
 }
 
 /*

@@ -61,6 +61,12 @@
 #include "kinds/kind.h"
 #include "lib/lib.h"
 
+/* what the vnode kinds keep in their executor */
+typedef struct VnodePlans
+{
+	SPIPlanPtr	persist_plan;	/* the state rows of a set of vnodes */
+} VnodePlans;
+
 static const char *const vnode_reserved_columns[] = {
 	"vnode", "backfill_finished", "row_count", NULL
 };
@@ -216,8 +222,11 @@ static void
 vnode_prepare(BarrierExecutor *exec)
 {
 	BackfillJob *job = exec->job;
+	VnodePlans *plans = MemoryContextAllocZero(exec->cxt, sizeof(VnodePlans));
 	StringInfoData sql;
 	Oid			argtypes[INDEX_MAX_KEYS + 4];
+
+	exec->kind_state = plans;
 
 	initStringInfo(&sql);
 	appendStringInfo(&sql,
@@ -242,15 +251,16 @@ vnode_prepare(BarrierExecutor *exec)
 	argtypes[2] = BOOLOID;
 	argtypes[3] = INT8OID;
 	memcpy(&argtypes[4], job->pk_types, sizeof(Oid) * job->npk);
-	exec->persist_plan = backfill_keep_plan(exec->plans, sql.data, 4 + job->npk, argtypes);
-
+	plans->persist_plan = backfill_keep_plan(exec->plans, sql.data, 4 + job->npk, argtypes);
 }
 
 
 static void
 vnode_persist(BarrierExecutor *exec)
 {
-	backfill_persist_vnodes(exec, exec->persist_plan);
+	VnodePlans *plans = exec->kind_state;
+
+	backfill_persist_vnodes(exec, plans->persist_plan);
 }
 
 /* an actor's snapshot rows: the sum of its vnodes', or the legacy total */

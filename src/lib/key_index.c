@@ -26,7 +26,8 @@
  * The choice is made again whenever the key is needed: a job whose
  * upstream's choice changes (its index dropped, a primary key or a
  * narrower unique index added) finds its key changed and fails its run
- * rather than misread positions (catalog.c, backfill_check_key_unchanged).
+ * rather than misread positions (catalog/job_tables.c,
+ * backfill_check_key_unchanged).
  *
  *-------------------------------------------------------------------------
  */

@@ -5,7 +5,7 @@
  *	  in one snapshot of the source, and the rows of given keys again.
  *
  * A chunk is read on the source in one REPEATABLE READ READ ONLY
- * transaction (the design is in kinds/kind_remote.c): first its snapshot
+ * transaction (the design is in kinds/remote/kind_remote.c): first its snapshot
  * and pg_current_wal_insert_lsn(), the chunk's offset, then COPY of its
  * rows in key order straight into the downstream (COPY FROM,
  * backfill_remote_copy_into in remote.c), then COMMIT.  The last row that

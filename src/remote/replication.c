@@ -7,12 +7,13 @@
  *
  * Each remote job has one publication FOR TABLE and one logical slot with
  * pgoutput on each source (a sharded job's publication on a server has
- * the tables of its partitions there), both named by the kind (kinds/kind_remote.c:
- * backfill_<system identifier>_<database OID>_<job id>).  The publication
- * is made first: pgoutput reads it with the catalog as of each change.  The
- * slot is only peeked at (pg_logical_slot_peek_binary_changes) and advanced
- * to an offset whose changes the caller has committed, so a crash anywhere
- * re-reads from that offset; the messages are decoded by pgoutput.c.
+ * the tables of its partitions there), both named by the kind
+ * (kinds/remote/job.c: backfill_<system identifier>_<database OID>_<job
+ * id>).  The publication is made first: pgoutput reads it with the
+ * catalog as of each change.  The slot is only peeked at
+ * (pg_logical_slot_peek_binary_changes) and advanced to an offset whose
+ * changes the caller has committed, so a crash anywhere re-reads from that
+ * offset; the messages are decoded by pgoutput.c.
  *
  * A slot dropped is not made again by a rollback, and the changes only it
  * held are gone: so a job's slot and publication are dropped after the

@@ -5,7 +5,7 @@
  *	  of the first key column, or from a sample of it.
  *
  * create_job cuts the range of the first key column into splits (the
- * design is in kinds/kind_remote.c): the inner bounds are the source's
+ * design is in kinds/remote/kind_remote.c): the inner bounds are the source's
  * pg_stats histogram of that column taken at the quantiles, or, without a
  * histogram, the quantiles of a sample of about 30000 rows.  Equal bounds
  * are kept once, so there may be fewer splits than asked for.

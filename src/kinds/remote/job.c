@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * remote_job.c
+ * job.c
  *	  The remote cdc kind's state of a job (RemoteJob): the names of its
  *	  objects on the source, its splits and where each actor's stand, its
  *	  source table's columns, and its connection there.
@@ -25,7 +25,7 @@
 #include "utils/lsyscache.h"
 
 #include "catalog/remote_rows.h"
-#include "kinds/remote_job.h"
+#include "kinds/remote/job.h"
 
 /* ---- names and splits ---- */
 
@@ -191,4 +191,21 @@ remote_job_connect(RemoteJob *rj)
 {
 	Assert(rj->nsources == 1);
 	return remote_source_connect(rj, 0);
+}
+
+/*
+ * A statement of the job: kept across the run's transactions for an
+ * executor, or for the current SPI connection only.
+ */
+SPIPlanPtr
+remote_plan(RemoteJob *rj, const char *sql, int nargs, Oid *types)
+{
+	SPIPlanPtr	plan;
+
+	if (rj->plans != NULL)
+		return backfill_keep_plan(rj->plans, sql, nargs, types);
+	plan = SPI_prepare(sql, nargs, types);
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed (%s) for: %s", SPI_result_code_string(SPI_result), sql);
+	return plan;
 }

@@ -1,12 +1,13 @@
 /*-------------------------------------------------------------------------
  *
- * remote_job.h
+ * job.h
  *	  What the files of the remote cdc kind share among themselves: the
- *	  kind's state of a job (RemoteJob, remote_job.c), its key conditions
- *	  (KeyCond, remote_keys.c), and the change stream (remote_changes.c).
+ *	  kind's state of a job (RemoteJob, job.c), its key conditions
+ *	  (KeyCond, keys.c), the change stream (fetch.c, apply.c), and the
+ *	  callbacks that kind_remote.c gathers in the kind's routine.
  *
- * Only the remote kind's files include this; everything else reaches the
- * kind through its routine (kind.h).
+ * Only the files of kinds/remote/ include this; everything else reaches
+ * the kind through its routine (kinds/kind.h).
  *
  *-------------------------------------------------------------------------
  */
@@ -16,7 +17,7 @@
 #include "access/xlogdefs.h"
 #include "executor/spi.h"
 
-#include "backfill.h"
+#include "kinds/kind.h"
 #include "remote/remote.h"
 
 /* splits per actor create_job aims at */
@@ -88,17 +89,18 @@ typedef struct RemoteJob
 	KeptPlans  *plans;
 } RemoteJob;
 
-/* remote_job.c: names and splits */
+/* job.c: names and splits */
 extern char *remote_object_name(int64 job_id, bool prefix_only);
 extern int	split_vnode(RemoteJob *rj, int actor, int j);
 extern char *split_lo(RemoteJob *rj, int j);
 extern char *split_hi(RemoteJob *rj, int j);
 extern RemotePart *part_of_split(RemoteJob *rj, int j);
 extern RemoteJob *remote_job_make(BackfillJob *job);
+extern SPIPlanPtr remote_plan(RemoteJob *rj, const char *sql, int nargs, Oid *types);
 extern RemoteConn *remote_source_connect(RemoteJob *rj, int source);
 extern RemoteConn *remote_job_connect(RemoteJob *rj);
 
-/* remote_keys.c: key conditions, for the source (literals) or here (parameters) */
+/* keys.c: key conditions, for the source (literals) or here (parameters) */
 typedef struct KeyCond
 {
 	StringInfoData sql;
@@ -118,9 +120,7 @@ extern void cond_range(KeyCond *kc, RemoteJob *rj, const char *alias, int j, cha
 					   char **upto);
 extern void spi_cond(KeyCond *kc, const char *sql, int expected);
 
-/* remote_changes.c: the change stream, fetched and applied */
-extern SPIPlanPtr remote_plan(RemoteJob *rj, const char *sql, int nargs, Oid *types);
-extern void prepare_apply(RemoteJob *rj);
+/* fetch.c: the change stream, fetched */
 extern void prepare_insert(RemoteJob *rj);
 extern XLogRecPtr ensure_slot(RemoteJob *rj, RemoteConn *conn, int source, bool has_offset);
 extern void sweep_orphans(RemoteConn *conn, Oid serverid);
@@ -131,7 +131,45 @@ extern void record_offset(RemoteJob *rj, int source, XLogRecPtr offset, XLogRecP
 						  TimestampTz commit_time);
 extern void decode_messages(RemoteJob *rj, int source, RemoteRows *rows, RemoteDecoder *dec);
 extern bool fetch_once(RemoteJob *rj, bool first, bool tolerant);
+
+/* apply.c: the change stream, applied */
+extern void prepare_apply(RemoteJob *rj);
 extern void refetch(RemoteJob *rj, SPITupleTable *tuptable, uint64 nkeys);
 extern void apply_changes(RemoteJob *rj, int actor);
+
+/* the callbacks of the kind's routine (kind_remote.c), by file */
+
+/* create.c: create_job */
+extern int	remote_upstream_key(Relation rel, AttrNumber **attnums, Oid **collations);
+extern void remote_check_shape(Relation upstream, const JobShape *shape, bool into_existing);
+extern void remote_check_create(Relation upstream, int parallelism);
+extern void remote_create_state_table(const JobDefinition *def);
+extern void remote_after_create(const JobDefinition *def);
+
+/* state.c: the state table */
+extern void remote_load_state(BackfillJob *job);
+extern void prepare_persist(RemoteJob *rj);
+extern void remote_persist(BarrierExecutor *exec);
+extern void remote_update_actor(BarrierExecutor *exec, BackfillActor *actor);
+extern bool remote_finished_everywhere(BackfillJob *job);
+extern void remote_recount_actors(int64 job_id, const char *state_sql);
+extern char *remote_state_query(const char *state_sql, const char *position);
+extern List *remote_splits(const JobView *job);
+
+/* chunk.c: the snapshot reads */
+extern int64 remote_read_chunk(BarrierExecutor *exec, VnodeGroup *group, int64 limit);
+extern bool remote_barrier_full(BarrierExecutor *exec, int actor);
+
+/* stream.c: the change stream's callbacks */
+extern bool remote_fetch(BarrierExecutor *exec);
+extern void remote_barrier_changes(BarrierExecutor *exec, int first, int last,
+								   TimestampTz deadline);
+extern void remote_final_changes(BarrierExecutor *exec);
+extern void remote_after_finish(int64 job_id);
+extern void remote_drop_objects(int64 job_id);
+
+/* verify.c: verify_job */
+extern List *remote_unfetched_keys(int64 job_id, const char *since_text);
+extern void remote_verify_source(const VerifyJob *job, VerifySource *source);
 
 #endif							/* BACKFILL_KINDS_REMOTE_JOB_H */

@@ -1,6 +1,6 @@
 /*-------------------------------------------------------------------------
  *
- * remote_keys.c
+ * keys.c
  *	  The conditions on a remote job's keys: a split's range, a position in
  *	  it, given keys; written for the source (literals, quoted by libpq) or
  *	  for this server (parameters).
@@ -19,7 +19,7 @@
 #include "catalog/pg_type.h"
 #include "utils/builtins.h"
 
-#include "kinds/remote_job.h"
+#include "kinds/remote/job.h"
 #include "lib/lib.h"
 
 void
