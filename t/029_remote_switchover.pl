@@ -1,7 +1,7 @@
 
 # Copyright (c) backfill authors
 #
-# The switchover of a remote job (src/kinds/switchover.c): moving a table
+# The switchover of a remote job (src/kinds/remote/switchover.c): moving a table
 # from another server ends with fencing the source table, taking in the
 # last of its changes, carrying its sequences over and dropping the job's
 # slot and publication there.

@@ -1,7 +1,7 @@
 
 # Copyright (c) backfill authors
 #
-# t/037_switchover_faults.pl: faults during the switchover of a remote job (src/kinds/switchover.c),
+# t/037_switchover_faults.pl: faults during the switchover of a remote job (src/kinds/remote/switchover.c),
 # each while a writer on the source keeps a ledger of acknowledged writes:
 # it inserts one key at a time as role app and appends the key to a file
 # only after its commit returned.  After recovery, every acknowledged key

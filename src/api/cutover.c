@@ -4,7 +4,7 @@
  *	  What backfill.cutover() and backfill.rollback_cutover() ask of C: the
  *	  job turned around at the swap, and the job's cutover row.  The
  *	  switchover of a job whose upstream is on another server is the remote
- *	  kind's (kinds/switchover.c), which backfill.cutover() calls.
+ *	  kind's (kinds/remote/switchover.c), which backfill.cutover() calls.
  *
  * The lock step, its attempts, the checks of its arguments and the swap
  * itself (the renames and everything that names the upstream carried to

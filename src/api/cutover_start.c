@@ -5,7 +5,7 @@
  *	  name and what names it, under the upstream's lock taken in bounded
  *	  attempts; the old table then follows the new one until
  *	  finish_cutover.  For a job whose upstream is on another server, the
- *	  switchover (kinds/switchover.c) instead.
+ *	  switchover (kinds/remote/switchover.c) instead.
  *
  * The order is the one doc/cutover.md describes: the arguments; the
  * cutover's advisory lock on the job, after which the job and its cutover

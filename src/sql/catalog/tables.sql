@@ -65,7 +65,7 @@ CREATE TABLE backfill.job (
     vnode_bounds text[],
     -- A cdc job whose upstream is a foreign table of postgres_fdw reads the
     -- table of another PostgreSQL server in splits and follows it through a
-    -- logical replication slot there (src/kinds/kind_remote.c)
+    -- logical replication slot there (src/kinds/remote/kind_remote.c)
     remote boolean NOT NULL DEFAULT false,
     remote_splits text[],
     remote_lsn pg_lsn,
@@ -73,13 +73,13 @@ CREATE TABLE backfill.job (
     remote_caught_up_at timestamptz,
     remote_last_commit timestamptz,
     -- the failures of each job, counted: a failed job may run again, and its
-    -- last_error tells only the last one (src/catalog/catalog.c counts them)
+    -- last_error tells only the last one (src/catalog/job.c counts them)
     failures integer NOT NULL DEFAULT 0,
     -- whether create_job gave the downstream the upstream's other indexes
     -- (src/copy/index_build.c)
     indexes boolean DEFAULT false,
     -- a cdc job over a partitioned table of foreign tables: its partitions,
-    -- in the order of its splits (src/kinds/kind_remote.c)
+    -- in the order of its splits (src/kinds/remote/kind_remote.c)
     remote_partitions regclass[],
     CHECK ((vnode_mapping IS NOT DISTINCT FROM 'range') OPERATOR(pg_catalog.=)
            (vnode_bounds IS NOT NULL))
@@ -173,7 +173,7 @@ CREATE POLICY job_cutover_owner ON backfill.job_cutover FOR SELECT
     USING (EXISTS (SELECT FROM backfill.job j WHERE j.job_id OPERATOR(pg_catalog.=) job_cutover.job_id));
 
 -- a cdc job over a partitioned table of foreign tables of several servers
--- (src/kinds/kind_remote.c): the offset of the change stream on each
+-- (src/kinds/remote/kind_remote.c): the offset of the change stream on each
 -- server, as the job's own columns keep it for a job of one server
 CREATE TABLE backfill.job_source (
     job_id bigint NOT NULL REFERENCES backfill.job ON DELETE CASCADE,

@@ -8,7 +8,7 @@
  */
 
 -- ---------------------------------------------------------------------------
--- The switchover of a remote job (src/kinds/switchover.c): fence the source
+-- The switchover of a remote job (src/kinds/remote/switchover.c): fence the source
 -- table, take in the last of its changes, carry its sequences over, stop
 -- following it.  backfill.cutover() calls the C function for a remote job;
 -- this wrapper is its SQL face, owner-checked as run_job is.
@@ -31,7 +31,7 @@ COMMENT ON FUNCTION backfill._remote_switchover(bigint, boolean, interval, integ
 -- source once the local transaction has committed, and records what its
 -- fence revokes on the source, in the fence's own transaction there (the
 -- comment of the job's publication), so that a fence whose switchover died
--- with its backend can be given back (src/kinds/switchover.c; the comment
+-- with its backend can be given back (src/kinds/remote/switchover.c; the comment
 -- of _remote_switchover is with the other internal functions', above).
 CREATE OR REPLACE FUNCTION backfill._remote_unfence(job_id bigint)
 RETURNS integer
