@@ -28,6 +28,7 @@
 #include "access/xact.h"
 #include "fmgr.h"
 
+#include "catalog/catalog_access.h"
 #include "cutover/finish.h"
 #include "lib/lib.h"
 
@@ -54,7 +55,7 @@ backfill_finish_cutover(PG_FUNCTION_ARGS)
 	cutover_refuse_null(fcinfo, 1, "keep");
 	f.keep = PG_GETARG_BOOL(1);
 
-	cutover_lock_job(f.job.job_id);
+	backfill_lock_job_cutover(f.job.job_id);
 	cutover_read_job(&f.job, false);
 	cutover_finish_read_row(&f);
 	cutover_finish_check_cut_over(&f);

@@ -20,6 +20,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "catalog/catalog_access.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -221,7 +222,7 @@ backfill_rollback_cutover(PG_FUNCTION_ARGS)
 	 * The job is read again once the lock is held: a cutover that held it
 	 * meanwhile has turned the job around
 	 */
-	cutover_lock_job(job.job_id);
+	backfill_lock_job_cutover(job.job_id);
 	cutover_read_job(&job, false);
 	read_cutover_row(&job, &row);
 	check_reversible(&job, &row);

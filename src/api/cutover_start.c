@@ -25,6 +25,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "catalog/catalog_access.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -219,7 +220,7 @@ backfill_cutover(PG_FUNCTION_ARGS)
 	 * job is read again once it is held: a rollback that held it meanwhile
 	 * has turned the job back
 	 */
-	cutover_lock_job(job.job_id);
+	backfill_lock_job_cutover(job.job_id);
 	cutover_read_job(&job, false);
 	cutover_check_not_cut_over(&job);
 	if (job.remote)

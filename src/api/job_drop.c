@@ -224,15 +224,11 @@ drop_job_objects(const JobRow *j, bool drop_downstream)
 static void
 lock_job_for_drop(int64 job_id, JobRow *row)
 {
-	int32		key2 = DatumGetInt32(DirectFunctionCall1(int84, Int64GetDatum(job_id)));
-	Datum		key1 = DirectFunctionCall1Coll(hashtext, DEFAULT_COLLATION_OID,
-											   PointerGetDatum(cstring_to_text("backfill.cutover")));
-
 	/*
 	 * a cutover of the job commits first: it turns the job around, and the
 	 * row read below must be the one it left
 	 */
-	DirectFunctionCall2(pg_advisory_xact_lock_int4, key1, Int32GetDatum(key2));
+	backfill_lock_job_cutover(job_id);
 	(void) backfill_require_job_owner(job_id);
 	(void) backfill_stop_and_lock(job_id);
 	read_job_row(job_id, row);

@@ -60,6 +60,7 @@ extern void backfill_unlock_job(int64 job_id);
 extern void backfill_wait_job_lock(int64 job_id);
 extern void backfill_lock_job_shared(int64 job_id);
 extern void backfill_unlock_job_shared(int64 job_id);
+extern void backfill_lock_job_cutover(int64 job_id);
 extern bool backfill_job_lock_held(int64 job_id);
 extern bool backfill_job_lock_mine(int64 job_id);
 

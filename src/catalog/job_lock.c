@@ -11,12 +11,21 @@
  * with OBJECT_IN_USE, except after stopping a job's workers, when waiting
  * for them to let go of it is the point.
  *
+ * The job's cutover lock is another: pg_advisory_xact_lock(hashtext(
+ * 'backfill.cutover'), job_id::integer), which a user's session can take
+ * too.  cutover, rollback_cutover and finish_cutover take it first, then
+ * read the job again; cancel_job, drop_job and unfence wait for it, so that
+ * a cutover of the job commits before them.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "catalog/pg_collation.h"
 #include "miscadmin.h"
 #include "storage/lock.h"
+#include "utils/builtins.h"
+#include "utils/fmgrprotos.h"
 
 #include "backfill.h"
 #include "catalog/catalog_access.h"
@@ -121,4 +130,20 @@ backfill_job_lock_held(int64 job_id)
 		return true;
 	LockRelease(&tag, ExclusiveLock, false);
 	return false;
+}
+
+/*
+ * backfill_lock_job_cutover
+ *		The job's cutover lock, held until the transaction ends; waits for
+ *		it.  A job id beyond an integer's range is an error, as the lock's
+ *		SQL form (job_id::integer) makes it.
+ */
+void
+backfill_lock_job_cutover(int64 job_id)
+{
+	Datum		key1 = DirectFunctionCall1Coll(hashtext, DEFAULT_COLLATION_OID,
+											   PointerGetDatum(cstring_to_text("backfill.cutover")));
+	Datum		key2 = DirectFunctionCall1(int84, Int64GetDatum(job_id));
+
+	DirectFunctionCall2(pg_advisory_xact_lock_int4, key1, key2);
 }

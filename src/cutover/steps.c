@@ -132,18 +132,6 @@ cutover_check_arguments(FunctionCallInfo fcinfo, int timeout_arg, int attempts_a
 }
 
 /*
- * cutover_lock_job
- *		One cutover, rollback or finish of a job at a time: the advisory
- *		lock each takes before it reads the job again.
- */
-void
-cutover_lock_job(int64 job_id)
-{
-	cutover_job_id_query("SELECT pg_advisory_xact_lock(hashtext('backfill.cutover'), $1::integer)",
-						 job_id);
-}
-
-/*
  * cutover_job_id_query
  *		A query whose $1 is the job id, its rows in SPI_tuptable.
  */

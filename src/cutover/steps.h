@@ -41,7 +41,6 @@ extern void cutover_read_job(CutoverJobRow *job, bool job_null);
 extern void cutover_require_read_committed(const char *function);
 extern void cutover_refuse_null(FunctionCallInfo fcinfo, int argno, const char *name);
 extern void cutover_check_arguments(FunctionCallInfo fcinfo, int timeout_arg, int attempts_arg);
-extern void cutover_lock_job(int64 job_id);
 extern void cutover_job_id_query(const char *sql, int64 job_id);
 extern int	cutover_job_query(const char *sql, CutoverJobRow *job, Oid arg_type, Datum arg,
 							  bool arg_null);

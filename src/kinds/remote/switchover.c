@@ -507,20 +507,19 @@ backfill_remote_switchover_1_3(PG_FUNCTION_ARGS)
 
 /* ---- giving a fence back ---- */
 
-PG_FUNCTION_INFO_V1(backfill_remote_unfence);
+PG_FUNCTION_INFO_V1(backfill_unfence);
 
 /*
- * backfill._remote_unfence(job_id bigint) RETURNS integer
+ * backfill.unfence(job_id bigint) RETURNS integer
  *		Give back, on each of the job's servers, the write privileges its
  *		switchovers' fences revoked and recorded in the ledger there (see
  *		give_back), as the job's owner over the owner's user mapping;
  *		return how many.  A fence whose switchover committed was dropped
- *		with the publication that recorded it: it stays.  The caller
- *		(backfill.unfence) holds the job's cutover lock, so that no
- *		switchover fences meanwhile.
+ *		with the publication that recorded it: it stays.  It holds the
+ *		job's cutover lock first, so that no switchover fences meanwhile.
  */
 Datum
-backfill_remote_unfence(PG_FUNCTION_ARGS)
+backfill_unfence(PG_FUNCTION_ARGS)
 {
 	int64		job_id;
 	Oid			owner;
@@ -535,6 +534,7 @@ backfill_remote_unfence(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("argument \"%s\" must not be null", "job_id")));
 	job_id = PG_GETARG_INT64(0);
+	backfill_lock_job_cutover(job_id);
 	owner = backfill_require_job_owner(job_id);
 	upstream = backfill_job_upstream(job_id);
 	leaves = OidIsValid(upstream) ? backfill_remote_leaves(upstream) : NIL;

@@ -31,29 +31,12 @@ COMMENT ON FUNCTION backfill._remote_switchover(bigint, boolean, interval, integ
 -- source once the local transaction has committed, and records what its
 -- fence revokes on the source, in the fence's own transaction there (the
 -- comment of the job's publication), so that a fence whose switchover died
--- with its backend can be given back (src/kinds/remote/switchover.c; the comment
--- of _remote_switchover is with the other internal functions', above).
-CREATE OR REPLACE FUNCTION backfill._remote_unfence(job_id bigint)
-RETURNS integer
-AS 'MODULE_PATHNAME', 'backfill_remote_unfence'
-LANGUAGE C VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp;
-COMMENT ON FUNCTION backfill._remote_unfence(bigint) IS
-'Internal: for backfill.unfence, gives back on the source the write privileges the fences of a remote job the caller owns revoked and recorded there; returns how many.';
-
+-- with its backend can be given back, by unfence (src/kinds/remote/switchover.c;
+-- the comment of _remote_switchover is with the other internal functions', above).
 CREATE OR REPLACE FUNCTION backfill.unfence(job_id bigint)
 RETURNS integer
-LANGUAGE plpgsql VOLATILE PARALLEL UNSAFE
-SET search_path = pg_catalog, pg_temp
-AS $$
-BEGIN
-    IF job_id IS NULL THEN
-        RAISE EXCEPTION 'argument "job_id" must not be null' USING ERRCODE = 'null_value_not_allowed';
-    END IF;
-    -- not while a switchover of the job fences and fetches
-    PERFORM pg_advisory_xact_lock(hashtext('backfill.cutover'), job_id::integer);
-    RETURN backfill._remote_unfence(job_id);
-END
-$$;
+AS 'MODULE_PATHNAME', 'backfill_unfence'
+LANGUAGE C VOLATILE PARALLEL UNSAFE
+SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill.unfence(bigint) IS
 'Gives back the write privileges on the source table(s) of a remote job that a switchover''s fence revoked and that no switchover kept (one killed or crashed before its commit, or whose source did not answer when it failed), as the source records them; returns how many grants were given back.  A fence whose switchover committed stays.';
