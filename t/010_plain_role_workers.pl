@@ -97,7 +97,7 @@ ok( wait_until(
 is($out, "0\n0", 'another role sees neither the job nor its workers');
 for my $call ("backfill.stop_job($job)", "backfill.alter_rate_limit($job, 0)",
 	"backfill.reschedule($job, 1)", "backfill.cancel_job($job)",
-	"backfill.drop_job($job)", "backfill.start_job($job)", "backfill._stop_workers($job, true)")
+	"backfill.drop_job($job)", "backfill.start_job($job)", "backfill.alter_job($job, rate_limit => 0)")
 {
 	($ok, $out, $err) = as_role('regress_bob', "SELECT $call");
 	like($err, qr/backfill job $job does not exist/, "another role: $call is refused");
