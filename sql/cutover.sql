@@ -218,6 +218,22 @@ SELECT backfill._cutover_record(-1, 'cut_over', 1, 0, 0, 'x', 0, 'y', true, fals
 SELECT count(*) FROM backfill.job_cutover WHERE job_id = :ijob;
 SELECT backfill.drop_job(:ijob);
 
+-- a downstream in a schema whose name needs quotes: the cutover moves the
+-- new table into the upstream's schema, and rollback_cutover moves it back
+CREATE SCHEMA "Co Down";
+CREATE TABLE co_moved (id int PRIMARY KEY, v text);
+INSERT INTO co_moved VALUES (1, 'a'), (2, 'b');
+SELECT backfill.create_job('"Co Down".co_moved_new', 'co_moved') AS sjob \gset
+CALL backfill.run_job(:sjob);
+SELECT state FROM backfill.cutover(:sjob, old_name => 'co_moved_old');
+SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+ WHERE c.relname LIKE 'co_moved%' AND c.relkind = 'r' ORDER BY 2;
+SELECT state FROM backfill.rollback_cutover(:sjob);
+SELECT n.nspname, c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+ WHERE c.relname LIKE 'co_moved%' AND c.relkind = 'r' ORDER BY 2;
+SELECT backfill.drop_job(:sjob);
+DROP SCHEMA "Co Down";
+
 -- clean up
 DO $$BEGIN PERFORM backfill.drop_job(job_id) FROM backfill.job; END$$;
 DROP PUBLICATION co_pub;

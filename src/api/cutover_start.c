@@ -31,6 +31,7 @@
 #include "fmgr.h"
 #include "funcapi.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/pg_lsn.h"
 
 #include "cutover/steps.h"
@@ -93,25 +94,28 @@ switch_over(FunctionCallInfo fcinfo, CutoverJobRow *job, bool verify, CutoverRes
 	result->nulls[OUT_ATTEMPTS_MADE] = false;
 }
 
-/* the cutover row: cut over, reversible or not */
+/*
+ * The cutover row: cut over, reversible or not.  dst_schema is the new
+ * table's schema before the swap moved it into the old table's: a rollback
+ * moves it back there.
+ */
 static void
-record(CutoverJobRow *job, const char *old_name, const char *dst_name, CutoverSwapped *swapped,
-	   bool reversible)
+record(CutoverJobRow *job, const char *old_name, const char *dst_name, Oid dst_schema,
+	   CutoverSwapped *swapped, bool reversible)
 {
-	Oid			types[10] = {INT8OID, job->job_type, REGCLASSOID, REGCLASSOID, TEXTOID, TEXTOID,
-	INT4OID, FLOAT8OID, OIDARRAYOID, BOOLOID};
-	Datum		values[10] = {Int64GetDatum(job->job_id), job->job,
+	Oid			types[11] = {INT8OID, job->job_type, REGCLASSOID, REGCLASSOID, TEXTOID, TEXTOID,
+	INT4OID, FLOAT8OID, OIDARRAYOID, BOOLOID, OIDOID};
+	Datum		values[11] = {Int64GetDatum(job->job_id), job->job,
 		ObjectIdGetDatum(job->upstream), ObjectIdGetDatum(job->downstream),
 		CStringGetTextDatum(old_name), dst_name ? CStringGetTextDatum(dst_name) : (Datum) 0,
 		Int32GetDatum(swapped->tries), Float8GetDatum(swapped->lock_held_ms),
-	swapped->to_validate, BoolGetDatum(reversible)};
-	char		nulls[10] = {' ', ' ', ' ', ' ', ' ', dst_name ? ' ' : 'n', ' ',
-		swapped->lock_held_null ? 'n' : ' ', swapped->to_validate_null ? 'n' : ' ', ' '};
+	swapped->to_validate, BoolGetDatum(reversible), ObjectIdGetDatum(dst_schema)};
+	char		nulls[11] = {' ', ' ', ' ', ' ', ' ', dst_name ? ' ' : 'n', ' ',
+		swapped->lock_held_null ? 'n' : ' ', swapped->to_validate_null ? 'n' : ' ', ' ', ' '};
 
-	backfill_spi_exec_args("SELECT backfill._cutover_record($1, 'cut_over', $7, $3, $4, $5,"
-						   "  (SELECT relnamespace FROM pg_class WHERE oid = $4),"
+	backfill_spi_exec_args("SELECT backfill._cutover_record($1, 'cut_over', $7, $3, $4, $5, $11,"
 						   "  $6, $10, ($2).into_existing, $8, $9, false)",
-						   10, types, values, nulls, SPI_OK_SELECT);
+						   11, types, values, nulls, SPI_OK_SELECT);
 }
 
 /* a local cutover of a finished job */
@@ -123,6 +127,7 @@ cut_over(FunctionCallInfo fcinfo, CutoverJobRow *job, bool verify, CutoverResult
 	char	   *dst_name;
 	char	   *up_text;
 	char	   *down_text;
+	Oid			dst_schema;
 	CutoverSwapped swapped;
 
 	if (strcmp(job->status, "finished") != 0)
@@ -140,6 +145,7 @@ cut_over(FunctionCallInfo fcinfo, CutoverJobRow *job, bool verify, CutoverResult
 							  old_name);
 
 	dst_name = cutover_rel_name(job->downstream);
+	dst_schema = get_rel_namespace(job->downstream);
 	up_text = backfill_regclass_text(job->upstream);
 	down_text = backfill_regclass_text(job->downstream);
 	if (verify)
@@ -161,7 +167,7 @@ cut_over(FunctionCallInfo fcinfo, CutoverJobRow *job, bool verify, CutoverResult
 						  (Datum) 0, false);
 	}
 
-	record(job, old_name, dst_name, &swapped, why == NULL);
+	record(job, old_name, dst_name, dst_schema, &swapped, why == NULL);
 	ereport(LOG,
 			(errmsg("cutover of backfill job " INT64_FORMAT ": table %s swapped with table %s (renamed %s) after %d attempts, lock held %s ms",
 					job->job_id, down_text, up_text, old_name, swapped.tries,
