@@ -88,19 +88,24 @@ OBJS = \
 	src/cutover/check_depend.o \
 	src/cutover/check_names.o \
 	src/cutover/check_owner.o \
+	src/cutover/check_rules.o \
 	src/cutover/check_schema.o \
 	src/cutover/check_table.o \
+	src/cutover/column_sequences.o \
+	src/cutover/deadlock.o \
 	src/cutover/finish_lock.o \
 	src/cutover/finish_steps.o \
 	src/cutover/function_retype.o \
 	src/cutover/index_pairs.o \
 	src/cutover/index_wait.o \
 	src/cutover/lock.o \
+	src/cutover/lock_one.o \
 	src/cutover/matview_definitions.o \
 	src/cutover/matview_parts.o \
 	src/cutover/partition_pairs.o \
 	src/cutover/partitions_of.o \
 	src/cutover/queries.o \
+	src/cutover/same_row_type.o \
 	src/cutover/start_checks.o \
 	src/cutover/steps.o \
 	src/cutover/swap.o \

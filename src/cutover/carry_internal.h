@@ -54,7 +54,10 @@ typedef struct CutoverTypeMap
 	Oid			to_array;
 } CutoverTypeMap;
 
+/* same_row_type.c */
 extern bool cutover_same_row_type(Oid src, Oid dst);
+
+/* function_retype.c */
 extern void cutover_retype_function(Relation pg_proc, Oid procoid, const CutoverTypeMap *map);
 
 /* carry_functions.c, carry_subscriptions.c */

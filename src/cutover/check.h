@@ -55,6 +55,9 @@ extern void cutover_check_schema(CutoverJob *job, Oid src, Oid dst);
 
 /* check_depend.c, check_names.c */
 extern void cutover_check_dependents(CutoverJob *job, Oid src, Oid dst);
+
+/* check_rules.c */
+extern void cutover_check_rule(SPITupleTable *tab, int i, Oid src, Oid dst);
 extern void cutover_check_names(CutoverJob *job, Oid src, Oid dst);
 
 #endif							/* BACKFILL_CUTOVER_CHECK_H */

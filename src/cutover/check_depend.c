@@ -10,7 +10,8 @@
  *	  type, publications) is check_names.c's.
  *
  * Each object is read from pg_depend, in the order of its description,
- * and the first that cannot be carried is the error.  A foreign key of a
+ * and the first that cannot be carried is the error; a rule's checks are
+ * check_rules.c's, which reads the same row.  A foreign key of a
  * partitioned table is added only by checking every row of it (PostgreSQL
  * has no NOT VALID one there): the swap would hold its lock for that long,
  * so it is refused.
@@ -61,53 +62,6 @@ static const char dependents_sql[] =
 	"   AND dep.refobjid = $1 AND dep.deptype = 'n'"
 	" ORDER BY 2";
 
-/* refuse what cannot be carried of a dependent object: a rule of a view or table */
-static void
-check_rule(SPITupleTable *tab, int i, Oid src, Oid dst)
-{
-	HeapTuple	row = tab->vals[i];
-	char	   *what = SPI_getvalue(row, tab->tupdesc, 2);
-	char	   *view = SPI_getvalue(row, tab->tupdesc, 7);
-	bool		isnull;
-	Oid			mv;
-
-#define COL(n) (DatumGetBool(SPI_getbinval(row, tab->tupdesc, (n), &isnull)) && !isnull)
-	if (COL(3))
-		return;
-	if (COL(4))
-		/* CREATE OR REPLACE VIEW carries a view's SELECT rule only */
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot carry %s over to table %s", what, cutover_rel_raise(dst)),
-				 errdetail("The rule writes to table %s, and would go on writing to it under its new name.",
-						   cutover_rel_format(src)),
-				 errhint("Drop the rule before the cutover and create it again after it.")));
-	else if (COL(5))
-	{
-		/* made again over dst */
-		mv = DatumGetObjectId(SPI_getbinval(row, tab->tupdesc, 8, &isnull));
-		cutover_statement_begin();
-		cutover_check_matview(isnull ? InvalidOid : mv, dst);
-		cutover_statement_end();
-	}
-	else if (COL(6))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot carry %s over to table %s", what, cutover_rel_raise(dst)),
-				 errdetail("Only views and materialized views are carried; a rule on another table is not."),
-				 errhint("Drop the rule before the cutover and create it again after it.")));
-	if (COL(9))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot carry view %s over to table %s",
-						view ? view : "<NULL>", cutover_rel_raise(dst)),
-				 errdetail("View %s selects column %s of table %s, which table %s does not have.",
-						   view ? view : "", cutover_ident(SPI_getvalue(row, tab->tupdesc, 10)),
-						   cutover_rel_format(src), cutover_rel_format(dst)),
-				 errhint("Drop or redefine view %s before the cutover.", view ? view : "")));
-#undef COL
-}
-
 /* refuse what cannot be carried of one object that names src */
 static void
 check_dependent(SPITupleTable *tab, int i, Oid src, Oid dst)
@@ -118,7 +72,7 @@ check_dependent(SPITupleTable *tab, int i, Oid src, Oid dst)
 
 #define COL(n) (DatumGetBool(SPI_getbinval(row, tab->tupdesc, (n), &isnull)) && !isnull)
 	if (COL(1))
-		check_rule(tab, i, src, dst);
+		cutover_check_rule(tab, i, src, dst);
 	else if (COL(11))
 	{
 		if (COL(12))

@@ -13,16 +13,9 @@
  * the swap, which holds src, never waits for a lock.  Each wait is bounded
  * by the caller's lock_timeout; the attempts (attempts.c) set it.
  *
- * An application that takes src before a child table or a view (it writes
- * the parent row first) can still meet the cutover in a deadlock: the
- * cutover holds the child and waits for src, the application holds src
- * and waits for the child.  PostgreSQL fails the process whose own
- * deadlock_timeout runs out first, so the lock step's waits check after
- * half the lock_timeout (deadlock_timeout at most): the cutover finds a
- * deadlock with a writer that waited before it half a lock_timeout before
- * the writer would, and gives up a wait the writer joined later when its
- * lock_timeout runs out, before the writer's check.  The cutover's attempt
- * is the one that fails, and is tried again; the writer goes on.
+ * An application that takes src before a child table or a view can still
+ * meet the cutover in a deadlock: the waits check for one early
+ * (deadlock.c), so that the attempt that gives way is the cutover's.
  *
  * The tables are locked by LOCK TABLE, run as the caller, so PostgreSQL
  * checks the caller's right to each lock, and takes the partitions of each
@@ -35,23 +28,13 @@
  */
 #include "postgres.h"
 
-#include "access/htup_details.h"
-#include "catalog/pg_class.h"
-#include "utils/syscache.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
-#include "miscadmin.h"
-#include "storage/lmgr.h"
-#include "storage/proc.h"
-#include "utils/acl.h"
-#include "utils/guc.h"
-#include "utils/lsyscache.h"
 
 #include "cutover/lock_step.h"
 #include "lib/lib.h"
 
-PG_FUNCTION_INFO_V1(backfill_cutover_lock_relation);
 PG_FUNCTION_INFO_V1(backfill_cutover_lock_dependents);
 
 /* the tables whose foreign keys reference src, but src and dst */
@@ -76,30 +59,6 @@ static const char *const sequences_sql =
 " WHERE dep.classid = 'pg_class'::regclass AND dep.refclassid = 'pg_class'::regclass"
 "   AND dep.refobjid = $1 AND dep.deptype IN ('a', 'i')"
 " ORDER BY 1";
-
-/*
- * backfill_cutover_lock_one
- *		Lock one relation ACCESS EXCLUSIVE, and nothing else with it: a
- *		view's tables are not locked through it, and a sequence is taken as
- *		a table would be.  The wait is bounded by the caller's lock_timeout.
- *		The caller must have the privileges of the relation's owner.
- */
-void
-backfill_cutover_lock_one(Oid relid)
-{
-	Oid			relowner = backfill_relation_owner(relid);
-
-	if (!OidIsValid(relowner))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("relation with OID %u does not exist", relid)));
-	if (!has_privs_of_role(GetUserId(), relowner))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("must be owner of relation %s", get_rel_name(relid)),
-				 errdetail("The cutover alters the relation, which names the table it swaps.")));
-	LockRelationOid(relid, AccessExclusiveLock);
-}
 
 /*
  * The relations one query of the file's finds for src and dst, in its
@@ -140,32 +99,6 @@ lock_tables(const char *tables)
 }
 
 /*
- * backfill_cutover_deadlock_begin, backfill_cutover_deadlock_end
- *		Around the waits of a lock step: deadlock_timeout at most half the
- *		lock_timeout in force, so that a deadlock with an application that
- *		waited first fails the cutover's wait, not the application's (the
- *		file header says why).  begin returns the GUC nest level that end
- *		pops; an error's rollback pops it too.  finish_cutover's lock loop
- *		waits the same way.
- */
-int
-backfill_cutover_deadlock_begin(void)
-{
-	int			level = NewGUCNestLevel();
-
-	if (LockTimeout > 0 && LockTimeout / 2 < DeadlockTimeout)
-		(void) set_config_option("deadlock_timeout", psprintf("%d", Max(LockTimeout / 2, 1)),
-								 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_SAVE, true, 0, false);
-	return level;
-}
-
-void
-backfill_cutover_deadlock_end(int level)
-{
-	AtEOXact_GUC(true, level);
-}
-
-/*
  * backfill_cutover_lock_all
  *		Lock ACCESS EXCLUSIVE what the swap of src and dst alters, in the
  *		order of the file header.
@@ -189,17 +122,6 @@ backfill_cutover_lock_all(Oid src, Oid dst)
 }
 
 /*
- * backfill._cutover_lock_relation(rel regclass) RETURNS void
- *		One relation locked ACCESS EXCLUSIVE (backfill_cutover_lock_one).
- */
-Datum
-backfill_cutover_lock_relation(PG_FUNCTION_ARGS)
-{
-	backfill_cutover_lock_one(PG_GETARG_OID(0));
-	PG_RETURN_VOID();
-}
-
-/*
  * backfill._cutover_lock_dependents(src regclass, dst regclass)
  *		RETURNS void
  *		What the swap of src and dst alters, locked in the order of the
@@ -210,38 +132,4 @@ backfill_cutover_lock_dependents(PG_FUNCTION_ARGS)
 {
 	backfill_cutover_lock_all(PG_GETARG_OID(0), PG_GETARG_OID(1));
 	PG_RETURN_VOID();
-}
-
-/*
- * backfill_cutover_require_locks
- *		What carries a swap's catalog rows over checks first: the caller
- *		holds both tables ACCESS EXCLUSIVE (only the swap does) and has the
- *		privileges of their owners.  what: what it carries, for the error.
- */
-void
-backfill_cutover_require_locks(Oid src, Oid dst, const char *what)
-{
-	Oid			tables[2] = {src, dst};
-
-	if (!CheckRelationOidLockedByMe(src, AccessExclusiveLock, false) ||
-		!CheckRelationOidLockedByMe(dst, AccessExclusiveLock, false))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("cannot carry %s over without both tables locked", what),
-				 errdetail("Only the swap of backfill.cutover() and backfill.rollback_cutover() carries them, under the lock of both tables.")));
-	for (int i = 0; i < 2; i++)
-	{
-		HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(tables[i]));
-		Form_pg_class row;
-
-		if (!HeapTupleIsValid(tup))
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_TABLE),
-					 errmsg("relation with OID %u does not exist", tables[i])));
-		row = (Form_pg_class) GETSTRUCT(tup);
-		if (!has_privs_of_role(GetUserId(), row->relowner))
-			aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(row->relkind),
-						   NameStr(row->relname));
-		ReleaseSysCache(tup);
-	}
 }

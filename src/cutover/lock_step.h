@@ -2,8 +2,9 @@
  *
  * lock_step.h
  *	  The cutover's lock step: what the swap alters locked before it, in
- *	  one order (lock.c), an index built concurrently refused (index_wait.c),
- *	  the partitions paired (partition_pairs.c), the attempts (attempts.c).
+ *	  one order (lock.c, lock_one.c), waits that look for a deadlock early
+ *	  (deadlock.c), an index built concurrently refused (index_wait.c), the
+ *	  partitions paired (partition_pairs.c), the attempts (attempts.c).
  *
  * The SQL-callable functions are bound by the extension's script; these
  * are what the files of the lock step call of each other.  Each connects
@@ -20,11 +21,15 @@
 extern void backfill_cutover_pause(int32 tries);
 
 /* lock.c */
-extern void backfill_cutover_lock_one(Oid relid);
 extern void backfill_cutover_lock_all(Oid src, Oid dst);
+
+/* lock_one.c */
+extern void backfill_cutover_lock_one(Oid relid);
+extern void backfill_cutover_require_locks(Oid src, Oid dst, const char *what);
+
+/* deadlock.c */
 extern int	backfill_cutover_deadlock_begin(void);
 extern void backfill_cutover_deadlock_end(int level);
-extern void backfill_cutover_require_locks(Oid src, Oid dst, const char *what);
 
 /* index_wait.c */
 extern bool backfill_cutover_find_build(Oid src, Oid dst, int32 *pid, Oid *rel);

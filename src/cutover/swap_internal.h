@@ -3,7 +3,7 @@
  * swap_internal.h
  *	  The swap of a cutover's two tables (swap.c) and what it carries from
  *	  the old table to the new one, one file per kind of thing: the
- *	  columns (carry_columns.c), the table's own settings
+ *	  columns (carry_columns.c, column_sequences.c), the table's own settings
  *	  (carry_table.c), the triggers (carry_triggers.c), the views
  *	  (carry_views.c) and the foreign keys (carry_keys.c).
  *
@@ -58,6 +58,10 @@ extern List *swap_read_statements(const char *sql, Oid src, Oid dst, int relcol,
 
 /* carry_columns.c */
 extern void swap_carry_columns(Swap *swap);
+
+/* column_sequences.c */
+extern void swap_move_identity(Swap *swap, const char *column, char identity);
+extern void swap_carry_owned_sequences(Swap *swap);
 
 /* carry_table.c */
 extern void swap_carry_table(Swap *swap);

@@ -13,7 +13,7 @@
 -- ---------------------------------------------------------------------------
 
 -- one relation ACCESS EXCLUSIVE, a view without its tables, a sequence as
--- a table (src/cutover/lock.c)
+-- a table (src/cutover/lock_one.c)
 CREATE OR REPLACE FUNCTION backfill._cutover_lock_relation(rel regclass)
 RETURNS void
 AS 'MODULE_PATHNAME', 'backfill_cutover_lock_relation'
