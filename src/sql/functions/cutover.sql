@@ -165,6 +165,7 @@ LANGUAGE C STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_trusts(regclass, regclass) IS
 'Internal: whether the owner of dst is the owner of src, a superuser, or a role whose privileges the owner of src has through its memberships.';
+REVOKE ALL ON FUNCTION backfill._cutover_trusts(regclass, regclass) FROM PUBLIC;
 
 -- A cutover renames whole tables: a partition would be left detached from
 -- its parent (whose writes go on reaching the old one), and the rows of an
@@ -177,6 +178,7 @@ LANGUAGE C STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_whole_table(backfill.job, regclass) IS
 'Internal: refuses the cutover of a partition, or of a table that inherits or has inheritance children, unless it is a partitioned table.';
+REVOKE ALL ON FUNCTION backfill._cutover_whole_table(backfill.job, regclass) FROM PUBLIC;
 
 -- The other job over src or dst, whoever owns it: backfill.job shows a
 -- role only its own jobs, and one it could not see would be left on the
@@ -218,6 +220,7 @@ LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_copy_acl(regclass, regclass) IS
 'Internal: under the lock of both tables of one owner, gives dst exactly the privileges of src, the table''s and its columns'' by name, with their grantors.';
+REVOKE ALL ON FUNCTION backfill._cutover_copy_acl(regclass, regclass) FROM PUBLIC;
 
 -- The pairs of an index of src and one of dst of the same definition (the
 -- method, columns, expressions, predicate, uniqueness, primary key,
@@ -260,6 +263,7 @@ LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_carry_functions(regclass, regclass) IS
 'Internal: under the lock of both tables, re-points the functions declared with the row type of src, or its array type, to those of dst, whose columns must be the same.';
+REVOKE ALL ON FUNCTION backfill._cutover_carry_functions(regclass, regclass) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION backfill._cutover_carry_subscriptions(src regclass, dst regclass)
 RETURNS void
@@ -268,6 +272,7 @@ LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_carry_subscriptions(regclass, regclass) IS
 'Internal: under the lock of both tables, moves the rows of pg_subscription_rel of src, each ready, to dst.';
+REVOKE ALL ON FUNCTION backfill._cutover_carry_subscriptions(regclass, regclass) FROM PUBLIC;
 
 -- What a real schema has that the cutover cannot carry, refused before
 -- anything changes: a subscription still copying src (or writing to dst
@@ -282,6 +287,7 @@ LANGUAGE C STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_check_schema(backfill.job, regclass, regclass) IS
 'Internal: refuses a cutover of a table a subscription is still copying, or of two tables one subscription writes to, of generated columns that would no longer be generated, and of functions of the row type of src when the columns of dst differ.';
+REVOKE ALL ON FUNCTION backfill._cutover_check_schema(backfill.job, regclass, regclass) FROM PUBLIC;
 
 -- Materialized views over src, re-made over dst: the definitions are
 -- printed before the renames, with src's name, which dst then has
@@ -320,6 +326,7 @@ LANGUAGE C STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_check_matview(regclass, regclass) IS
 'Internal: refuses to carry a materialized view another object depends on, or whose owner''s privileges the caller lacks.';
+REVOKE ALL ON FUNCTION backfill._cutover_check_matview(regclass, regclass) FROM PUBLIC;
 
 -- What src (the old table) enforces that dst (the new one) does not, one
 -- row per thing, kind being the word cutover's "accept" takes for it.  The
