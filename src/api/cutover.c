@@ -62,7 +62,6 @@
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
-#include "pgstat.h"
 #include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/array.h"
@@ -76,42 +75,13 @@
 #include "catalog/catalog_access.h"
 #include "catalog/cutover_rows.h"
 #include "catalog/job_holdings.h"
+#include "cutover/steps.h"
 #include "kinds/kind.h"
 #include "lib/lib.h"
 
 PG_FUNCTION_INFO_V1(backfill_cutover_turn);
-PG_FUNCTION_INFO_V1(backfill_cutover_record);
-PG_FUNCTION_INFO_V1(backfill_cutover_report);
 PG_FUNCTION_INFO_V1(backfill_cutover_hand_over);
 PG_FUNCTION_INFO_V1(backfill_cutover_other_job);
-
-/* the longest text a cutover shows of what it does (two qualified names) */
-#define BACKFILL_CUTOVER_REPORT_MAX 512
-
-/*
- * The caller must have the privileges of the owner of table relid (argname
- * says which argument or which of the job's tables it is).  With
- * missing_ok, a table dropped already passes: finish_cutover records the
- * end of a cutover once it has dropped the old table.
- */
-static void
-require_table_owner(Oid relid, const char *argname, bool missing_ok)
-{
-	Oid			relowner = backfill_relation_owner(relid);
-
-	if (!OidIsValid(relowner) && missing_ok)
-		return;
-	if (!OidIsValid(relowner))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("relation with OID %u does not exist", relid),
-				 errdetail("It is argument \"%s\".", argname)));
-	if (!has_privs_of_role(GetUserId(), relowner))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("must be owner of table %s", get_rel_name(relid)),
-				 errdetail("A cutover changes both tables of the job; %s is one of them.", argname)));
-}
 
 /*
  * backfill._cutover_turn(job_id bigint, into_existing boolean) RETURNS void
@@ -149,8 +119,8 @@ backfill_cutover_turn(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("backfill job %lld cannot be turned around", (long long) job_id),
 				 errdetail("It has no downstream table.")));
-	require_table_owner(backfill_job_upstream(job_id), "upstream", false);
-	require_table_owner(downstream, "downstream", false);
+	cutover_require_table_owner(backfill_job_upstream(job_id), "upstream", false);
+	cutover_require_table_owner(downstream, "downstream", false);
 	backfill_catalog_enter(&rc);
 	guc_level = backfill_pin_catalog_path();
 	backfill_spi_enter();
@@ -203,150 +173,6 @@ backfill_cutover_turn(PG_FUNCTION_ARGS)
 	backfill_spi_leave();
 	backfill_unpin_search_path(guc_level);
 	backfill_role_leave(&rc);
-	PG_RETURN_VOID();
-}
-
-/*
- * Whether table relid may stand as a table of job_id's cutover row, in the
- * place of the row's table "recorded": one of the job's two tables, or the
- * table the row has there already.  With any_table, also a table the job no
- * longer names: a cutover that cannot be rolled back, or that switched a
- * job of another server over, has cancelled the job, which then has no
- * downstream, before it writes its row.
- */
-static bool
-job_own_table(int64 job_id, Oid relid, Oid recorded, bool any_table)
-{
-	char		relkind = get_rel_relkind(relid);
-	Oid			downstream = backfill_job_downstream(job_id);
-
-	if (relid == backfill_job_upstream(job_id) || relid == downstream || relid == recorded)
-		return true;
-	return any_table && !OidIsValid(downstream) &&
-		(relkind == RELKIND_RELATION || relkind == RELKIND_PARTITIONED_TABLE);
-}
-
-/*
- * _cutover_record's arguments, checked before anything is written: the row
- * names tables that rollback_cutover renames and finish_cutover drops.  The
- * two tables must be the job's own (job_own_table: the old one always one
- * the job or its row names), distinct, and the
- * caller must have the privileges of their owners; the foreign keys to
- * validate a list without NULL.
- */
-static void
-check_record_arguments(FunctionCallInfo fcinfo)
-{
-	int64		job_id = PG_GETARG_INT64(0);
-	static const char *const notnull[] = {"job_id", "state", "attempts", "old_table", "new_table",
-	"old_name", "new_schema", "new_name", "reversible", "into_existing"};
-	Oid			old_table;
-	Oid			new_table;
-	Oid			recorded_old;
-	Oid			recorded_new;
-	bool		swapped;
-
-	for (int i = 0; i < lengthof(notnull); i++)
-		if (PG_ARGISNULL(i))
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("argument \"%s\" must not be null", notnull[i])));
-	old_table = PG_GETARG_OID(3);
-	new_table = PG_GETARG_OID(4);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	(void) backfill_cutover_row_tables(job_id, &recorded_old, &recorded_new, &swapped);
-	SPI_finish();
-	if (old_table == new_table ||
-		!job_own_table(job_id, old_table, recorded_old, false) ||
-		!job_own_table(job_id, new_table, recorded_new, true))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("the tables of the cutover row of backfill job %lld must be the job's own",
-						(long long) job_id),
-				 errdetail("The old and the new table must be the job's upstream and downstream tables.")));
-	require_table_owner(old_table, "old_table", true);
-	require_table_owner(new_table, "new_table", true);
-	if (!PG_ARGISNULL(11))
-	{
-		ArrayType  *fks = PG_GETARG_ARRAYTYPE_P(11);
-
-		if (ARR_NDIM(fks) > 1 || array_contains_nulls(fks))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("argument \"%s\" must be a one-dimensional array without nulls",
-							"to_validate")));
-	}
-}
-
-/*
- * backfill._cutover_record(job_id bigint, state text, attempts int,
- *							old_table oid, new_table oid, old_name text,
- *							new_schema oid, new_name text, reversible boolean,
- *							into_existing boolean, lock_held_ms float8,
- *							to_validate oid[], finished boolean)
- *		RETURNS void
- *
- * The job's row of backfill.job_cutover, written as the extension's owner
- * for a caller who owns the job, as the control functions write the job's
- * (control.c).
- */
-Datum
-backfill_cutover_record(PG_FUNCTION_ARGS)
-{
-	Datum		values[CUTOVER_RECORD_ARGS];
-	char		nulls[CUTOVER_RECORD_ARGS];
-	RoleContext rc;
-	int			guc_level;
-
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("argument \"%s\" must not be null", "job_id")));
-	(void) backfill_require_job_owner(PG_GETARG_INT64(0));
-	check_record_arguments(fcinfo);
-	for (int i = 0; i < CUTOVER_RECORD_ARGS; i++)
-	{
-		nulls[i] = PG_ARGISNULL(i) ? 'n' : ' ';
-		values[i] = PG_ARGISNULL(i) ? (Datum) 0 : PG_GETARG_DATUM(i);
-	}
-
-	backfill_catalog_enter(&rc);
-	guc_level = backfill_pin_catalog_path();
-	backfill_spi_enter();
-	backfill_record_cutover(values, nulls);
-	backfill_spi_leave();
-	backfill_unpin_search_path(guc_level);
-	backfill_role_leave(&rc);
-	PG_RETURN_VOID();
-}
-
-/*
- * backfill._cutover_report(job_id bigint, what text) RETURNS void
- *		What the cutover is doing, in pg_stat_activity.query, where
- *		backfill.jobs reads it ("backfill cutover of job N: ..."): the
- *		cutover's transaction shows nothing to others until it commits.
- */
-Datum
-backfill_cutover_report(PG_FUNCTION_ARGS)
-{
-	int64		job_id = PG_GETARG_INT64(0);
-	char	   *what = text_to_cstring(PG_GETARG_TEXT_PP(1));
-
-	/* backfill.jobs shows it as the job's state: only for the job's owner */
-	(void) backfill_require_job_owner(job_id);
-	if (strlen(what) > BACKFILL_CUTOVER_REPORT_MAX)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("a cutover report must be at most %d bytes long", BACKFILL_CUTOVER_REPORT_MAX)));
-	for (const char *c = what; *c; c++)
-		if ((unsigned char) *c < ' ' || *c == '\x7f')
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("a cutover report must not contain control characters"),
-					 errdetail("It is one line of pg_stat_activity.query.")));
-	pgstat_report_activity(STATE_RUNNING,
-						   psprintf("backfill cutover of job %lld: %s", (long long) job_id, what));
 	PG_RETURN_VOID();
 }
 

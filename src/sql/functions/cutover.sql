@@ -26,6 +26,7 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_record(bigint, text, integer, oid, oid, text, oid, text, boolean, boolean, double precision, oid[], boolean) IS
 'Internal: writes the cutover row of a job the caller owns, whose tables must be the job''s own, owned by roles whose privileges the caller has.';
+REVOKE ALL ON FUNCTION backfill._cutover_record(bigint, text, integer, oid, oid, text, oid, text, boolean, boolean, double precision, oid[], boolean) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION backfill._cutover_report(job_id bigint, what text)
 RETURNS void
@@ -34,6 +35,7 @@ LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_report(bigint, text) IS
 'Internal: shows what a cutover of a job the caller owns is doing in pg_stat_activity.query of its backend: one line of at most 512 bytes.';
+REVOKE ALL ON FUNCTION backfill._cutover_report(bigint, text) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION backfill._cutover_turn(job_id bigint, into_existing boolean)
 RETURNS void

@@ -35,6 +35,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION backfill._get_job(bigint) IS 'Internal: the catalog row of a job.';
+REVOKE ALL ON FUNCTION backfill._get_job(bigint) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION backfill._mark_cancelled(job_id bigint)
 RETURNS void
