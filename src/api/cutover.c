@@ -42,13 +42,15 @@
  * the moment its triggers are dropped, inside the same transaction, so no
  * one ever sees that state.
  *
- * Who may.  These functions are executable by every role, as the
- * PL/pgSQL functions that call them run with their caller's rights; each
- * checks its arguments itself.  The turn and the cutover row name tables:
- * the caller must have the privileges of the job's owner and of the owners
- * of both tables, which it needs for the swap anyway, so that no role
- * makes another role's table a job's downstream, or the old table that
- * finish_cutover drops.  The row's tables must be the job's own.
+ * Who may.  cutover and rollback_cutover call the turn and the hand-over
+ * directly, as their caller (cutover_turn_job, cutover_hand_over_job);
+ * the SQL functions _cutover_turn and _cutover_hand_over are not PUBLIC's,
+ * and _cutover_other_job is, as the cutover's checks call it through SPI.
+ * Each checks its arguments itself.  The turn and the cutover row
+ * (src/cutover/record.c) name tables: the caller must have the privileges
+ * of the job's owner and of the owners of both tables, which it needs for
+ * the swap anyway, so that no role makes another role's table a job's
+ * downstream, or the old table that finish_cutover drops.
  *
  *-------------------------------------------------------------------------
  */
@@ -71,6 +73,7 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
+#include "api/cutover.h"
 #include "capture/capture.h"
 #include "catalog/catalog_access.h"
 #include "catalog/cutover_rows.h"
@@ -84,7 +87,8 @@ PG_FUNCTION_INFO_V1(backfill_cutover_hand_over);
 PG_FUNCTION_INFO_V1(backfill_cutover_other_job);
 
 /*
- * backfill._cutover_turn(job_id bigint, into_existing boolean) RETURNS void
+ * cutover_turn_job, backfill._cutover_turn(job_id bigint, into_existing
+ *											 boolean) RETURNS void
  *		Turn a finished local job around (see the file header): from then on
  *		its downstream is its upstream, and the other way round;
  *		into_existing says whether the new downstream is a table of the
@@ -97,15 +101,13 @@ PG_FUNCTION_INFO_V1(backfill_cutover_other_job);
  *		row must be in the state the turn undoes: none or rolled back for a
  *		cutover, cut over for its rollback.
  */
-Datum
-backfill_cutover_turn(PG_FUNCTION_ARGS)
+void
+cutover_turn_job(int64 job_id, bool into_existing)
 {
-	int64		job_id = PG_GETARG_INT64(0);
 	BackfillJob *job;
 	Relation	rel;
 	RoleContext rc;
 	int			guc_level;
-	bool		into_existing = PG_GETARG_BOOL(1);
 	Oid			old_table;
 	Oid			new_table;
 	bool		swapped;
@@ -173,6 +175,12 @@ backfill_cutover_turn(PG_FUNCTION_ARGS)
 	backfill_spi_leave();
 	backfill_unpin_search_path(guc_level);
 	backfill_role_leave(&rc);
+}
+
+Datum
+backfill_cutover_turn(PG_FUNCTION_ARGS)
+{
+	cutover_turn_job(PG_GETARG_INT64(0), PG_GETARG_BOOL(1));
 	PG_RETURN_VOID();
 }
 
@@ -226,16 +234,16 @@ give_job(BackfillJob *job, Oid owner)
 }
 
 /*
- * backfill._cutover_hand_over(job_id bigint) RETURNS void
+ * cutover_hand_over_job, backfill._cutover_hand_over(job_id bigint)
+ *		RETURNS void
  *		Give a job that has just been turned around to the owner of its
  *		upstream (see the file header).  The caller has the privileges of
  *		both, and holds the upstream ACCESS EXCLUSIVE: only the cutover
  *		hands a job over, under the lock of its swap.
  */
-Datum
-backfill_cutover_hand_over(PG_FUNCTION_ARGS)
+void
+cutover_hand_over_job(int64 job_id)
 {
-	int64		job_id = PG_GETARG_INT64(0);
 	BackfillJob *job;
 	Oid			owner;
 	RoleContext rc;
@@ -252,7 +260,7 @@ backfill_cutover_hand_over(PG_FUNCTION_ARGS)
 	/* the upstream is locked: it is there */
 	owner = backfill_relation_owner(job->upstream);
 	if (owner == job->owner)
-		PG_RETURN_VOID();
+		return;
 	if (!has_privs_of_role(GetUserId(), owner))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
@@ -266,6 +274,12 @@ backfill_cutover_hand_over(PG_FUNCTION_ARGS)
 	backfill_spi_leave();
 	backfill_unpin_search_path(guc_level);
 	backfill_role_leave(&rc);
+}
+
+Datum
+backfill_cutover_hand_over(PG_FUNCTION_ARGS)
+{
+	cutover_hand_over_job(PG_GETARG_INT64(0));
 	PG_RETURN_VOID();
 }
 

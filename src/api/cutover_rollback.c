@@ -28,6 +28,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
+#include "api/cutover.h"
 #include "catalog/cutover_rows.h"
 #include "cutover/queries.h"
 #include "cutover/steps.h"
@@ -245,8 +246,13 @@ backfill_rollback_cutover(PG_FUNCTION_ARGS)
 	new_name = row_text(&row, ROW_NEW_NAME);
 	cutover_swap_attempts(&job, new_name, fcinfo, ARG_LOCK_TIMEOUT, ARG_ATTEMPTS, &swapped);
 	put_back(&job, &row);
-	cutover_job_query("SELECT backfill._cutover_turn($1, $5)", &job, BOOLOID,
-					  row.values[ROW_INTO_EXISTING - 1], row.nulls[ROW_INTO_EXISTING - 1]);
+	/* as _cutover_turn, STRICT, did: nothing for a NULL into_existing */
+	if (!row.nulls[ROW_INTO_EXISTING - 1])
+	{
+		cutover_statement_begin();
+		cutover_turn_job(job.job_id, DatumGetBool(row.values[ROW_INTO_EXISTING - 1]));
+		cutover_statement_end();
+	}
 	record(&job, &row, &swapped);
 	ms = cutover_ms_text(&swapped);
 	ereport(LOG,

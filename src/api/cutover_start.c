@@ -16,9 +16,10 @@
  * turned around and handed over, or let go when it cannot follow the new
  * table back; the cutover row, the log line and pg_stat_activity.
  *
- * Each step runs as the caller through SPI (src/cutover/steps.c), calling
- * the internal function that checks its own arguments and the caller's
- * rights: the caller needs the privileges the swap's statements need.
+ * Each step runs as the caller, through SPI (src/cutover/steps.c) or by a
+ * direct call of the C behind an internal function, which PUBLIC may not
+ * execute; each checks its own arguments and the caller's rights: the
+ * caller needs the privileges the swap's statements need.
  *
  *-------------------------------------------------------------------------
  */
@@ -34,6 +35,7 @@
 #include "utils/lsyscache.h"
 #include "utils/pg_lsn.h"
 
+#include "api/cutover.h"
 #include "catalog/cutover_rows.h"
 #include "cutover/queries.h"
 #include "cutover/steps.h"
@@ -129,9 +131,7 @@ switch_over(FunctionCallInfo fcinfo, CutoverJobRow *job, bool verify, CutoverRes
 						   nulls, SPI_OK_SELECT);
 	result->values[OUT_SOURCE_LSN] =
 		SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &result->nulls[OUT_SOURCE_LSN]);
-	cutover_job_query("SELECT backfill._mark_cancelled($1)", job, InvalidOid, (Datum) 0, false);
-	cutover_job_query("SELECT backfill._drop_job_objects($2, false)", job, InvalidOid, (Datum) 0,
-					  false);
+	backfill_let_job_go(job->job_id, job->job);
 	record_switchover(job);
 	result->state = "finished";
 	result->values[OUT_ATTEMPTS_MADE] = Int32GetDatum(1);
@@ -200,18 +200,18 @@ cut_over(FunctionCallInfo fcinfo, CutoverJobRow *job, bool verify, CutoverResult
 	cutover_swap_attempts(job, old_name, fcinfo, ARG_LOCK_TIMEOUT, ARG_ATTEMPTS, &swapped);
 	if (why == NULL)
 	{
-		cutover_job_query("SELECT backfill._cutover_turn($1, true)", job, InvalidOid, (Datum) 0,
-						  false);
+		cutover_statement_begin();
+		cutover_turn_job(job->job_id, true);
+		cutover_statement_end();
 		/* the job of a role cut over by another belongs to its tables' owner now */
-		cutover_job_query("SELECT backfill._cutover_hand_over($1)", job, InvalidOid, (Datum) 0,
-						  false);
+		cutover_statement_begin();
+		cutover_hand_over_job(job->job_id);
+		cutover_statement_end();
 	}
 	else
 	{
 		/* the old table no longer takes writes: the job has nothing to follow */
-		cutover_job_query("SELECT backfill._mark_cancelled($1)", job, InvalidOid, (Datum) 0, false);
-		cutover_job_query("SELECT backfill._drop_job_objects($2, false)", job, InvalidOid,
-						  (Datum) 0, false);
+		backfill_let_job_go(job->job_id, job->job);
 	}
 
 	record(job, old_name, dst_name, &swapped, why == NULL);

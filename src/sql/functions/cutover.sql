@@ -44,6 +44,7 @@ LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_turn(bigint, boolean) IS
 'Internal: turns a finished job the caller owns around under its tables'' lock, for a caller with the privileges of the owners of both tables: its apply triggers move to its downstream, which becomes its upstream.';
+REVOKE ALL ON FUNCTION backfill._cutover_turn(bigint, boolean) FROM PUBLIC;
 
 -- What refuses a swap of src (which has the name) for dst, before anything
 -- is locked or changed: a dst whose owner's code src's writers do not
@@ -213,6 +214,7 @@ LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_hand_over(bigint) IS
 'Internal: under the lock of its swap, gives a job just turned around, its state and change tables to the owner of its upstream.';
+REVOKE ALL ON FUNCTION backfill._cutover_hand_over(bigint) FROM PUBLIC;
 
 -- dst's privileges become src's, grantors included (src/cutover/carry_acl.c)
 CREATE OR REPLACE FUNCTION backfill._cutover_copy_acl(src regclass, dst regclass)

@@ -44,6 +44,7 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._mark_cancelled(bigint) IS
 'Internal: marks a job the caller owns cancelled, without downstream, state or change table.';
+REVOKE ALL ON FUNCTION backfill._mark_cancelled(bigint) FROM PUBLIC;
 
 -- recreate_job makes the new job its owner's, not the caller's
 CREATE OR REPLACE FUNCTION backfill._create_job_as(from_job_id bigint, name text, upstream regclass,

@@ -70,3 +70,4 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._drop_job_objects(backfill.job, boolean) IS
 'Internal: drops the triggers and tables of a job the caller owns, given its row as the caller read it.';
+REVOKE ALL ON FUNCTION backfill._drop_job_objects(backfill.job, boolean) FROM PUBLIC;
