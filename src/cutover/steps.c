@@ -140,19 +140,14 @@ cutover_refuse_null(FunctionCallInfo fcinfo, int argno, const char *name)
 
 /*
  * cutover_check_arguments
- *		The lock_timeout and attempts of the caller's arguments, checked by
- *		backfill._cutover_arguments.
+ *		The lock_timeout and attempts of the caller's arguments, checked as
+ *		backfill._cutover_arguments checks them (cutover_lock_arguments).
  */
 void
 cutover_check_arguments(FunctionCallInfo fcinfo, int timeout_arg, int attempts_arg)
 {
-	Oid			types[2] = {INTERVALOID, INT4OID};
-	Datum		values[2] = {PG_GETARG_DATUM(timeout_arg), PG_GETARG_DATUM(attempts_arg)};
-	char		nulls[2] = {PG_ARGISNULL(timeout_arg) ? 'n' : ' ',
-	PG_ARGISNULL(attempts_arg) ? 'n' : ' '};
-
-	backfill_spi_exec_args("SELECT backfill._cutover_arguments($1, $2)", 2, types, values, nulls,
-						   SPI_OK_SELECT);
+	cutover_lock_arguments(PG_GETARG_DATUM(timeout_arg), PG_ARGISNULL(timeout_arg),
+						   PG_GETARG_INT32(attempts_arg), PG_ARGISNULL(attempts_arg));
 }
 
 /*

@@ -11,6 +11,7 @@
 #ifndef BACKFILL_CUTOVER_STEPS_H
 #define BACKFILL_CUTOVER_STEPS_H
 
+#include "access/htup.h"
 #include "fmgr.h"
 
 /* a job's row, as the caller sees it (cutover_get_job) */
@@ -57,6 +58,11 @@ extern void cutover_check_not_cut_over(CutoverJobRow *job);
 extern char *cutover_old_name(CutoverJobRow *job, text *given);
 extern char *cutover_check_local(CutoverJobRow *job, Datum accept, bool accept_null,
 								 const char *old_name);
+
+/* arguments.c */
+extern void cutover_lock_arguments(Datum lock_timeout, bool lock_timeout_null, int32 attempts,
+								   bool attempts_null);
+extern char *cutover_irreversible(HeapTupleHeader job);
 
 /* record.c */
 extern void cutover_require_table_owner(Oid relid, const char *argname, bool missing_ok);

@@ -116,6 +116,7 @@ LANGUAGE C IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_arguments(interval, integer) IS
 'Internal: checks the lock_timeout and attempts of a cutover or rollback.';
+REVOKE ALL ON FUNCTION backfill._cutover_arguments(interval, integer) FROM PUBLIC;
 
 -- a job that can be turned around: its downstream maps back onto its
 -- upstream, and its owner may write the upstream; NULL if so, else why not
@@ -126,6 +127,7 @@ LANGUAGE C STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_irreversible(backfill.job) IS
 'Internal: why a job''s downstream could not be followed back by its upstream after a cutover, or NULL.';
+REVOKE ALL ON FUNCTION backfill._cutover_irreversible(backfill.job) FROM PUBLIC;
 
 -- the swap made again the other way (src/api/cutover_rollback.c)
 CREATE OR REPLACE FUNCTION backfill.rollback_cutover(job_id bigint, lock_timeout interval DEFAULT '1s',
