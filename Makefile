@@ -105,6 +105,8 @@ OBJS = \
 	src/cutover/partition_pairs.o \
 	src/cutover/partitions_of.o \
 	src/cutover/queries.o \
+	src/cutover/record.o \
+	src/cutover/report.o \
 	src/cutover/same_row_type.o \
 	src/cutover/start_checks.o \
 	src/cutover/steps.o \

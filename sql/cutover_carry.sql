@@ -10,6 +10,10 @@ DO $$BEGIN PERFORM backfill.drop_job(job_id) FROM backfill.job; END$$;   -- earl
 SELECT pg_catalog.setval('backfill.job_id_seq', 1, false);
 CREATE ROLE cc_plain;
 CREATE ROLE cc_reader;
+-- PUBLIC may not execute the internal functions: the plain role may here,
+-- so that what is tested is each one's own check
+GRANT EXECUTE ON FUNCTION backfill._cutover_carry_functions(regclass, regclass),
+    backfill._cutover_carry_subscriptions(regclass, regclass) TO cc_plain;
 GRANT CREATE ON SCHEMA public TO cc_plain;
 
 -- An identity of the new table's own goes on from the old table's

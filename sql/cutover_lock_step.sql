@@ -6,6 +6,11 @@
 -- against a plain role's.
 SET client_min_messages = warning;
 CREATE ROLE regress_ls_plain LOGIN;
+-- PUBLIC may not execute the internal functions: the plain role may here,
+-- so that what is tested is each one's own check
+GRANT EXECUTE ON FUNCTION backfill._cutover_lock_dependents(regclass, regclass),
+    backfill._cutover_lock_relation(regclass),
+    backfill._cutover_refuse_index_build(bigint, regclass, regclass) TO regress_ls_plain;
 GRANT CREATE ON SCHEMA public TO regress_ls_plain;
 
 -- an error shows its message, DETAIL and HINT, then its SQLSTATE

@@ -108,11 +108,15 @@ SELECT backfill._create_job_as(:job4, 'regress_oc.down5', 'regress_oc.up', 'arra
                                NULL, 1, 10, NULL, NULL, false) AS direct \gset
 SELECT job_id, owner FROM backfill.jobs WHERE job_id = :direct;
 SELECT 'regress_oc.up'::regclass::oid AS up_oid \gset
+-- PUBLIC may not execute _create_job_as: bob may for this call, so that
+-- what is tested is its own check that the caller owns the job
+GRANT EXECUTE ON FUNCTION backfill._create_job_as(bigint, text, regclass, text, text[], integer, integer, integer, text, boolean, boolean) TO regress_oc_bob;
 SET ROLE regress_oc_bob;
 SELECT backfill._create_job_as(:job4, 'public.down6', :up_oid::oid::regclass, 'arrangement',
                                NULL, 1, 10, NULL, NULL, false);
 SELECT * FROM backfill.verify_job(:job4);
 RESET ROLE;
+REVOKE EXECUTE ON FUNCTION backfill._create_job_as(bigint, text, regclass, text, text[], integer, integer, integer, text, boolean, boolean) FROM regress_oc_bob;
 SELECT * FROM backfill.verify_job(NULL::bigint);
 SELECT backfill._create_job_as(NULL, 'regress_oc.down8', 'regress_oc.up', 'arrangement',
                                NULL, 1, 10, NULL, NULL, false);
@@ -121,8 +125,9 @@ SELECT backfill.recreate_job(:job4);
 GRANT EXECUTE ON FUNCTION backfill.create_job(text, regclass, text, text[], integer, integer, integer, text, boolean, boolean) TO PUBLIC;
 SELECT * FROM regress_oc_check;
 
--- internal functions: no one calls the event triggers' own; the others
--- check that the caller owns the job
+-- internal functions: no one calls the event triggers' own, and PUBLIC
+-- may not call _create_job_as either (which checks that the caller owns
+-- the job, above)
 SELECT p.proname, has_function_privilege('regress_oc_bob', p.oid, 'EXECUTE') AS bob_may
   FROM pg_proc p
  WHERE p.pronamespace = 'backfill'::regnamespace

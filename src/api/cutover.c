@@ -42,13 +42,15 @@
  * the moment its triggers are dropped, inside the same transaction, so no
  * one ever sees that state.
  *
- * Who may.  These functions are executable by every role, as the
- * PL/pgSQL functions that call them run with their caller's rights; each
- * checks its arguments itself.  The turn and the cutover row name tables:
- * the caller must have the privileges of the job's owner and of the owners
- * of both tables, which it needs for the swap anyway, so that no role
- * makes another role's table a job's downstream, or the old table that
- * finish_cutover drops.  The row's tables must be the job's own.
+ * Who may.  cutover and rollback_cutover call the turn and the hand-over
+ * directly, as their caller (cutover_turn_job, cutover_hand_over_job);
+ * the SQL functions _cutover_turn and _cutover_hand_over are not PUBLIC's,
+ * and _cutover_other_job is, as the cutover's checks call it through SPI.
+ * Each checks its arguments itself.  The turn and the cutover row
+ * (src/cutover/record.c) name tables: the caller must have the privileges
+ * of the job's owner and of the owners of both tables, which it needs for
+ * the swap anyway, so that no role makes another role's table a job's
+ * downstream, or the old table that finish_cutover drops.
  *
  *-------------------------------------------------------------------------
  */
@@ -62,7 +64,6 @@
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
-#include "pgstat.h"
 #include "storage/lmgr.h"
 #include "utils/acl.h"
 #include "utils/array.h"
@@ -72,49 +73,22 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
+#include "api/cutover.h"
 #include "capture/capture.h"
 #include "catalog/catalog_access.h"
 #include "catalog/cutover_rows.h"
 #include "catalog/job_holdings.h"
+#include "cutover/steps.h"
 #include "kinds/kind.h"
 #include "lib/lib.h"
 
 PG_FUNCTION_INFO_V1(backfill_cutover_turn);
-PG_FUNCTION_INFO_V1(backfill_cutover_record);
-PG_FUNCTION_INFO_V1(backfill_cutover_report);
 PG_FUNCTION_INFO_V1(backfill_cutover_hand_over);
 PG_FUNCTION_INFO_V1(backfill_cutover_other_job);
 
-/* the longest text a cutover shows of what it does (two qualified names) */
-#define BACKFILL_CUTOVER_REPORT_MAX 512
-
 /*
- * The caller must have the privileges of the owner of table relid (argname
- * says which argument or which of the job's tables it is).  With
- * missing_ok, a table dropped already passes: finish_cutover records the
- * end of a cutover once it has dropped the old table.
- */
-static void
-require_table_owner(Oid relid, const char *argname, bool missing_ok)
-{
-	Oid			relowner = backfill_relation_owner(relid);
-
-	if (!OidIsValid(relowner) && missing_ok)
-		return;
-	if (!OidIsValid(relowner))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("relation with OID %u does not exist", relid),
-				 errdetail("It is argument \"%s\".", argname)));
-	if (!has_privs_of_role(GetUserId(), relowner))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("must be owner of table %s", get_rel_name(relid)),
-				 errdetail("A cutover changes both tables of the job; %s is one of them.", argname)));
-}
-
-/*
- * backfill._cutover_turn(job_id bigint, into_existing boolean) RETURNS void
+ * cutover_turn_job, backfill._cutover_turn(job_id bigint, into_existing
+ *											 boolean) RETURNS void
  *		Turn a finished local job around (see the file header): from then on
  *		its downstream is its upstream, and the other way round;
  *		into_existing says whether the new downstream is a table of the
@@ -127,15 +101,13 @@ require_table_owner(Oid relid, const char *argname, bool missing_ok)
  *		row must be in the state the turn undoes: none or rolled back for a
  *		cutover, cut over for its rollback.
  */
-Datum
-backfill_cutover_turn(PG_FUNCTION_ARGS)
+void
+cutover_turn_job(int64 job_id, bool into_existing)
 {
-	int64		job_id = PG_GETARG_INT64(0);
 	BackfillJob *job;
 	Relation	rel;
 	RoleContext rc;
 	int			guc_level;
-	bool		into_existing = PG_GETARG_BOOL(1);
 	Oid			old_table;
 	Oid			new_table;
 	bool		swapped;
@@ -149,8 +121,8 @@ backfill_cutover_turn(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("backfill job %lld cannot be turned around", (long long) job_id),
 				 errdetail("It has no downstream table.")));
-	require_table_owner(backfill_job_upstream(job_id), "upstream", false);
-	require_table_owner(downstream, "downstream", false);
+	cutover_require_table_owner(backfill_job_upstream(job_id), "upstream", false);
+	cutover_require_table_owner(downstream, "downstream", false);
 	backfill_catalog_enter(&rc);
 	guc_level = backfill_pin_catalog_path();
 	backfill_spi_enter();
@@ -203,150 +175,12 @@ backfill_cutover_turn(PG_FUNCTION_ARGS)
 	backfill_spi_leave();
 	backfill_unpin_search_path(guc_level);
 	backfill_role_leave(&rc);
-	PG_RETURN_VOID();
 }
 
-/*
- * Whether table relid may stand as a table of job_id's cutover row, in the
- * place of the row's table "recorded": one of the job's two tables, or the
- * table the row has there already.  With any_table, also a table the job no
- * longer names: a cutover that cannot be rolled back, or that switched a
- * job of another server over, has cancelled the job, which then has no
- * downstream, before it writes its row.
- */
-static bool
-job_own_table(int64 job_id, Oid relid, Oid recorded, bool any_table)
-{
-	char		relkind = get_rel_relkind(relid);
-	Oid			downstream = backfill_job_downstream(job_id);
-
-	if (relid == backfill_job_upstream(job_id) || relid == downstream || relid == recorded)
-		return true;
-	return any_table && !OidIsValid(downstream) &&
-		(relkind == RELKIND_RELATION || relkind == RELKIND_PARTITIONED_TABLE);
-}
-
-/*
- * _cutover_record's arguments, checked before anything is written: the row
- * names tables that rollback_cutover renames and finish_cutover drops.  The
- * two tables must be the job's own (job_own_table: the old one always one
- * the job or its row names), distinct, and the
- * caller must have the privileges of their owners; the foreign keys to
- * validate a list without NULL.
- */
-static void
-check_record_arguments(FunctionCallInfo fcinfo)
-{
-	int64		job_id = PG_GETARG_INT64(0);
-	static const char *const notnull[] = {"job_id", "state", "attempts", "old_table", "new_table",
-	"old_name", "new_schema", "new_name", "reversible", "into_existing"};
-	Oid			old_table;
-	Oid			new_table;
-	Oid			recorded_old;
-	Oid			recorded_new;
-	bool		swapped;
-
-	for (int i = 0; i < lengthof(notnull); i++)
-		if (PG_ARGISNULL(i))
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("argument \"%s\" must not be null", notnull[i])));
-	old_table = PG_GETARG_OID(3);
-	new_table = PG_GETARG_OID(4);
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	(void) backfill_cutover_row_tables(job_id, &recorded_old, &recorded_new, &swapped);
-	SPI_finish();
-	if (old_table == new_table ||
-		!job_own_table(job_id, old_table, recorded_old, false) ||
-		!job_own_table(job_id, new_table, recorded_new, true))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("the tables of the cutover row of backfill job %lld must be the job's own",
-						(long long) job_id),
-				 errdetail("The old and the new table must be the job's upstream and downstream tables.")));
-	require_table_owner(old_table, "old_table", true);
-	require_table_owner(new_table, "new_table", true);
-	if (!PG_ARGISNULL(11))
-	{
-		ArrayType  *fks = PG_GETARG_ARRAYTYPE_P(11);
-
-		if (ARR_NDIM(fks) > 1 || array_contains_nulls(fks))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("argument \"%s\" must be a one-dimensional array without nulls",
-							"to_validate")));
-	}
-}
-
-/*
- * backfill._cutover_record(job_id bigint, state text, attempts int,
- *							old_table oid, new_table oid, old_name text,
- *							new_schema oid, new_name text, reversible boolean,
- *							into_existing boolean, lock_held_ms float8,
- *							to_validate oid[], finished boolean)
- *		RETURNS void
- *
- * The job's row of backfill.job_cutover, written as the extension's owner
- * for a caller who owns the job, as the control functions write the job's
- * (control.c).
- */
 Datum
-backfill_cutover_record(PG_FUNCTION_ARGS)
+backfill_cutover_turn(PG_FUNCTION_ARGS)
 {
-	Datum		values[CUTOVER_RECORD_ARGS];
-	char		nulls[CUTOVER_RECORD_ARGS];
-	RoleContext rc;
-	int			guc_level;
-
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("argument \"%s\" must not be null", "job_id")));
-	(void) backfill_require_job_owner(PG_GETARG_INT64(0));
-	check_record_arguments(fcinfo);
-	for (int i = 0; i < CUTOVER_RECORD_ARGS; i++)
-	{
-		nulls[i] = PG_ARGISNULL(i) ? 'n' : ' ';
-		values[i] = PG_ARGISNULL(i) ? (Datum) 0 : PG_GETARG_DATUM(i);
-	}
-
-	backfill_catalog_enter(&rc);
-	guc_level = backfill_pin_catalog_path();
-	backfill_spi_enter();
-	backfill_record_cutover(values, nulls);
-	backfill_spi_leave();
-	backfill_unpin_search_path(guc_level);
-	backfill_role_leave(&rc);
-	PG_RETURN_VOID();
-}
-
-/*
- * backfill._cutover_report(job_id bigint, what text) RETURNS void
- *		What the cutover is doing, in pg_stat_activity.query, where
- *		backfill.jobs reads it ("backfill cutover of job N: ..."): the
- *		cutover's transaction shows nothing to others until it commits.
- */
-Datum
-backfill_cutover_report(PG_FUNCTION_ARGS)
-{
-	int64		job_id = PG_GETARG_INT64(0);
-	char	   *what = text_to_cstring(PG_GETARG_TEXT_PP(1));
-
-	/* backfill.jobs shows it as the job's state: only for the job's owner */
-	(void) backfill_require_job_owner(job_id);
-	if (strlen(what) > BACKFILL_CUTOVER_REPORT_MAX)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("a cutover report must be at most %d bytes long", BACKFILL_CUTOVER_REPORT_MAX)));
-	for (const char *c = what; *c; c++)
-		if ((unsigned char) *c < ' ' || *c == '\x7f')
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("a cutover report must not contain control characters"),
-					 errdetail("It is one line of pg_stat_activity.query.")));
-	pgstat_report_activity(STATE_RUNNING,
-						   psprintf("backfill cutover of job %lld: %s", (long long) job_id, what));
+	cutover_turn_job(PG_GETARG_INT64(0), PG_GETARG_BOOL(1));
 	PG_RETURN_VOID();
 }
 
@@ -400,16 +234,16 @@ give_job(BackfillJob *job, Oid owner)
 }
 
 /*
- * backfill._cutover_hand_over(job_id bigint) RETURNS void
+ * cutover_hand_over_job, backfill._cutover_hand_over(job_id bigint)
+ *		RETURNS void
  *		Give a job that has just been turned around to the owner of its
  *		upstream (see the file header).  The caller has the privileges of
  *		both, and holds the upstream ACCESS EXCLUSIVE: only the cutover
  *		hands a job over, under the lock of its swap.
  */
-Datum
-backfill_cutover_hand_over(PG_FUNCTION_ARGS)
+void
+cutover_hand_over_job(int64 job_id)
 {
-	int64		job_id = PG_GETARG_INT64(0);
 	BackfillJob *job;
 	Oid			owner;
 	RoleContext rc;
@@ -426,7 +260,7 @@ backfill_cutover_hand_over(PG_FUNCTION_ARGS)
 	/* the upstream is locked: it is there */
 	owner = backfill_relation_owner(job->upstream);
 	if (owner == job->owner)
-		PG_RETURN_VOID();
+		return;
 	if (!has_privs_of_role(GetUserId(), owner))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
@@ -440,6 +274,12 @@ backfill_cutover_hand_over(PG_FUNCTION_ARGS)
 	backfill_spi_leave();
 	backfill_unpin_search_path(guc_level);
 	backfill_role_leave(&rc);
+}
+
+Datum
+backfill_cutover_hand_over(PG_FUNCTION_ARGS)
+{
+	cutover_hand_over_job(PG_GETARG_INT64(0));
 	PG_RETURN_VOID();
 }
 

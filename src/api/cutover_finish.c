@@ -14,8 +14,9 @@
  * in bounded attempts as the cutover takes it (src/cutover/finish_lock.c);
  * the other steps are src/cutover/finish_steps.c.
  *
- * Everything runs as the caller, through SPI, with the extension's SQL
- * functions for the job's row, its cancellation, the drop of its objects,
+ * Everything runs as the caller, through SPI or by direct calls of the C
+ * behind the extension's internal functions (which PUBLIC may not
+ * execute) for the job's row, its cancellation, the drop of its objects,
  * the cutover row and the line in pg_stat_activity: the caller needs the
  * privileges each statement needs typed by hand.  The job is read again
  * once the cutover's advisory lock on it is held: a rollback or cutover
@@ -28,6 +29,7 @@
 #include "access/xact.h"
 #include "fmgr.h"
 
+#include "api/cutover.h"
 #include "catalog/catalog_access.h"
 #include "cutover/finish.h"
 #include "lib/lib.h"
@@ -63,7 +65,10 @@ backfill_finish_cutover(PG_FUNCTION_ARGS)
 		cutover_finish_check_old_table(&f);
 	cutover_finish_validate_keys(&f);
 	if (strcmp(f.job.status, "cancelled") != 0)
-		cutover_finish_let_job_go(&f);
+	{
+		cutover_finish_lock_tables(&f);
+		backfill_let_job_go(f.job.job_id, f.job.job);
+	}
 	cutover_finish_drop_old_table(&f);
 	cutover_finish_record(&f);
 	backfill_spi_leave();

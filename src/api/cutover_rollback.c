@@ -28,6 +28,9 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
+#include "api/cutover.h"
+#include "catalog/cutover_rows.h"
+#include "cutover/queries.h"
 #include "cutover/steps.h"
 #include "lib/lib.h"
 
@@ -168,23 +171,30 @@ put_back(CutoverJobRow *job, CutoverRow *row)
 static void
 record(CutoverJobRow *job, CutoverRow *row, CutoverSwapped *swapped)
 {
-	Oid			types[10] = {INT8OID, INT4OID, FLOAT8OID, OIDARRAYOID};
-	Datum		values[10] = {Int64GetDatum(job->job_id), Int32GetDatum(swapped->tries),
-		Float8GetDatum(swapped->lock_held_ms), swapped->to_validate};
-	char		nulls[10] = {' ', ' ', swapped->lock_held_null ? 'n' : ' ',
-	swapped->to_validate_null ? 'n' : ' '};
+	Datum		values[CUTOVER_RECORD_ARGS];
+	bool		nulls[CUTOVER_RECORD_ARGS] = {0};
+	/* the row's own fields, into old_table to new_name and into_existing */
 	int			fields[6] = {ROW_OLD_TABLE, ROW_NEW_TABLE, ROW_OLD_NAME, ROW_NEW_SCHEMA,
 	ROW_NEW_NAME, ROW_INTO_EXISTING};
+	int			args[6] = {3, 4, 5, 6, 7, 9};
 
+	cutover_statement_begin();
+	values[0] = Int64GetDatum(job->job_id);
+	values[1] = CStringGetTextDatum("rolled_back");
+	values[2] = Int32GetDatum(swapped->tries);
 	for (int i = 0; i < 6; i++)
 	{
-		types[4 + i] = row->types[fields[i] - 1];
-		values[4 + i] = row->values[fields[i] - 1];
-		nulls[4 + i] = row->nulls[fields[i] - 1] ? 'n' : ' ';
+		values[args[i]] = row->values[fields[i] - 1];
+		nulls[args[i]] = row->nulls[fields[i] - 1];
 	}
-	backfill_spi_exec_args("SELECT backfill._cutover_record($1, 'rolled_back', $2, $5, $6, $7, $8, $9,"
-						   "                                true, $10, $3, $4, false)",
-						   10, types, values, nulls, SPI_OK_SELECT);
+	values[8] = BoolGetDatum(true);
+	values[10] = Float8GetDatum(swapped->lock_held_ms);
+	nulls[10] = swapped->lock_held_null;
+	values[11] = swapped->to_validate;
+	nulls[11] = swapped->to_validate_null;
+	values[12] = BoolGetDatum(false);
+	cutover_record(values, nulls);
+	cutover_statement_end();
 }
 
 /*
@@ -236,8 +246,13 @@ backfill_rollback_cutover(PG_FUNCTION_ARGS)
 	new_name = row_text(&row, ROW_NEW_NAME);
 	cutover_swap_attempts(&job, new_name, fcinfo, ARG_LOCK_TIMEOUT, ARG_ATTEMPTS, &swapped);
 	put_back(&job, &row);
-	cutover_job_query("SELECT backfill._cutover_turn($1, $5)", &job, BOOLOID,
-					  row.values[ROW_INTO_EXISTING - 1], row.nulls[ROW_INTO_EXISTING - 1]);
+	/* as _cutover_turn, STRICT, did: nothing for a NULL into_existing */
+	if (!row.nulls[ROW_INTO_EXISTING - 1])
+	{
+		cutover_statement_begin();
+		cutover_turn_job(job.job_id, DatumGetBool(row.values[ROW_INTO_EXISTING - 1]));
+		cutover_statement_end();
+	}
 	record(&job, &row, &swapped);
 	ms = cutover_ms_text(&swapped);
 	ereport(LOG,

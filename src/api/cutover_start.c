@@ -16,9 +16,10 @@
  * turned around and handed over, or let go when it cannot follow the new
  * table back; the cutover row, the log line and pg_stat_activity.
  *
- * Each step runs as the caller through SPI (src/cutover/steps.c), calling
- * the internal function that checks its own arguments and the caller's
- * rights: the caller needs the privileges the swap's statements need.
+ * Each step runs as the caller, through SPI (src/cutover/steps.c) or by a
+ * direct call of the C behind an internal function, which PUBLIC may not
+ * execute; each checks its own arguments and the caller's rights: the
+ * caller needs the privileges the swap's statements need.
  *
  *-------------------------------------------------------------------------
  */
@@ -34,6 +35,9 @@
 #include "utils/lsyscache.h"
 #include "utils/pg_lsn.h"
 
+#include "api/cutover.h"
+#include "catalog/cutover_rows.h"
+#include "cutover/queries.h"
 #include "cutover/steps.h"
 #include "lib/lib.h"
 
@@ -60,6 +64,53 @@ typedef struct CutoverResult
 	bool		nulls[OUT_COLUMNS];
 } CutoverResult;
 
+/* a text Datum of a C string, or NULL (*isnull) */
+static Datum
+text_or_null(const char *str, bool *isnull)
+{
+	*isnull = str == NULL;
+	return str ? CStringGetTextDatum(str) : (Datum) 0;
+}
+
+/* an OID Datum, or NULL (*isnull) for InvalidOid */
+static Datum
+oid_or_null(Oid oid, bool *isnull)
+{
+	*isnull = !OidIsValid(oid);
+	return ObjectIdGetDatum(oid);
+}
+
+/*
+ * The cutover row of a switchover: finished at once, not reversible, the
+ * names and schema as the catalog has them now
+ */
+static void
+record_switchover(CutoverJobRow *job)
+{
+	Datum		values[CUTOVER_RECORD_ARGS];
+	bool		nulls[CUTOVER_RECORD_ARGS] = {0};
+
+	cutover_statement_begin();
+	values[0] = Int64GetDatum(job->job_id);
+	values[1] = CStringGetTextDatum("finished");
+	values[2] = Int32GetDatum(1);
+	values[3] = oid_or_null(job->upstream, &nulls[3]);
+	values[4] = oid_or_null(job->downstream, &nulls[4]);
+	values[5] = text_or_null(OidIsValid(job->upstream) ? get_rel_name(job->upstream) : NULL,
+							 &nulls[5]);
+	values[6] = oid_or_null(OidIsValid(job->downstream) ? get_rel_namespace(job->downstream) :
+							InvalidOid, &nulls[6]);
+	values[7] = text_or_null(OidIsValid(job->downstream) ? get_rel_name(job->downstream) : NULL,
+							 &nulls[7]);
+	values[8] = BoolGetDatum(false);
+	values[9] = BoolGetDatum(job->into_existing);
+	nulls[10] = nulls[11] = true;
+	values[10] = values[11] = (Datum) 0;
+	values[12] = BoolGetDatum(true);
+	cutover_record(values, nulls);
+	cutover_statement_end();
+}
+
 /*
  * A switchover: the source stops being followed, so the job lets go of the
  * local table at once, as finish_cutover does; there is no rollback to keep
@@ -80,15 +131,8 @@ switch_over(FunctionCallInfo fcinfo, CutoverJobRow *job, bool verify, CutoverRes
 						   nulls, SPI_OK_SELECT);
 	result->values[OUT_SOURCE_LSN] =
 		SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &result->nulls[OUT_SOURCE_LSN]);
-	cutover_job_query("SELECT backfill._mark_cancelled($1)", job, InvalidOid, (Datum) 0, false);
-	cutover_job_query("SELECT backfill._drop_job_objects($2, false)", job, InvalidOid, (Datum) 0,
-					  false);
-	cutover_job_query("SELECT backfill._cutover_record($1, 'finished', 1, $3, $4,"
-					  "  (SELECT relname FROM pg_class WHERE oid = $3),"
-					  "  (SELECT relnamespace FROM pg_class WHERE oid = $4),"
-					  "  (SELECT relname FROM pg_class WHERE oid = $4),"
-					  "  false, ($2).into_existing, NULL, NULL, true)",
-					  job, InvalidOid, (Datum) 0, false);
+	backfill_let_job_go(job->job_id, job->job);
+	record_switchover(job);
 	result->state = "finished";
 	result->values[OUT_ATTEMPTS_MADE] = Int32GetDatum(1);
 	result->nulls[OUT_ATTEMPTS_MADE] = false;
@@ -103,19 +147,27 @@ static void
 record(CutoverJobRow *job, const char *old_name, const char *dst_name, Oid dst_schema,
 	   CutoverSwapped *swapped, bool reversible)
 {
-	Oid			types[11] = {INT8OID, job->job_type, REGCLASSOID, REGCLASSOID, TEXTOID, TEXTOID,
-	INT4OID, FLOAT8OID, OIDARRAYOID, BOOLOID, OIDOID};
-	Datum		values[11] = {Int64GetDatum(job->job_id), job->job,
-		ObjectIdGetDatum(job->upstream), ObjectIdGetDatum(job->downstream),
-		CStringGetTextDatum(old_name), dst_name ? CStringGetTextDatum(dst_name) : (Datum) 0,
-		Int32GetDatum(swapped->tries), Float8GetDatum(swapped->lock_held_ms),
-	swapped->to_validate, BoolGetDatum(reversible), ObjectIdGetDatum(dst_schema)};
-	char		nulls[11] = {' ', ' ', ' ', ' ', ' ', dst_name ? ' ' : 'n', ' ',
-		swapped->lock_held_null ? 'n' : ' ', swapped->to_validate_null ? 'n' : ' ', ' ', ' '};
+	Datum		values[CUTOVER_RECORD_ARGS];
+	bool		nulls[CUTOVER_RECORD_ARGS] = {0};
 
-	backfill_spi_exec_args("SELECT backfill._cutover_record($1, 'cut_over', $7, $3, $4, $5, $11,"
-						   "  $6, $10, ($2).into_existing, $8, $9, false)",
-						   11, types, values, nulls, SPI_OK_SELECT);
+	cutover_statement_begin();
+	values[0] = Int64GetDatum(job->job_id);
+	values[1] = CStringGetTextDatum("cut_over");
+	values[2] = Int32GetDatum(swapped->tries);
+	values[3] = oid_or_null(job->upstream, &nulls[3]);
+	values[4] = oid_or_null(job->downstream, &nulls[4]);
+	values[5] = CStringGetTextDatum(old_name);
+	values[6] = oid_or_null(dst_schema, &nulls[6]);
+	values[7] = text_or_null(dst_name, &nulls[7]);
+	values[8] = BoolGetDatum(reversible);
+	values[9] = BoolGetDatum(job->into_existing);
+	values[10] = Float8GetDatum(swapped->lock_held_ms);
+	nulls[10] = swapped->lock_held_null;
+	values[11] = swapped->to_validate;
+	nulls[11] = swapped->to_validate_null;
+	values[12] = BoolGetDatum(false);
+	cutover_record(values, nulls);
+	cutover_statement_end();
 }
 
 /* a local cutover of a finished job */
@@ -153,18 +205,18 @@ cut_over(FunctionCallInfo fcinfo, CutoverJobRow *job, bool verify, CutoverResult
 	cutover_swap_attempts(job, old_name, fcinfo, ARG_LOCK_TIMEOUT, ARG_ATTEMPTS, &swapped);
 	if (why == NULL)
 	{
-		cutover_job_query("SELECT backfill._cutover_turn($1, true)", job, InvalidOid, (Datum) 0,
-						  false);
+		cutover_statement_begin();
+		cutover_turn_job(job->job_id, true);
+		cutover_statement_end();
 		/* the job of a role cut over by another belongs to its tables' owner now */
-		cutover_job_query("SELECT backfill._cutover_hand_over($1)", job, InvalidOid, (Datum) 0,
-						  false);
+		cutover_statement_begin();
+		cutover_hand_over_job(job->job_id);
+		cutover_statement_end();
 	}
 	else
 	{
 		/* the old table no longer takes writes: the job has nothing to follow */
-		cutover_job_query("SELECT backfill._mark_cancelled($1)", job, InvalidOid, (Datum) 0, false);
-		cutover_job_query("SELECT backfill._drop_job_objects($2, false)", job, InvalidOid,
-						  (Datum) 0, false);
+		backfill_let_job_go(job->job_id, job->job);
 	}
 
 	record(job, old_name, dst_name, dst_schema, &swapped, why == NULL);

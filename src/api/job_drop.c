@@ -21,9 +21,10 @@
  * The job leaves the catalog (cancelled) before its tables are dropped: the
  * DDL event trigger guards the tables of a job that is not cancelled.
  *
- * backfill._drop_job_objects(job, drop_downstream) is the same drop for the
- * cutover functions, which pass the job's row as they read it: a row that
- * names a table the job's catalog row does not is refused.
+ * backfill_let_job_go is the same drop for the cutover functions, which
+ * pass the job's row as they read it: a row that names a table the job's
+ * catalog row does not is refused.  backfill._drop_job_objects(job,
+ * drop_downstream), which they called before, is that drop for the tests.
  *
  *-------------------------------------------------------------------------
  */
@@ -39,8 +40,10 @@
 #include "utils/lsyscache.h"
 #include "utils/syscache.h"
 
+#include "api/cutover.h"
 #include "api/job_ops.h"
 #include "catalog/catalog_access.h"
+#include "cutover/queries.h"
 #include "lib/lib.h"
 #include "runtime/driver.h"
 
@@ -390,4 +393,32 @@ backfill_drop_job_objects_1_4(PG_FUNCTION_ARGS)
 	drop_job_objects(&j, PG_GETARG_BOOL(1));
 	SPI_finish();
 	PG_RETURN_VOID();
+}
+
+/*
+ * backfill_let_job_go
+ *		For cutover and finish_cutover: the job, whose row (job_row) the
+ *		caller read, out of the catalog (cancelled), then its triggers and
+ *		tables dropped, its downstream kept.  Each step checks what
+ *		_mark_cancelled and _drop_job_objects(j, false) checked and runs as
+ *		the statement the caller ran them in did, with a snapshot of its own
+ *		(cutover/queries.c): those functions are not PUBLIC's.
+ */
+void
+backfill_let_job_go(int64 job_id, Datum job_row)
+{
+	JobRow		j;
+
+	cutover_statement_begin();
+	(void) backfill_require_job_owner(job_id);
+	backfill_catalog_op(OP_CANCEL, job_id, true, 0);
+	cutover_statement_end();
+
+	cutover_statement_begin();
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	given_job_row(DatumGetHeapTupleHeader(job_row), &j);
+	drop_job_objects(&j, false);
+	SPI_finish();
+	cutover_statement_end();
 }

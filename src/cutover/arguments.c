@@ -24,6 +24,7 @@
 #include "utils/syscache.h"
 
 #include "cutover/lock_step.h"
+#include "cutover/steps.h"
 #include "lib/lib.h"
 
 PG_FUNCTION_INFO_V1(backfill_cutover_arguments);
@@ -45,21 +46,20 @@ interval_of(const char *text)
 }
 
 /*
- * backfill._cutover_arguments(lock_timeout interval, attempts integer)
+ * cutover_lock_arguments, backfill._cutover_arguments(lock_timeout interval,
+ *												   attempts integer)
  *		RETURNS void
  *		Check the lock_timeout and attempts of a cutover or rollback.
  */
-Datum
-backfill_cutover_arguments(PG_FUNCTION_ARGS)
+void
+cutover_lock_arguments(Datum lock_timeout, bool lock_timeout_null, int32 attempts,
+					   bool attempts_null)
 {
-	Datum		lock_timeout = PG_GETARG_DATUM(0);
-	int32		attempts = PG_GETARG_INT32(1);
-
-	if (PG_ARGISNULL(0))
+	if (lock_timeout_null)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("argument \"%s\" must not be null", "lock_timeout")));
-	if (PG_ARGISNULL(1))
+	if (attempts_null)
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("argument \"%s\" must not be null", "attempts")));
@@ -73,6 +73,13 @@ backfill_cutover_arguments(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("attempts must be between 1 and 1000")));
+}
+
+Datum
+backfill_cutover_arguments(PG_FUNCTION_ARGS)
+{
+	cutover_lock_arguments(PG_GETARG_DATUM(0), PG_ARGISNULL(0), PG_GETARG_INT32(1),
+						   PG_ARGISNULL(1));
 	PG_RETURN_VOID();
 }
 
@@ -137,16 +144,16 @@ owner_may_not_write(HeapTupleHeader job)
 }
 
 /*
- * backfill._cutover_irreversible(j backfill.job) RETURNS text
+ * cutover_irreversible, backfill._cutover_irreversible(j backfill.job)
+ *		RETURNS text
  *		Why a job's downstream could not be followed back by its upstream
  *		after a cutover, or NULL: a job that can be turned around maps its
  *		downstream back onto its upstream, and its owner may write the
  *		upstream.
  */
-Datum
-backfill_cutover_irreversible(PG_FUNCTION_ARGS)
+char *
+cutover_irreversible(HeapTupleHeader job)
 {
-	HeapTupleHeader job;
 	bool		isnull;
 	bool		upstream_null;
 	bool		columns_null;
@@ -154,25 +161,28 @@ backfill_cutover_irreversible(PG_FUNCTION_ARGS)
 	Datum		columns;
 	Datum		expressions;
 	char	   *col;
-	char	   *why;
 
-	if (PG_ARGISNULL(0))
-		PG_RETURN_NULL();
-	job = PG_GETARG_HEAPTUPLEHEADER(0);
 	(void) GetAttributeByName(job, "filter", &isnull);
 	if (!isnull)
-		PG_RETURN_TEXT_P(cstring_to_text("the job has a filter, so the new table lacks rows the old one has"));
+		return "the job has a filter, so the new table lacks rows the old one has";
 	expressions = GetAttributeByName(job, "expressions", &isnull);
 	if (!isnull && computes_columns(expressions))
-		PG_RETURN_TEXT_P(cstring_to_text("the job has computed columns, whose values cannot be turned back into the old table's"));
+		return "the job has computed columns, whose values cannot be turned back into the old table's";
 	upstream = GetAttributeByName(job, "upstream", &upstream_null);
 	columns = GetAttributeByName(job, "columns", &columns_null);
 	col = uncopied_column(upstream, upstream_null, columns, columns_null);
 	if (col != NULL)
-		PG_RETURN_TEXT_P(cstring_to_text(psprintf("column %s of table %s is not copied, and is NOT NULL without a default",
-												  quote_identifier(col),
-												  backfill_regclass_text(DatumGetObjectId(upstream)))));
-	why = owner_may_not_write(job);
+		return psprintf("column %s of table %s is not copied, and is NOT NULL without a default",
+						quote_identifier(col),
+						backfill_regclass_text(DatumGetObjectId(upstream)));
+	return owner_may_not_write(job);
+}
+
+Datum
+backfill_cutover_irreversible(PG_FUNCTION_ARGS)
+{
+	char	   *why = PG_ARGISNULL(0) ? NULL : cutover_irreversible(PG_GETARG_HEAPTUPLEHEADER(0));
+
 	if (why == NULL)
 		PG_RETURN_NULL();
 	PG_RETURN_TEXT_P(cstring_to_text(why));

@@ -22,6 +22,7 @@
 
 #include "cutover/attempts.h"
 #include "cutover/lock_step.h"
+#include "cutover/steps.h"
 #include "lib/lib.h"
 
 /* the processes but this one holding a lock on either table */
@@ -31,16 +32,15 @@ static const char *const holders_sql =
 " WHERE l.locktype = 'relation' AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
 "   AND l.relation IN ($1, $2) AND l.granted AND l.pid <> pg_backend_pid()";
 
-/* backfill._cutover_report(job_id, what) */
+/*
+ * What the attempts do, in pg_stat_activity (cutover_report); nothing for
+ * a NULL job, as backfill._cutover_report, STRICT, did nothing
+ */
 void
 backfill_attempt_report(Attempts *a, const char *what)
 {
-	Oid			types[2] = {INT8OID, TEXTOID};
-	Datum		values[2] = {Int64GetDatum(a->job_id), CStringGetTextDatum(what)};
-	char		nulls[2] = {a->job_null ? 'n' : ' ', ' '};
-
-	backfill_spi_exec_args("SELECT backfill._cutover_report($1, $2)", 2, types, values, nulls,
-						   SPI_OK_SELECT);
+	if (!a->job_null)
+		cutover_report(a->job_id, what);
 }
 
 /* a regclass argument as format('%s') shows it: "" for NULL */

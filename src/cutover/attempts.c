@@ -45,6 +45,7 @@
 
 #include "cutover/attempts.h"
 #include "cutover/lock_step.h"
+#include "cutover/steps.h"
 #include "lib/lib.h"
 
 PG_FUNCTION_INFO_V1(backfill_cutover_attempts);
@@ -94,13 +95,18 @@ attempt(Attempts *a, const char *saved)
 	char		name_nulls[4] = {nulls[1], nulls[2], 'n', 'n'};
 	Datum		swapped;
 	MemoryContext old;
+	Oid			check_types[3] = {InvalidOid, REGCLASSOID, REGCLASSOID};
+	Datum		check_values[3] = {(Datum) 0, values[1], values[2]};
+	char		check_nulls[3] = {' ', nulls[1], nulls[2]};
 
 	set_lock_timeout(a->timeout_ms ? psprintf("%sms", a->timeout_ms) : NULL);
 	if (OidIsValid(a->src) && OidIsValid(a->dst))
 		backfill_cutover_lock_all(a->src, a->dst);
 	a->locked_at = GetCurrentTimestamp();
 	/* again, under the lock: a view or key made while we waited */
-	run_sql("SELECT backfill._cutover_check(backfill._get_job($1), $2, $3)", 3, types, values, nulls);
+	check_values[0] = cutover_get_job(a->job_id, a->job_null, &check_types[0]);
+	run_sql("SELECT backfill._cutover_check($1, $2, $3)", 3, check_types, check_values,
+			check_nulls);
 	backfill_attempt_report(a, psprintf("swapping table %s with table %s",
 										backfill_attempt_rel(a->src), backfill_attempt_rel(a->dst)));
 	names[2] = name_of(a->src, &name_nulls[2]);

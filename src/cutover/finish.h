@@ -38,6 +38,6 @@ extern void cutover_finish_drop_old_table(CutoverFinish *f);
 extern void cutover_finish_record(CutoverFinish *f);
 
 /* finish_lock.c */
-extern void cutover_finish_let_job_go(CutoverFinish *f);
+extern void cutover_finish_lock_tables(CutoverFinish *f);
 
 #endif							/* BACKFILL_CUTOVER_FINISH_H */

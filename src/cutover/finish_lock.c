@@ -2,7 +2,8 @@
  *
  * finish_lock.c
  *	  The lock under which backfill.finish_cutover() lets the job go of the
- *	  old table: the job is cancelled and its triggers dropped.
+ *	  old table: the job is then cancelled and its triggers dropped
+ *	  (api/job_drop.c).
  *
  * The old table's triggers go under ACCESS EXCLUSIVE on both tables, taken
  * as the cutover takes it: each attempt waits at most a second (the
@@ -128,16 +129,14 @@ lock_tables(CutoverFinish *f)
 }
 
 /*
- * cutover_finish_let_job_go
- *		The old table stops following the new one: under the lock of both
- *		tables, the job is cancelled and its triggers dropped.
+ * cutover_finish_lock_tables
+ *		The lock of both tables, under which the old table stops following
+ *		the new one: the caller (api/cutover_finish.c) then cancels the job
+ *		and drops its triggers.
  */
 void
-cutover_finish_let_job_go(CutoverFinish *f)
+cutover_finish_lock_tables(CutoverFinish *f)
 {
 	read_referenced(f);
 	lock_tables(f);
-	cutover_job_query("SELECT backfill._mark_cancelled($1)", &f->job, InvalidOid, (Datum) 0, false);
-	cutover_job_query("SELECT backfill._drop_job_objects($2, false)", &f->job, InvalidOid,
-					  (Datum) 0, false);
 }

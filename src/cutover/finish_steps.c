@@ -22,7 +22,9 @@
 #include "executor/spi.h"
 #include "utils/builtins.h"
 
+#include "catalog/cutover_rows.h"
 #include "cutover/finish.h"
+#include "cutover/queries.h"
 #include "lib/lib.h"
 
 /* the cutover row, the fields _cutover_record is given again, in its order */
@@ -181,24 +183,23 @@ cutover_finish_drop_old_table(CutoverFinish *f)
 void
 cutover_finish_record(CutoverFinish *f)
 {
-	Oid			types[9];
-	Datum		values[9];
-	char		nulls[9];
+	Datum		values[CUTOVER_RECORD_ARGS];
+	bool		nulls[CUTOVER_RECORD_ARGS] = {0};
+	/* the row's own fields, into attempts to new_name, into_existing, lock_held_ms */
 	int			fields[8] = {ROW_ATTEMPTS, ROW_OLD_TABLE, ROW_NEW_TABLE, ROW_OLD_NAME,
 		ROW_NEW_SCHEMA, ROW_NEW_NAME, ROW_INTO_EXISTING, ROW_LOCK_HELD_MS};
+	int			args[8] = {2, 3, 4, 5, 6, 7, 9, 10};
 
-	types[0] = INT8OID;
+	cutover_statement_begin();
 	values[0] = Int64GetDatum(f->job.job_id);
-	nulls[0] = ' ';
+	values[1] = CStringGetTextDatum("finished");
 	for (int i = 0; i < 8; i++)
-	{
-		bool		isnull;
-
-		types[i + 1] = TupleDescAttr(f->row_desc, fields[i] - 1)->atttypid;
-		values[i + 1] = row_field(f, fields[i], &isnull);
-		nulls[i + 1] = isnull ? 'n' : ' ';
-	}
-	query("SELECT backfill._cutover_record($1, 'finished', $2, $3, $4, $5, $6, $7, false, $8,"
-		  "                                $9, NULL, true)", 9, types, values, nulls);
+		values[args[i]] = row_field(f, fields[i], &nulls[args[i]]);
+	values[8] = BoolGetDatum(false);
+	values[11] = (Datum) 0;
+	nulls[11] = true;
+	values[12] = BoolGetDatum(true);
+	cutover_record(values, nulls);
+	cutover_statement_end();
 	cutover_report(f->job.job_id, "finished");
 }

@@ -25,6 +25,7 @@
 #include "utils/tuplestore.h"
 
 #include "cutover/lock_step.h"
+#include "cutover/steps.h"
 #include "lib/lib.h"
 
 PG_FUNCTION_INFO_V1(backfill_cutover_index_build);
@@ -86,21 +87,17 @@ backfill_cutover_find_build(Oid src, Oid dst, int32 *pid, Oid *rel)
 void
 backfill_cutover_refuse_build(int64 job_id, Oid src, Oid dst)
 {
-	Oid			types[2] = {INT8OID, TEXTOID};
-	Datum		values[2] = {Int64GetDatum(job_id), CStringGetTextDatum("gave up")};
 	int32		pid;
 	Oid			rel;
+	Oid			job_type;
 
-	/* the caller's job, or the error _get_job gives */
+	/* the caller's job, or the error that says why there is none */
 	backfill_spi_enter();
-	backfill_spi_exec_args("SELECT backfill._get_job($1)", 1, types, values, NULL, SPI_OK_SELECT);
+	(void) cutover_get_job(job_id, false, &job_type);
 	backfill_spi_leave();
 	if (!backfill_cutover_find_build(src, dst, &pid, &rel))
 		return;
-	backfill_spi_enter();
-	backfill_spi_exec_args("SELECT backfill._cutover_report($1, $2)", 2, types, values, NULL,
-						   SPI_OK_SELECT);
-	backfill_spi_leave();
+	cutover_report(job_id, "gave up");
 	ereport(ERROR,
 			(errcode(ERRCODE_LOCK_NOT_AVAILABLE),
 			 errmsg("cannot cut over backfill job %lld while an index is being built concurrently on table %s",

@@ -19,6 +19,7 @@
 #include "utils/builtins.h"
 #include "utils/regproc.h"
 
+#include "cutover/queries.h"
 #include "cutover/steps.h"
 #include "lib/lib.h"
 
@@ -123,9 +124,10 @@ cutover_check_local(CutoverJobRow *job, Datum accept, bool accept_null, const ch
 					  false);
 	cutover_job_query("SELECT backfill._cutover_accepts($2, $5)", job, TEXTARRAYOID,
 					  accept, accept_null);
-	cutover_job_query("SELECT backfill._cutover_irreversible($2)", job, InvalidOid, (Datum) 0,
-					  false);
-	why = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	/* a statement of the caller's, with a snapshot of its own, as SPI gave it */
+	cutover_statement_begin();
+	why = cutover_irreversible(DatumGetHeapTupleHeader(job->job));
+	cutover_statement_end();
 	if (why != NULL)
 		ereport(NOTICE,
 				(errmsg("backfill job " INT64_FORMAT " cannot be rolled back after its cutover: %s",

@@ -7,11 +7,12 @@
  *	  the checks of their common arguments, the swap's attempts and the
  *	  line in pg_stat_activity.
  *
- * Every step runs through SPI as the caller, under the search_path of the
- * function's SET clause (pg_catalog, pg_temp), calling the extension's
- * internal SQL functions as the PL/pgSQL versions of cutover and rollback
- * did: each checks its own arguments and the caller's rights, so the
- * caller needs what it needed then, and a regclass prints as it printed.
+ * Every step runs as the caller, under the search_path of the function's
+ * SET clause (pg_catalog, pg_temp), through SPI or by a direct call of the
+ * C behind an internal function (which PUBLIC may not execute), as the
+ * PL/pgSQL versions of cutover and rollback called those functions: each
+ * checks its own arguments and the caller's rights, so the caller needs
+ * what it needed then, and a regclass prints as it printed.
  * Each statement takes a new snapshot (READ COMMITTED, which all three
  * require): a job read after the advisory lock is held shows
  * what a cutover or rollback that held it before has committed.  The
@@ -58,24 +59,47 @@ job_bool(CutoverJobRow *job, const char *field)
 }
 
 /*
+ * cutover_get_job
+ *		The job's row (backfill.job) as the caller sees it, with its type
+ *		into *type, as backfill._get_job gave it: an error if job_null, or
+ *		if there is no such job or row-level security on backfill.job hides
+ *		it from the caller (another role's job).  Read by a query of the
+ *		caller's, not by a call of _get_job, which PUBLIC may not execute.
+ */
+Datum
+cutover_get_job(int64 job_id, bool job_null, Oid *type)
+{
+	Oid			types[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(job_id)};
+	bool		isnull;
+	Datum		d;
+
+	if (job_null)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"%s\" must not be null", "job_id")));
+	backfill_spi_exec_args("SELECT j FROM backfill.job j WHERE j.job_id = $1", 1, types, values,
+						   NULL, SPI_OK_SELECT);
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("backfill job %lld does not exist", (long long) job_id)));
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	*type = SPI_gettypeid(SPI_tuptable->tupdesc, 1);
+	return datumCopy(d, false, -1);
+}
+
+/*
  * cutover_read_job
- *		The job's row, backfill._get_job's, as the caller: an error if
- *		job_null, if there is no such job or the caller may not see it.
+ *		The job's row (cutover_get_job) and the fields the steps read of it.
  */
 void
 cutover_read_job(CutoverJobRow *job, bool job_null)
 {
-	Oid			types[1] = {INT8OID};
-	Datum		values[1] = {Int64GetDatum(job->job_id)};
-	char		nulls[1] = {job_null ? 'n' : ' '};
 	bool		isnull;
-	Datum		d;
 	Datum		status;
 
-	backfill_spi_exec_args("SELECT backfill._get_job($1)", 1, types, values, nulls, SPI_OK_SELECT);
-	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	job->job_type = SPI_gettypeid(SPI_tuptable->tupdesc, 1);
-	job->job = datumCopy(d, false, -1);
+	job->job = cutover_get_job(job->job_id, job_null, &job->job_type);
 	job->upstream = job_oid(job, "upstream");
 	job->downstream = job_oid(job, "downstream");
 	job->owner = job_oid(job, "owner");
@@ -116,19 +140,14 @@ cutover_refuse_null(FunctionCallInfo fcinfo, int argno, const char *name)
 
 /*
  * cutover_check_arguments
- *		The lock_timeout and attempts of the caller's arguments, checked by
- *		backfill._cutover_arguments.
+ *		The lock_timeout and attempts of the caller's arguments, checked as
+ *		backfill._cutover_arguments checks them (cutover_lock_arguments).
  */
 void
 cutover_check_arguments(FunctionCallInfo fcinfo, int timeout_arg, int attempts_arg)
 {
-	Oid			types[2] = {INTERVALOID, INT4OID};
-	Datum		values[2] = {PG_GETARG_DATUM(timeout_arg), PG_GETARG_DATUM(attempts_arg)};
-	char		nulls[2] = {PG_ARGISNULL(timeout_arg) ? 'n' : ' ',
-	PG_ARGISNULL(attempts_arg) ? 'n' : ' '};
-
-	backfill_spi_exec_args("SELECT backfill._cutover_arguments($1, $2)", 2, types, values, nulls,
-						   SPI_OK_SELECT);
+	cutover_lock_arguments(PG_GETARG_DATUM(timeout_arg), PG_ARGISNULL(timeout_arg),
+						   PG_GETARG_INT32(attempts_arg), PG_ARGISNULL(attempts_arg));
 }
 
 /*
@@ -214,21 +233,6 @@ cutover_ms_text(CutoverSwapped *swapped)
 						   SPI_OK_SELECT);
 	text = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 	return text ? text : "<NULL>";
-}
-
-/*
- * cutover_report
- *		What the cutover of the job did, in pg_stat_activity.query of this
- *		backend (backfill._cutover_report).
- */
-void
-cutover_report(int64 job_id, const char *what)
-{
-	Oid			types[2] = {INT8OID, TEXTOID};
-	Datum		values[2] = {Int64GetDatum(job_id), CStringGetTextDatum(what)};
-
-	backfill_spi_exec_args("SELECT backfill._cutover_report($1, $2)", 2, types, values, NULL,
-						   SPI_OK_SELECT);
 }
 
 /*

@@ -11,9 +11,10 @@
 #ifndef BACKFILL_CUTOVER_STEPS_H
 #define BACKFILL_CUTOVER_STEPS_H
 
+#include "access/htup.h"
 #include "fmgr.h"
 
-/* a job's row, as backfill._get_job returned it to the caller */
+/* a job's row, as the caller sees it (cutover_get_job) */
 typedef struct CutoverJobRow
 {
 	int64		job_id;
@@ -37,6 +38,7 @@ typedef struct CutoverSwapped
 	bool		to_validate_null;
 } CutoverSwapped;
 
+extern Datum cutover_get_job(int64 job_id, bool job_null, Oid *type);
 extern void cutover_read_job(CutoverJobRow *job, bool job_null);
 extern void cutover_require_read_committed(const char *function);
 extern void cutover_refuse_null(FunctionCallInfo fcinfo, int argno, const char *name);
@@ -48,7 +50,6 @@ extern void cutover_swap_attempts(CutoverJobRow *job, const char *new_name,
 								  FunctionCallInfo fcinfo, int timeout_arg, int attempts_arg,
 								  CutoverSwapped *swapped);
 extern char *cutover_ms_text(CutoverSwapped *swapped);
-extern void cutover_report(int64 job_id, const char *what);
 extern char *cutover_rel_name(Oid relid);
 extern char *cutover_state_words(const char *state);
 
@@ -57,6 +58,18 @@ extern void cutover_check_not_cut_over(CutoverJobRow *job);
 extern char *cutover_old_name(CutoverJobRow *job, text *given);
 extern char *cutover_check_local(CutoverJobRow *job, Datum accept, bool accept_null,
 								 const char *old_name);
+
+/* arguments.c */
+extern void cutover_lock_arguments(Datum lock_timeout, bool lock_timeout_null, int32 attempts,
+								   bool attempts_null);
+extern char *cutover_irreversible(HeapTupleHeader job);
+
+/* record.c */
+extern void cutover_require_table_owner(Oid relid, const char *argname, bool missing_ok);
+extern void cutover_record(const Datum *values, const bool *nulls);
+
+/* report.c */
+extern void cutover_report(int64 job_id, const char *what);
 
 /* verify_gate.c */
 extern void cutover_verify_gate(int64 job_id);

@@ -26,6 +26,7 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_record(bigint, text, integer, oid, oid, text, oid, text, boolean, boolean, double precision, oid[], boolean) IS
 'Internal: writes the cutover row of a job the caller owns, whose tables must be the job''s own, owned by roles whose privileges the caller has.';
+REVOKE ALL ON FUNCTION backfill._cutover_record(bigint, text, integer, oid, oid, text, oid, text, boolean, boolean, double precision, oid[], boolean) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION backfill._cutover_report(job_id bigint, what text)
 RETURNS void
@@ -34,6 +35,7 @@ LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_report(bigint, text) IS
 'Internal: shows what a cutover of a job the caller owns is doing in pg_stat_activity.query of its backend: one line of at most 512 bytes.';
+REVOKE ALL ON FUNCTION backfill._cutover_report(bigint, text) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION backfill._cutover_turn(job_id bigint, into_existing boolean)
 RETURNS void
@@ -42,6 +44,7 @@ LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_turn(bigint, boolean) IS
 'Internal: turns a finished job the caller owns around under its tables'' lock, for a caller with the privileges of the owners of both tables: its apply triggers move to its downstream, which becomes its upstream.';
+REVOKE ALL ON FUNCTION backfill._cutover_turn(bigint, boolean) FROM PUBLIC;
 
 -- What refuses a swap of src (which has the name) for dst, before anything
 -- is locked or changed: a dst whose owner's code src's writers do not
@@ -113,6 +116,7 @@ LANGUAGE C IMMUTABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_arguments(interval, integer) IS
 'Internal: checks the lock_timeout and attempts of a cutover or rollback.';
+REVOKE ALL ON FUNCTION backfill._cutover_arguments(interval, integer) FROM PUBLIC;
 
 -- a job that can be turned around: its downstream maps back onto its
 -- upstream, and its owner may write the upstream; NULL if so, else why not
@@ -123,6 +127,7 @@ LANGUAGE C STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_irreversible(backfill.job) IS
 'Internal: why a job''s downstream could not be followed back by its upstream after a cutover, or NULL.';
+REVOKE ALL ON FUNCTION backfill._cutover_irreversible(backfill.job) FROM PUBLIC;
 
 -- the swap made again the other way (src/api/cutover_rollback.c)
 CREATE OR REPLACE FUNCTION backfill.rollback_cutover(job_id bigint, lock_timeout interval DEFAULT '1s',
@@ -165,6 +170,7 @@ LANGUAGE C STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_trusts(regclass, regclass) IS
 'Internal: whether the owner of dst is the owner of src, a superuser, or a role whose privileges the owner of src has through its memberships.';
+REVOKE ALL ON FUNCTION backfill._cutover_trusts(regclass, regclass) FROM PUBLIC;
 
 -- A cutover renames whole tables: a partition would be left detached from
 -- its parent (whose writes go on reaching the old one), and the rows of an
@@ -177,6 +183,7 @@ LANGUAGE C STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_whole_table(backfill.job, regclass) IS
 'Internal: refuses the cutover of a partition, or of a table that inherits or has inheritance children, unless it is a partitioned table.';
+REVOKE ALL ON FUNCTION backfill._cutover_whole_table(backfill.job, regclass) FROM PUBLIC;
 
 -- The other job over src or dst, whoever owns it: backfill.job shows a
 -- role only its own jobs, and one it could not see would be left on the
@@ -209,6 +216,7 @@ LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_hand_over(bigint) IS
 'Internal: under the lock of its swap, gives a job just turned around, its state and change tables to the owner of its upstream.';
+REVOKE ALL ON FUNCTION backfill._cutover_hand_over(bigint) FROM PUBLIC;
 
 -- dst's privileges become src's, grantors included (src/cutover/carry_acl.c)
 CREATE OR REPLACE FUNCTION backfill._cutover_copy_acl(src regclass, dst regclass)
@@ -218,6 +226,7 @@ LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_copy_acl(regclass, regclass) IS
 'Internal: under the lock of both tables of one owner, gives dst exactly the privileges of src, the table''s and its columns'' by name, with their grantors.';
+REVOKE ALL ON FUNCTION backfill._cutover_copy_acl(regclass, regclass) FROM PUBLIC;
 
 -- The pairs of an index of src and one of dst of the same definition (the
 -- method, columns, expressions, predicate, uniqueness, primary key,
@@ -260,6 +269,7 @@ LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_carry_functions(regclass, regclass) IS
 'Internal: under the lock of both tables, re-points the functions declared with the row type of src, or its array type, to those of dst, whose columns must be the same.';
+REVOKE ALL ON FUNCTION backfill._cutover_carry_functions(regclass, regclass) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION backfill._cutover_carry_subscriptions(src regclass, dst regclass)
 RETURNS void
@@ -268,6 +278,7 @@ LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_carry_subscriptions(regclass, regclass) IS
 'Internal: under the lock of both tables, moves the rows of pg_subscription_rel of src, each ready, to dst.';
+REVOKE ALL ON FUNCTION backfill._cutover_carry_subscriptions(regclass, regclass) FROM PUBLIC;
 
 -- What a real schema has that the cutover cannot carry, refused before
 -- anything changes: a subscription still copying src (or writing to dst
@@ -282,6 +293,7 @@ LANGUAGE C STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_check_schema(backfill.job, regclass, regclass) IS
 'Internal: refuses a cutover of a table a subscription is still copying, or of two tables one subscription writes to, of generated columns that would no longer be generated, and of functions of the row type of src when the columns of dst differ.';
+REVOKE ALL ON FUNCTION backfill._cutover_check_schema(backfill.job, regclass, regclass) FROM PUBLIC;
 
 -- Materialized views over src, re-made over dst: the definitions are
 -- printed before the renames, with src's name, which dst then has
@@ -320,6 +332,7 @@ LANGUAGE C STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_check_matview(regclass, regclass) IS
 'Internal: refuses to carry a materialized view another object depends on, or whose owner''s privileges the caller lacks.';
+REVOKE ALL ON FUNCTION backfill._cutover_check_matview(regclass, regclass) FROM PUBLIC;
 
 -- What src (the old table) enforces that dst (the new one) does not, one
 -- row per thing, kind being the word cutover's "accept" takes for it.  The

@@ -21,6 +21,7 @@ LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_lock_relation(regclass) IS
 'Internal: locks one relation whose owner''s privileges the caller has ACCESS EXCLUSIVE, under the caller''s lock_timeout, and nothing else with it (not the tables of a view).';
+REVOKE ALL ON FUNCTION backfill._cutover_lock_relation(regclass) FROM PUBLIC;
 
 -- What the swap alters, locked in this order before it starts: the tables
 -- whose foreign keys reference src, the views and materialized views that
@@ -38,6 +39,7 @@ LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_lock_dependents(regclass, regclass) IS
 'Internal: locks ACCESS EXCLUSIVE, in this order, the tables whose foreign keys reference src, the views over src, the sequences of its columns, then src and dst with their partitions; each wait bounded by the caller''s lock_timeout.';
+REVOKE ALL ON FUNCTION backfill._cutover_lock_dependents(regclass, regclass) FROM PUBLIC;
 
 -- A CREATE INDEX CONCURRENTLY or REINDEX CONCURRENTLY on either table (or
 -- a partition of either) holds it SHARE UPDATE EXCLUSIVE until it ends, and
@@ -53,6 +55,7 @@ LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_index_build(regclass, regclass) IS
 'Internal: a process building an index concurrently (CREATE INDEX CONCURRENTLY, REINDEX CONCURRENTLY) on src, dst or one of their partitions, and that table; no row if none.';
+REVOKE ALL ON FUNCTION backfill._cutover_index_build(regclass, regclass) FROM PUBLIC;
 
 -- ends the cutover at once when an index is being built concurrently on
 -- one of its tables (_cutover_index_build)
@@ -63,6 +66,7 @@ LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_refuse_index_build(bigint, regclass, regclass) IS
 'Internal: for a caller who owns job job_id, fails with 55P03 when a process builds an index concurrently on src, dst or one of their partitions.';
+REVOKE ALL ON FUNCTION backfill._cutover_refuse_index_build(bigint, regclass, regclass) FROM PUBLIC;
 
 -- The partitions of two partitioned tables that take each other's place:
 -- each of src's with the one of dst's of the same bounds, one to one, both

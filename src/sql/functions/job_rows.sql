@@ -35,6 +35,7 @@ BEGIN
 END
 $$;
 COMMENT ON FUNCTION backfill._get_job(bigint) IS 'Internal: the catalog row of a job.';
+REVOKE ALL ON FUNCTION backfill._get_job(bigint) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION backfill._mark_cancelled(job_id bigint)
 RETURNS void
@@ -43,6 +44,7 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._mark_cancelled(bigint) IS
 'Internal: marks a job the caller owns cancelled, without downstream, state or change table.';
+REVOKE ALL ON FUNCTION backfill._mark_cancelled(bigint) FROM PUBLIC;
 
 -- recreate_job makes the new job its owner's, not the caller's
 CREATE OR REPLACE FUNCTION backfill._create_job_as(from_job_id bigint, name text, upstream regclass,
@@ -56,3 +58,4 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._create_job_as(bigint, text, regclass, text, text[], integer, integer, integer, text, boolean, boolean) IS
 'Internal: for recreate_job, create_job on behalf of the owner of a job the caller owns, in a security-restricted operation; the new job is that owner''s.';
+REVOKE ALL ON FUNCTION backfill._create_job_as(bigint, text, regclass, text, text[], integer, integer, integer, text, boolean, boolean) FROM PUBLIC;

@@ -41,3 +41,4 @@ LANGUAGE C STABLE STRICT PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._key_compare_sql(regclass, text[], text, text, text) IS
 'Internal: the SQL comparing the key columns pk_columns of upstream under alias left with those under alias right (op: <, <=, =, >=, >), through the key types'' btree operator classes; pk_columns a list of columns of upstream, one dimension, no NULL, that the caller may read.';
+REVOKE ALL ON FUNCTION backfill._key_compare_sql(regclass, text[], text, text, text) FROM PUBLIC;

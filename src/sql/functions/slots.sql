@@ -37,6 +37,7 @@ LANGUAGE C STRICT VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._lock_slot(bigint) IS
 'Internal: waits for, then holds until the end of the transaction, the lock that guards a cdc job''s replication slot.';
+REVOKE ALL ON FUNCTION backfill._lock_slot(bigint) FROM PUBLIC;
 
 -- cdc kind: verify_job() flushes the WAL as it peeks at a slot, so that
 -- an asynchronous commit is decoded, hence pending, too, and peeks up to
@@ -69,3 +70,4 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._drop_job_objects(backfill.job, boolean) IS
 'Internal: drops the triggers and tables of a job the caller owns, given its row as the caller read it.';
+REVOKE ALL ON FUNCTION backfill._drop_job_objects(backfill.job, boolean) FROM PUBLIC;

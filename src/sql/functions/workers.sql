@@ -55,3 +55,4 @@ LANGUAGE C VOLATILE STRICT PARALLEL RESTRICTED
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._report_progress(bigint, timestamptz) IS
 'Internal: for wait_job, sends the job''s line of progress to the client as an INFO message when backfill.client_progress_interval has passed since "since"; returns when it sent it, or "since".';
+REVOKE ALL ON FUNCTION backfill._report_progress(bigint, timestamptz) FROM PUBLIC;
