@@ -10,9 +10,9 @@
 #   bash scripts/test.sh [--no-valgrind]
 #
 # Beside the pg_regress, isolation and TAP tests, scripts/valgrind.sh runs
-# the pg_regress and isolation suites against servers under valgrind, in
-# the background (it takes longer than all the rest; the TAP tests run two
-# files at a time beside it); --no-valgrind leaves it out.
+# the pg_regress and isolation suites against a server under valgrind, in
+# the background on a core of its own (it takes about as long as the TAP
+# tests); --no-valgrind leaves it out.
 set -euo pipefail
 
 VALGRIND=1
@@ -83,11 +83,8 @@ if ! (cd "$workdir" && run_as_tester pg_virtualenv -v "$PGVER" -o wal_level=logi
 fi
 
 step "TAP tests"
-# two files at a time: a TAP test spends most of its time waiting for its
-# servers (each file has its own, on ports of its own), so two share a core
-# with valgrind's servers.  --timer: each file's time in the log, to see
-# where the time goes
-run_as_tester make -C "$workdir" installcheck REGRESS= ISOLATION= PROVE_FLAGS="--timer -j2" || status=1
+# --timer: each file's time in the log, to see where the time goes
+run_as_tester make -C "$workdir" installcheck REGRESS= ISOLATION= PROVE_FLAGS=--timer || status=1
 
 if [ -n "$vglog" ]; then
     step "valgrind (scripts/valgrind.sh --installed)"

@@ -8,15 +8,13 @@
 # With --installed it neither builds nor installs: scripts/test.sh runs it so,
 # beside its TAP tests, once it has installed this tree's build.
 #
-# The servers are throw-away clusters in a temp dir (their own ports and
-# socket directory), started through a wrapper that runs every postgres
-# process under valgrind (memcheck, no leak check: backends exit without
-# freeing, by design).  The suites run as in scripts/test.sh, without the
-# library preloaded, each against a cluster of its own and both at once: a
-# server under valgrind keeps a core busy, and the two suites together take
-# as long as the longer of them.  Then the first server restarts with the
-# library preloaded and jobs of every kind run in background workers, so the
-# workers and the launcher run under valgrind too.
+# The server is a throw-away cluster in a temp dir (its own port and
+# socket), started through a wrapper that runs every postgres process under
+# valgrind (memcheck, no leak check: backends exit without freeing, by
+# design).  The suites run as in scripts/test.sh, without the library
+# preloaded; then the server restarts with it preloaded and jobs of every
+# kind run in background workers, so the workers and the launcher run under
+# valgrind too.
 # PostgreSQL's own noise (its allocator, WAL padding, the dynamic loader) is
 # not the extension's: only reports with a backfill.so frame count.  No
 # existing cluster is touched.
@@ -45,23 +43,19 @@ DIR=$(mktemp -d /tmp/backfill-valgrind.XXXXXX)
 run_as_tester() {
     if [ "$(id -u)" = 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
 }
-# each suite runs on a copy of the tree, so that another run of it in the
+# the suites run on a copy of the tree, so that another run of them in the
 # tree (scripts/test.sh's, at the same time) keeps its own results
-for t in tree tree_iso; do
-    cp -a "$HERE"/. "$DIR/$t"/
-    rm -rf "$DIR/$t/.git"
-done
+workdir=$DIR/tree
+cp -a "$HERE"/. "$workdir"/
+rm -rf "$workdir/.git"
 [ "$(id -u)" = 0 ] && chown -R postgres "$DIR"
-PORT=$(( 40000 + RANDOM % 20000 ))      # the pg_regress suite's, then the workers'
-PORT_ISO=$(( PORT + 1 ))                # the isolation suite's
+PORT=$(( 40000 + RANDOM % 20000 ))
 cleanup() {
-    for d in data data_iso; do
-        run_as_tester "$BIN/pg_ctl" -D "$DIR/$d" -m immediate stop >/dev/null 2>&1 || true
-    done
+    run_as_tester "$BIN/pg_ctl" -D "$DIR/data" -m immediate stop >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
 
-step "clusters under valgrind in $DIR"
+step "cluster under valgrind in $DIR"
 cat > "$DIR/postgres-valgrind" <<EOF
 #!/bin/sh
 exec valgrind --quiet --tool=memcheck --trace-children=yes --leak-check=no \\
@@ -70,12 +64,10 @@ exec valgrind --quiet --tool=memcheck --trace-children=yes --leak-check=no \\
 EOF
 chmod 755 "$DIR/postgres-valgrind"
 [ "$(id -u)" = 0 ] && chown -R postgres "$DIR"
-make_cluster() {
-    local data=$1 port=$2
-    run_as_tester "$BIN/initdb" -D "$DIR/$data" -A trust -U postgres >/dev/null
-    cat >> "$DIR/$data/postgresql.conf" <<EOF
+run_as_tester "$BIN/initdb" -D "$DIR/data" -A trust -U postgres >/dev/null
+cat >> "$DIR/data/postgresql.conf" <<EOF
 listen_addresses = ''
-port = $port
+port = $PORT
 unix_socket_directories = '$DIR'
 max_worker_processes = 16
 wal_level = logical
@@ -85,34 +77,18 @@ output_plugin_libraries = 'pgoutput, test_decoding, backfill'
 # a line every 10 s would land in the expected outputs
 backfill.client_progress_interval = 0
 EOF
-    run_as_tester "$BIN/pg_ctl" -D "$DIR/$data" -l "$DIR/log_$data" -p "$DIR/postgres-valgrind" \
-        -w -t 300 start >/dev/null
-}
-make_cluster data "$PORT"
-make_cluster data_iso "$PORT_ISO"
+run_as_tester "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/log" -p "$DIR/postgres-valgrind" \
+    -w -t 300 start >/dev/null
 
-step "pg_regress and isolation tests, each against its own server"
+step "pg_regress and isolation tests"
 status=0
-# each suite's output goes to a file, printed when both have ended, so
-# that the two do not interleave
-(cd "$DIR/tree" && run_as_tester env PGHOST="$DIR" PGPORT="$PORT" PGUSER=postgres \
-    make installcheck ISOLATION= TAP_TESTS=) >"$DIR/regress.out" 2>&1 &
-regress_pid=$!
-(cd "$DIR/tree_iso" && run_as_tester env PGHOST="$DIR" PGPORT="$PORT_ISO" PGUSER=postgres \
-    make installcheck REGRESS= TAP_TESTS=) >"$DIR/isolation.out" 2>&1 &
-isolation_pid=$!
-wait "$regress_pid" || status=1
-wait "$isolation_pid" || status=1
-cat "$DIR/regress.out" "$DIR/isolation.out"
-for f in "$DIR/tree/regression.diffs" "$DIR/tree_iso/output_iso/regression.diffs"; do
-    [ -f "$f" ] && cat "$f"
-done
-run_as_tester "$BIN/pg_ctl" -D "$DIR/data_iso" -m fast -w -t 300 stop >/dev/null || true
+(cd "$workdir" && run_as_tester env PGHOST="$DIR" PGPORT="$PORT" PGUSER=postgres \
+    make installcheck TAP_TESTS=) || status=1
 
 step "background workers, preloaded"
 run_as_tester "$BIN/pg_ctl" -D "$DIR/data" -m fast -w -t 300 stop >/dev/null
 echo "shared_preload_libraries = 'backfill'" >> "$DIR/data/postgresql.conf"
-run_as_tester "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/log_data" -p "$DIR/postgres-valgrind" \
+run_as_tester "$BIN/pg_ctl" -D "$DIR/data" -l "$DIR/log" -p "$DIR/postgres-valgrind" \
     -w -t 300 start >/dev/null
 run_as_tester env PGHOST="$DIR" PGPORT="$PORT" "$BIN/psql" -X -q -U postgres -d postgres \
     -v ON_ERROR_STOP=1 <<'SQL' || status=1
