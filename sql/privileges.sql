@@ -106,8 +106,9 @@ SELECT * FROM regress_bf_a.up_mv WHERE id = 4;
 RESET ROLE;
 SELECT * FROM regress_bf_a.up_mv WHERE id = 4;
 
--- what PUBLIC may execute: the API and the internal functions the views
--- call, not the trigger functions nor the other internal functions
+-- what PUBLIC may execute: the API, the internal functions the views call
+-- and those an operation still calls through SPI; not the trigger
+-- functions nor the other internal functions
 SELECT p.oid::regprocedure AS function
   FROM pg_proc p
  WHERE p.pronamespace = 'backfill'::regnamespace
