@@ -181,18 +181,14 @@ record(CutoverJobRow *job, CutoverRow *row, CutoverSwapped *swapped)
 	cutover_statement_begin();
 	values[0] = Int64GetDatum(job->job_id);
 	values[1] = CStringGetTextDatum("rolled_back");
-	values[2] = Int32GetDatum(swapped->tries);
 	for (int i = 0; i < 6; i++)
 	{
 		values[args[i]] = row->values[fields[i] - 1];
 		nulls[args[i]] = row->nulls[fields[i] - 1];
 	}
 	values[8] = BoolGetDatum(true);
-	values[10] = Float8GetDatum(swapped->lock_held_ms);
-	nulls[10] = swapped->lock_held_null;
-	values[11] = swapped->to_validate;
-	nulls[11] = swapped->to_validate_null;
 	values[12] = BoolGetDatum(false);
+	cutover_record_attempts(values, nulls, swapped);
 	cutover_record(values, nulls);
 	cutover_statement_end();
 }

@@ -153,7 +153,6 @@ record(CutoverJobRow *job, const char *old_name, const char *dst_name, Oid dst_s
 	cutover_statement_begin();
 	values[0] = Int64GetDatum(job->job_id);
 	values[1] = CStringGetTextDatum("cut_over");
-	values[2] = Int32GetDatum(swapped->tries);
 	values[3] = oid_or_null(job->upstream, &nulls[3]);
 	values[4] = oid_or_null(job->downstream, &nulls[4]);
 	values[5] = CStringGetTextDatum(old_name);
@@ -161,11 +160,8 @@ record(CutoverJobRow *job, const char *old_name, const char *dst_name, Oid dst_s
 	values[7] = text_or_null(dst_name, &nulls[7]);
 	values[8] = BoolGetDatum(reversible);
 	values[9] = BoolGetDatum(job->into_existing);
-	values[10] = Float8GetDatum(swapped->lock_held_ms);
-	nulls[10] = swapped->lock_held_null;
-	values[11] = swapped->to_validate;
-	nulls[11] = swapped->to_validate_null;
 	values[12] = BoolGetDatum(false);
+	cutover_record_attempts(values, nulls, swapped);
 	cutover_record(values, nulls);
 	cutover_statement_end();
 }

@@ -126,6 +126,23 @@ check_record_arguments(const Datum *values, const bool *nulls)
 }
 
 /*
+ * cutover_record_attempts
+ *		A swap's figures in the values of a cutover row (cutover_record's
+ *		order): its attempts, how long it held the lock, and the foreign
+ *		keys it left to validate.
+ */
+void
+cutover_record_attempts(Datum *values, bool *nulls, const CutoverSwapped *swapped)
+{
+	values[2] = Int32GetDatum(swapped->tries);
+	nulls[2] = false;
+	values[10] = Float8GetDatum(swapped->lock_held_ms);
+	nulls[10] = swapped->lock_held_null;
+	values[11] = swapped->to_validate;
+	nulls[11] = swapped->to_validate_null;
+}
+
+/*
  * cutover_record
  *		The job's cutover row, inserted or replaced, for a caller who owns
  *		the job: values and nulls in the order of _cutover_record's

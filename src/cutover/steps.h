@@ -67,6 +67,7 @@ extern char *cutover_irreversible(HeapTupleHeader job);
 /* record.c */
 extern void cutover_require_table_owner(Oid relid, const char *argname, bool missing_ok);
 extern void cutover_record(const Datum *values, const bool *nulls);
+extern void cutover_record_attempts(Datum *values, bool *nulls, const CutoverSwapped *swapped);
 
 /* report.c */
 extern void cutover_report(int64 job_id, const char *what);
