@@ -13,7 +13,8 @@ CREATE ROLE regress_ck_owner;
 GRANT CREATE ON SCHEMA public TO regress_ck_plain;
 -- PUBLIC may not execute the internal functions: the plain role may here,
 -- so that what is tested is each one's own check
-GRANT EXECUTE ON FUNCTION backfill._cutover_check_matview(regclass, regclass) TO regress_ck_plain;
+GRANT EXECUTE ON FUNCTION backfill._cutover_check_matview(regclass, regclass),
+    backfill._cutover_check(backfill.job, regclass, regclass) TO regress_ck_plain;
 
 -- one statement in a subtransaction: "ok", or its error in full
 CREATE FUNCTION pg_temp.ck(sql text) RETURNS text LANGUAGE plpgsql AS $$
@@ -209,5 +210,6 @@ DROP TABLE ck_strong, ck_weak, ck_a, ck_b, ck_same, ck_j, ck_jw;
 SELECT backfill.drop_job(:ck_job);
 DROP TABLE ck_src;
 REVOKE CREATE ON SCHEMA public FROM regress_ck_plain;
-REVOKE EXECUTE ON FUNCTION backfill._cutover_check_matview(regclass, regclass) FROM regress_ck_plain;
+REVOKE EXECUTE ON FUNCTION backfill._cutover_check_matview(regclass, regclass),
+    backfill._cutover_check(backfill.job, regclass, regclass) FROM regress_ck_plain;
 DROP ROLE regress_ck_plain, regress_ck_owner;

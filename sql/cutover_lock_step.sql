@@ -10,7 +10,8 @@ CREATE ROLE regress_ls_plain LOGIN;
 -- so that what is tested is each one's own check
 GRANT EXECUTE ON FUNCTION backfill._cutover_lock_dependents(regclass, regclass),
     backfill._cutover_lock_relation(regclass),
-    backfill._cutover_refuse_index_build(bigint, regclass, regclass) TO regress_ls_plain;
+    backfill._cutover_refuse_index_build(bigint, regclass, regclass),
+    backfill._cutover_attempts(bigint, regclass, regclass, text, interval, integer) TO regress_ls_plain;
 GRANT CREATE ON SCHEMA public TO regress_ls_plain;
 
 -- an error shows its message, DETAIL and HINT, then its SQLSTATE

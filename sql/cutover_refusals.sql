@@ -17,8 +17,9 @@ CREATE ROLE crf_tenant_b;
 CREATE ROLE crf_g1;
 CREATE ROLE crf_g2;
 -- PUBLIC may not execute the internal functions: these roles may here, so
--- that what is tested is _cutover_copy_acl's own check
+-- that what is tested is _cutover_copy_acl's and _cutover_other_job's own checks
 GRANT EXECUTE ON FUNCTION backfill._cutover_copy_acl(regclass, regclass) TO crf_plain, crf_other, crf_tenant_a;
+GRANT EXECUTE ON FUNCTION backfill._cutover_other_job(bigint, regclass, regclass) TO crf_tenant_a;
 GRANT CREATE ON SCHEMA public TO crf_plain, crf_other;
 
 -- 7. A superuser cuts over a plain role's job over the superuser's table:

@@ -9,6 +9,9 @@
 
 CREATE ROLE regress_sw_plain LOGIN;
 GRANT CREATE ON SCHEMA public TO regress_sw_plain;
+-- PUBLIC may not execute the internal functions: the plain role may here,
+-- so that what is tested is the swap's own check, at the first ALTER
+GRANT EXECUTE ON FUNCTION backfill._cutover_swap(regclass, regclass, text) TO regress_sw_plain;
 
 -- NULL arguments: refused before anything is read or changed
 CREATE TABLE sw_su (id int PRIMARY KEY, v text);
@@ -89,4 +92,5 @@ RESET ROLE;
 
 DROP TABLE sw_su, sw_su_new;
 REVOKE CREATE ON SCHEMA public FROM regress_sw_plain;
+REVOKE EXECUTE ON FUNCTION backfill._cutover_swap(regclass, regclass, text) FROM regress_sw_plain;
 DROP ROLE regress_sw_plain;

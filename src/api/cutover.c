@@ -44,8 +44,7 @@
  *
  * Who may.  cutover and rollback_cutover call the turn and the hand-over
  * directly, as their caller (cutover_turn_job, cutover_hand_over_job);
- * the SQL functions _cutover_turn and _cutover_hand_over are not PUBLIC's,
- * and _cutover_other_job is, as the cutover's checks call it through SPI.
+ * the SQL functions _cutover_turn and _cutover_hand_over are not PUBLIC's.
  * Each checks its arguments itself.  The turn and the cutover row
  * (src/cutover/record.c) name tables: the caller must have the privileges
  * of the job's owner and of the owners of both tables, which it needs for
@@ -84,7 +83,6 @@
 
 PG_FUNCTION_INFO_V1(backfill_cutover_turn);
 PG_FUNCTION_INFO_V1(backfill_cutover_hand_over);
-PG_FUNCTION_INFO_V1(backfill_cutover_other_job);
 
 /*
  * cutover_turn_job, backfill._cutover_turn(job_id bigint, into_existing
@@ -281,35 +279,4 @@ backfill_cutover_hand_over(PG_FUNCTION_ARGS)
 {
 	cutover_hand_over_job(PG_GETARG_INT64(0));
 	PG_RETURN_VOID();
-}
-
-/*
- * backfill._cutover_other_job(job_id bigint, src regclass, dst regclass)
- *		RETURNS bigint
- *		The first job other than job_id, not cancelled, over src or dst,
- *		whoever owns it, or NULL: read as the extension's owner, since
- *		row-level security on backfill.job shows the caller its own jobs
- *		only, and a job left on the wrong table by the swap would block
- *		finish_cutover for good.  Tells nothing but the job's id, and only
- *		to a caller with the privileges of job_id's owner.
- */
-Datum
-backfill_cutover_other_job(PG_FUNCTION_ARGS)
-{
-	int64		job_id = PG_GETARG_INT64(0);
-	int64		other;
-	RoleContext rc;
-	int			guc_level;
-
-	(void) backfill_require_job_owner(job_id);
-	backfill_catalog_enter(&rc);
-	guc_level = backfill_pin_catalog_path();
-	backfill_spi_enter();
-	other = backfill_other_job_over(job_id, PG_GETARG_OID(1), PG_GETARG_OID(2));
-	backfill_spi_leave();
-	backfill_unpin_search_path(guc_level);
-	backfill_role_leave(&rc);
-	if (other == 0)
-		PG_RETURN_NULL();
-	PG_RETURN_INT64(other);
 }

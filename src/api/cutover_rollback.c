@@ -234,8 +234,7 @@ backfill_rollback_cutover(PG_FUNCTION_ARGS)
 	check_reversible(&job, &row);
 
 	/* the job is turned around: its upstream has the name, its downstream is the old table */
-	cutover_job_query("SELECT backfill._cutover_check($2, $3, $4)", &job, InvalidOid, (Datum) 0,
-					  false);
+	cutover_check_swap(&job);
 	check_name_free(&row);
 	up_text = backfill_regclass_text(job.upstream);
 	down_text = backfill_regclass_text(job.downstream);

@@ -66,35 +66,33 @@ check_accept(ArrayType *accept)
 }
 
 /*
- * backfill._cutover_accepts(j backfill.job, accept text[]) RETURNS void
- *		Refuse the cutover of job j when its downstream would enforce less
- *		than its upstream did (backfill._cutover_weaker), unless accept
- *		names each kind of loss.
+ * cutover_accepts
+ *		Refuse the cutover of job when its downstream would enforce less
+ *		than its upstream did (weaker.c), unless accept (NULL: none) names
+ *		each kind of loss.  The caller is connected to SPI.
  */
-Datum
-backfill_cutover_accepts(PG_FUNCTION_ARGS)
+void
+cutover_accepts(CutoverJob *job, ArrayType *accept)
 {
-	CutoverJob	job;
 	Oid			types[3] = {REGCLASSOID, REGCLASSOID, TEXTARRAYOID};
 	Datum		values[3];
-	char		nulls[3] = {' ', ' ', ' '};
+	char		nulls[3];
 	int			rc;
 	char	   *lost;
 
-	cutover_job_arg(fcinfo, 0, &job);
-	if (!PG_ARGISNULL(1))
-		check_accept(PG_GETARG_ARRAYTYPE_P(1));
-	values[0] = ObjectIdGetDatum(job.upstream);
-	values[1] = ObjectIdGetDatum(job.downstream);
-	values[2] = PG_ARGISNULL(1) ? (Datum) 0 : PG_GETARG_DATUM(1);
-	nulls[0] = OidIsValid(job.upstream) ? ' ' : 'n';
-	nulls[1] = OidIsValid(job.downstream) ? ' ' : 'n';
-	nulls[2] = PG_ARGISNULL(1) ? 'n' : ' ';
-	backfill_spi_enter();
-	rc = SPI_execute_with_args("SELECT pg_catalog.array_agg(DISTINCT w.kind ORDER BY w.kind)::pg_catalog.text,"
-							   "       pg_catalog.string_agg(w.detail, E'\\n')"
-							   "  FROM backfill._cutover_weaker($1, $2) w"
-							   " WHERE w.kind <> ALL (coalesce($3, '{}'))",
+	if (accept != NULL)
+		check_accept(accept);
+	values[0] = ObjectIdGetDatum(job->upstream);
+	values[1] = ObjectIdGetDatum(job->downstream);
+	values[2] = PointerGetDatum(accept);
+	nulls[0] = OidIsValid(job->upstream) ? ' ' : 'n';
+	nulls[1] = OidIsValid(job->downstream) ? ' ' : 'n';
+	nulls[2] = accept == NULL ? 'n' : ' ';
+	rc = SPI_execute_with_args(psprintf("SELECT pg_catalog.array_agg(DISTINCT w.kind ORDER BY w.kind)::pg_catalog.text,"
+										"       pg_catalog.string_agg(w.detail, E'\\n')"
+										"  FROM (%s) w"
+										" WHERE w.kind <> ALL (coalesce($3, '{}'))",
+										cutover_weaker_sql),
 							   3, types, values, nulls, true, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute_with_args failed (%d)", rc);
@@ -103,12 +101,26 @@ backfill_cutover_accepts(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("cannot cut over backfill job %s because table %s does not enforce all that table %s does",
-						job.id_raise, cutover_rel_raise(job.downstream),
-						cutover_rel_raise(job.upstream)),
+						job->id_raise, cutover_rel_raise(job->downstream),
+						cutover_rel_raise(job->upstream)),
 				 errdetail("%s", cutover_value(0, 2)),
 				 errhint("Give table %s what it lacks before the cutover, or accept the loss: backfill.cutover(%s, accept => %s).",
-						 cutover_rel_format(job.downstream), job.id_format,
+						 cutover_rel_format(job->downstream), job->id_format,
 						 quote_literal_cstr(lost))));
+}
+
+/*
+ * backfill._cutover_accepts(j backfill.job, accept text[]) RETURNS void
+ *		cutover_accepts, for a caller of SQL.
+ */
+Datum
+backfill_cutover_accepts(PG_FUNCTION_ARGS)
+{
+	CutoverJob	job;
+
+	cutover_job_arg(fcinfo, 0, &job);
+	backfill_spi_enter();
+	cutover_accepts(&job, PG_ARGISNULL(1) ? NULL : PG_GETARG_ARRAYTYPE_P(1));
 	backfill_spi_leave();
 	PG_RETURN_VOID();
 }

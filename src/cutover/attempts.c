@@ -17,9 +17,9 @@
  * (INFO) at most every interval says how long the lock step has waited so
  * far and which processes hold a lock on either table.
  *
- * Under the lock the attempt checks the cutover again, swaps the tables
- * and renames their partitions by calling the extension's SQL functions
- * for those steps, as the caller: every ALTER they make needs the
+ * Under the lock the attempt checks the cutover again (check.c), swaps the
+ * tables (swap.c) and renames their partitions (carry_partitions.c), each
+ * a statement of its own as the caller: every ALTER they make needs the
  * privileges it would need typed by hand.
  *
  *-------------------------------------------------------------------------
@@ -44,19 +44,12 @@
 #include "utils/snapmgr.h"
 
 #include "cutover/attempts.h"
+#include "cutover/check.h"
 #include "cutover/lock_step.h"
 #include "cutover/steps.h"
 #include "lib/lib.h"
 
 PG_FUNCTION_INFO_V1(backfill_cutover_attempts);
-
-
-/* a statement of one row, as the caller, with $1.. of the given types */
-static void
-run_sql(const char *sql, int nargs, Oid *types, Datum *values, const char *nulls)
-{
-	backfill_spi_exec_args(sql, nargs, types, values, nulls, SPI_OK_SELECT);
-}
 
 
 /* set lock_timeout for the rest of the transaction, as set_config() does */
@@ -68,56 +61,63 @@ set_lock_timeout(const char *value)
 }
 
 
-/* a relation's name as a name Datum, or NULL (nulls: 'n') */
-static Datum
-name_of(Oid relid, char *null)
+/* a relation's name, or NULL */
+static char *
+name_of(Oid relid)
 {
-	char	   *relname = OidIsValid(relid) ? get_rel_name(relid) : NULL;
+	return OidIsValid(relid) ? get_rel_name(relid) : NULL;
+}
 
-	*null = relname ? ' ' : 'n';
-	return relname ? DirectFunctionCall1(namein, CStringGetDatum(relname)) : (Datum) 0;
+/* the checks of the swap again, of the job as it is now (check.c) */
+static void
+check_again(Attempts *a)
+{
+	CutoverJob	job;
+	Oid			type;
+	Datum		row = cutover_get_job(a->job_id, a->job_null, &type);
+
+	cutover_job_from_row(DatumGetHeapTupleHeader(row), &job);
+	cutover_statement_begin();
+	cutover_check(&job, a->src, a->dst);
+	cutover_statement_end();
 }
 
 /*
  * One attempt, in the caller's subtransaction: lock, check again under the
- * lock, swap, rename the partitions
+ * lock, swap, rename the partitions.  Each step a statement of its own, as
+ * the caller.
  */
 static void
 attempt(Attempts *a, const char *saved)
 {
-	Oid			types[4] = {INT8OID, REGCLASSOID, REGCLASSOID, TEXTOID};
-	Datum		values[4] = {Int64GetDatum(a->job_id), ObjectIdGetDatum(a->src),
-	ObjectIdGetDatum(a->dst), a->src_new_name};
-	char		nulls[4] = {a->job_null ? 'n' : ' ', OidIsValid(a->src) ? ' ' : 'n',
-	OidIsValid(a->dst) ? ' ' : 'n', a->src_new_name_null ? 'n' : ' '};
-	Oid			name_types[4] = {REGCLASSOID, REGCLASSOID, NAMEOID, NAMEOID};
-	Datum		names[4] = {values[1], values[2], 0, 0};
-	char		name_nulls[4] = {nulls[1], nulls[2], 'n', 'n'};
+	char	   *src_name;
+	char	   *dst_name;
 	Datum		swapped;
 	MemoryContext old;
-	Oid			check_types[3] = {InvalidOid, REGCLASSOID, REGCLASSOID};
-	Datum		check_values[3] = {(Datum) 0, values[1], values[2]};
-	char		check_nulls[3] = {' ', nulls[1], nulls[2]};
 
 	set_lock_timeout(a->timeout_ms ? psprintf("%sms", a->timeout_ms) : NULL);
 	if (OidIsValid(a->src) && OidIsValid(a->dst))
 		backfill_cutover_lock_all(a->src, a->dst);
 	a->locked_at = GetCurrentTimestamp();
 	/* again, under the lock: a view or key made while we waited */
-	check_values[0] = cutover_get_job(a->job_id, a->job_null, &check_types[0]);
-	run_sql("SELECT backfill._cutover_check($1, $2, $3)", 3, check_types, check_values,
-			check_nulls);
+	check_again(a);
 	backfill_attempt_report(a, psprintf("swapping table %s with table %s",
 										backfill_attempt_rel(a->src), backfill_attempt_rel(a->dst)));
-	names[2] = name_of(a->src, &name_nulls[2]);
-	names[3] = name_of(a->dst, &name_nulls[3]);
-	run_sql("SELECT backfill._cutover_swap($2, $3, $4)", 4, types, values, nulls);
-	swapped = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &a->to_validate_null);
+	src_name = name_of(a->src);
+	dst_name = name_of(a->dst);
+	cutover_statement_begin();
+	swapped = cutover_swap(a->src, a->dst, a->src_new_name);
+	cutover_statement_end();
 	old = MemoryContextSwitchTo(a->caller);
-	a->to_validate = a->to_validate_null ? (Datum) 0 : datumCopy(swapped, false, -1);
+	a->to_validate = datumCopy(swapped, false, -1);
 	MemoryContextSwitchTo(old);
-	run_sql("SELECT backfill._cutover_rename_partitions($1, $2, $3, $4)", 4, name_types, names,
-			name_nulls);
+	/* as the STRICT SQL function did: nothing to rename without a name */
+	if (src_name != NULL && dst_name != NULL)
+	{
+		cutover_statement_begin();
+		cutover_rename_partitions(a->src, a->dst, src_name, dst_name);
+		cutover_statement_end();
+	}
 	set_lock_timeout(saved);
 }
 
@@ -182,30 +182,35 @@ refuse_index_build(Attempts *a)
 		backfill_cutover_refuse_build(a->job_id, a->src, a->dst);
 }
 
-/* the arguments of backfill._cutover_attempts, NULL ones marked */
+/*
+ * The attempts' arguments: the job (NULL: none), the tables (InvalidOid:
+ * none), src's new name (NULL: none) and the caller's lock_timeout and
+ * attempts, arguments timeout_arg and attempts_arg of fcinfo (NULL: no
+ * limit)
+ */
 static void
-read_arguments(FunctionCallInfo fcinfo, Attempts *a)
+read_arguments(Attempts *a, const int64 *job_id, Oid src, Oid dst, const char *src_new_name,
+			   FunctionCallInfo fcinfo, int timeout_arg, int attempts_arg)
 {
 	memset(a, 0, sizeof(Attempts));
-	a->job_null = PG_ARGISNULL(0);
-	a->job_id = a->job_null ? 0 : PG_GETARG_INT64(0);
-	a->src = PG_ARGISNULL(1) ? InvalidOid : PG_GETARG_OID(1);
-	a->dst = PG_ARGISNULL(2) ? InvalidOid : PG_GETARG_OID(2);
-	a->src_new_name_null = PG_ARGISNULL(3);
-	a->src_new_name = a->src_new_name_null ? (Datum) 0 : PG_GETARG_DATUM(3);
-	if (!PG_ARGISNULL(4))
+	a->job_null = job_id == NULL;
+	a->job_id = job_id ? *job_id : 0;
+	a->src = src;
+	a->dst = dst;
+	a->src_new_name = src_new_name;
+	if (!PG_ARGISNULL(timeout_arg))
 	{
 		/* (extract(epoch FROM lock_timeout) * 1000)::bigint */
 		Datum		epoch = DirectFunctionCall2(extract_interval, CStringGetTextDatum("epoch"),
-												PG_GETARG_DATUM(4));
+												PG_GETARG_DATUM(timeout_arg));
 		Datum		ms = DirectFunctionCall2(numeric_mul, epoch,
 											 NumericGetDatum(int64_to_numeric(1000)));
 
 		a->timeout_ms = psprintf(INT64_FORMAT, DatumGetInt64(DirectFunctionCall1(numeric_int8, ms)));
 	}
-	if (!PG_ARGISNULL(5))
+	if (!PG_ARGISNULL(attempts_arg))
 	{
-		a->max_tries = PG_GETARG_INT32(5);
+		a->max_tries = PG_GETARG_INT32(attempts_arg);
 		a->attempts = psprintf("%d", a->max_tries);
 	}
 	a->line_every_us = backfill_attempt_line_interval();
@@ -214,30 +219,24 @@ read_arguments(FunctionCallInfo fcinfo, Attempts *a)
 }
 
 /*
- * backfill._cutover_attempts(job_id bigint, src regclass, dst regclass,
- *							  src_new_name text, lock_timeout interval,
- *							  attempts integer, OUT tries integer,
- *							  OUT lock_held_ms double precision,
- *							  OUT to_validate oid[]) RETURNS record
+ * cutover_attempts
  *		Lock both tables of a cutover and what the swap alters with bounded
  *		waits and retries, then swap them and rename their partitions (see
- *		the file header).  The tries made, how long the lock was held, and
- *		the foreign keys the swap added NOT VALID, to validate after.
+ *		the file header): the tries made, how long the lock was held, and
+ *		the foreign keys the swap added NOT VALID, to validate after, into
+ *		*swapped.  The arguments are read_arguments'.
  */
-Datum
-backfill_cutover_attempts(PG_FUNCTION_ARGS)
+void
+cutover_attempts(const int64 *job_id, Oid src, Oid dst, const char *src_new_name,
+				 FunctionCallInfo fcinfo, int timeout_arg, int attempts_arg,
+				 CutoverSwapped *swapped)
 {
 	Attempts	a;
 	char	   *saved = pstrdup(GetConfigOptionByName("lock_timeout", NULL, false));
-	TupleDesc	tupdesc;
-	Datum		values[3];
-	bool		nulls[3] = {false, false, false};
 	List	   *old_parts;
 	List	   *new_parts;
 
-	read_arguments(fcinfo, &a);
-	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
+	read_arguments(&a, job_id, src, dst, src_new_name, fcinfo, timeout_arg, attempts_arg);
 	backfill_spi_enter();
 	/* partitions that would not match are refused before anything is locked */
 	if (OidIsValid(a.src) && OidIsValid(a.dst) &&
@@ -259,9 +258,39 @@ backfill_cutover_attempts(PG_FUNCTION_ARGS)
 		backfill_cutover_pause(a.tries);
 	}
 	backfill_spi_leave();
-	values[0] = Int32GetDatum(a.tries);
-	values[1] = Float8GetDatum((double) (GetCurrentTimestamp() - a.locked_at) / 1000.0);
-	values[2] = a.to_validate;
-	nulls[2] = a.to_validate_null;
+	swapped->tries = a.tries;
+	swapped->lock_held_ms = (double) (GetCurrentTimestamp() - a.locked_at) / 1000.0;
+	swapped->lock_held_null = false;
+	swapped->to_validate = a.to_validate;
+	swapped->to_validate_null = false;
+}
+
+/*
+ * backfill._cutover_attempts(job_id bigint, src regclass, dst regclass,
+ *							  src_new_name text, lock_timeout interval,
+ *							  attempts integer, OUT tries integer,
+ *							  OUT lock_held_ms double precision,
+ *							  OUT to_validate oid[]) RETURNS record
+ *		cutover_attempts, for a caller of SQL.
+ */
+Datum
+backfill_cutover_attempts(PG_FUNCTION_ARGS)
+{
+	int64		job_id = PG_ARGISNULL(0) ? 0 : PG_GETARG_INT64(0);
+	CutoverSwapped swapped;
+	TupleDesc	tupdesc;
+	Datum		values[3];
+	bool		nulls[3] = {false, false, false};
+
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	cutover_attempts(PG_ARGISNULL(0) ? NULL : &job_id,
+					 PG_ARGISNULL(1) ? InvalidOid : PG_GETARG_OID(1),
+					 PG_ARGISNULL(2) ? InvalidOid : PG_GETARG_OID(2),
+					 PG_ARGISNULL(3) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(3)),
+					 fcinfo, 4, 5, &swapped);
+	values[0] = Int32GetDatum(swapped.tries);
+	values[1] = Float8GetDatum(swapped.lock_held_ms);
+	values[2] = swapped.to_validate;
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(tupdesc, values, nulls)));
 }

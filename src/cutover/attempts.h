@@ -17,8 +17,7 @@ typedef struct Attempts
 	bool		job_null;
 	Oid			src;			/* InvalidOid: NULL */
 	Oid			dst;
-	Datum		src_new_name;
-	bool		src_new_name_null;
+	const char *src_new_name;	/* NULL: NULL */
 	char	   *timeout_ms;		/* lock_timeout in ms, as text; NULL: NULL */
 	char	   *attempts;		/* as text; NULL: NULL */
 	int32		max_tries;
@@ -28,7 +27,6 @@ typedef struct Attempts
 	TimestampTz told_at;
 	TimestampTz locked_at;
 	Datum		to_validate;	/* the swap's result, in the caller's context */
-	bool		to_validate_null;
 	MemoryContext caller;
 } Attempts;
 

@@ -19,7 +19,7 @@
 
 #include "cutover/queries.h"
 
-/* one materialized view to make again, as _cutover_matviews printed it */
+/* one materialized view to make again, as cutover_matviews printed it */
 typedef struct Matview
 {
 	Oid			old;
@@ -33,6 +33,9 @@ typedef struct Matview
 	int			nth;			/* its place in the array, from 0 */
 } Matview;
 
+extern Datum cutover_matviews(Oid src, bool *isnull);
+extern void cutover_carry_matviews(Oid src, Oid dst, Datum matviews);
+extern void cutover_carry_identity(Oid src, Oid dst);
 extern void cutover_matview_owner_and_acl(const Matview *mv, Oid fresh);
 extern void cutover_matview_comments(const Matview *mv, Oid fresh, Datum matviews);
 extern void cutover_matview_indexes(const Matview *mv, Datum matviews);

@@ -141,28 +141,36 @@ carry_matview(const Matview *mv, Oid src, Oid dst, Datum matviews)
 }
 
 /*
- * backfill._cutover_carry_matviews(src regclass, dst regclass,
- *		matviews jsonb) RETURNS void
- *		Make each materialized view that _cutover_matviews(src) gave again
- *		over dst (see the file header).  Not strict: a NULL array has no
- *		materialized view.
+ * cutover_carry_matviews
+ *		Make each materialized view of matviews (a jsonb array, as
+ *		cutover_matviews(src) printed it) again over dst (see the file
+ *		header).
  */
-Datum
-backfill_cutover_carry_matviews(PG_FUNCTION_ARGS)
+void
+cutover_carry_matviews(Oid src, Oid dst, Datum matviews)
 {
-	Oid			src = PG_ARGISNULL(0) ? InvalidOid : PG_GETARG_OID(0);
-	Oid			dst = PG_ARGISNULL(1) ? InvalidOid : PG_GETARG_OID(1);
-	Datum		matviews;
 	Matview    *mvs;
 	int			n;
 
-	if (PG_ARGISNULL(2))
-		PG_RETURN_VOID();
-	matviews = PG_GETARG_DATUM(2);
 	backfill_spi_enter();
 	mvs = read_matviews(matviews, &n);
 	for (int i = 0; i < n; i++)
 		carry_matview(&mvs[i], src, dst, matviews);
 	backfill_spi_leave();
+}
+
+/*
+ * backfill._cutover_carry_matviews(src regclass, dst regclass,
+ *		matviews jsonb) RETURNS void
+ *		cutover_carry_matviews.  Not strict: a NULL array has no
+ *		materialized view.
+ */
+Datum
+backfill_cutover_carry_matviews(PG_FUNCTION_ARGS)
+{
+	if (!PG_ARGISNULL(2))
+		cutover_carry_matviews(PG_ARGISNULL(0) ? InvalidOid : PG_GETARG_OID(0),
+							   PG_ARGISNULL(1) ? InvalidOid : PG_GETARG_OID(1),
+							   PG_GETARG_DATUM(2));
 	PG_RETURN_VOID();
 }

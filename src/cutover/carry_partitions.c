@@ -7,7 +7,7 @@
  *
  * Two partitioned tables.  The swap has given src its new name and dst
  * src's old one.  Each partition of src is paired with the partition of dst
- * of the same bounds (backfill._cutover_partition_pairs, which refuses
+ * of the same bounds (partition_pairs.c, which refuses
  * anything else); src's partitions free their names first, following src's
  * new name; then each of dst's takes the schema and name of its pair; then
  * the pairs' indexes exchange their names as the tables' do in the swap;
@@ -26,12 +26,16 @@
 #include "postgres.h"
 
 #include "catalog/pg_class.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
 #include "cutover/carry_internal.h"
+#include "cutover/lock_step.h"
 #include "lib/lib.h"
 
 PG_FUNCTION_INFO_V1(backfill_cutover_rename_partitions);
@@ -48,21 +52,45 @@ typedef struct PartitionPair
 
 #define PARTITION_PAIRS \
 	"SELECT p.old_part, p.new_part, o.relname, n.relname, ns.nspname" \
-	"  FROM backfill._cutover_partition_pairs($1, $2) p" \
+	"  FROM unnest($1::pg_catalog.oid[], $2::pg_catalog.oid[]) p(old_part, new_part)" \
 	"  JOIN pg_class o ON o.oid = p.old_part" \
 	"  JOIN pg_namespace ns ON ns.oid = o.relnamespace" \
 	"  JOIN pg_class n ON n.oid = p.new_part" \
 	" ORDER BY o.relname"
 
-#define INDEX_PAIRS "SELECT src_index, dst_index FROM backfill._cutover_index_pairs($1, $2) ORDER BY src_index"
+/* a list of OIDs as an oid[] */
+static Datum
+oid_array(List *oids)
+{
+	Datum	   *elems = palloc(sizeof(Datum) * Max(list_length(oids), 1));
+	int			i = 0;
+	ListCell   *lc;
 
-/* the pairs of partitions of src and dst, by the name of src's */
+	foreach(lc, oids)
+		elems[i++] = ObjectIdGetDatum(lfirst_oid(lc));
+	return PointerGetDatum(construct_array(elems, i, OIDOID, sizeof(Oid), true, TYPALIGN_INT));
+}
+
+/*
+ * The pairs of partitions of src and dst, by the name of src's: an error
+ * unless they match one to one (partition_pairs.c), read with the
+ * snapshot of a statement of their own
+ */
 static PartitionPair *
 partition_pairs(Oid src, Oid dst, int *n)
 {
 	PartitionPair *pairs;
+	List	   *old_parts;
+	List	   *new_parts;
+	Oid			types[2] = {OIDARRAYOID, OIDARRAYOID};
+	Datum		values[2];
 
-	cutover_query_pair(PARTITION_PAIRS, false, src, dst);
+	cutover_statement_begin();
+	backfill_cutover_pair_partitions(src, dst, true, &old_parts, &new_parts);
+	cutover_statement_end();
+	values[0] = oid_array(old_parts);
+	values[1] = oid_array(new_parts);
+	backfill_spi_exec_args(PARTITION_PAIRS, 2, types, values, NULL, SPI_OK_SELECT);
 	*n = (int) SPI_processed;
 	pairs = palloc0(sizeof(PartitionPair) * Max(*n, 1));
 	for (int i = 0; i < *n; i++)
@@ -95,7 +123,7 @@ swap_index_names(const PartitionPair *pair)
 	char	  **src_indexes;
 	char	  **dst_indexes;
 
-	cutover_query_pair(INDEX_PAIRS, false, pair->old_part, pair->new_part);
+	cutover_query_pair(cutover_index_pairs_sql, false, pair->old_part, pair->new_part);
 	n = (int) SPI_processed;
 	src_indexes = palloc(sizeof(char *) * Max(n, 1));
 	dst_indexes = palloc(sizeof(char *) * Max(n, 1));
@@ -165,23 +193,29 @@ rename_partitions(Oid src, Oid dst, const char *src_name, const char *dst_name)
 }
 
 /*
- * backfill._cutover_rename_partitions(src regclass, dst regclass,
- *		src_name name, dst_name name) RETURNS void
+ * cutover_rename_partitions
  *		After the swap of src (once src_name, now its new name) and dst (once
  *		dst_name, now src_name), give each partition of dst the name and
  *		schema of the partition of src it replaces (see the file header).
- *		Strict.
+ */
+void
+cutover_rename_partitions(Oid src, Oid dst, const char *src_name, const char *dst_name)
+{
+	backfill_spi_enter();
+	rename_partitions(src, dst, src_name, dst_name);
+	backfill_spi_leave();
+}
+
+/*
+ * backfill._cutover_rename_partitions(src regclass, dst regclass,
+ *		src_name name, dst_name name) RETURNS void
+ *		cutover_rename_partitions.  Strict.
  */
 Datum
 backfill_cutover_rename_partitions(PG_FUNCTION_ARGS)
 {
-	Oid			src = PG_GETARG_OID(0);
-	Oid			dst = PG_GETARG_OID(1);
-	char	   *src_name = pstrdup(NameStr(*PG_GETARG_NAME(2)));
-	char	   *dst_name = pstrdup(NameStr(*PG_GETARG_NAME(3)));
-
-	backfill_spi_enter();
-	rename_partitions(src, dst, src_name, dst_name);
-	backfill_spi_leave();
+	cutover_rename_partitions(PG_GETARG_OID(0), PG_GETARG_OID(1),
+							  pstrdup(NameStr(*PG_GETARG_NAME(2))),
+							  pstrdup(NameStr(*PG_GETARG_NAME(3))));
 	PG_RETURN_VOID();
 }

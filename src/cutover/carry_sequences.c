@@ -58,17 +58,15 @@ carry_position(Oid src_seq, Oid dst_seq)
 }
 
 /*
- * backfill._cutover_carry_identity(src regclass, dst regclass) RETURNS void
+ * cutover_carry_identity
  *		Set the sequence of each identity or serial column of dst to the
  *		position of the sequence of the column of the same name of src,
- *		where both have one of their own.  Not strict: a NULL table has no
- *		columns.
+ *		where both have one of their own.  A table not given (InvalidOid)
+ *		has no columns.
  */
-Datum
-backfill_cutover_carry_identity(PG_FUNCTION_ARGS)
+void
+cutover_carry_identity(Oid src, Oid dst)
 {
-	Oid			src = PG_ARGISNULL(0) ? InvalidOid : PG_GETARG_OID(0);
-	Oid			dst = PG_ARGISNULL(1) ? InvalidOid : PG_GETARG_OID(1);
 	int			n;
 	Oid		   *pairs;
 
@@ -91,5 +89,16 @@ backfill_cutover_carry_identity(PG_FUNCTION_ARGS)
 		carry_position(src_seq, dst_seq);
 	}
 	backfill_spi_leave();
+}
+
+/*
+ * backfill._cutover_carry_identity(src regclass, dst regclass) RETURNS void
+ *		cutover_carry_identity.  Not strict: a NULL table has no columns.
+ */
+Datum
+backfill_cutover_carry_identity(PG_FUNCTION_ARGS)
+{
+	cutover_carry_identity(PG_ARGISNULL(0) ? InvalidOid : PG_GETARG_OID(0),
+						   PG_ARGISNULL(1) ? InvalidOid : PG_GETARG_OID(1));
 	PG_RETURN_VOID();
 }

@@ -117,7 +117,8 @@ identity_index(Swap *swap)
 {
 	char	   *index;
 
-	cutover_query_pair("SELECT relname FROM pg_class WHERE oid = backfill._cutover_identity_index($1, $2)",
+	cutover_query_pair(psprintf("SELECT relname FROM pg_class WHERE oid = (%s)",
+								cutover_identity_index_sql),
 					   false, swap->src, swap->dst);
 	index = SPI_processed == 1 ? cutover_value(0, 1) : NULL;
 	if (index == NULL)

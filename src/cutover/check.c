@@ -15,8 +15,7 @@
  * (check_owner.c).  The checks run as the caller, in the order the
  * PL/pgSQL they replace ran them, each query with a snapshot of its own as
  * in a VOLATILE function, and each check made through a STABLE one with
- * the snapshot of its call; the functions of the swap's own sets (the
- * other job, the replica identity's index) are called through SQL.
+ * the snapshot of its call.
  *
  *-------------------------------------------------------------------------
  */
@@ -83,33 +82,6 @@ check_trust(CutoverJob *job, Oid src, Oid dst)
 					 cutover_rel_format(dst), src_owner)));
 }
 
-/* every job of the database, other roles' too, over src or dst */
-static void
-check_other_job(CutoverJob *job, Oid src, Oid dst)
-{
-	Oid			types[3] = {INT8OID, REGCLASSOID, REGCLASSOID};
-	Datum		values[3] = {Int64GetDatum(job->job_id), ObjectIdGetDatum(src),
-	ObjectIdGetDatum(dst)};
-	char		nulls[3];
-	char	   *other;
-
-	nulls[0] = job->id_null ? 'n' : ' ';
-	nulls[1] = OidIsValid(src) ? ' ' : 'n';
-	nulls[2] = OidIsValid(dst) ? ' ' : 'n';
-	if (SPI_execute_with_args("SELECT backfill._cutover_other_job($1, $2, $3)",
-							  3, types, values, nulls, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "SPI_execute_with_args failed");
-	other = cutover_value(0, 1);
-	if (other != NULL)
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_IN_USE),
-				 errmsg("cannot cut over backfill job %s because backfill job %s uses its tables",
-						job->id_raise, other),
-				 errdetail("Backfill job %s copies table %s or %s, and would be left on the wrong one after the swap.",
-						   other, cutover_rel_format(src), cutover_rel_format(dst)),
-				 errhint("Drop backfill job %s first, or cut it over first.", other)));
-}
-
 /* replica identity through an index: dst needs one on the same columns */
 static void
 check_replica_identity(Oid src, Oid dst)
@@ -117,8 +89,8 @@ check_replica_identity(Oid src, Oid dst)
 	Oid			types[2] = {REGCLASSOID, REGCLASSOID};
 	Datum		values[2] = {ObjectIdGetDatum(src), ObjectIdGetDatum(dst)};
 
-	cutover_query("SELECT (SELECT relreplident FROM pg_catalog.pg_class WHERE oid = $1) = 'i'"
-				  "   AND backfill._cutover_identity_index($1, $2) IS NULL",
+	cutover_query(psprintf("SELECT (SELECT relreplident FROM pg_catalog.pg_class WHERE oid = $1) = 'i'"
+						   "   AND (%s) IS NULL", cutover_identity_index_sql),
 				  false, 2, types, values);
 	if (cutover_bool(0, 1))
 		ereport(ERROR,
@@ -131,41 +103,50 @@ check_replica_identity(Oid src, Oid dst)
 }
 
 /*
- * backfill._cutover_check(j backfill.job, src regclass, dst regclass)
- * RETURNS void
+ * cutover_check
  *		Refuse a cutover of tables whose owners do not trust each other, of
  *		a partition or a table in an inheritance tree, over which another
- *		job runs, or whose dependent objects cannot be carried.
+ *		job runs, or whose dependent objects cannot be carried.  The caller
+ *		is connected to SPI.
  */
-Datum
-backfill_cutover_check(PG_FUNCTION_ARGS)
+void
+cutover_check(CutoverJob *job, Oid src, Oid dst)
 {
-	CutoverJob	job;
-	Oid			src = cutover_oid_arg(fcinfo, 1);
-	Oid			dst = cutover_oid_arg(fcinfo, 2);
-
-	cutover_job_arg(fcinfo, 0, &job);
-	check_owners(&job, src, dst);
-	check_trust(&job, src, dst);
+	check_owners(job, src, dst);
+	check_trust(job, src, dst);
 	/*
 	 * a partition is renamed out of its parent's sight, and rows of an
 	 * inheritance child would vanish from the table that takes the name
 	 */
 	cutover_statement_begin();
-	cutover_whole_table(&job, src);
+	cutover_whole_table(job, src);
 	cutover_statement_end();
 	cutover_statement_begin();
-	cutover_whole_table(&job, dst);
+	cutover_whole_table(job, dst);
 	cutover_statement_end();
-	backfill_spi_enter();
-	check_other_job(&job, src, dst);
-	cutover_check_dependents(&job, src, dst);
-	cutover_check_names(&job, src, dst);
+	cutover_refuse_other_job(job, src, dst);
+	cutover_check_dependents(job, src, dst);
+	cutover_check_names(job, src, dst);
 	/* subscriptions, functions of the row type */
 	cutover_statement_begin();
-	cutover_check_schema(&job, src, dst);
+	cutover_check_schema(job, src, dst);
 	cutover_statement_end();
 	check_replica_identity(src, dst);
+}
+
+/*
+ * backfill._cutover_check(j backfill.job, src regclass, dst regclass)
+ * RETURNS void
+ *		cutover_check, for a caller of SQL.
+ */
+Datum
+backfill_cutover_check(PG_FUNCTION_ARGS)
+{
+	CutoverJob	job;
+
+	cutover_job_arg(fcinfo, 0, &job);
+	backfill_spi_enter();
+	cutover_check(&job, cutover_oid_arg(fcinfo, 1), cutover_oid_arg(fcinfo, 2));
 	backfill_spi_leave();
 	PG_RETURN_VOID();
 }

@@ -5,8 +5,9 @@
  *	  refuses a swap (check.c, check_depend.c, check_names.c), what a real
  *	  schema has that cannot be carried (check_schema.c), whole tables and
  *	  row-level security (check_table.c), trusted owners and a materialized
- *	  view made again (check_owner.c), what the new table would enforce
- *	  less (weaker.c, accepts.c), and what they share (check_args.c, and
+ *	  view made again (check_owner.c), another job over either table
+ *	  (other_job.c), what the new table would enforce less (weaker.c,
+ *	  accepts.c), and what they share (check_args.c, and
  *	  queries.c for their SPI steps).
  *
  *-------------------------------------------------------------------------
@@ -15,6 +16,7 @@
 #define BACKFILL_CUTOVER_CHECK_H
 
 #include "fmgr.h"
+#include "utils/array.h"
 
 #include "cutover/queries.h"
 
@@ -35,7 +37,16 @@ typedef struct CutoverJob
 	Oid			owner;
 } CutoverJob;
 
+/* check.c, other_job.c */
+extern void cutover_check(CutoverJob *job, Oid src, Oid dst);
+extern int64 cutover_other_job(int64 job_id, Oid src, Oid dst);
+extern void cutover_refuse_other_job(CutoverJob *job, Oid src, Oid dst);
+
+/* accepts.c */
+extern void cutover_accepts(CutoverJob *job, ArrayType *accept);
+
 /* check_args.c */
+extern void cutover_job_from_row(HeapTupleHeader row, CutoverJob *job);
 extern void cutover_job_arg(FunctionCallInfo fcinfo, int argno, CutoverJob *job);
 extern Oid	cutover_oid_arg(FunctionCallInfo fcinfo, int argno);
 extern char *cutover_rel_raise(Oid relid);
@@ -45,6 +56,7 @@ extern const char *cutover_ident(const char *name);
 
 /* check_table.c */
 extern void cutover_whole_table(CutoverJob *job, Oid rel);
+extern bool cutover_filtered_by_rls(CutoverJob *job, bool *isnull);
 
 /* check_owner.c */
 extern bool cutover_trusts(Oid src, Oid dst, bool *isnull);

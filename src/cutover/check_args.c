@@ -37,21 +37,19 @@ job_oid(HeapTupleHeader row, const char *field)
 }
 
 /*
- * cutover_job_arg
- *		The backfill.job argument argno of fcinfo: every field NULL when the
- *		row is.
+ * cutover_job_from_row
+ *		The fields of a backfill.job row (NULL: every field NULL) the checks
+ *		read.
  */
 void
-cutover_job_arg(FunctionCallInfo fcinfo, int argno, CutoverJob *job)
+cutover_job_from_row(HeapTupleHeader row, CutoverJob *job)
 {
-	HeapTupleHeader row;
 	bool		isnull = true;
 	Datum		d;
 
 	memset(job, 0, sizeof(CutoverJob));
-	if (!PG_ARGISNULL(argno))
+	if (row != NULL)
 	{
-		row = PG_GETARG_HEAPTUPLEHEADER(argno);
 		d = GetAttributeByName(row, "job_id", &isnull);
 		if (!isnull)
 			job->job_id = DatumGetInt64(d);
@@ -63,6 +61,13 @@ cutover_job_arg(FunctionCallInfo fcinfo, int argno, CutoverJob *job)
 	job->id_null = isnull;
 	job->id_raise = isnull ? "<NULL>" : psprintf(INT64_FORMAT, job->job_id);
 	job->id_format = isnull ? "" : job->id_raise;
+}
+
+/* the backfill.job argument argno of fcinfo */
+void
+cutover_job_arg(FunctionCallInfo fcinfo, int argno, CutoverJob *job)
+{
+	cutover_job_from_row(PG_ARGISNULL(argno) ? NULL : PG_GETARG_HEAPTUPLEHEADER(argno), job);
 }
 
 /* a regclass or oid argument, NULL as InvalidOid */

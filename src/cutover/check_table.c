@@ -99,37 +99,52 @@ backfill_cutover_whole_table(PG_FUNCTION_ARGS)
 }
 
 /*
- * backfill._cutover_filtered_by_rls(j backfill.job) RETURNS boolean
+ * cutover_filtered_by_rls
  *		Whether row-level security filtered what the job's owner read of its
  *		upstream: enabled on it, and the owner neither bypasses it nor owns
  *		the table without FORCE ROW LEVEL SECURITY.  NULL when the table or
  *		the role is not found.
  */
-Datum
-backfill_cutover_filtered_by_rls(PG_FUNCTION_ARGS)
+bool
+cutover_filtered_by_rls(CutoverJob *job, bool *isnull)
 {
-	CutoverJob	job;
 	HeapTuple	reltup;
 	HeapTuple	roletup;
 	Form_pg_class rel;
 	Form_pg_authid role;
 	bool		result;
 
-	cutover_job_arg(fcinfo, 0, &job);
-	reltup = SearchSysCache1(RELOID, ObjectIdGetDatum(job.upstream));
+	*isnull = true;
+	reltup = SearchSysCache1(RELOID, ObjectIdGetDatum(job->upstream));
 	if (!HeapTupleIsValid(reltup))
-		PG_RETURN_NULL();
-	roletup = SearchSysCache1(AUTHOID, ObjectIdGetDatum(job.owner));
+		return false;
+	roletup = SearchSysCache1(AUTHOID, ObjectIdGetDatum(job->owner));
 	if (!HeapTupleIsValid(roletup))
 	{
 		ReleaseSysCache(reltup);
-		PG_RETURN_NULL();
+		return false;
 	}
 	rel = (Form_pg_class) GETSTRUCT(reltup);
 	role = (Form_pg_authid) GETSTRUCT(roletup);
 	result = rel->relrowsecurity && !role->rolsuper && !role->rolbypassrls &&
-		(rel->relforcerowsecurity || !has_privs_of_role(job.owner, rel->relowner));
+		(rel->relforcerowsecurity || !has_privs_of_role(job->owner, rel->relowner));
 	ReleaseSysCache(roletup);
 	ReleaseSysCache(reltup);
+	*isnull = false;
+	return result;
+}
+
+/* backfill._cutover_filtered_by_rls(j backfill.job) RETURNS boolean */
+Datum
+backfill_cutover_filtered_by_rls(PG_FUNCTION_ARGS)
+{
+	CutoverJob	job;
+	bool		isnull;
+	bool		result;
+
+	cutover_job_arg(fcinfo, 0, &job);
+	result = cutover_filtered_by_rls(&job, &isnull);
+	if (isnull)
+		PG_RETURN_NULL();
 	PG_RETURN_BOOL(result);
 }

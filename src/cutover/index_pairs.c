@@ -37,38 +37,38 @@
 PG_FUNCTION_INFO_V1(backfill_cutover_index_pairs);
 PG_FUNCTION_INFO_V1(backfill_cutover_identity_index);
 
-#define INDEX_PAIRS \
-	"WITH defs AS (" \
-	"    SELECT x.indrelid AS rel, i.relname," \
-	"           concat_ws(' ', x.indisunique, x.indisprimary, x.indisexclusion, x.indimmediate," \
-	"                     (SELECT c.contype FROM pg_constraint c" \
-	"                       WHERE c.conindid = x.indexrelid AND c.conrelid = x.indrelid" \
-	"                         AND c.contype IN ('p', 'u', 'x'))," \
-	"                     substr(pg_get_indexdef(x.indexrelid)," \
-	"                            strpos(pg_get_indexdef(x.indexrelid), ' USING '))) AS def" \
-	"      FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid" \
-	"     WHERE x.indrelid IN ($1, $2)" \
-	"), ranked AS (" \
-	"    SELECT rel, relname, def, row_number() OVER (PARTITION BY rel, def ORDER BY relname) AS nth" \
-	"      FROM defs" \
-	")" \
-	"SELECT s.relname, d.relname" \
-	"  FROM ranked s JOIN ranked d ON d.def = s.def AND d.nth = s.nth" \
-	" WHERE s.rel = $1 AND d.rel = $2 AND s.relname <> d.relname" \
-	" ORDER BY s.relname"
+const char cutover_index_pairs_sql[] =
+	"WITH defs AS ("
+	"    SELECT x.indrelid AS rel, i.relname,"
+	"           concat_ws(' ', x.indisunique, x.indisprimary, x.indisexclusion, x.indimmediate,"
+	"                     (SELECT c.contype FROM pg_constraint c"
+	"                       WHERE c.conindid = x.indexrelid AND c.conrelid = x.indrelid"
+	"                         AND c.contype IN ('p', 'u', 'x')),"
+	"                     substr(pg_get_indexdef(x.indexrelid),"
+	"                            strpos(pg_get_indexdef(x.indexrelid), ' USING '))) AS def"
+	"      FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid"
+	"     WHERE x.indrelid IN ($1, $2)"
+	"), ranked AS ("
+	"    SELECT rel, relname, def, row_number() OVER (PARTITION BY rel, def ORDER BY relname) AS nth"
+	"      FROM defs"
+	")"
+	"SELECT s.relname, d.relname"
+	"  FROM ranked s JOIN ranked d ON d.def = s.def AND d.nth = s.nth"
+	" WHERE s.rel = $1 AND d.rel = $2 AND s.relname <> d.relname"
+	" ORDER BY s.relname";
 
-#define IDENTITY_INDEX \
-	"SELECT di.indexrelid::regclass" \
-	"  FROM pg_index si, pg_index di" \
-	" WHERE si.indrelid = $1 AND si.indisreplident" \
-	"   AND di.indrelid = $2 AND di.indisunique AND di.indimmediate AND di.indpred IS NULL" \
-	"   AND di.indexprs IS NULL" \
-	"   AND ARRAY(SELECT a.attname FROM unnest(si.indkey::int2[]) WITH ORDINALITY k(n, o)" \
-	"               JOIN pg_attribute a ON a.attrelid = $1 AND a.attnum = k.n ORDER BY k.o)" \
-	"       = ARRAY(SELECT a.attname FROM unnest(di.indkey::int2[]) WITH ORDINALITY k(n, o)" \
-	"                 JOIN pg_attribute a ON a.attrelid = $2 AND a.attnum = k.n ORDER BY k.o)" \
-	" ORDER BY di.indisprimary DESC, 1" \
-	" LIMIT 1"
+const char cutover_identity_index_sql[] =
+	"SELECT di.indexrelid::regclass"
+	"  FROM pg_index si, pg_index di"
+	" WHERE si.indrelid = $1 AND si.indisreplident"
+	"   AND di.indrelid = $2 AND di.indisunique AND di.indimmediate AND di.indpred IS NULL"
+	"   AND di.indexprs IS NULL"
+	"   AND ARRAY(SELECT a.attname FROM unnest(si.indkey::int2[]) WITH ORDINALITY k(n, o)"
+	"               JOIN pg_attribute a ON a.attrelid = $1 AND a.attnum = k.n ORDER BY k.o)"
+	"       = ARRAY(SELECT a.attname FROM unnest(di.indkey::int2[]) WITH ORDINALITY k(n, o)"
+	"                 JOIN pg_attribute a ON a.attrelid = $2 AND a.attnum = k.n ORDER BY k.o)"
+	" ORDER BY di.indisprimary DESC, 1"
+	" LIMIT 1";
 
 /*
  * backfill._cutover_index_pairs(src regclass, dst regclass,
@@ -86,7 +86,7 @@ backfill_cutover_index_pairs(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, 0);
 	backfill_spi_enter();
-	cutover_query_pair(INDEX_PAIRS, true, src, dst);
+	cutover_query_pair(cutover_index_pairs_sql, true, src, dst);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		Datum		values[2];
@@ -115,7 +115,7 @@ backfill_cutover_identity_index(PG_FUNCTION_ARGS)
 	Oid			index = InvalidOid;
 
 	backfill_spi_enter();
-	cutover_query_pair(IDENTITY_INDEX, true, src, dst);
+	cutover_query_pair(cutover_identity_index_sql, true, src, dst);
 	if (SPI_processed > 0)
 		index = cutover_oid(0, 1);
 	backfill_spi_leave();

@@ -4,7 +4,8 @@
  *	  The cutover's lock step: what the swap alters locked before it, in
  *	  one order (lock.c, lock_one.c), waits that look for a deadlock early
  *	  (deadlock.c), an index built concurrently refused (index_wait.c), the
- *	  partitions paired (partition_pairs.c), the attempts (attempts.c).
+ *	  partitions paired (partition_pairs.c), the attempts (attempts.c),
+ *	  and the swap they make (swap.c, carry_partitions.c).
  *
  * The SQL-callable functions are bound by the extension's script; these
  * are what the files of the lock step call of each other.  Each connects
@@ -34,6 +35,11 @@ extern void backfill_cutover_deadlock_end(int level);
 /* index_wait.c */
 extern bool backfill_cutover_find_build(Oid src, Oid dst, int32 *pid, Oid *rel);
 extern void backfill_cutover_refuse_build(int64 job_id, Oid src, Oid dst);
+
+/* swap.c, carry_partitions.c: the swap, and the partitions' names after it */
+extern Datum cutover_swap(Oid src, Oid dst, const char *src_new_name);
+extern void cutover_rename_partitions(Oid src, Oid dst, const char *src_name,
+									  const char *dst_name);
 
 /* partition_pairs.c */
 extern void backfill_cutover_pair_partitions(Oid src, Oid dst, bool read_only,

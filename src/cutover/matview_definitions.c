@@ -47,21 +47,33 @@ PG_FUNCTION_INFO_V1(backfill_cutover_matviews);
 	"                    AND dep.refobjid = $1 AND dep.deptype = 'n')"
 
 /*
- * backfill._cutover_matviews(src regclass) RETURNS jsonb
- *		The materialized views over src, each with what makes it again,
- *		printed with the names they have now.
+ * cutover_matviews
+ *		The materialized views over src (InvalidOid: none), each with what
+ *		makes it again, printed with the names they have now: a jsonb array
+ *		in the caller's memory context, or *isnull.
  */
 Datum
-backfill_cutover_matviews(PG_FUNCTION_ARGS)
+cutover_matviews(Oid src, bool *isnull)
 {
-	Oid			src = PG_ARGISNULL(0) ? InvalidOid : PG_GETARG_OID(0);
-	bool		isnull;
 	Datum		result;
 
 	backfill_spi_enter();
 	cutover_query_pair(MATVIEWS, true, src, InvalidOid);
-	result = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	result = SPI_datumTransfer(result, false, -1);
+	result = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, isnull);
+	if (!*isnull)
+		result = SPI_datumTransfer(result, false, -1);
 	backfill_spi_leave();
+	return result;
+}
+
+/* backfill._cutover_matviews(src regclass) RETURNS jsonb */
+Datum
+backfill_cutover_matviews(PG_FUNCTION_ARGS)
+{
+	bool		isnull;
+	Datum		result = cutover_matviews(PG_ARGISNULL(0) ? InvalidOid : PG_GETARG_OID(0), &isnull);
+
+	if (isnull)
+		PG_RETURN_NULL();
 	PG_RETURN_DATUM(result);
 }

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * queries.h
- *	  The SPI steps the cutover's files share (queries.c).
+ *	  The SPI steps the cutover's files share (queries.c), and the catalog
+ *	  queries they build on.
  *
  *-------------------------------------------------------------------------
  */
@@ -20,5 +21,13 @@ extern bool cutover_bool(int row, int col);
 extern Oid	cutover_oid(int row, int col);
 extern void cutover_statement_begin(void);
 extern void cutover_statement_end(void);
+
+/*
+ * Catalog queries of $1 (src) and $2 (dst) that other queries take in as
+ * subqueries (index_pairs.c, weaker.c)
+ */
+extern const char cutover_index_pairs_sql[];
+extern const char cutover_identity_index_sql[];
+extern const char cutover_weaker_sql[];
 
 #endif							/* BACKFILL_CUTOVER_QUERIES_H */

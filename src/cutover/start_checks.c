@@ -19,6 +19,7 @@
 #include "utils/builtins.h"
 #include "utils/regproc.h"
 
+#include "cutover/check.h"
 #include "cutover/queries.h"
 #include "cutover/steps.h"
 #include "lib/lib.h"
@@ -88,15 +89,12 @@ cutover_old_name(CutoverJobRow *job, text *given)
  * was let see, and would replace every row of the table
  */
 static void
-check_rls(CutoverJobRow *job)
+check_rls(CutoverJobRow *job, CutoverJob *checked)
 {
 	bool		isnull;
-	Datum		filtered;
+	bool		filtered = cutover_filtered_by_rls(checked, &isnull);
 
-	cutover_job_query("SELECT backfill._cutover_filtered_by_rls($2)", job, InvalidOid, (Datum) 0,
-					  false);
-	filtered = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	if (!isnull && DatumGetBool(filtered))
+	if (!isnull && filtered)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("cannot cut over backfill job " INT64_FORMAT " because row-level security on table %s applies to its owner",
@@ -109,6 +107,23 @@ check_rls(CutoverJobRow *job)
 }
 
 /*
+ * cutover_check_swap
+ *		The swap's checks (check.c) of the job's upstream and downstream,
+ *		as a statement of the caller's with a snapshot of its own: before
+ *		the lock, and under it (attempts.c), and before a rollback.
+ */
+void
+cutover_check_swap(CutoverJobRow *job)
+{
+	CutoverJob	checked;
+
+	cutover_job_from_row(DatumGetHeapTupleHeader(job->job), &checked);
+	cutover_statement_begin();
+	cutover_check(&checked, job->upstream, job->downstream);
+	cutover_statement_end();
+}
+
+/*
  * cutover_check_local
  *		The checks of a local cutover before anything is locked, accept
  *		the losses the caller accepts (NULL: none); returns why the job
@@ -118,13 +133,15 @@ char *
 cutover_check_local(CutoverJobRow *job, Datum accept, bool accept_null, const char *old_name)
 {
 	char	   *why;
+	CutoverJob	checked;
 
-	check_rls(job);
-	cutover_job_query("SELECT backfill._cutover_check($2, $3, $4)", job, InvalidOid, (Datum) 0,
-					  false);
-	cutover_job_query("SELECT backfill._cutover_accepts($2, $5)", job, TEXTARRAYOID,
-					  accept, accept_null);
-	/* a statement of the caller's, with a snapshot of its own, as SPI gave it */
+	cutover_job_from_row(DatumGetHeapTupleHeader(job->job), &checked);
+	check_rls(job, &checked);
+	/* each a statement of the caller's, with a snapshot of its own */
+	cutover_check_swap(job);
+	cutover_statement_begin();
+	cutover_accepts(&checked, accept_null ? NULL : DatumGetArrayTypeP(accept));
+	cutover_statement_end();
 	cutover_statement_begin();
 	why = cutover_irreversible(DatumGetHeapTupleHeader(job->job));
 	cutover_statement_end();

@@ -2,9 +2,9 @@
  *
  * steps.h
  *	  The steps backfill.cutover() and backfill.rollback_cutover() share
- *	  with finish_cutover (steps.c), what cutover() checks before it locks
- *	  anything (start_checks.c), and the gate of cutover(verify => true)
- *	  (verify_gate.c).
+ *	  with finish_cutover (steps.c, job_row.c, attempts.c), what cutover()
+ *	  checks before it locks anything (start_checks.c), and the gate of
+ *	  cutover(verify => true) (verify_gate.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -28,7 +28,7 @@ typedef struct CutoverJobRow
 	bool		into_existing;
 } CutoverJobRow;
 
-/* what backfill._cutover_attempts returned */
+/* what the attempts (attempts.c) did */
 typedef struct CutoverSwapped
 {
 	int32		tries;
@@ -38,8 +38,11 @@ typedef struct CutoverSwapped
 	bool		to_validate_null;
 } CutoverSwapped;
 
+/* job_row.c */
 extern Datum cutover_get_job(int64 job_id, bool job_null, Oid *type);
 extern void cutover_read_job(CutoverJobRow *job, bool job_null);
+
+/* steps.c */
 extern void cutover_require_read_committed(const char *function);
 extern void cutover_refuse_null(FunctionCallInfo fcinfo, int argno, const char *name);
 extern void cutover_check_arguments(FunctionCallInfo fcinfo, int timeout_arg, int attempts_arg);
@@ -53,9 +56,15 @@ extern char *cutover_ms_text(CutoverSwapped *swapped);
 extern char *cutover_rel_name(Oid relid);
 extern char *cutover_state_words(const char *state);
 
+/* attempts.c */
+extern void cutover_attempts(const int64 *job_id, Oid src, Oid dst, const char *src_new_name,
+							 FunctionCallInfo fcinfo, int timeout_arg, int attempts_arg,
+							 CutoverSwapped *swapped);
+
 /* start_checks.c */
 extern void cutover_check_not_cut_over(CutoverJobRow *job);
 extern char *cutover_old_name(CutoverJobRow *job, text *given);
+extern void cutover_check_swap(CutoverJobRow *job);
 extern char *cutover_check_local(CutoverJobRow *job, Datum accept, bool accept_null,
 								 const char *old_name);
 

@@ -20,9 +20,10 @@
  * Every statement runs through SPI as the caller, under the search_path
  * the function's SET clause pins: an ALTER needs the privileges it would
  * need typed by hand, and a relation prints as regclass prints it.  A step
- * written in SQL elsewhere (its C behind the extension's SQL function) is
- * called through that function, as the caller.  Each statement reads the
- * catalogs as the previous ones left them (SPI's command counter).
+ * of a file of its own (the materialized views, the identity sequences) is
+ * called directly, as a statement of its own with a snapshot of its own,
+ * as the SQL function behind it was.  Each statement reads the catalogs as
+ * the previous ones left them (the command counter).
  *
  * The result: the foreign keys added NOT VALID (those of other tables to
  * dst, dst's own to itself, and dst's own that its job added NOT VALID),
@@ -40,6 +41,7 @@
 #include "utils/datum.h"
 
 #include "cutover/carry_internal.h"
+#include "cutover/lock_step.h"
 #include "cutover/steps.h"
 #include "cutover/swap_internal.h"
 #include "lib/lib.h"
@@ -57,11 +59,6 @@ PG_FUNCTION_INFO_V1(backfill_cutover_swap);
 	"  FROM pg_class s JOIN pg_namespace sn ON sn.oid = s.relnamespace," \
 	"       pg_class d JOIN pg_namespace dn ON dn.oid = d.relnamespace" \
 	" WHERE s.oid = $1 AND d.oid = $2"
-
-/* each of dst's indexes defined as one of src's, one to one */
-#define INDEX_PAIRS \
-	"SELECT p.src_index, p.dst_index FROM backfill._cutover_index_pairs($1, $2) p" \
-	" ORDER BY p.src_index"
 
 /* src's and dst's names and schemas, and src's settings, before the renames */
 static void
@@ -84,27 +81,27 @@ read_tables(Swap *swap)
 	swap->dst_text = backfill_regclass_text(swap->dst);
 }
 
-/* the materialized views over src as _cutover_matviews prints them, or NULL */
+/* the materialized views over src as matview_definitions.c prints them, or NULL */
 static Datum
 read_matviews(Swap *swap, bool *isnull)
 {
 	Datum		matviews;
 
-	cutover_query_pair("SELECT backfill._cutover_matviews($1)", false, swap->src, InvalidOid);
-	matviews = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, isnull);
-	return *isnull ? (Datum) 0 : datumCopy(matviews, false, -1);
+	cutover_statement_begin();
+	matviews = cutover_matviews(swap->src, isnull);
+	cutover_statement_end();
+	return matviews;
 }
 
 /* the materialized views, made again over dst */
 static void
 carry_matviews(Swap *swap, Datum matviews, bool isnull)
 {
-	Oid			types[3] = {REGCLASSOID, REGCLASSOID, JSONBOID};
-	Datum		values[3] = {ObjectIdGetDatum(swap->src), ObjectIdGetDatum(swap->dst), matviews};
-	char		nulls[3] = {' ', ' ', isnull ? 'n' : ' '};
-
-	backfill_spi_exec_args("SELECT backfill._cutover_carry_matviews($1, $2, $3)", 3, types,
-						   values, nulls, SPI_OK_SELECT);
+	if (isnull)
+		return;
+	cutover_statement_begin();
+	cutover_carry_matviews(swap->src, swap->dst, matviews);
+	cutover_statement_end();
 }
 
 /*
@@ -165,7 +162,9 @@ carry_owner(Swap *swap)
 static void
 carry_by_oid(Swap *swap)
 {
-	cutover_query_pair("SELECT backfill._cutover_carry_identity($1, $2)", false, swap->src, swap->dst);
+	cutover_statement_begin();
+	cutover_carry_identity(swap->src, swap->dst);
+	cutover_statement_end();
 	cutover_carry_functions(swap->src, swap->dst);
 	cutover_carry_subscriptions(swap->src, swap->dst);
 }
@@ -195,16 +194,26 @@ added_keys(Swap *swap, MemoryContext caller)
 	return PointerGetDatum(result);
 }
 
+/* an argument of the swap that must not be NULL (InvalidOid, NULL) */
+static void
+refuse_null(bool isnull, const char *name)
+{
+	if (isnull)
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"%s\" must not be null", name)));
+}
+
 /*
- * backfill._cutover_swap(src regclass, dst regclass, src_new_name text)
- *		RETURNS oid[]
+ * cutover_swap
  *		Swap src and dst under the lock of both (see the file header); the
- *		foreign keys added NOT VALID, to validate after the transaction.
- *		The caller holds both tables and what names them ACCESS EXCLUSIVE
- *		(the lock step), and needs the privileges each ALTER needs.
+ *		foreign keys added NOT VALID (an oid[], to validate after the
+ *		transaction), in the caller's memory context.  The caller holds
+ *		both tables and what names them ACCESS EXCLUSIVE (the lock step),
+ *		and needs the privileges each ALTER needs.
  */
 Datum
-backfill_cutover_swap(PG_FUNCTION_ARGS)
+cutover_swap(Oid src, Oid dst, const char *src_new_name)
 {
 	MemoryContext caller = CurrentMemoryContext;
 	Swap		swap;
@@ -214,18 +223,18 @@ backfill_cutover_swap(PG_FUNCTION_ARGS)
 	List	   *dst_indexes = NIL;
 	Datum		result;
 
-	cutover_refuse_null(fcinfo, 0, "src");
-	cutover_refuse_null(fcinfo, 1, "dst");
-	cutover_refuse_null(fcinfo, 2, "src_new_name");
+	refuse_null(!OidIsValid(src), "src");
+	refuse_null(!OidIsValid(dst), "dst");
+	refuse_null(src_new_name == NULL, "src_new_name");
 	memset(&swap, 0, sizeof(Swap));
-	swap.src = PG_GETARG_OID(0);
-	swap.dst = PG_GETARG_OID(1);
-	swap.src_new_name = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	swap.src = src;
+	swap.dst = dst;
+	swap.src_new_name = pstrdup(src_new_name);
 
 	backfill_spi_enter();
 	read_tables(&swap);
 	matviews = read_matviews(&swap, &matviews_null);
-	cutover_query_pair(INDEX_PAIRS, false, swap.src, swap.dst);
+	cutover_query_pair(cutover_index_pairs_sql, false, swap.src, swap.dst);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		src_indexes = lappend(src_indexes, cutover_value(i, 1));
@@ -249,5 +258,18 @@ backfill_cutover_swap(PG_FUNCTION_ARGS)
 
 	result = added_keys(&swap, caller);
 	backfill_spi_leave();
-	PG_RETURN_DATUM(result);
+	return result;
+}
+
+/*
+ * backfill._cutover_swap(src regclass, dst regclass, src_new_name text)
+ *		RETURNS oid[]
+ *		cutover_swap, for a caller of SQL.
+ */
+Datum
+backfill_cutover_swap(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_DATUM(cutover_swap(PG_ARGISNULL(0) ? InvalidOid : PG_GETARG_OID(0),
+								 PG_ARGISNULL(1) ? InvalidOid : PG_GETARG_OID(1),
+								 PG_ARGISNULL(2) ? NULL : text_to_cstring(PG_GETARG_TEXT_PP(2))));
 }

@@ -31,7 +31,7 @@
 PG_FUNCTION_INFO_V1(backfill_cutover_weaker);
 
 /* what $1 (src) enforces that $2 (dst) does not: (kind, detail) rows */
-static const char weaker_sql[] =
+const char cutover_weaker_sql[] =
 	"WITH cols AS (\n"
 	"    SELECT sa.attname, sa.attnotnull AS s_notnull, da.attnotnull AS d_notnull,\n"
 	"           sa.attidentity AS s_identity, da.attidentity AS d_identity,\n"
@@ -129,7 +129,7 @@ backfill_cutover_weaker(PG_FUNCTION_ARGS)
 
 	InitMaterializedSRF(fcinfo, 0);
 	backfill_spi_enter();
-	n = cutover_query(weaker_sql, true, 2, types, values);
+	n = cutover_query(cutover_weaker_sql, true, 2, types, values);
 	for (int i = 0; i < n; i++)
 	{
 		Datum		row[2];

@@ -58,6 +58,7 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_check(backfill.job, regclass, regclass) IS
 'Internal: refuses a cutover of tables whose owners do not trust each other, of a partition or a table in an inheritance tree, over which another job runs, or whose dependent objects cannot be carried, before anything is locked or changed.';
+REVOKE ALL ON FUNCTION backfill._cutover_check(backfill.job, regclass, regclass) FROM PUBLIC;
 
 -- dst's unique index on the columns (by name) of src's replica identity
 -- index (src/cutover/index_pairs.c)
@@ -68,6 +69,7 @@ LANGUAGE C STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_identity_index(regclass, regclass) IS
 'Internal: the unique index of dst on the columns of the replica identity index of src.';
+REVOKE ALL ON FUNCTION backfill._cutover_identity_index(regclass, regclass) FROM PUBLIC;
 
 -- The swap itself, under the lock of both tables: src (which has the name)
 -- becomes src_new_name in its schema, dst takes src's name and schema, and
@@ -82,6 +84,7 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_swap(regclass, regclass, text) IS
 'Internal: under the lock of both tables, renames src to src_new_name and dst to src''s name, swaps the names of their indexes of the same definition, and moves to dst what names src.';
+REVOKE ALL ON FUNCTION backfill._cutover_swap(regclass, regclass, text) FROM PUBLIC;
 
 -- Lock everything the swap alters (_cutover_lock_dependents), each
 -- attempt in a subtransaction waiting at most lock_timeout for each lock:
@@ -106,6 +109,7 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_attempts(bigint, regclass, regclass, text, interval, integer) IS
 'Internal: locks both tables of a cutover and what the swap alters with bounded waits and retries, then swaps them and renames their partitions.';
+REVOKE ALL ON FUNCTION backfill._cutover_attempts(bigint, regclass, regclass, text, interval, integer) FROM PUBLIC;
 
 -- the arguments every cutover function shares, checked alike
 -- (src/cutover/arguments.c)
@@ -196,6 +200,7 @@ LANGUAGE C STABLE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_other_job(bigint, regclass, regclass) IS
 'Internal: for a caller who owns job job_id, the first other job, of any owner and not cancelled, whose upstream or downstream is src or dst; NULL if none.';
+REVOKE ALL ON FUNCTION backfill._cutover_other_job(bigint, regclass, regclass) FROM PUBLIC;
 
 -- Whether row-level security filtered what the job's owner read of its
 -- upstream: enabled on it, and the owner neither bypasses it nor owns the
@@ -207,6 +212,7 @@ LANGUAGE C STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_filtered_by_rls(backfill.job) IS
 'Internal: whether row-level security on the upstream of a job applies to the job''s owner.';
+REVOKE ALL ON FUNCTION backfill._cutover_filtered_by_rls(backfill.job) FROM PUBLIC;
 
 -- after the turn, the job goes to the owner of its tables (src/api/cutover.c)
 CREATE OR REPLACE FUNCTION backfill._cutover_hand_over(job_id bigint)
@@ -244,6 +250,7 @@ LANGUAGE C STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_index_pairs(regclass, regclass) IS
 'Internal: the indexes of src and dst of the same definition, paired one to one in the order of their names, whose names the swap exchanges.';
+REVOKE ALL ON FUNCTION backfill._cutover_index_pairs(regclass, regclass) FROM PUBLIC;
 
 -- An identity or serial column that both tables have, each with a sequence
 -- of its own: dst's goes on where src's was, so that the first insert
@@ -258,6 +265,7 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_carry_identity(regclass, regclass) IS
 'Internal: sets the sequence of each identity or serial column of dst to the position of the sequence of the column of the same name of src, where both have one.';
+REVOKE ALL ON FUNCTION backfill._cutover_carry_identity(regclass, regclass) FROM PUBLIC;
 
 -- Functions declared with src's row type, and the subscriptions that
 -- write to src, re-pointed to dst (src/cutover/carry_functions.c,
@@ -312,6 +320,7 @@ LANGUAGE C STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_matviews(regclass) IS
 'Internal: the materialized views over src, each with the statements that make it again, printed with the names they have.';
+REVOKE ALL ON FUNCTION backfill._cutover_matviews(regclass) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION backfill._cutover_carry_matviews(src regclass, dst regclass, matviews jsonb)
 RETURNS void
@@ -320,6 +329,7 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_carry_matviews(regclass, regclass, jsonb) IS
 'Internal: under the lock of both tables, makes each materialized view given by _cutover_matviews again over dst, with its owner, privileges, options, comments and indexes, filled when dst is at most 8 MB.';
+REVOKE ALL ON FUNCTION backfill._cutover_carry_matviews(regclass, regclass, jsonb) FROM PUBLIC;
 
 -- a materialized view the swap can make again: nothing else depends on it
 -- (a view over it would have to be dropped with it), and its owner is a
@@ -351,6 +361,7 @@ LANGUAGE C STABLE STRICT PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_weaker(regclass, regclass) IS
 'Internal: what table src enforces that table dst does not and a cutover would not carry over (NOT NULL, CHECK, UNIQUE, EXCLUDE, its own foreign keys, generated columns, a different default or identity, partitioning), one row per thing, with the word that accepts it.';
+REVOKE ALL ON FUNCTION backfill._cutover_weaker(regclass, regclass) FROM PUBLIC;
 
 -- Refuses the cutover of a job whose downstream would enforce less than its
 -- upstream did, unless the caller accepts each kind of loss by name
@@ -362,6 +373,7 @@ LANGUAGE C STABLE PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_accepts(backfill.job, text[]) IS
 'Internal: refuses the cutover of a job whose downstream does not enforce what its upstream does (backfill._cutover_weaker), unless accept names each kind of loss.';
+REVOKE ALL ON FUNCTION backfill._cutover_accepts(backfill.job, text[]) FROM PUBLIC;
 
 -- The cutover of a finished job (src/api/cutover_start.c).  With verify,
 -- the checksum verify_job runs just before the lock is taken (the

@@ -80,6 +80,7 @@ LANGUAGE C STABLE STRICT PARALLEL SAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_partition_pairs(regclass, regclass) IS
 'Internal: each partition of the partitioned table src with the partition of the partitioned table dst of the same bounds; an error unless both are partitioned by the same key and their partitions match one to one.';
+REVOKE ALL ON FUNCTION backfill._cutover_partition_pairs(regclass, regclass) FROM PUBLIC;
 
 -- After the swap, under its lock: src was src_name and has its new name,
 -- dst was dst_name and has src_name.  A partition of src is renamed as
@@ -96,3 +97,4 @@ LANGUAGE C VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._cutover_rename_partitions(regclass, regclass, name, name) IS
 'Internal: after the swap of src (once src_name) and dst (once dst_name, now src_name), gives each partition of dst the name and schema of the partition of src of the same bounds, and the names of its indexes, and src''s partitions names that follow src''s new name.';
+REVOKE ALL ON FUNCTION backfill._cutover_rename_partitions(regclass, regclass, name, name) FROM PUBLIC;
