@@ -129,6 +129,7 @@ OBJS = \
 	src/kinds/remote/state.o \
 	src/kinds/remote/stream.o \
 	src/kinds/remote/switchover.o \
+	src/kinds/remote/unfetched.o \
 	src/kinds/remote/verify.o \
 	src/kinds/verify_pending.o \
 	src/lib/key_index.o \

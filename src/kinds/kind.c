@@ -111,6 +111,7 @@ backfill_kind_verify_source(const KindRoutine *kind, const VerifyJob *job,
 	source->scan_d = job->downstream_sql;
 	source->decoded = "SELECT NULL::record AS k WHERE false";
 	source->settled = "true";
+	source->decoded_param = NULL;
 	kind->verify_source(job, source);
 }
 

@@ -78,7 +78,11 @@ typedef struct VerifyJob
 
 /*
  * What verify_job's comparison reads of a job now, as its kind says.  Each
- * is SQL text; the comparison runs as the job's owner.
+ * is SQL text; the comparison runs as the job's owner.  decoded may take a
+ * parameter, $1 of type decoded_type, whose value decoded_param computes
+ * as each statement of the comparison runs, once the statement has taken
+ * its snapshot (what a slot holds up to the WAL flushed then, say), as the
+ * job's owner; NULL when decoded takes none.
  */
 typedef struct VerifySource
 {
@@ -89,6 +93,8 @@ typedef struct VerifySource
 								 * records (column k) */
 	char	   *settled;		/* over a difference x: whether its key x.k is
 								 * pending nowhere (changes w: decoded) */
+	Datum		(*decoded_param) (const VerifyJob *job, bool *isnull);
+	Oid			decoded_type;
 } VerifySource;
 
 typedef struct KindRoutine
