@@ -24,6 +24,7 @@ OBJS = \
 	src/api/observe.o \
 	src/api/repair.o \
 	src/api/run.o \
+	src/api/switchover.o \
 	src/api/upstream.o \
 	src/api/verify_compare.o \
 	src/api/verify_job.o \
