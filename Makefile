@@ -24,6 +24,7 @@ OBJS = \
 	src/api/observe.o \
 	src/api/repair.o \
 	src/api/run.o \
+	src/api/switchover.o \
 	src/api/upstream.o \
 	src/api/verify_compare.o \
 	src/api/verify_job.o \
@@ -131,6 +132,7 @@ OBJS = \
 	src/kinds/remote/state.o \
 	src/kinds/remote/stream.o \
 	src/kinds/remote/switchover.o \
+	src/kinds/remote/unfetched.o \
 	src/kinds/remote/verify.o \
 	src/kinds/verify_pending.o \
 	src/lib/key_index.o \

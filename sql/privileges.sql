@@ -42,7 +42,10 @@ CREATE TRIGGER fake AFTER INSERT ON regress_bf_a.up
 SELECT backfill.create_job('regress_bf_a.up_cdc', 'regress_bf_a.up', kind => 'cdc');
 RESET ROLE;
 
--- bob sees none of it and can touch none of it
+-- bob sees none of it and can touch none of it.  PUBLIC may not execute
+-- _stop_and_lock_job: bob may here, so that what is tested is its own check
+-- that the caller owns the job
+GRANT EXECUTE ON FUNCTION backfill._stop_and_lock_job(bigint) TO regress_bf_bob;
 SET ROLE regress_bf_bob;
 SELECT count(*) AS jobs FROM backfill.jobs;
 SELECT count(*) AS jobs FROM backfill.job;
@@ -68,6 +71,7 @@ INSERT INTO backfill.changes_1 VALUES (1);
 -- nor alice's upstream
 SELECT backfill.create_job('regress_bf_b.mv', 'regress_bf_a.up');
 RESET ROLE;
+REVOKE EXECUTE ON FUNCTION backfill._stop_and_lock_job(bigint) FROM regress_bf_bob;
 
 -- with SELECT and TRIGGER on it, bob can make his own job over alice's table
 GRANT USAGE ON SCHEMA regress_bf_a TO regress_bf_bob;
@@ -106,9 +110,8 @@ SELECT * FROM regress_bf_a.up_mv WHERE id = 4;
 RESET ROLE;
 SELECT * FROM regress_bf_a.up_mv WHERE id = 4;
 
--- what PUBLIC may execute: the API, the internal functions the views call
--- and those an operation still calls through SPI; not the trigger
--- functions nor the other internal functions
+-- what PUBLIC may execute: the API and the internal functions the views
+-- call; not the trigger functions nor the other internal functions
 SELECT p.oid::regprocedure AS function
   FROM pg_proc p
  WHERE p.pronamespace = 'backfill'::regnamespace

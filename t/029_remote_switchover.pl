@@ -303,6 +303,10 @@ GRANT USAGE ON FOREIGN SERVER src TO regress_alice;
 GRANT USAGE ON SCHEMA remote TO regress_alice;
 GRANT SELECT ON remote.s TO regress_alice;
 CREATE USER MAPPING FOR regress_alice SERVER src OPTIONS (user 'alice_src', password 'secret');
+-- PUBLIC may not execute _remote_switchover: both may here, so that what is
+-- tested below is its own checks
+GRANT EXECUTE ON FUNCTION backfill._remote_switchover(bigint, boolean, interval, integer)
+    TO regress_alice, regress_bob;
 });
 
 sub as_role

@@ -25,8 +25,9 @@
  * EXTENSION UPDATE drops the function.
  *
  * Two internal functions reach what a job's kind has outside this database:
- * _drop_kind_objects (for cancel_job and drop_job) and _unfetched_keys (for
- * verify_job's comparison, which calls it as the job's owner).
+ * _drop_kind_objects (for cancel_job and drop_job) and _unfetched_keys (what
+ * verify_job's comparison reads of a remote job's slot, which the comparison
+ * now reads in C, src/kinds/remote/unfetched.c).
  *
  * backfill.job_id(job_name) resolves a job's name to its id as the caller
  * sees the jobs (src/catalog/job_names.c): the overloads of the functions

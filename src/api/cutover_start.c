@@ -36,6 +36,7 @@
 #include "utils/pg_lsn.h"
 
 #include "api/cutover.h"
+#include "api/job_ops.h"
 #include "catalog/cutover_rows.h"
 #include "cutover/queries.h"
 #include "cutover/steps.h"
@@ -119,18 +120,16 @@ record_switchover(CutoverJobRow *job)
 static void
 switch_over(FunctionCallInfo fcinfo, CutoverJobRow *job, bool verify, CutoverResult *result)
 {
-	Oid			types[4] = {INT8OID, BOOLOID, INTERVALOID, INT4OID};
-	Datum		values[4] = {Int64GetDatum(job->job_id), PG_GETARG_DATUM(ARG_FENCE),
-		PG_GETARG_DATUM(ARG_LOCK_TIMEOUT), PG_GETARG_DATUM(ARG_ATTEMPTS)};
-	char		nulls[4] = {' ', ' ', PG_ARGISNULL(ARG_LOCK_TIMEOUT) ? 'n' : ' ',
-	PG_ARGISNULL(ARG_ATTEMPTS) ? 'n' : ' '};
+	XLogRecPtr	lsn;
 
 	if (verify)
 		cutover_verify_gate(job->job_id);
-	backfill_spi_exec_args("SELECT backfill._remote_switchover($1, $2, $3, $4)", 4, types, values,
-						   nulls, SPI_OK_SELECT);
-	result->values[OUT_SOURCE_LSN] =
-		SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &result->nulls[OUT_SOURCE_LSN]);
+	cutover_statement_begin();
+	lsn = backfill_switch_over(job->job_id, PG_GETARG_BOOL(ARG_FENCE),
+							   PG_GETARG_INTERVAL_P(ARG_LOCK_TIMEOUT), PG_GETARG_INT32(ARG_ATTEMPTS));
+	cutover_statement_end();
+	result->values[OUT_SOURCE_LSN] = LSNGetDatum(lsn);
+	result->nulls[OUT_SOURCE_LSN] = XLogRecPtrIsInvalid(lsn);
 	backfill_let_job_go(job->job_id, job->job);
 	record_switchover(job);
 	result->state = "finished";

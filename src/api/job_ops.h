@@ -2,13 +2,16 @@
  *
  * job_ops.h
  *	  What the job operations (job_drop.c, job_ops.c) share with the
- *	  catalog writes of control.c and with create_job (create.c).
+ *	  catalog writes of control.c and with create_job (create.c), and the
+ *	  switchover (switchover.c) with cutover.
  *
  *-------------------------------------------------------------------------
  */
 #ifndef BACKFILL_API_JOB_OPS_H
 #define BACKFILL_API_JOB_OPS_H
 
+#include "access/xlogdefs.h"
+#include "datatype/timestamp.h"
 #include "fmgr.h"
 
 /* the catalog writes of control.c, by what they are called in a 1.0 or 1.1 catalog */
@@ -35,5 +38,9 @@ extern int64 backfill_cancel_job_owned(int64 job_id);
 
 /* create.c: recreate_job's create_job, on behalf of the old job's owner */
 extern Datum backfill_create_job_as(PG_FUNCTION_ARGS);
+
+/* switchover.c: a job that follows another server stops following it */
+extern XLogRecPtr backfill_switch_over(int64 job_id, bool fence, const Interval *lock_timeout,
+									   int attempts);
 
 #endif							/* BACKFILL_API_JOB_OPS_H */

@@ -17,6 +17,7 @@
 
 #include "executor/spi.h"
 #include "utils/guc.h"
+#include "utils/snapmgr.h"
 
 #include "api/verify.h"
 #include "lib/lib.h"
@@ -52,6 +53,42 @@ verify_query(const VerifyPlan *plan, const char *sql)
 }
 
 /*
+ * verify_query_decoded
+ *		verify_query for a comparison row by row whose keys not fetched yet
+ *		(VerifySource's decoded) take a parameter: the statement's snapshot
+ *		is taken first, then the job's kind computes the parameter, which
+ *		may depend on what the snapshot sees (a slot is peeked at up to the
+ *		WAL flushed then, past every commit the snapshot sees), then the
+ *		statement runs with that snapshot, as SPI would have run it.
+ */
+static SPITupleTable *
+verify_query_decoded(const VerifyPlan *plan, const char *sql)
+{
+	const VerifySource *source = &plan->source;
+	RoleContext oc;
+	SPIPlanPtr	prepared;
+	Snapshot	snapshot;
+	Datum		value;
+	bool		isnull;
+	int			rc;
+
+	backfill_owner_enter(plan->job.owner, true, &oc);
+	prepared = SPI_prepare(sql, 1, (Oid *) &source->decoded_type);
+	if (prepared == NULL)
+		elog(ERROR, "SPI_prepare failed (%s): %s", SPI_result_code_string(SPI_result), sql);
+	snapshot = RegisterSnapshot(GetTransactionSnapshot());
+	value = source->decoded_param(&plan->job, &isnull);
+	rc = SPI_execute_snapshot(prepared, &value, isnull ? "n" : NULL, snapshot, InvalidSnapshot,
+							  false, true, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "SPI_execute_snapshot failed (%d): %s", rc, sql);
+	UnregisterSnapshot(snapshot);
+	SPI_freeplan(prepared);
+	backfill_role_leave(&oc);
+	return SPI_tuptable;
+}
+
+/*
  * verify_compare
  *		Run a comparison row by row (verify_rows_sql) as the job's owner and
  *		return its differences to the caller of verify_job; returns how many.
@@ -59,7 +96,8 @@ verify_query(const VerifyPlan *plan, const char *sql)
 uint64
 verify_compare(const VerifyPlan *plan, const char *sql, ReturnSetInfo *rsinfo)
 {
-	SPITupleTable *rows = verify_query(plan, sql);
+	SPITupleTable *rows = plan->source.decoded_param != NULL ?
+		verify_query_decoded(plan, sql) : verify_query(plan, sql);
 	uint64		n = SPI_processed;
 
 	for (uint64 i = 0; i < n; i++)

@@ -58,5 +58,6 @@ extern void backfill_origin_leave(void);
 extern void backfill_drop_slot_now(int64 job_id);
 extern void backfill_drop_leftover_slots(void);
 extern XLogRecPtr backfill_flush_wal_upto(void);
+extern XLogRecPtr backfill_flush_wal_to_peek(void);
 
 #endif							/* BACKFILL_CAPTURE_CAPTURE_H */

@@ -403,9 +403,10 @@ backfill_flush_wal_upto(void)
 }
 
 /*
- * backfill._flush_wal() RETURNS pg_lsn
- *		For verify_job(), as it peeks at a slot: the position flushed, up to
- *		which the peek decodes (NULL on a standby, which flushes nothing).
+ * backfill_flush_wal_to_peek
+ *		For verify_job, as it peeks at a slot: flush the WAL inserted so far
+ *		and return the position flushed, up to which the peek decodes
+ *		(InvalidXLogRecPtr on a standby, which flushes nothing).
  *
  * The peek must stop there.  Without a limit it decodes up to the flush
  * position it reads itself, and the WAL writer flushes whole pages: that
@@ -415,10 +416,24 @@ backfill_flush_wal_upto(void)
  * seconds on an idle server.  The position returned here is the end of the
  * last record inserted, so the decoder stops at a record's end.
  */
+XLogRecPtr
+backfill_flush_wal_to_peek(void)
+{
+	if (RecoveryInProgress())
+		return InvalidXLogRecPtr;
+	return backfill_flush_wal_upto();
+}
+
+/*
+ * backfill._flush_wal() RETURNS pg_lsn
+ *		backfill_flush_wal_to_peek's position, NULL on a standby.
+ */
 Datum
 backfill_flush_wal(PG_FUNCTION_ARGS)
 {
-	if (RecoveryInProgress())
+	XLogRecPtr	flushed = backfill_flush_wal_to_peek();
+
+	if (XLogRecPtrIsInvalid(flushed))
 		PG_RETURN_NULL();
-	PG_RETURN_LSN(backfill_flush_wal_upto());
+	PG_RETURN_LSN(flushed);
 }

@@ -57,6 +57,10 @@ validate_routine(BackfillKind kind, const KindRoutine *r)
 		missing = "state_query";
 	else if (r->verify_source == NULL)
 		missing = "verify_source";
+	else if (r->check_switchover != NULL && r->switchover == NULL)
+		missing = "switchover";
+	else if (r->switchover != NULL && r->check_switchover == NULL)
+		missing = "check_switchover";
 	if (missing != NULL)
 		elog(ERROR, "routine of backfill kind %d does not set callback %s",
 			 (int) kind, missing);
@@ -100,6 +104,34 @@ backfill_kind_splits(const KindRoutine *kind, const JobView *job)
 }
 
 /*
+ * Refuse the switchover of a job, loaded to run, whose kind follows no
+ * other server, or that its kind cannot switch over now
+ */
+void
+backfill_kind_check_switchover(const KindRoutine *kind, BackfillJob *job)
+{
+	if (kind->check_switchover == NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("backfill job %lld does not copy a table of another server", (long long) job->job_id),
+				 errdetail("Only a cdc job on a foreign table of postgres_fdw follows another server.")));
+	kind->check_switchover(job);
+}
+
+/*
+ * Switch a job over from the server it follows, once
+ * backfill_kind_check_switchover has let it and the caller has stopped its
+ * workers and holds the job lock; the source's LSN it switched at
+ */
+XLogRecPtr
+backfill_kind_switchover(const KindRoutine *kind, int64 job_id, bool fence,
+						 int lock_timeout_ms, int attempts)
+{
+	Assert(kind->switchover != NULL);
+	return kind->switchover(job_id, fence, lock_timeout_ms, attempts);
+}
+
+/*
  * What verify_job compares of a job now: all of it, nothing pending, unless
  * its kind says otherwise.
  */
@@ -111,6 +143,7 @@ backfill_kind_verify_source(const KindRoutine *kind, const VerifyJob *job,
 	source->scan_d = job->downstream_sql;
 	source->decoded = "SELECT NULL::record AS k WHERE false";
 	source->settled = "true";
+	source->decoded_param = NULL;
 	kind->verify_source(job, source);
 }
 

@@ -78,7 +78,11 @@ typedef struct VerifyJob
 
 /*
  * What verify_job's comparison reads of a job now, as its kind says.  Each
- * is SQL text; the comparison runs as the job's owner.
+ * is SQL text; the comparison runs as the job's owner.  decoded may take a
+ * parameter, $1 of type decoded_type, whose value decoded_param computes
+ * as each statement of the comparison runs, once the statement has taken
+ * its snapshot (what a slot holds up to the WAL flushed then, say), as the
+ * job's owner; NULL when decoded takes none.
  */
 typedef struct VerifySource
 {
@@ -89,6 +93,8 @@ typedef struct VerifySource
 								 * records (column k) */
 	char	   *settled;		/* over a difference x: whether its key x.k is
 								 * pending nowhere (changes w: decoded) */
+	Datum		(*decoded_param) (const VerifyJob *job, bool *isnull);
+	Oid			decoded_type;
 } VerifySource;
 
 typedef struct KindRoutine
@@ -244,6 +250,20 @@ typedef struct KindRoutine
 	 * Datums (optional).
 	 */
 	List	   *(*unfetched_keys) (int64 job_id, const char *since);
+
+	/*
+	 * The switchover of a job that follows another server, for cutover and
+	 * backfill._remote_switchover (optional, both or neither: a job of a
+	 * kind without them does not switch over).  check_switchover refuses a
+	 * job, loaded to run, that cannot switch over now, before its workers
+	 * are stopped; switchover switches the job over once the caller has
+	 * stopped them and holds the job lock, and returns the source's LSN it
+	 * switched at (InvalidXLogRecPtr: each of several servers at its own).
+	 * As the caller, who has the privileges of the job's owner, connected to
+	 * SPI.
+	 */
+	void		(*check_switchover) (BackfillJob *job);
+	XLogRecPtr	(*switchover) (int64 job_id, bool fence, int lock_timeout_ms, int attempts);
 
 	/* set the row counts of a job's new actors after a reschedule */
 	void		(*recount_actors) (int64 job_id, const char *state_sql);
@@ -425,6 +445,9 @@ extern void backfill_kind_check_parallelism(const KindRoutine *kind, int paralle
 extern List *backfill_kind_splits(const KindRoutine *kind, const JobView *job);
 extern void backfill_kind_verify_source(const KindRoutine *kind, const VerifyJob *job,
 										VerifySource *source);
+extern void backfill_kind_check_switchover(const KindRoutine *kind, BackfillJob *job);
+extern XLogRecPtr backfill_kind_switchover(const KindRoutine *kind, int64 job_id, bool fence,
+										   int lock_timeout_ms, int attempts);
 
 /* verify_pending.c */
 extern char *backfill_verify_settled_sql(const VerifyJob *job);

@@ -759,11 +759,25 @@ cdc_slot_name(int64 job_id, BackfillJobStatus status)
 }
 
 /*
+ * VerifySource's decoded_param: the WAL flushed as a statement of the
+ * comparison peeks at the slot, after it has taken its snapshot (NULL on a
+ * standby)
+ */
+static Datum
+cdc_verify_flushed(const VerifyJob *job pg_attribute_unused(), bool *isnull)
+{
+	XLogRecPtr	flushed = backfill_flush_wal_to_peek();
+
+	*isnull = XLogRecPtrIsInvalid(flushed);
+	return LSNGetDatum(flushed);
+}
+
+/*
  * kind.h: verify_source.  A backfilling job covers the keys up to its
  * position; the keys captured since its last barrier are pending, and so
  * are the changes its slot has decoded and not delivered yet, up to the WAL
  * flushed as the comparison peeks, after its snapshot (the slot decodes
- * only flushed WAL, which an asynchronous commit may not have reached).
+ * only flushed WAL, which an asynchronous commit may not have reached), $1.
  * The slot has one user at a time: the job's fetch waits for the
  * comparison.  A finished job covers every key.
  */
@@ -783,9 +797,11 @@ cdc_verify_source(const VerifyJob *job, VerifySource *source)
 		backfill_lock_slot_of(job->job_id);
 		source->decoded =
 			psprintf("SELECT ROW((substr(p.data, strpos(p.data, E'\\t') + 1)::%s).*) AS k "
-					 "  FROM pg_logical_slot_peek_changes(%s, backfill._flush_wal(), NULL, 'relid', %s) p",
+					 "  FROM pg_logical_slot_peek_changes(%s, $1, NULL, 'relid', %s) p",
 					 job->changes_sql, quote_literal_cstr(slot),
 					 quote_literal_cstr(psprintf("%u", job->upstream)));
+		source->decoded_param = cdc_verify_flushed;
+		source->decoded_type = LSNOID;
 	}
 	source->settled = backfill_verify_settled_sql(job);
 }

@@ -169,7 +169,10 @@ extern void remote_after_finish(int64 job_id);
 extern void remote_drop_objects(int64 job_id);
 
 /* verify.c: verify_job */
-extern List *remote_unfetched_keys(int64 job_id, const char *since_text);
 extern void remote_verify_source(const VerifyJob *job, VerifySource *source);
+
+/* unfetched.c: the keys of the changes the job has not fetched, for verify_job */
+extern List *remote_unfetched_keys(int64 job_id, const char *since_text);
+extern Datum remote_verify_unfetched(const VerifyJob *job, bool *isnull);
 
 #endif							/* BACKFILL_KINDS_REMOTE_JOB_H */

@@ -134,6 +134,7 @@
 
 #include "kinds/kind.h"
 #include "kinds/remote/job.h"
+#include "kinds/remote/switchover.h"
 
 static const char *const remote_reserved_columns[] = {
 	"split_id", "backfill_finished", "row_count", "cdc_offset_low", "cdc_offset_high",
@@ -191,6 +192,8 @@ const KindRoutine backfill_remote_cdc_routine = {
 	.after_finish = remote_after_finish,
 	.drop_objects = remote_drop_objects,
 	.unfetched_keys = remote_unfetched_keys,
+	.check_switchover = remote_check_switchover,
+	.switchover = backfill_remote_switchover,
 	.recount_actors = remote_recount_actors,
 	.verify_source = remote_verify_source,
 	.state_query = remote_state_query,

@@ -259,17 +259,13 @@ catch_up_and_stop(Switchover *sw)
 }
 
 /*
- * The job must be a remote one that has finished: checked before its
- * workers are stopped, and again under the job lock.
+ * The job must have finished: checked before its workers are stopped, and
+ * again under the job lock.  That it is a remote one, the kind's routine
+ * says (kind.h, check_switchover).
  */
 static void
 check_switchable(BackfillJob *job)
 {
-	if (backfill_kind_routine(job->kind) != &backfill_remote_cdc_routine)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("backfill job %lld does not copy a table of another server", (long long) job->job_id),
-				 errdetail("Only a cdc job on a foreign table of postgres_fdw follows another server.")));
 	if (job->status != BACKFILL_STATUS_FINISHED)
 	{
 		bool		isnull;
@@ -285,10 +281,10 @@ check_switchable(BackfillJob *job)
 
 /*
  * backfill_remote_switchover
- *		Switch a finished remote job over from its source (see the file
- *		header) and return the source's LSN it switched at.  The caller has
- *		stopped the job's workers and holds the job lock
- *		(backfill._stop_and_lock_job) and is connected to SPI; it records
+ *		kind.h: switchover.  Switch a finished remote job over from its
+ *		source (see the file header) and return the source's LSN it
+ *		switched at.  The caller has stopped the job's workers and holds the
+ *		job lock (src/api/switchover.c) and is connected to SPI; it records
  *		the switchover.  The caller must have the privileges of the job's
  *		owner, as for run_job.
  */
@@ -419,7 +415,7 @@ backfill_remote_switchover(int64 job_id, bool fence_writes, int lock_timeout_ms,
 	return offset;
 }
 
-/* ---- the SQL-callable wrapper ---- */
+/* ---- before the workers are stopped ---- */
 
 /*
  * What backfill.cutover() checks before it calls the switchover, checked
@@ -453,56 +449,16 @@ check_switchover_caller(int64 job_id)
 				 errmsg("backfill job %lld has already been cut over", (long long) job_id)));
 }
 
-PG_FUNCTION_INFO_V1(backfill_remote_switchover_1_3);
-
 /*
- * backfill._remote_switchover(job_id bigint, fence boolean, lock_timeout
- * interval, attempts int) RETURNS pg_lsn
- *		Stop the job's workers, take the job lock, switch over.
+ * remote_check_switchover
+ *		kind.h: check_switchover.  The job must have finished, and the caller
+ *		may switch it over (check_switchover_caller).
  */
-Datum
-backfill_remote_switchover_1_3(PG_FUNCTION_ARGS)
+void
+remote_check_switchover(BackfillJob *job)
 {
-	int64		job_id;
-	Interval   *timeout;
-	int64		timeout_ms;
-	int			attempts;
-	XLogRecPtr	lsn;
-	const char *names[4] = {"job_id", "fence", "lock_timeout", "attempts"};
-
-	for (int i = 0; i < 4; i++)
-		if (PG_ARGISNULL(i))
-			ereport(ERROR,
-					(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-					 errmsg("argument \"%s\" must not be null", names[i])));
-	job_id = PG_GETARG_INT64(0);
-	timeout = PG_GETARG_INTERVAL_P(2);
-	attempts = PG_GETARG_INT32(3);
-	timeout_ms = (timeout->time / 1000) +
-		((int64) timeout->day + (int64) timeout->month * DAYS_PER_MONTH) * (USECS_PER_DAY / 1000);
-	if (timeout_ms < 1 || timeout_ms > INT_MAX)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("lock_timeout must be between 1 ms and %d ms", INT_MAX),
-				 errdetail("It is how long each attempt at the fence's lock waits, and how long writers queued behind it wait at most.")));
-	if (attempts < 1)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("attempts must be at least 1")));
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	/* the owner's check of run_job, and the job's, before any worker is stopped */
-	check_switchable(backfill_load_job_to_run(job_id, CurrentMemoryContext));
-	check_switchover_caller(job_id);
-	backfill_spi_exec_args("SELECT backfill._stop_and_lock_job($1)", 1, (Oid[]) {INT8OID},
-						   (Datum[]) {Int64GetDatum(job_id)}, NULL, SPI_OK_SELECT);
-	lsn = backfill_remote_switchover(job_id, PG_GETARG_BOOL(1), (int) timeout_ms, attempts);
-	SPI_finish();
-	/* a job of several servers switched at an offset on each */
-	if (XLogRecPtrIsInvalid(lsn))
-		PG_RETURN_NULL();
-	PG_RETURN_LSN(lsn);
+	check_switchable(job);
+	check_switchover_caller(job->job_id);
 }
 
 /* ---- giving a fence back ---- */

@@ -49,6 +49,8 @@ typedef struct Switchover
 	int			sequences;		/* set here */
 } Switchover;
 
+/* switchover.c: kind.h's check_switchover and switchover */
+extern void remote_check_switchover(BackfillJob *job);
 extern XLogRecPtr backfill_remote_switchover(int64 job_id, bool fence, int lock_timeout_ms, int attempts);
 
 /* fence.c: the fence, and giving it back */

@@ -10,97 +10,13 @@
 
 #include "access/stratnum.h"
 #include "catalog/pg_type.h"
-#include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/pg_lsn.h"
 
 #include "capture/capture.h"
 #include "catalog/catalog_access.h"
-#include "catalog/remote_rows.h"
 #include "kinds/kind.h"
 #include "kinds/remote/job.h"
 #include "lib/lib.h"
-#include "remote/remote.h"
-
-/*
- * kind.h: unfetched_keys, for verify_job.  The keys of the changes the
- * source committed at or after "since", the job's offset as the caller's
- * snapshot sees it, that the slot still holds: a fetch committed every
- * change below it, into the change table or applied.  First makes the
- * source flush the WAL it has written, so that every transaction that a
- * snapshot taken on the source before this sees as committed is within the
- * slot's reach (it decodes flushed WAL only).  Takes the slot lock until the
- * transaction ends.  Fails with a serialization failure when fetches the
- * caller's snapshot does not see have moved the slot beyond "since".
- * Returns text[] Datums, the key's columns of each change.
- */
-List *
-remote_unfetched_keys(int64 job_id, const char *since_text)
-{
-	BackfillJob *job = backfill_load_job(job_id, CurrentMemoryContext);
-	RemoteJob  *rj = remote_job_make(job);
-	List	   *keys = NIL;
-
-	backfill_lock_slot_of(job_id);
-	for (int s = 0; s < rj->nsources; s++)
-	{
-		RemoteConn *conn;
-		RemoteRows *rows;
-		RemoteDecoder dec;
-		char	   *confirmed;
-		bool		err = false;
-		XLogRecPtr	since;
-		ListCell   *lc;
-
-		/* a sharded job's offset on each server, as the caller's snapshot sees it */
-		if (!rj->sharded)
-			since = pg_lsn_in_internal(since_text, &err);
-		else if (!backfill_job_remote_offset_seen(job_id, s, &since))
-			continue;			/* nothing fetched there yet */
-		conn = remote_source_connect(rj, s);
-
-		/* what the source wrote so far, flushed */
-		backfill_remote_flush_writes(conn);
-		confirmed = backfill_remote_slot_confirmed(conn, rj->name);
-		if (confirmed == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("replication slot \"%s\" of backfill job %lld does not exist on server \"%s\"",
-							rj->name, (long long) job_id, rj->sources[s].server_name),
-					 errdetail("The changes of the source since the job's offset are lost."),
-					 errhint("Cancel the job with backfill.cancel_job(%lld) and create it again with backfill.recreate_job(%lld).",
-							 (long long) job_id, (long long) job_id)));
-		if (pg_lsn_in_internal(confirmed, &err) > since)
-			ereport(ERROR,
-					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
-					 errmsg("could not compare backfill job %lld with its source", (long long) job_id),
-					 errdetail("The job fetched changes of the source that this statement's snapshot does not see."),
-					 errhint("Run backfill.verify_job(%lld) again.", (long long) job_id)));
-		rows = backfill_remote_peek(conn, rj->name, NULL, 0);
-		decode_messages(rj, s, rows, &dec);
-		foreach(lc, dec.changes)
-		{
-			RemoteChange *c = lfirst(lc);
-			Datum	   *key = palloc(sizeof(Datum) * job->npk);
-			bool	   *nulls = palloc(sizeof(bool) * job->npk);
-			int			dims[1] = {job->npk};
-			int			lbs[1] = {1};
-
-			if (c->commit_lsn < since)
-				continue;		/* fetched already */
-			for (int k = 0; k < job->npk; k++)
-			{
-				char	   *v = c->values[rj->pk_cols[k]];
-
-				nulls[k] = (v == NULL);
-				key[k] = v ? CStringGetTextDatum(v) : (Datum) 0;
-			}
-			keys = lappend(keys, construct_md_array(key, nulls, 1, dims, lbs, TEXTOID, -1, false,
-													TYPALIGN_INT));
-		}
-	}
-	return keys;
-}
 
 /*
  * kind.h: verify_source, and what it reads.  The keys of splits not
@@ -188,7 +104,7 @@ remote_verify_source(const VerifyJob *job, VerifySource *source)
 
 	initStringInfo(&key_types);
 	for (int k = 0; k < job->npk; k++)
-		appendStringInfo(&key_types, "%sp.k[%d]::%s", k > 0 ? ", " : "", k + 1,
+		appendStringInfo(&key_types, "%s$1[p.i][%d]::%s", k > 0 ? ", " : "", k + 1,
 						 job->pk_types_sql[k]);
 	if (!job->finished)
 	{
@@ -199,10 +115,10 @@ remote_verify_source(const VerifyJob *job, VerifySource *source)
 	/* no fetch from here on: the source's snapshot, then what its slot holds */
 	backfill_lock_slot_of(job->job_id);
 	remote_verify_first_reads(job);
-	/* from the offset the comparison's snapshot sees; over several servers each reads its own */
-	source->decoded = psprintf("SELECT ROW(%s) AS k FROM backfill._unfetched_keys(%lld, "
-							   "(SELECT CASE WHEN j.remote_partitions IS NULL THEN j.remote_lsn "
-							   "ELSE '0/0'::pg_lsn END FROM backfill.job j WHERE j.job_id = %lld)) p(k)",
-							   key_types.data, (long long) job->job_id, (long long) job->job_id);
+	/* from the offset the comparison sees; over several servers each reads its own */
+	source->decoded = psprintf("SELECT ROW(%s) AS k FROM pg_catalog.generate_subscripts($1, 1) p(i)",
+							   key_types.data);
+	source->decoded_param = remote_verify_unfetched;
+	source->decoded_type = TEXTARRAYOID;
 	source->settled = backfill_verify_settled_sql(job);
 }

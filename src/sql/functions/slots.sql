@@ -49,6 +49,7 @@ LANGUAGE C STRICT VOLATILE PARALLEL RESTRICTED
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._flush_wal() IS
 'Internal: flushes the WAL inserted so far and returns the position flushed (NULL on a standby), for verify_job().';
+REVOKE ALL ON FUNCTION backfill._flush_wal() FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION backfill._unfetched_keys(job_id bigint, since pg_lsn)
 RETURNS SETOF text[]
@@ -57,6 +58,7 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._unfetched_keys(bigint, pg_lsn) IS
 'Internal: for verify_job, the keys (as text) of the changes the source of a remote job the caller owns committed from an offset on, which the job has not fetched.';
+REVOKE ALL ON FUNCTION backfill._unfetched_keys(bigint, pg_lsn) FROM PUBLIC;
 
 -- The job row it is given must be of a job the caller owns: its tables are
 -- dropped with the caller's rights, but the indexes named in the job's

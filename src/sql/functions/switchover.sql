@@ -8,7 +8,8 @@
  */
 
 -- ---------------------------------------------------------------------------
--- The switchover of a remote job (src/kinds/remote/switchover.c): fence the source
+-- The switchover of a remote job (src/kinds/remote/switchover.c, after
+-- src/api/switchover.c has stopped its workers): fence the source
 -- table, take in the last of its changes, carry its sequences over, stop
 -- following it.  backfill.cutover() calls the C function for a remote job;
 -- this wrapper is its SQL face, owner-checked as run_job is.
@@ -22,6 +23,7 @@ LANGUAGE C VOLATILE PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._remote_switchover(bigint, boolean, interval, integer) IS
 'Internal: switches a finished remote job the caller owns, not cut over, over from its source, for a caller with the privileges of the owner of its local table: optionally fences the source table (revokes its write privileges from every role but its owner, and records them on the source), fetches and applies every change committed there, sets the local sequences to the source''s, stops following; drops the slot and the publication on the source once the transaction has committed, and gives the fence back if it aborts; returns the source LSN it switched at.';
+REVOKE ALL ON FUNCTION backfill._remote_switchover(bigint, boolean, interval, integer) FROM PUBLIC;
 
 -- ---------------------------------------------------------------------------
 -- Remote switchover: nothing on the source before the local commit

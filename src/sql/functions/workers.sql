@@ -27,6 +27,7 @@ LANGUAGE C STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp;
 COMMENT ON FUNCTION backfill._stop_and_lock_job(bigint) IS
 'Internal: stops the job''s background workers at once, then takes the job lock for this transaction; fails if a session runs the job.';
+REVOKE ALL ON FUNCTION backfill._stop_and_lock_job(bigint) FROM PUBLIC;
 
 CREATE OR REPLACE FUNCTION backfill._job_is_running(job_id bigint)
 RETURNS boolean
