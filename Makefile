@@ -8,8 +8,10 @@ OBJS = \
 	src/api/create.o \
 	src/api/cutover.o \
 	src/api/cutover_finish.o \
+	src/api/cutover_local.o \
 	src/api/cutover_rollback.o \
 	src/api/cutover_start.o \
+	src/api/cutover_switchover.o \
 	src/api/ddl_columns.o \
 	src/api/ddl_command.o \
 	src/api/ddl_job_tables.o \
