@@ -70,7 +70,10 @@ OBJS = \
 	src/cutover/accepts.o \
 	src/cutover/acl_items.o \
 	src/cutover/arguments.o \
+	src/cutover/attempt_arguments.o \
 	src/cutover/attempt_lines.o \
+	src/cutover/attempt_once.o \
+	src/cutover/attempt_pause.o \
 	src/cutover/attempts.o \
 	src/cutover/carry_acl.o \
 	src/cutover/carry_columns.o \
