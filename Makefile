@@ -101,16 +101,19 @@ OBJS = \
 	src/cutover/function_retype.o \
 	src/cutover/index_pairs.o \
 	src/cutover/index_wait.o \
+	src/cutover/irreversible.o \
 	src/cutover/job_row.o \
 	src/cutover/lock.o \
 	src/cutover/lock_one.o \
 	src/cutover/matview_definitions.o \
 	src/cutover/matview_parts.o \
+	src/cutover/old_name.o \
 	src/cutover/other_job.o \
 	src/cutover/partition_pairs.o \
 	src/cutover/partitions_of.o \
 	src/cutover/queries.o \
 	src/cutover/record.o \
+	src/cutover/record_checks.o \
 	src/cutover/report.o \
 	src/cutover/same_row_type.o \
 	src/cutover/start_checks.o \
