@@ -81,6 +81,7 @@ OBJS = \
 	src/cutover/carry_keys.o \
 	src/cutover/carry_matviews.o \
 	src/cutover/carry_partitions.o \
+	src/cutover/carry_replication.o \
 	src/cutover/carry_sequences.o \
 	src/cutover/carry_subscriptions.o \
 	src/cutover/carry_table.o \
@@ -109,6 +110,9 @@ OBJS = \
 	src/cutover/matview_parts.o \
 	src/cutover/old_name.o \
 	src/cutover/other_job.o \
+	src/cutover/partition_index_names.o \
+	src/cutover/partition_keys.o \
+	src/cutover/partition_pair_names.o \
 	src/cutover/partition_pairs.o \
 	src/cutover/partitions_of.o \
 	src/cutover/queries.o \
@@ -119,6 +123,8 @@ OBJS = \
 	src/cutover/start_checks.o \
 	src/cutover/steps.o \
 	src/cutover/swap.o \
+	src/cutover/swap_carry.o \
+	src/cutover/swap_renames.o \
 	src/cutover/swap_statements.o \
 	src/cutover/verify_gate.o \
 	src/cutover/weaker.o \
