@@ -98,6 +98,7 @@ OBJS = \
 	src/cutover/column_sequences.o \
 	src/cutover/deadlock.o \
 	src/cutover/finish_lock.o \
+	src/cutover/finish_row.o \
 	src/cutover/finish_steps.o \
 	src/cutover/function_retype.o \
 	src/cutover/index_pairs.o \
