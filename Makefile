@@ -8,7 +8,10 @@ OBJS = \
 	src/api/create.o \
 	src/api/cutover.o \
 	src/api/cutover_finish.o \
+	src/api/cutover_hand_over.o \
 	src/api/cutover_rollback.o \
+	src/api/cutover_rollback_put_back.o \
+	src/api/cutover_rollback_row.o \
 	src/api/cutover_start.o \
 	src/api/ddl_columns.o \
 	src/api/ddl_command.o \
