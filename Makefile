@@ -8,8 +8,11 @@ OBJS = \
 	src/api/create.o \
 	src/api/cutover.o \
 	src/api/cutover_finish.o \
+	src/api/cutover_hand_over.o \
 	src/api/cutover_local.o \
 	src/api/cutover_rollback.o \
+	src/api/cutover_rollback_put_back.o \
+	src/api/cutover_rollback_row.o \
 	src/api/cutover_start.o \
 	src/api/cutover_switchover.o \
 	src/api/ddl_columns.o \
@@ -73,7 +76,10 @@ OBJS = \
 	src/cutover/accepts.o \
 	src/cutover/acl_items.o \
 	src/cutover/arguments.o \
+	src/cutover/attempt_arguments.o \
 	src/cutover/attempt_lines.o \
+	src/cutover/attempt_once.o \
+	src/cutover/attempt_pause.o \
 	src/cutover/attempts.o \
 	src/cutover/carry_acl.o \
 	src/cutover/carry_columns.o \
@@ -81,6 +87,7 @@ OBJS = \
 	src/cutover/carry_keys.o \
 	src/cutover/carry_matviews.o \
 	src/cutover/carry_partitions.o \
+	src/cutover/carry_replication.o \
 	src/cutover/carry_sequences.o \
 	src/cutover/carry_subscriptions.o \
 	src/cutover/carry_table.o \
@@ -97,25 +104,34 @@ OBJS = \
 	src/cutover/column_sequences.o \
 	src/cutover/deadlock.o \
 	src/cutover/finish_lock.o \
+	src/cutover/finish_row.o \
 	src/cutover/finish_steps.o \
 	src/cutover/function_retype.o \
 	src/cutover/index_pairs.o \
 	src/cutover/index_wait.o \
+	src/cutover/irreversible.o \
 	src/cutover/job_row.o \
 	src/cutover/lock.o \
 	src/cutover/lock_one.o \
 	src/cutover/matview_definitions.o \
 	src/cutover/matview_parts.o \
+	src/cutover/old_name.o \
 	src/cutover/other_job.o \
+	src/cutover/partition_index_names.o \
+	src/cutover/partition_keys.o \
+	src/cutover/partition_pair_names.o \
 	src/cutover/partition_pairs.o \
 	src/cutover/partitions_of.o \
 	src/cutover/queries.o \
 	src/cutover/record.o \
+	src/cutover/record_checks.o \
 	src/cutover/report.o \
 	src/cutover/same_row_type.o \
 	src/cutover/start_checks.o \
 	src/cutover/steps.o \
 	src/cutover/swap.o \
+	src/cutover/swap_carry.o \
+	src/cutover/swap_renames.o \
 	src/cutover/swap_statements.o \
 	src/cutover/verify_gate.o \
 	src/cutover/weaker.o \

@@ -1,19 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * cutover.c
- *	  What backfill.cutover() and backfill.rollback_cutover() ask of C: the
- *	  job turned around at the swap, and the job's cutover row.  The
- *	  switchover of a job whose upstream is on another server is the remote
- *	  kind's (kinds/remote/switchover.c), which backfill.cutover() calls.
- *
- * The lock step, its attempts, the checks of its arguments and the swap
- * itself (the renames and everything that names the upstream carried to
- * the downstream) are C of their own (src/cutover/); the swap runs each of
- * its statements as the caller, with the caller's rights: every ALTER it
- * makes needs the privileges it would need typed by hand.  Only the
- * privileges are copied to the catalog directly (src/cutover/carry_acl.c),
- * with their grantors, which no GRANT the caller could type would keep.
- * finish_cutover is cutover_finish.c.
+ *	  The job turned around at the swap of backfill.cutover() and
+ *	  backfill.rollback_cutover().  The hand-over that follows the turn of
+ *	  a cutover is cutover_hand_over.c's.
  *
  * The turn.  A finished local job keeps its downstream equal to its
  * upstream through its apply trigger, in each writer's transaction.  At the
@@ -29,23 +19,14 @@
  * its upstream column for column (no filter, no computed column) can be
  * turned; backfill.cutover() checks that before it starts.
  *
- * The hand-over.  A job cut over by another role than its owner (a
- * superuser, or the upstream's owner) would go on belonging to its owner,
- * who would keep the rights of a job over a table that is no longer its
- * downstream.  After the turn the job goes to the owner of its tables (the
- * upstream's owner, which the swap gave the new table): its state and
- * change tables, its row image type, its catalog row and the policy that
- * records its owner.
- *
  * The job's triggers are guarded by the DDL event trigger (event_trigger.c) while the
  * job is not cancelled; as cancel_job does, the row is marked cancelled for
  * the moment its triggers are dropped, inside the same transaction, so no
  * one ever sees that state.
  *
- * Who may.  cutover and rollback_cutover call the turn and the hand-over
- * directly, as their caller (cutover_turn_job, cutover_hand_over_job);
- * the SQL functions _cutover_turn and _cutover_hand_over are not PUBLIC's.
- * Each checks its arguments itself.  The turn and the cutover row
+ * Who may.  cutover and rollback_cutover call the turn directly, as their
+ * caller (cutover_turn_job); the SQL function _cutover_turn is not
+ * PUBLIC's.  It checks its arguments itself.  The turn and the cutover row
  * (src/cutover/record.c) name tables: the caller must have the privileges
  * of the job's owner and of the owners of both tables, which it needs for
  * the swap anyway, so that no role makes another role's table a job's
@@ -56,33 +37,18 @@
 #include "postgres.h"
 
 #include "access/relation.h"
-#include "access/xlogdefs.h"
-#include "catalog/namespace.h"
-#include "catalog/pg_class.h"
-#include "catalog/pg_type.h"
-#include "executor/spi.h"
 #include "fmgr.h"
-#include "miscadmin.h"
 #include "storage/lmgr.h"
-#include "utils/acl.h"
-#include "utils/array.h"
-#include "utils/builtins.h"
-#include "utils/lsyscache.h"
-#include "utils/pg_lsn.h"
-#include "utils/rel.h"
-#include "utils/syscache.h"
 
 #include "api/cutover.h"
 #include "capture/capture.h"
 #include "catalog/catalog_access.h"
 #include "catalog/cutover_rows.h"
-#include "catalog/job_holdings.h"
 #include "cutover/steps.h"
 #include "kinds/kind.h"
 #include "lib/lib.h"
 
 PG_FUNCTION_INFO_V1(backfill_cutover_turn);
-PG_FUNCTION_INFO_V1(backfill_cutover_hand_over);
 
 /*
  * cutover_turn_job, backfill._cutover_turn(job_id bigint, into_existing
@@ -179,104 +145,5 @@ Datum
 backfill_cutover_turn(PG_FUNCTION_ARGS)
 {
 	cutover_turn_job(PG_GETARG_INT64(0), PG_GETARG_BOOL(1));
-	PG_RETURN_VOID();
-}
-
-/*
- * A job's catalog row, read as the extension's owner
- */
-static BackfillJob *
-load_job_as_catalog(int64 job_id)
-{
-	MemoryContext caller_context = CurrentMemoryContext;
-	BackfillJob *job;
-	RoleContext rc;
-	int			guc_level;
-
-	backfill_catalog_enter(&rc);
-	guc_level = backfill_pin_catalog_path();
-	backfill_spi_enter();
-	job = backfill_load_job(job_id, caller_context);
-	backfill_spi_leave();
-	backfill_unpin_search_path(guc_level);
-	backfill_role_leave(&rc);
-	return job;
-}
-
-/*
- * Give the job's own objects to owner: its state and change tables and its
- * row image type, then the job itself.  Caller acts as the extension's
- * owner, connected to SPI.
- */
-static void
-give_job(BackfillJob *job, Oid owner)
-{
-	const char *role = quote_identifier(GetUserNameFromId(owner, false));
-	char	   *image = psprintf("image_%lld", (long long) job->job_id);
-	Oid			image_type = GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
-											 CStringGetDatum(image),
-											 ObjectIdGetDatum(get_namespace_oid(BACKFILL_SCHEMA, false)));
-
-	backfill_spi_exec(psprintf("ALTER TABLE %s OWNER TO %s",
-							   backfill_relation_sql(job->state_table), role),
-					  SPI_OK_UTILITY);
-	if (OidIsValid(job->change_table))
-		backfill_spi_exec(psprintf("ALTER TABLE %s OWNER TO %s",
-								   backfill_relation_sql(job->change_table), role),
-						  SPI_OK_UTILITY);
-	if (OidIsValid(image_type))
-		backfill_spi_exec(psprintf("ALTER TYPE %s.%s OWNER TO %s",
-								   quote_identifier(BACKFILL_SCHEMA), quote_identifier(image), role),
-						  SPI_OK_UTILITY);
-	backfill_move_owner(job->job_id, job->state_table, owner);
-}
-
-/*
- * cutover_hand_over_job, backfill._cutover_hand_over(job_id bigint)
- *		RETURNS void
- *		Give a job that has just been turned around to the owner of its
- *		upstream (see the file header).  The caller has the privileges of
- *		both, and holds the upstream ACCESS EXCLUSIVE: only the cutover
- *		hands a job over, under the lock of its swap.
- */
-void
-cutover_hand_over_job(int64 job_id)
-{
-	BackfillJob *job;
-	Oid			owner;
-	RoleContext rc;
-	int			guc_level;
-
-	(void) backfill_require_job_owner(job_id);
-	job = load_job_as_catalog(job_id);
-	if (job->status != BACKFILL_STATUS_FINISHED || !OidIsValid(job->state_table) ||
-		!CheckRelationOidLockedByMe(job->upstream, AccessExclusiveLock, false))
-		ereport(ERROR,
-				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("backfill job %lld cannot be handed over", (long long) job_id),
-				 errdetail("Only backfill.cutover() hands a job over, to the owner of its tables, under the lock of its swap.")));
-	/* the upstream is locked: it is there */
-	owner = backfill_relation_owner(job->upstream);
-	if (owner == job->owner)
-		return;
-	if (!has_privs_of_role(GetUserId(), owner))
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("must have the privileges of role \"%s\" to hand backfill job %lld over to it",
-						GetUserNameFromId(owner, false), (long long) job_id)));
-
-	backfill_catalog_enter(&rc);
-	guc_level = backfill_pin_catalog_path();
-	backfill_spi_enter();
-	give_job(job, owner);
-	backfill_spi_leave();
-	backfill_unpin_search_path(guc_level);
-	backfill_role_leave(&rc);
-}
-
-Datum
-backfill_cutover_hand_over(PG_FUNCTION_ARGS)
-{
-	cutover_hand_over_job(PG_GETARG_INT64(0));
 	PG_RETURN_VOID();
 }

@@ -17,7 +17,6 @@
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "utils/builtins.h"
-#include "utils/guc.h"
 #include "utils/numeric.h"
 
 #include "cutover/attempts.h"
@@ -48,28 +47,6 @@ char *
 backfill_attempt_rel(Oid relid)
 {
 	return OidIsValid(relid) ? backfill_regclass_text(relid) : "";
-}
-
-/*
- * The interval between two lines of the wait, in microseconds, from
- * backfill.client_progress_interval as current_setting() shows it: a
- * number of ms, or with its unit
- */
-double
-backfill_attempt_line_interval(void)
-{
-	const char *setting = GetConfigOptionByName("backfill.client_progress_interval", NULL, true);
-	const char *text = setting;
-	Interval   *every;
-
-	if (setting == NULL || setting[0] == '\0')
-		text = "10 s";
-	else if (strspn(setting, "0123456789") == strlen(setting))
-		text = psprintf("%s ms", setting);
-	every = DatumGetIntervalP(DirectFunctionCall3(interval_in, CStringGetDatum(text),
-												  ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1)));
-	return (double) every->time + (double) every->day * USECS_PER_DAY +
-		(double) every->month * DAYS_PER_MONTH * USECS_PER_DAY;
 }
 
 /* the processes holding a lock on either table, as the line shows them */

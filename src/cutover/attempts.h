@@ -1,7 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * attempts.h
- *	  One cutover's attempts (attempts.c) and what they say (attempt_lines.c).
+ *	  One cutover's attempts (attempts.c): their arguments
+ *	  (attempt_arguments.c), one attempt (attempt_once.c), and what they
+ *	  say (attempt_lines.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -30,9 +32,18 @@ typedef struct Attempts
 	MemoryContext caller;
 } Attempts;
 
+/* attempt_arguments.c */
+extern double backfill_attempt_line_interval(void);
+extern void backfill_attempt_read_arguments(Attempts *a, const int64 *job_id, Oid src, Oid dst,
+											const char *src_new_name, FunctionCallInfo fcinfo,
+											int timeout_arg, int attempts_arg);
+
+/* attempt_once.c: one attempt, whether it swapped */
+extern bool backfill_attempt_try_once(Attempts *a, const char *saved);
+
+/* attempt_lines.c */
 extern void backfill_attempt_report(Attempts *a, const char *what);
 extern char *backfill_attempt_rel(Oid relid);
-extern double backfill_attempt_line_interval(void);
 extern void backfill_attempt_failed(Attempts *a, bool deadlock);
 extern void backfill_attempt_give_up(Attempts *a);
 

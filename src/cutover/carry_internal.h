@@ -2,11 +2,15 @@
  *
  * carry_internal.h
  *	  What the files of the cutover's carry functions share (their SPI
- *	  steps are queries.c's): what a materialized view made again gets of
+ *	  steps are queries.c's): the materialized views printed and read back
+ *	  (matview_definitions.c), what a materialized view made again gets of
  *	  the old one (matview_parts.c), the privileges (carry_acl.c,
  *	  acl_items.c), the functions of the row type and the subscriptions
- *	  (carry_functions.c, carry_subscriptions.c), and the renames of
- *	  partitions that follow their table's name (partitions_of.c).
+ *	  (carry_functions.c, carry_subscriptions.c), the renames of
+ *	  partitions that follow their table's name (partitions_of.c), and the
+ *	  pairs of partitions of the swap's two tables, with their names and
+ *	  their indexes' names (partition_pair_names.c,
+ *	  partition_index_names.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -33,7 +37,11 @@ typedef struct Matview
 	int			nth;			/* its place in the array, from 0 */
 } Matview;
 
+/* matview_definitions.c: the materialized views printed, and read back */
 extern Datum cutover_matviews(Oid src, bool *isnull);
+extern Matview *cutover_read_matviews(Datum matviews, int *n);
+
+/* carry_matviews.c, carry_sequences.c, matview_parts.c */
 extern void cutover_carry_matviews(Oid src, Oid dst, Datum matviews);
 extern void cutover_carry_identity(Oid src, Oid dst);
 extern void cutover_matview_owner_and_acl(const Matview *mv, Oid fresh);
@@ -67,8 +75,23 @@ extern void cutover_retype_function(Relation pg_proc, Oid procoid, const Cutover
 extern void cutover_carry_functions(Oid src, Oid dst);
 extern void cutover_carry_subscriptions(Oid src, Oid dst);
 
+/* partitions_of.c */
 extern char *cutover_renamed_partition(const char *relname, const char *before,
 									   const char *after);
 extern void cutover_rename_partitions_of(Oid rel, const char *before, const char *after);
+
+/* one partition of src with the one of dst of the same bounds */
+typedef struct PartitionPair
+{
+	Oid			old_part;
+	Oid			new_part;
+	char	   *name;			/* old_part's name before the renames */
+	char	   *new_name;		/* new_part's name before the renames */
+	char	   *schema;			/* old_part's schema */
+} PartitionPair;
+
+/* partition_pair_names.c, partition_index_names.c */
+extern PartitionPair *cutover_partition_pairs(Oid src, Oid dst, int *n);
+extern void cutover_swap_index_names(const PartitionPair *pair);
 
 #endif							/* BACKFILL_CUTOVER_CARRY_INTERNAL_H */

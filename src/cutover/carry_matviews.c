@@ -6,9 +6,9 @@
  *
  * A materialized view's query names the old table by OID, and no ALTER
  * re-points it.  So the definitions are printed before the swap's renames,
- * with the old table's name, which the new table then has
- * (_cutover_matviews, matview_definitions.c); after the renames each is created anew under that
- * name, WITH NO DATA, given the old one's owner, privileges (grantors
+ * with the old table's name, which the new table then has, and read back
+ * after them (_cutover_matviews, matview_definitions.c); after the renames
+ * each is created anew under that name, WITH NO DATA, given the old one's owner, privileges (grantors
  * included, _cutover_copy_acl), storage parameters, tablespace and
  * comments, takes the old one's place and gets its indexes again
  * (_cutover_carry_matviews).  It is filled by REFRESH, which runs its query
@@ -31,46 +31,11 @@
 #include "fmgr.h"
 #include "nodes/makefuncs.h"
 #include "utils/builtins.h"
-#include "utils/jsonb.h"
 
 #include "cutover/carry_internal.h"
 #include "lib/lib.h"
 
 PG_FUNCTION_INFO_V1(backfill_cutover_carry_matviews);
-
-/* the fields of one element of _cutover_matviews' array, in its order */
-#define MATVIEW_FIELDS \
-	"SELECT (m->>'mv')::oid::regclass, m->>'schema', m->>'name', m->>'owner'," \
-	"       m->>'options', m->>'tablespace', m->>'query', (m->>'populated')::boolean" \
-	"  FROM jsonb_array_elements($1) m"
-
-/* the materialized views of the array, in its order */
-static Matview *
-read_matviews(Datum matviews, int *n)
-{
-	Oid			types[1] = {JSONBOID};
-	Matview    *mvs;
-	bool		isnull;
-
-	if (SPI_execute_with_args(MATVIEW_FIELDS, 1, types, &matviews, NULL, false, 0) != SPI_OK_SELECT)
-		elog(ERROR, "SPI_execute_with_args failed: %s", MATVIEW_FIELDS);
-	*n = (int) SPI_processed;
-	mvs = palloc0(sizeof(Matview) * Max(*n, 1));
-	for (int i = 0; i < *n; i++)
-	{
-		mvs[i].old = cutover_oid(i, 1);
-		mvs[i].schema = cutover_value(i, 2);
-		mvs[i].name = cutover_value(i, 3);
-		mvs[i].owner = cutover_value(i, 4);
-		mvs[i].options = cutover_value(i, 5);
-		mvs[i].tablespace = cutover_value(i, 6);
-		mvs[i].query = cutover_value(i, 7);
-		mvs[i].populated = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
-													  8, &isnull)) && !isnull;
-		mvs[i].nth = i;
-	}
-	return mvs;
-}
 
 /* "" for a NULL, as format()'s %s prints it */
 static const char *
@@ -153,7 +118,7 @@ cutover_carry_matviews(Oid src, Oid dst, Datum matviews)
 	int			n;
 
 	backfill_spi_enter();
-	mvs = read_matviews(matviews, &n);
+	mvs = cutover_read_matviews(matviews, &n);
 	for (int i = 0; i < n; i++)
 		carry_matview(&mvs[i], src, dst, matviews);
 	backfill_spi_leave();

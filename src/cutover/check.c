@@ -2,20 +2,18 @@
  *
  * check.c
  *	  What refuses a swap of src (which has the name) for dst, before
- *	  anything is locked or changed: a caller without the privileges of
- *	  both owners, a dst whose owner's code src's writers do not already
- *	  run, tables that are not whole tables on their own (a partition, a
- *	  table in an inheritance tree), another job over either table, and the
- *	  objects that name src and cannot be carried (check_depend.c,
- *	  check_names.c, check_schema.c).
+ *	  anything is locked or changed: a caller without the privileges of both
+ *	  owners, a dst whose owner's code src's writers do not already run, a
+ *	  partition or a table in an inheritance tree, another job over either
+ *	  table, and the objects that name src and cannot be carried
+ *	  (check_depend.c, check_names.c, check_schema.c).
  *
- * dst goes into production with its triggers, defaults, check
- * constraints, rules and policies, which run in the transactions of src's
- * writers: its owner must be one whose code they already run
- * (check_owner.c).  The checks run as the caller, in the order the
- * PL/pgSQL they replace ran them, each query with a snapshot of its own as
- * in a VOLATILE function, and each check made through a STABLE one with
- * the snapshot of its call.
+ * dst goes into production with its triggers, defaults, check constraints,
+ * rules and policies, which run in the transactions of src's writers: its
+ * owner must be one whose code they already run (check_owner.c).  The
+ * checks run as the caller, in the order the PL/pgSQL they replace ran
+ * them, each query with a snapshot of its own as in a VOLATILE function,
+ * and each check made through a STABLE one with the snapshot of its call.
  *
  *-------------------------------------------------------------------------
  */

@@ -11,7 +11,7 @@
  * view, it drew a value from a sequence and then inserts): the cutover
  * waits for them while it holds nothing the application needs next, and
  * the swap, which holds src, never waits for a lock.  Each wait is bounded
- * by the caller's lock_timeout; the attempts (attempts.c) set it.
+ * by the caller's lock_timeout; each attempt (attempt_once.c) sets it.
  *
  * An application that takes src before a child table or a view can still
  * meet the cutover in a deadlock: the waits check for one early

@@ -4,8 +4,9 @@
  *	  The cutover's lock step: what the swap alters locked before it, in
  *	  one order (lock.c, lock_one.c), waits that look for a deadlock early
  *	  (deadlock.c), an index built concurrently refused (index_wait.c), the
- *	  partitions paired (partition_pairs.c), the attempts (attempts.c),
- *	  and the swap they make (swap.c, carry_partitions.c).
+ *	  partitions paired (partition_pairs.c, partition_keys.c), the attempts
+ *	  (attempts.c) and the pause between them (attempt_pause.c), and the
+ *	  swap they make (swap.c, carry_partitions.c).
  *
  * The SQL-callable functions are bound by the extension's script; these
  * are what the files of the lock step call of each other.  Each connects
@@ -18,7 +19,7 @@
 
 #include "backfill.h"
 
-/* attempts.c */
+/* attempt_pause.c: the pause after a failed attempt */
 extern void backfill_cutover_pause(int32 tries);
 
 /* lock.c */
@@ -41,8 +42,9 @@ extern Datum cutover_swap(Oid src, Oid dst, const char *src_new_name);
 extern void cutover_rename_partitions(Oid src, Oid dst, const char *src_name,
 									  const char *dst_name);
 
-/* partition_pairs.c */
+/* partition_pairs.c, partition_keys.c */
 extern void backfill_cutover_pair_partitions(Oid src, Oid dst, bool read_only,
 											 List **old_parts, List **new_parts);
+extern void backfill_cutover_check_partition_keys(Oid src, Oid dst, bool read_only);
 
 #endif							/* BACKFILL_CUTOVER_LOCK_STEP_H */

@@ -3,7 +3,8 @@
  * matview_definitions.c
  *	  The materialized views over the old table, each with what makes it
  *	  again, printed before the swap's renames: its query then names the
- *	  old table by the name the new table takes (carry_matviews.c).
+ *	  old table by the name the new table takes (carry_matviews.c); and the
+ *	  array they are printed in read back after the renames.
  *
  * A catalog query run as the caller with the snapshot of the calling
  * statement, as the SQL function it was.
@@ -12,6 +13,7 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_type.h"
 #include "fmgr.h"
 
 #include "cutover/carry_internal.h"
@@ -76,4 +78,43 @@ backfill_cutover_matviews(PG_FUNCTION_ARGS)
 	if (isnull)
 		PG_RETURN_NULL();
 	PG_RETURN_DATUM(result);
+}
+
+/* the fields of one element of _cutover_matviews' array, in its order */
+#define MATVIEW_FIELDS \
+	"SELECT (m->>'mv')::oid::regclass, m->>'schema', m->>'name', m->>'owner'," \
+	"       m->>'options', m->>'tablespace', m->>'query', (m->>'populated')::boolean" \
+	"  FROM jsonb_array_elements($1) m"
+
+/*
+ * cutover_read_matviews
+ *		The materialized views of matviews, an array as cutover_matviews
+ *		printed it, in its order; *n of them.  The caller is connected to
+ *		SPI.
+ */
+Matview *
+cutover_read_matviews(Datum matviews, int *n)
+{
+	Oid			types[1] = {JSONBOID};
+	Matview    *mvs;
+	bool		isnull;
+
+	if (SPI_execute_with_args(MATVIEW_FIELDS, 1, types, &matviews, NULL, false, 0) != SPI_OK_SELECT)
+		elog(ERROR, "SPI_execute_with_args failed: %s", MATVIEW_FIELDS);
+	*n = (int) SPI_processed;
+	mvs = palloc0(sizeof(Matview) * Max(*n, 1));
+	for (int i = 0; i < *n; i++)
+	{
+		mvs[i].old = cutover_oid(i, 1);
+		mvs[i].schema = cutover_value(i, 2);
+		mvs[i].name = cutover_value(i, 3);
+		mvs[i].owner = cutover_value(i, 4);
+		mvs[i].options = cutover_value(i, 5);
+		mvs[i].tablespace = cutover_value(i, 6);
+		mvs[i].query = cutover_value(i, 7);
+		mvs[i].populated = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
+													  8, &isnull)) && !isnull;
+		mvs[i].nth = i;
+	}
+	return mvs;
 }

@@ -5,9 +5,9 @@
  *	  at a cutover, paired.
  *
  * Each partition of src goes with the one of dst of the same bounds, one
- * to one, both tables partitioned by the same key: the partition of dst
- * takes the name of the one it replaces.  Anything else is refused before
- * anything is locked or changed.
+ * to one, both tables partitioned by the same key (partition_keys.c): the
+ * partition of dst takes the name of the one it replaces.  Anything else
+ * is refused before anything is locked or changed.
  *
  *-------------------------------------------------------------------------
  */
@@ -42,33 +42,6 @@ text_or_empty(uint64 i, int col)
 	char	   *value = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, col);
 
 	return value ? value : "";
-}
-
-/* refuse tables partitioned by different keys */
-static void
-check_keys(Oid src, Oid dst, bool read_only)
-{
-	Oid			types[2] = {REGCLASSOID, REGCLASSOID};
-	Datum		values[2] = {ObjectIdGetDatum(src), ObjectIdGetDatum(dst)};
-	char	   *src_key;
-	char	   *dst_key;
-
-	if (SPI_execute_with_args("SELECT pg_get_partkeydef($1), pg_get_partkeydef($2)",
-							  2, types, values, NULL, read_only, 0) != SPI_OK_SELECT)
-		elog(ERROR, "SPI_execute_with_args failed");
-	src_key = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	dst_key = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
-	if ((src_key == NULL) != (dst_key == NULL) ||
-		(src_key != NULL && strcmp(src_key, dst_key) != 0))
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("cannot cut over table %s because table %s is partitioned differently",
-						backfill_regclass_text(src), backfill_regclass_text(dst)),
-				 errdetail("Table %s is partitioned by %s, table %s by %s. Each partition takes the name of the partition it replaces.",
-						   backfill_regclass_text(src), src_key ? src_key : "",
-						   backfill_regclass_text(dst), dst_key ? dst_key : ""),
-				 errhint("Partition table %s as table %s is.",
-						 backfill_regclass_text(dst), backfill_regclass_text(src))));
 }
 
 /* refuse the partition of row i, which has no match on the other side */
@@ -108,7 +81,7 @@ backfill_cutover_pair_partitions(Oid src, Oid dst, bool read_only,
 	*old_parts = NIL;
 	*new_parts = NIL;
 	backfill_spi_enter();
-	check_keys(src, dst, read_only);
+	backfill_cutover_check_partition_keys(src, dst, read_only);
 	if (SPI_execute_with_args(pairs_sql, 2, types, values, NULL, read_only, 0) != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute_with_args failed");
 	for (uint64 i = 0; i < SPI_processed; i++)

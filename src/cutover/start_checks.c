@@ -3,9 +3,10 @@
  * start_checks.c
  *	  What backfill.cutover() checks of a job before anything is locked,
  *	  once the job is read again under the cutover's advisory lock: not cut
- *	  over yet, the old table's name, row-level security on the upstream,
- *	  the swap's checks (check.c), the losses accepted (accepts.c), and
- *	  whether the job can follow the new table back (arguments.c).
+ *	  over yet, row-level security on the upstream, the swap's checks
+ *	  (check.c), the losses accepted (accepts.c), and whether the job can
+ *	  follow the new table back (irreversible.c).  The old table's name is
+ *	  old_name.c's.
  *
  * Each check runs as the caller through SPI, as steps.c's do; the caller
  * is connected to SPI.
@@ -14,7 +15,6 @@
  */
 #include "postgres.h"
 
-#include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "utils/builtins.h"
 #include "utils/regproc.h"
@@ -50,41 +50,6 @@ cutover_check_not_cut_over(CutoverJobRow *job)
 }
 
 /*
- * cutover_old_name
- *		The name the old table gets: old_name, or <name>_before_cutover_<job
- *		id> when it is NULL; a valid table name not taken in its schema.
- */
-char *
-cutover_old_name(CutoverJobRow *job, text *given)
-{
-	char	   *src_name = cutover_rel_name(job->upstream);
-	char	   *old_name;
-	bool		isnull;
-
-	if (given != NULL)
-		old_name = text_to_cstring(given);
-	else
-		old_name = psprintf("%s_before_cutover_" INT64_FORMAT, src_name ? src_name : "",
-							job->job_id);
-	if (old_name[0] == '\0' || strlen(old_name) >= NAMEDATALEN)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_NAME),
-				 errmsg("old name \"%s\" is not a valid table name", old_name),
-				 errdetail("A table name is 1 to 63 bytes long."),
-				 errhint("Give a shorter name as old_name.")));
-	cutover_job_query("SELECT EXISTS (SELECT FROM pg_class WHERE relname = $5"
-					  "   AND relnamespace = (SELECT relnamespace FROM pg_class WHERE oid = $3))",
-					  job, TEXTOID, CStringGetTextDatum(old_name), false);
-	if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)))
-		ereport(ERROR,
-				(errcode(ERRCODE_DUPLICATE_TABLE),
-				 errmsg("relation \"%s\" already exists in the schema of table %s", old_name,
-						backfill_regclass_text(job->upstream)),
-				 errhint("Give another name as old_name.")));
-	return old_name;
-}
-
-/*
  * A copy made through row-level security holds only the rows its owner
  * was let see, and would replace every row of the table
  */
@@ -110,7 +75,7 @@ check_rls(CutoverJobRow *job, CutoverJob *checked)
  * cutover_check_swap
  *		The swap's checks (check.c) of the job's upstream and downstream,
  *		as a statement of the caller's with a snapshot of its own: before
- *		the lock, and under it (attempts.c), and before a rollback.
+ *		the lock, and under it (attempt_once.c), and before a rollback.
  */
 void
 cutover_check_swap(CutoverJobRow *job)

@@ -3,9 +3,9 @@
  * steps.c
  *	  The steps backfill.cutover(), rollback_cutover() and finish_cutover()
  *	  share (src/api/cutover_start.c, cutover_rollback.c, cutover_finish.c)
- *	  besides the job's row (job_row.c): the isolation level they need,
- *	  the checks of their common arguments, queries about the job, the
- *	  swap's attempts and how they are reported.
+ *	  besides the job's row (job_row.c) and the checks of their arguments
+ *	  (arguments.c): queries about the job, the swap's attempts and how
+ *	  they are reported.
  *
  * Every step runs as the caller, under the search_path of the function's
  * SET clause (pg_catalog, pg_temp), through SPI or by a direct call of the
@@ -19,57 +19,15 @@
  */
 #include "postgres.h"
 
-#include "access/htup_details.h"
-#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
-#include "funcapi.h"
 #include "utils/builtins.h"
-#include "utils/datum.h"
 
 #include "cutover/queries.h"
 #include "cutover/steps.h"
 #include "lib/lib.h"
 
-/*
- * cutover_require_read_committed
- *		Each of the three reads the job as the cutover calls it waited for
- *		left it, which only READ COMMITTED shows it.
- */
-void
-cutover_require_read_committed(const char *function)
-{
-	if (XactIsoLevel != XACT_READ_COMMITTED)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_TRANSACTION_STATE),
-				 errmsg("backfill.%s() must run at isolation level READ COMMITTED", function),
-				 errdetail("It reads the job as the cutover calls it waited for left it.")));
-}
 
-/*
- * cutover_refuse_null
- *		An argument of the caller's that must not be NULL.
- */
-void
-cutover_refuse_null(FunctionCallInfo fcinfo, int argno, const char *name)
-{
-	if (PG_ARGISNULL(argno))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("argument \"%s\" must not be null", name)));
-}
-
-/*
- * cutover_check_arguments
- *		The lock_timeout and attempts of the caller's arguments, checked as
- *		backfill._cutover_arguments checks them (cutover_lock_arguments).
- */
-void
-cutover_check_arguments(FunctionCallInfo fcinfo, int timeout_arg, int attempts_arg)
-{
-	cutover_lock_arguments(PG_GETARG_DATUM(timeout_arg), PG_ARGISNULL(timeout_arg),
-						   PG_GETARG_INT32(attempts_arg), PG_ARGISNULL(attempts_arg));
-}
 
 /*
  * cutover_job_id_query

@@ -1,11 +1,13 @@
 /*-------------------------------------------------------------------------
  *
  * swap_internal.h
- *	  The swap of a cutover's two tables (swap.c) and what it carries from
- *	  the old table to the new one, one file per kind of thing: the
- *	  columns (carry_columns.c, column_sequences.c), the table's own settings
- *	  (carry_table.c), the triggers (carry_triggers.c), the views
- *	  (carry_views.c) and the foreign keys (carry_keys.c).
+ *	  The swap of a cutover's two tables (swap.c), their names
+ *	  (swap_renames.c), the carry functions it calls (swap_carry.c), and
+ *	  what it carries from the old table to the new one, one file per kind
+ *	  of thing: the columns (carry_columns.c, column_sequences.c), the
+ *	  table's own settings (carry_table.c, carry_replication.c), the
+ *	  triggers (carry_triggers.c), the views (carry_views.c) and the
+ *	  foreign keys (carry_keys.c).
  *
  * Each carry reads what it needs of src before the renames (its _read
  * step: a definition printed then names src, whose name dst then has),
@@ -52,6 +54,16 @@ typedef struct SwapStatement
 	char		state;			/* a trigger's tgenabled */
 } SwapStatement;
 
+/* swap_renames.c: before the renames, and the renames */
+extern void swap_read_tables(Swap *swap);
+extern void swap_rename_tables(Swap *swap, List *src_indexes, List *dst_indexes);
+
+/* swap_carry.c: the materialized views, the owner and privileges, the rest by OID */
+extern Datum swap_read_matviews(Swap *swap, bool *isnull);
+extern void swap_carry_matviews(Swap *swap, Datum matviews, bool isnull);
+extern void swap_carry_owner(Swap *swap);
+extern void swap_carry_by_oid(Swap *swap);
+
 /* swap_statements.c */
 extern List *swap_read_statements(const char *sql, Oid src, Oid dst, int relcol, int namecol,
 								  int statecol);
@@ -65,6 +77,9 @@ extern void swap_carry_owned_sequences(Swap *swap);
 
 /* carry_table.c */
 extern void swap_carry_table(Swap *swap);
+
+/* carry_replication.c */
+extern void swap_carry_replica_identity(Swap *swap);
 extern void swap_carry_publications(Swap *swap);
 
 /* carry_triggers.c */

@@ -99,7 +99,8 @@ REVOKE ALL ON FUNCTION backfill._cutover_swap(regclass, regclass, text) FROM PUB
 -- "attempts" attempts, everything as it was.  While the attempts last longer than
 -- backfill.client_progress_interval, a line (INFO) at most every interval
 -- says how long the lock step has waited so far and which processes hold
--- a lock on either table, as pg_locks shows them (src/cutover/attempts.c).
+-- a lock on either table, as pg_locks shows them (src/cutover/attempts.c,
+-- attempt_lines.c).
 CREATE OR REPLACE FUNCTION backfill._cutover_attempts(job_id bigint, src regclass, dst regclass, src_new_name text,
                                            lock_timeout interval, attempts integer,
                                            OUT tries integer, OUT lock_held_ms double precision,
