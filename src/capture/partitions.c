@@ -26,7 +26,6 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
-#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
@@ -170,17 +169,12 @@ static Datum
 leaves_array(Oid relid)
 {
 	List	   *leaves = NIL;
-	Datum	   *oids;
-	int			n = 0;
 	ListCell   *lc;
 
 	foreach(lc, backfill_upstream_relations(relid, NoLock))
 		if (get_rel_relkind(lfirst_oid(lc)) == RELKIND_RELATION)
 			leaves = lappend_oid(leaves, lfirst_oid(lc));
-	oids = palloc(sizeof(Datum) * Max(list_length(leaves), 1));
-	foreach(lc, leaves)
-		oids[n++] = ObjectIdGetDatum(lfirst_oid(lc));
-	return PointerGetDatum(construct_array(oids, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT));
+	return backfill_oid_list_array(leaves);
 }
 
 /*

@@ -97,7 +97,6 @@ cutover_read_matviews(Datum matviews, int *n)
 {
 	Oid			types[1] = {JSONBOID};
 	Matview    *mvs;
-	bool		isnull;
 
 	if (SPI_execute_with_args(MATVIEW_FIELDS, 1, types, &matviews, NULL, false, 0) != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute_with_args failed: %s", MATVIEW_FIELDS);
@@ -112,8 +111,7 @@ cutover_read_matviews(Datum matviews, int *n)
 		mvs[i].options = cutover_value(i, 5);
 		mvs[i].tablespace = cutover_value(i, 6);
 		mvs[i].query = cutover_value(i, 7);
-		mvs[i].populated = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
-													  8, &isnull)) && !isnull;
+		mvs[i].populated = cutover_bool(i, 8);
 		mvs[i].nth = i;
 	}
 	return mvs;

@@ -13,7 +13,6 @@
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
-#include "utils/array.h"
 
 #include "cutover/carry_internal.h"
 #include "cutover/lock_step.h"
@@ -26,19 +25,6 @@
 	"  JOIN pg_namespace ns ON ns.oid = o.relnamespace" \
 	"  JOIN pg_class n ON n.oid = p.new_part" \
 	" ORDER BY o.relname"
-
-/* a list of OIDs as an oid[] */
-static Datum
-oid_array(List *oids)
-{
-	Datum	   *elems = palloc(sizeof(Datum) * Max(list_length(oids), 1));
-	int			i = 0;
-	ListCell   *lc;
-
-	foreach(lc, oids)
-		elems[i++] = ObjectIdGetDatum(lfirst_oid(lc));
-	return PointerGetDatum(construct_array(elems, i, OIDOID, sizeof(Oid), true, TYPALIGN_INT));
-}
 
 /*
  * cutover_partition_pairs
@@ -59,8 +45,8 @@ cutover_partition_pairs(Oid src, Oid dst, int *n)
 	cutover_statement_begin();
 	backfill_cutover_pair_partitions(src, dst, true, &old_parts, &new_parts);
 	cutover_statement_end();
-	values[0] = oid_array(old_parts);
-	values[1] = oid_array(new_parts);
+	values[0] = backfill_oid_list_array(old_parts);
+	values[1] = backfill_oid_list_array(new_parts);
 	backfill_spi_exec_args(PARTITION_PAIRS, 2, types, values, NULL, SPI_OK_SELECT);
 	*n = (int) SPI_processed;
 	pairs = palloc0(sizeof(PartitionPair) * Max(*n, 1));

@@ -72,6 +72,7 @@ extern int64 backfill_count_rows(const char *upstream_sql, bool partitioned, con
 								 List *leaf_sqls);
 extern void backfill_spi_exec_args(const char *sql, int nargs, Oid *types, Datum *values,
 								   const char *nulls, int expected);
+extern Datum backfill_oid_list_array(List *oids);
 extern KeptPlans *backfill_kept_plans_create(void);
 extern SPIPlanPtr backfill_keep_plan(KeptPlans *kept, const char *sql, int nargs,
 									 Oid *argtypes);

@@ -926,6 +926,19 @@ backfill_spi_exec(const char *sql, int expected)
 		elog(ERROR, "SPI_execute failed (%d): %s", rc, sql);
 }
 
+/* a list of OIDs as an oid[], a query's parameter */
+Datum
+backfill_oid_list_array(List *oids)
+{
+	Datum	   *elems = palloc(sizeof(Datum) * Max(list_length(oids), 1));
+	int			n = 0;
+	ListCell   *lc;
+
+	foreach(lc, oids)
+		elems[n++] = ObjectIdGetDatum(lfirst_oid(lc));
+	return PointerGetDatum(construct_array(elems, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT));
+}
+
 void
 backfill_spi_exec_args(const char *sql, int nargs, Oid *types, Datum *values,
 					   const char *nulls, int expected)
