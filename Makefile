@@ -31,9 +31,11 @@ OBJS = \
 	src/api/run.o \
 	src/api/switchover.o \
 	src/api/upstream.o \
+	src/api/verify_changed.o \
 	src/api/verify_compare.o \
 	src/api/verify_job.o \
 	src/api/verify_ranges.o \
+	src/api/verify_state.o \
 	src/api/verify_sql.o \
 	src/api/view_explain.o \
 	src/capture/apply_change.o \
@@ -68,6 +70,7 @@ OBJS = \
 	src/copy/downstream.o \
 	src/copy/index_build.o \
 	src/copy/migration.o \
+	src/copy/page_ranges.o \
 	src/copy/ranges.o \
 	src/copy/shape.o \
 	src/copy/sink.o \
@@ -187,8 +190,8 @@ DATA_built = backfill--$(EXTVERSION).sql backfill--1.3--$(EXTVERSION).sql
 SQL_PARTS = $(wildcard $(srcdir)/src/sql/*.sql $(srcdir)/src/sql/*/*.sql)
 PGFILEDESC = "backfill - resumable backfill of derived tables"
 
-REGRESS = setup create_job run_job recovery legacy_message observe cancel_drop workers safety snapshot cdc ddl downstream filter_columns into_existing partitioned privileges search_path_attack owner_context bad_input capture apply_statements apply_direct pacing range_vnodes upgrade remote limits watch key_types ddl_guards expression_settings indexes cutover cutover_owner cutover_refusals row_security internal_functions job_tables cutover_carry waits_monitoring migration_downstream cutover_partitions key_index self_reference vocabulary migration_downstream2 verify_checksum repair verify_progress kind_rules cutover_checks cutover_lock_step cutover_carry_steps view_explain cutover_swap_steps verify_kinds
-ISOLATION = changes_across_barriers key_moves writer_across_barrier final_barrier_race two_runners snapshot_phases cdc_fetch capture_ddl_between_rows filter_moves apply_waits cdc_slot_lock partition_lock_order cutover_long_txn cutover_queued_writer cutover_concurrent_view cutover_repeatable_read_writer cutover_drop_job cutover_after_rollback job_caps cutover_finish_queued_writer cutover_app_locks cutover_index_build verify_record_concurrent cutover_parent_first cutover_finish_parent_first
+REGRESS = setup create_job run_job recovery legacy_message observe cancel_drop workers safety snapshot cdc ddl downstream filter_columns into_existing partitioned privileges search_path_attack owner_context bad_input capture apply_statements apply_direct pacing range_vnodes upgrade remote limits watch key_types ddl_guards expression_settings indexes cutover cutover_owner cutover_refusals row_security internal_functions job_tables cutover_carry waits_monitoring migration_downstream cutover_partitions key_index self_reference vocabulary migration_downstream2 verify_checksum verify_changed repair verify_progress kind_rules cutover_checks cutover_lock_step cutover_carry_steps view_explain cutover_swap_steps verify_kinds
+ISOLATION = changes_across_barriers key_moves writer_across_barrier final_barrier_race two_runners snapshot_phases cdc_fetch capture_ddl_between_rows filter_moves apply_waits cdc_slot_lock partition_lock_order cutover_long_txn cutover_queued_writer cutover_concurrent_view cutover_repeatable_read_writer cutover_drop_job cutover_after_rollback job_caps cutover_finish_queued_writer cutover_app_locks cutover_index_build verify_record_concurrent verify_changed_wait cutover_parent_first cutover_finish_parent_first
 # the isolation tester's outputs apart from pg_regress's: both read expected/
 ISOLATION_OPTS = --outputdir=output_iso
 TAP_TESTS = 1

@@ -12,6 +12,7 @@
 #define BACKFILL_API_VERIFY_H
 
 #include "executor/spi.h"
+#include "access/xlogdefs.h"
 #include "funcapi.h"
 
 #include "kinds/kind.h"
@@ -44,6 +45,25 @@ typedef struct VerifyCounts
 	int64		differences;
 } VerifyCounts;
 
+/* what verify_job(job, 'changed') keeps of a job between its calls */
+typedef struct VerifyState
+{
+	bool		found;			/* something was kept */
+	XLogRecPtr	lsn;			/* where in the WAL its call started */
+	char	   *shape;			/* the comparison's SQL */
+	int			nrelations;		/* the leaves of the upstream, then the downstream's */
+	Oid		   *relations;
+	Oid		   *filenodes;
+	bytea	  **pages;			/* each one's page lists (page_ranges.c) */
+	int			nranges;
+	char	  **bounds;			/* nranges + 1 keys as text[] literals; the
+								 * first and the last NULL: open */
+	int64	   *upstream_rows;	/* all the upstream's rows of each range */
+	int64	   *downstream_rows;
+	char	  **checksums;		/* NULL: its sides differed */
+	char	  **checked_at;		/* when it was last compared, as text */
+} VerifyState;
+
 /* verify_compare.c */
 extern uint64 verify_compare(const VerifyPlan *plan, const char *sql, ReturnSetInfo *rsinfo);
 extern SPITupleTable *verify_query(const VerifyPlan *plan, const char *sql);
@@ -58,8 +78,26 @@ extern char *verify_sums_sql(const VerifyPlan *plan, const char *from_b, const c
 extern char *verify_split_sql(const char *keyt, const char *key, const char *scan,
 							  const char *from_b, const char *cond, int64 step);
 
-/* verify_ranges.c */
+/* verify_ranges.c: told of a range given, its counts and sum (NULL: its sides differ) */
+typedef void (*VerifyRangeDone) (void *arg, int range, int64 upstream_rows,
+								 int64 downstream_rows, const char *sum);
+
 extern void verify_by_checksums(const VerifyPlan *plan, ReturnSetInfo *rsinfo,
 								VerifyCounts *counts);
+extern void verify_range_where(const VerifyPlan *plan, char *lo, char *hi, char **from,
+							   char **cond_u, char **cond_d);
+extern void verify_given_ranges(const VerifyPlan *plan, ReturnSetInfo *rsinfo,
+								VerifyCounts *counts, char **bounds, List *which,
+								VerifyRangeDone done, void *done_arg);
+
+/* verify_state.c */
+extern void verify_state_lock(int64 job_id, VerifyState *state);
+extern void verify_state_save(int64 job_id, const VerifyState *state, bool all,
+							  const bool *rechecked);
+
+/* verify_changed.c */
+extern void verify_changed(const VerifyPlan *plan, Oid downstream, ReturnSetInfo *rsinfo,
+						   VerifyCounts *counts, int64 *ranges_rechecked,
+						   int64 *ranges_total);
 
 #endif							/* BACKFILL_API_VERIFY_H */

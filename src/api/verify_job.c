@@ -170,11 +170,11 @@ check_arguments(FunctionCallInfo fcinfo, const VerifyPlan *plan, const JobRow *r
 				 errmsg("argument \"method\" must not be null")));
 	method = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	if (strcmp(method, "auto") != 0 && strcmp(method, "checksum") != 0 &&
-		strcmp(method, "rows") != 0)
+		strcmp(method, "rows") != 0 && strcmp(method, "changed") != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("unrecognized verify method \"%s\"", method),
-				 errhint("Use auto, checksum or rows.")));
+				 errhint("Use auto, checksum, changed or rows.")));
 	if (PG_ARGISNULL(2))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
@@ -220,15 +220,19 @@ plan_comparison(VerifyPlan *plan, JobRow *row)
 		plan->source.covered = psprintf("%s AND (%s)", plan->source.covered, plan->filter);
 }
 
-/* the job's verify row, once the caller commits (none read-only) */
+/*
+ * The job's verify row, once the caller commits (none read-only): of a
+ * verify by checksums, the ranges compared of all there are (ranges_total,
+ * the ranges compared but for method changed) and the rows read.
+ */
 static void
 record_verify(const VerifyPlan *plan, const char *method, TimestampTz started,
-			  const VerifyCounts *counts)
+			  const VerifyCounts *counts, int64 ranges, int64 ranges_total)
 {
-	bool		checksum = strcmp(method, "checksum") == 0;
-	Datum		figures[3] = {Int64GetDatum(counts->ranges), Int64GetDatum(counts->rows_read),
-	Int64GetDatum(counts->differences)};
-	bool		nulls[3] = {!checksum, !checksum, false};
+	bool		checksum = strcmp(method, "rows") != 0;
+	Datum		figures[4] = {Int64GetDatum(ranges), Int64GetDatum(ranges_total),
+		Int64GetDatum(counts->rows_read), Int64GetDatum(counts->differences)};
+	bool		nulls[4] = {!checksum, !checksum, !checksum, false};
 
 	if (!XactReadOnly)
 		(void) backfill_record_verify_row(plan->job.job_id, method, plan->range_rows, started,
@@ -266,16 +270,30 @@ backfill_verify_job(PG_FUNCTION_ARGS)
 	if (strcmp(method, "rows") == 0)
 	{
 		counts.differences = verify_compare(&plan, verify_rows_sql(&plan, "", "", ""), rsinfo);
-		record_verify(&plan, method, started, &counts);
+		record_verify(&plan, method, started, &counts, 0, 0);
 		if (verify_lines_on())
 			ereport(INFO,
 					(errmsg("backfill job %lld verified row by row: %lld differences",
 							(long long) plan.job.job_id, (long long) counts.differences)));
 	}
+	else if (strcmp(method, "changed") == 0)
+	{
+		int64		rechecked;
+		int64		total;
+
+		verify_changed(&plan, row.downstream, rsinfo, &counts, &rechecked, &total);
+		record_verify(&plan, method, started, &counts, rechecked, total);
+		if (verify_lines_on())
+			ereport(INFO,
+					(errmsg("backfill job %lld verified the ranges written since its last check: %lld of %lld ranges, %lld rows compared, %lld differences",
+							(long long) plan.job.job_id, (long long) rechecked,
+							(long long) total, (long long) counts.rows_read,
+							(long long) counts.differences)));
+	}
 	else
 	{
 		verify_by_checksums(&plan, rsinfo, &counts);
-		record_verify(&plan, method, started, &counts);
+		record_verify(&plan, method, started, &counts, counts.ranges, counts.ranges);
 		if (verify_lines_on())
 			ereport(INFO,
 					(errmsg("backfill job %lld verified: %lld ranges, %lld rows compared, %lld differences",

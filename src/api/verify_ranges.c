@@ -51,6 +51,7 @@ typedef struct KeyRange
 	char	   *lo;
 	char	   *hi;
 	int			depth;
+	int			top;			/* a range given: its place; -1 for a part */
 } KeyRange;
 
 /* the ranges small enough to compare row by row, gathered */
@@ -81,6 +82,8 @@ typedef struct Checksums
 	Leaves		leaves;
 	int			nbounds;		/* the bounds named so far */
 	TimestampTz last_line;
+	VerifyRangeDone done;		/* ranges given: told of each one's sums */
+	void	   *done_arg;
 } Checksums;
 
 /* the job's rate limit now when it has finished; 0 for none */
@@ -118,13 +121,14 @@ pace(const VerifyPlan *plan, int64 rows_read, int rate)
 
 /* push the range [lo, hi) at depth */
 static void
-push_range(Checksums *cs, char *lo, char *hi, int depth)
+push_range(Checksums *cs, char *lo, char *hi, int depth, int top)
 {
 	KeyRange   *r = palloc(sizeof(KeyRange));
 
 	r->lo = lo;
 	r->hi = hi;
 	r->depth = depth;
+	r->top = top;
 	cs->stack = lappend(cs->stack, r);
 }
 
@@ -183,6 +187,27 @@ range_sql(Checksums *cs, const KeyRange *r)
 	return sql;
 }
 
+/*
+ * verify_range_where
+ *		A range of keys from lo up to hi (text[] literals of the key; NULL:
+ *		open) as SQL: its bounds as FROM items (", ..."), each side's
+ *		conditions (" AND ...").
+ */
+void
+verify_range_where(const VerifyPlan *plan, char *lo, char *hi, char **from, char **cond_u,
+				   char **cond_d)
+{
+	Checksums	cs = {0};
+	KeyRange	r = {lo, hi, 0, -1};
+	RangeSql	sql;
+
+	cs.plan = plan;
+	sql = range_sql(&cs, &r);
+	*from = sql.from;
+	*cond_u = sql.cond_u;
+	*cond_d = sql.cond_d;
+}
+
 /* the leaves gathered so far, compared row by row in one statement */
 static void
 compare_leaves(Checksums *cs)
@@ -215,32 +240,50 @@ add_leaf(Checksums *cs, const RangeSql *sql, int64 rows)
 	appendStringInfo(&lv->cond_d, "%s(true%s)", sep, sql->cond_d);
 }
 
-/*
- * Both sides' "count sum" of a range; returns whether they are equal, with
- * the counts in *n_u and *n_d.
- */
-static bool
-range_sums(Checksums *cs, const RangeSql *sql, int64 *n_u, int64 *n_d)
+/* what range_sums reads of a range */
+typedef struct RangeSums
 {
-	SPITupleTable *rows = verify_query(cs->plan, verify_sums_sql(cs->plan, sql->from,
-																 sql->cond_u, sql->cond_d));
-	char	   *sums[2] = {NULL, NULL};	/* d, u */
+	int64		n_u;			/* the upstream's rows the downstream covers */
+	int64		n_d;
+	int64		n_all;			/* all the upstream's rows: given ranges only */
+	char	   *sum;			/* the upstream's "count sum" */
 	bool		equal;
+} RangeSums;
 
+/*
+ * Both sides' "count sum" of a range, and for a range given the count of
+ * all the upstream's rows in it, in the same statement.
+ */
+static RangeSums
+range_sums(Checksums *cs, const RangeSql *sql, bool given)
+{
+	const VerifyPlan *plan = cs->plan;
+	char	   *query = verify_sums_sql(plan, sql->from, sql->cond_u, sql->cond_d);
+	SPITupleTable *rows;
+	char	   *sums[3] = {NULL, NULL, NULL};	/* d, u, all */
+	RangeSums	result = {0};
+
+	if (given)
+		query = psprintf("%s UNION ALL SELECT 'all'::text, count(*)::text FROM %s%s WHERE true%s",
+						 query, plan->scan_u, sql->from, sql->cond_u);
+	rows = verify_query(plan, query);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		char	   *side = SPI_getvalue(rows->vals[i], rows->tupdesc, 1);
 
-		sums[strcmp(side, "d") == 0 ? 0 : 1] = SPI_getvalue(rows->vals[i], rows->tupdesc, 2);
+		sums[strcmp(side, "d") == 0 ? 0 : strcmp(side, "u") == 0 ? 1 : 2] =
+			SPI_getvalue(rows->vals[i], rows->tupdesc, 2);
 	}
-	if (sums[0] == NULL || sums[1] == NULL)
+	if (sums[0] == NULL || sums[1] == NULL || (given && sums[2] == NULL))
 		elog(ERROR, "the checksums of a range of backfill job " INT64_FORMAT " have no row",
-			 cs->plan->job.job_id);
-	*n_d = strtoi64(sums[0], NULL, 10);
-	*n_u = strtoi64(sums[1], NULL, 10);
-	equal = strcmp(sums[0], sums[1]) == 0;
+			 plan->job.job_id);
+	result.n_d = strtoi64(sums[0], NULL, 10);
+	result.n_u = strtoi64(sums[1], NULL, 10);
+	result.n_all = given ? strtoi64(sums[2], NULL, 10) : -1;
+	result.sum = sums[1];
+	result.equal = strcmp(sums[0], sums[1]) == 0;
 	SPI_freetuptable(rows);
-	return equal;
+	return result;
 }
 
 /* the downstream's rows, as the job's owner reads them */
@@ -328,7 +371,7 @@ push_parts(Checksums *cs, const KeyRange *r, List *keys)
 		bounds[i + 1] = list_nth(keys, i);
 	bounds[n - 1] = r->hi;
 	for (int i = n - 2; i >= 0; i--)
-		push_range(cs, bounds[i], bounds[i + 1], r->depth + 1);
+		push_range(cs, bounds[i], bounds[i + 1], r->depth + 1, -1);
 }
 
 /* a line of progress: ranges done of those known so far (a range that differs adds its parts) */
@@ -359,15 +402,19 @@ compare_range(Checksums *cs)
 	cs->counts->ranges++;
 	sql = range_sql(cs, r);
 	rate = current_rate(cs->plan);
-	if (r->depth == 0 && rate > 0)
+	if (r->depth == 0 && rate > 0 && cs->done == NULL)
 		n_d = downstream_rows(cs);
 	else
 	{
-		bool		equal = range_sums(cs, &sql, &n_u, &n_d);
+		RangeSums	sums = range_sums(cs, &sql, r->top >= 0);
 
+		n_u = sums.n_u;
+		n_d = sums.n_d;
+		if (r->top >= 0)
+			cs->done(cs->done_arg, r->top, sums.n_all, n_d, sums.equal ? sums.sum : NULL);
 		cs->counts->rows_read += n_u;
 		pace(cs->plan, cs->counts->rows_read, rate);
-		if (equal)
+		if (sums.equal)
 			return;
 	}
 	if ((n_u >= 0 && Max(n_u, n_d) <= cs->plan->range_rows) || r->depth >= VERIFY_MAX_DEPTH)
@@ -376,6 +423,29 @@ compare_range(Checksums *cs)
 		return;
 	}
 	push_parts(cs, r, split_points(cs, &sql, n_u, n_d, rate));
+}
+
+/* compare the ranges of the stack, and the leaves they leave */
+static void
+compare_stack(Checksums *cs)
+{
+	initStringInfo(&cs->leaves.from);
+	initStringInfo(&cs->leaves.cond_u);
+	initStringInfo(&cs->leaves.cond_d);
+	cs->last_line = GetCurrentTimestamp();
+	for (;;)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (cs->leaves.n >= VERIFY_LEAVES || (cs->stack == NIL && cs->leaves.n > 0))
+			compare_leaves(cs);
+		else if (cs->stack == NIL)
+			break;
+		else
+		{
+			progress_line(cs);
+			compare_range(cs);
+		}
+	}
 }
 
 /*
@@ -392,22 +462,34 @@ verify_by_checksums(const VerifyPlan *plan, ReturnSetInfo *rsinfo, VerifyCounts 
 	cs.plan = plan;
 	cs.rsinfo = rsinfo;
 	cs.counts = counts;
-	cs.last_line = GetCurrentTimestamp();
-	initStringInfo(&cs.leaves.from);
-	initStringInfo(&cs.leaves.cond_u);
-	initStringInfo(&cs.leaves.cond_d);
-	push_range(&cs, NULL, NULL, 0);
-	for (;;)
+	push_range(&cs, NULL, NULL, 0, -1);
+	compare_stack(&cs);
+}
+
+/*
+ * verify_given_ranges
+ *		Compare ranges of keys given (bounds[i] to bounds[i + 1] for each i in
+ *		which, in key order; a bound a text[] of the key, NULL at either end
+ *		for open) as verify_by_checksums compares the whole: done is told of
+ *		each one's counts and sum (NULL when its sides differ) as it is
+ *		read, in the statement that reads it.
+ */
+void
+verify_given_ranges(const VerifyPlan *plan, ReturnSetInfo *rsinfo, VerifyCounts *counts,
+					char **bounds, List *which, VerifyRangeDone done, void *done_arg)
+{
+	Checksums	cs = {0};
+
+	cs.plan = plan;
+	cs.rsinfo = rsinfo;
+	cs.counts = counts;
+	cs.done = done;
+	cs.done_arg = done_arg;
+	for (int i = list_length(which) - 1; i >= 0; i--)
 	{
-		CHECK_FOR_INTERRUPTS();
-		if (cs.leaves.n >= VERIFY_LEAVES || (cs.stack == NIL && cs.leaves.n > 0))
-			compare_leaves(&cs);
-		else if (cs.stack == NIL)
-			break;
-		else
-		{
-			progress_line(&cs);
-			compare_range(&cs);
-		}
+		int			r = list_nth_int(which, i);
+
+		push_range(&cs, bounds[r], bounds[r + 1], 0, r);
 	}
+	compare_stack(&cs);
 }

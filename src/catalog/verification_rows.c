@@ -63,10 +63,11 @@ write_row(const char *sql, int nargs, Oid *types, Datum *values, const char *nul
 /*
  * backfill_record_verify_row
  *		The job's verify row: a verify by method with range_rows, started at
- *		started, whose figures are ranges, rows read and differences (each
- *		NULL where figure_nulls says).  Returns whether it was written: not
- *		in a read-only transaction, nor while another transaction holds the
- *		row (see the file header).
+ *		started, whose figures are the ranges compared, the ranges there
+ *		are, the rows read and the differences (each NULL where figure_nulls
+ *		says).  Returns whether it was written: not in a read-only
+ *		transaction, nor while another transaction holds the row (see the
+ *		file header).
  */
 bool
 backfill_record_verify_row(int64 job_id, const char *method, int range_rows,
@@ -74,9 +75,10 @@ backfill_record_verify_row(int64 job_id, const char *method, int range_rows,
 						   const bool *figure_nulls)
 {
 	LOCKTAG		tag;
-	Oid			types[7] = {INT8OID, TEXTOID, INT4OID, TIMESTAMPTZOID, INT8OID, INT8OID, INT8OID};
-	Datum		values[7];
-	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Oid			types[8] = {INT8OID, TEXTOID, INT4OID, TIMESTAMPTZOID, INT8OID, INT8OID, INT8OID,
+	INT8OID};
+	Datum		values[8];
+	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 
 	if (XactReadOnly)
 		return false;
@@ -88,7 +90,7 @@ backfill_record_verify_row(int64 job_id, const char *method, int range_rows,
 	values[1] = CStringGetTextDatum(method);
 	values[2] = Int32GetDatum(range_rows);
 	values[3] = TimestampTzGetDatum(started);
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 	{
 		values[4 + i] = figures[i];
 		nulls[4 + i] = figure_nulls[i] ? 'n' : ' ';
@@ -96,12 +98,12 @@ backfill_record_verify_row(int64 job_id, const char *method, int range_rows,
 	write_row("INSERT INTO backfill.verification AS v (job_id, operation, method, range_rows, "
 			  " pid, started_at, finished_at, ranges_done, ranges_total, rows_read, differences) "
 			  "VALUES ($1, 'verify', $2, $3, pg_catalog.pg_backend_pid(), $4, "
-			  " pg_catalog.clock_timestamp(), $5, $5, $6, $7) "
+			  " pg_catalog.clock_timestamp(), $5, $6, $7, $8) "
 			  "ON CONFLICT (job_id, operation) DO UPDATE SET method = $2, range_rows = $3, "
 			  " pid = pg_catalog.pg_backend_pid(), started_at = $4, "
 			  " finished_at = pg_catalog.clock_timestamp(), ranges_done = $5, "
-			  " ranges_total = $5, rows_read = $6, differences = $7",
-			  7, types, values, nulls, SPI_OK_INSERT);
+			  " ranges_total = $6, rows_read = $7, differences = $8",
+			  8, types, values, nulls, SPI_OK_INSERT);
 	return true;
 }
 

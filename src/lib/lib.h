@@ -115,6 +115,8 @@ typedef struct VnodeHasher
 
 extern void backfill_vnode_hasher_init(VnodeHasher *hasher, int nkeys,
 									   const Oid *types, MemoryContext cxt);
+extern void backfill_vnode_order_init(VnodeHasher *hasher, int nkeys, const Oid *types,
+									  const Oid *collations, MemoryContext cxt);
 extern void backfill_vnode_ranges_init(VnodeHasher *hasher, int nkeys, const Oid *types,
 									   const Oid *collations, ArrayType *bounds,
 									   MemoryContext cxt);

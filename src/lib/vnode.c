@@ -137,6 +137,34 @@ range_vnode_of(VnodeHasher *hasher, const Datum *values)
 }
 
 /*
+ * backfill_vnode_order_init
+ *		The order of keys of the given column types under the given
+ *		collations, for backfill_vnode_compare: their default btree
+ *		comparison functions, looked up once for many keys.  No bounds.
+ */
+void
+backfill_vnode_order_init(VnodeHasher *hasher, int nkeys, const Oid *types,
+						  const Oid *collations, MemoryContext cxt)
+{
+	Assert(nkeys > 0 && nkeys <= FUNC_MAX_ARGS);
+	hasher->nkeys = nkeys;
+	hasher->bounds = NULL;
+	hasher->last = 0;
+	for (int i = 0; i < nkeys; i++)
+	{
+		TypeCacheEntry *tce = lookup_type_cache(types[i], TYPECACHE_CMP_PROC_FINFO);
+
+		if (!OidIsValid(tce->cmp_proc_finfo.fn_oid))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_FUNCTION),
+					 errmsg("could not identify a comparison function for type %s",
+							format_type_be(types[i]))));
+		fmgr_info_copy(&hasher->procs[i], &tce->cmp_proc_finfo, cxt);
+		hasher->collations[i] = collations[i];
+	}
+}
+
+/*
  * backfill_vnode_ranges_init
  *		A range mapping of keys of the given column types and collations, from
  *		its stored bounds (a text[][] of BACKFILL_VNODE_COUNT - 1 rows of
@@ -162,20 +190,7 @@ backfill_vnode_ranges_init(VnodeHasher *hasher, int nkeys, const Oid *types,
 				 errdetail("The bounds must be an array of %d rows of %d columns.",
 						   BACKFILL_VNODE_COUNT - 1, nkeys)));
 
-	hasher->nkeys = nkeys;
-	hasher->last = 0;
-	for (int i = 0; i < nkeys; i++)
-	{
-		TypeCacheEntry *tce = lookup_type_cache(types[i], TYPECACHE_CMP_PROC_FINFO);
-
-		if (!OidIsValid(tce->cmp_proc_finfo.fn_oid))
-			ereport(ERROR,
-					(errcode(ERRCODE_UNDEFINED_FUNCTION),
-					 errmsg("could not identify a comparison function for type %s",
-							format_type_be(types[i]))));
-		fmgr_info_copy(&hasher->procs[i], &tce->cmp_proc_finfo, cxt);
-		hasher->collations[i] = collations[i];
-	}
+	backfill_vnode_order_init(hasher, nkeys, types, collations, cxt);
 
 	old = MemoryContextSwitchTo(cxt);
 	hasher->bounds = palloc(sizeof(Datum) * n);
