@@ -69,6 +69,7 @@ OBJS = \
 	src/copy/chunk.o \
 	src/copy/downstream.o \
 	src/copy/index_build.o \
+	src/copy/key_ranges.o \
 	src/copy/migration.o \
 	src/copy/page_ranges.o \
 	src/copy/ranges.o \

@@ -426,6 +426,91 @@ cut_large_ranges(Changed *ch, bool **compare)
 	ch->state = state;
 }
 
+static void range_done(void *arg, int range, int64 upstream_rows, int64 downstream_rows,
+					   const char *sum);
+
+/* the bounds of the ranges as one text[][] constant, for backfill._key_range() */
+static char *
+bounds_constant(const VerifyState *state)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	appendStringInfoChar(&buf, '{');
+	for (int b = 1; b < state->nranges; b++)
+		appendStringInfo(&buf, "%s%s", b > 1 ? "," : "", state->bounds[b]);
+	appendStringInfoChar(&buf, '}');
+	return psprintf("%s::pg_catalog.text[]", quote_literal_cstr(buf.data));
+}
+
+/* whether the job's rate limit paces its comparisons (verify_ranges.c) */
+static bool
+paced(const VerifyPlan *plan)
+{
+	bool		isnull;
+	Datum		rate = backfill_job_column(plan->job.job_id, "rate_limit", &isnull);
+
+	return !isnull && DatumGetInt32(rate) > 0;
+}
+
+/*
+ * Both sides' count and sum of every range in one statement, one scan of
+ * each side: cheaper than a statement per range when many are compared.
+ * The ranges equal on both sides are done; returns those that differ, to
+ * be compared range by range (and cut where they differ).
+ */
+static List *
+sum_every_range(Changed *ch, VerifyCounts *counts)
+{
+	const VerifyPlan *plan = ch->plan;
+	int			n = ch->state->nranges;
+	char	   *bounds = bounds_constant(ch->state);
+	const char *sum = "count(*)::text || ' ' || coalesce(sum(x.h), 0)";
+	char	  **sums[2];		/* d, u: each range's "count sum" */
+	SPITupleTable *rows;
+	List	   *differ = NIL;
+
+	rows = verify_query(plan, psprintf(
+		"SELECT 'd'::text, x.r, %1$s FROM (SELECT backfill._key_range(%2$s, %3$s) AS r, %4$s AS h "
+		"  FROM %5$s d) x GROUP BY x.r "
+		"UNION ALL SELECT 'u'::text, x.r, %1$s FROM (SELECT backfill._key_range(%2$s, %6$s) AS r, "
+		"  u.backfill_h AS h FROM (SELECT %7$s AS backfill_h, %6$s FROM %8$s WHERE %9$s) u) x "
+		"GROUP BY x.r",
+		sum, bounds, plan->key_d, plan->hash_d, plan->source.scan_d, plan->job.key_u,
+		plan->hash_u, plan->scan_u, plan->source.covered));
+	for (int side = 0; side < 2; side++)
+	{
+		sums[side] = palloc(sizeof(char *) * n);
+		for (int r = 0; r < n; r++)
+			sums[side][r] = "0 0";
+	}
+	for (uint64 i = 0; i < SPI_processed; i++)
+	{
+		bool		isnull;
+		int			side = strcmp(SPI_getvalue(rows->vals[i], rows->tupdesc, 1), "d") == 0 ? 0 : 1;
+		int			r = DatumGetInt32(SPI_getbinval(rows->vals[i], rows->tupdesc, 2, &isnull));
+
+		if (isnull || r < 0 || r >= n)
+			elog(ERROR, "a row of backfill job " INT64_FORMAT " fell in no range",
+				 plan->job.job_id);
+		sums[side][r] = SPI_getvalue(rows->vals[i], rows->tupdesc, 3);
+	}
+	for (int r = 0; r < n; r++)
+	{
+		int64		n_d = strtoi64(sums[0][r], NULL, 10);
+		int64		n_u = strtoi64(sums[1][r], NULL, 10);
+
+		counts->ranges++;
+		counts->rows_read += n_u;
+		if (strcmp(sums[0][r], sums[1][r]) == 0)
+			range_done(ch, r, n_u, n_d, sums[1][r]);
+		else
+			differ = lappend_int(differ, r);
+	}
+	SPI_freetuptable(rows);
+	return differ;
+}
+
 /* told of a range compared: keep its counts and checksum */
 static void
 range_done(void *arg, int range, int64 upstream_rows, int64 downstream_rows, const char *sum)
@@ -592,8 +677,11 @@ verify_changed(const VerifyPlan *plan, Oid downstream, ReturnSetInfo *rsinfo,
 		if (!fits || compare[r])
 			which = lappend_int(which, r);
 
-	verify_given_ranges(plan, rsinfo, counts, now.bounds, which, range_done, &ch);
 	*ranges_rechecked = list_length(which);
+	/* many ranges to compare: all of them in one pass, then those that differ */
+	if ((!fits || list_length(which) > now.nranges / 8) && !paced(plan))
+		which = sum_every_range(&ch, counts);
+	verify_given_ranges(plan, rsinfo, counts, now.bounds, which, range_done, &ch);
 
 	/* the lists of the pages written since the position, comparisons included */
 	scan_pages(&ch, !fits, position, NULL);

@@ -245,41 +245,30 @@ typedef struct RangeSums
 {
 	int64		n_u;			/* the upstream's rows the downstream covers */
 	int64		n_d;
-	int64		n_all;			/* all the upstream's rows: given ranges only */
 	char	   *sum;			/* the upstream's "count sum" */
 	bool		equal;
 } RangeSums;
 
-/*
- * Both sides' "count sum" of a range, and for a range given the count of
- * all the upstream's rows in it, in the same statement.
- */
+/* both sides' "count sum" of a range */
 static RangeSums
-range_sums(Checksums *cs, const RangeSql *sql, bool given)
+range_sums(Checksums *cs, const RangeSql *sql)
 {
-	const VerifyPlan *plan = cs->plan;
-	char	   *query = verify_sums_sql(plan, sql->from, sql->cond_u, sql->cond_d);
-	SPITupleTable *rows;
-	char	   *sums[3] = {NULL, NULL, NULL};	/* d, u, all */
+	SPITupleTable *rows = verify_query(cs->plan, verify_sums_sql(cs->plan, sql->from,
+																 sql->cond_u, sql->cond_d));
+	char	   *sums[2] = {NULL, NULL};	/* d, u */
 	RangeSums	result = {0};
 
-	if (given)
-		query = psprintf("%s UNION ALL SELECT 'all'::text, count(*)::text FROM %s%s WHERE true%s",
-						 query, plan->scan_u, sql->from, sql->cond_u);
-	rows = verify_query(plan, query);
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
 		char	   *side = SPI_getvalue(rows->vals[i], rows->tupdesc, 1);
 
-		sums[strcmp(side, "d") == 0 ? 0 : strcmp(side, "u") == 0 ? 1 : 2] =
-			SPI_getvalue(rows->vals[i], rows->tupdesc, 2);
+		sums[strcmp(side, "d") == 0 ? 0 : 1] = SPI_getvalue(rows->vals[i], rows->tupdesc, 2);
 	}
-	if (sums[0] == NULL || sums[1] == NULL || (given && sums[2] == NULL))
+	if (sums[0] == NULL || sums[1] == NULL)
 		elog(ERROR, "the checksums of a range of backfill job " INT64_FORMAT " have no row",
-			 plan->job.job_id);
+			 cs->plan->job.job_id);
 	result.n_d = strtoi64(sums[0], NULL, 10);
 	result.n_u = strtoi64(sums[1], NULL, 10);
-	result.n_all = given ? strtoi64(sums[2], NULL, 10) : -1;
 	result.sum = sums[1];
 	result.equal = strcmp(sums[0], sums[1]) == 0;
 	SPI_freetuptable(rows);
@@ -406,12 +395,12 @@ compare_range(Checksums *cs)
 		n_d = downstream_rows(cs);
 	else
 	{
-		RangeSums	sums = range_sums(cs, &sql, r->top >= 0);
+		RangeSums	sums = range_sums(cs, &sql);
 
 		n_u = sums.n_u;
 		n_d = sums.n_d;
 		if (r->top >= 0)
-			cs->done(cs->done_arg, r->top, sums.n_all, n_d, sums.equal ? sums.sum : NULL);
+			cs->done(cs->done_arg, r->top, n_u, n_d, sums.equal ? sums.sum : NULL);
 		cs->counts->rows_read += n_u;
 		pace(cs->plan, cs->counts->rows_read, rate);
 		if (sums.equal)
