@@ -35,9 +35,10 @@
 # checksums and sum aggregate).
 #
 # Then, on the local job, verify_job(method => 'changed'): the first check,
-# then per round the check after nothing written, after 1 % of the rows
-# appended at the end of the key range and after 0.1 % updated at random
-# keys, each against the checksum method over the same rows.
+# then per round the check after 1 % of the rows appended at the end of the
+# key range, after 0.1 % updated at random keys, and after nothing written,
+# each against the checksum method over the same rows, with the ranges it
+# compared again.
 #
 # Starts a throw-away PostgreSQL 15 cluster in a temp dir (own port, unix
 # socket in that dir, listen_addresses = '', wal_level = logical), as
@@ -226,27 +227,33 @@ SQL
         PGC=$(med pgc)
     fi
 
-    # method changed: the local job checked again, each round after nothing
-    # written, after 1 % of the rows appended at the end of the key range,
-    # after 0.1 % of the rows updated at random keys (through the job, which
-    # keeps the copy equal); the checksum method over the same rows after
+    # method changed: the local job checked again, each round after 1 % of
+    # the rows appended at the end of the key range, after 0.1 % of the rows
+    # updated at random keys (through the job, which keeps the copy equal),
+    # and after nothing written (once a check has compared again the pages
+    # the one before pruned of the updates' old rows); the checksum method
+    # over the same rows after
     log "method changed: the first check, then $RUNS rounds"
     FIRST_CHANGED=$(timed "SELECT count(*) FROM backfill.verify_job($lid, 'changed');")
+    ranges_done() { val "SELECT ranges_done FROM backfill.verification WHERE job_id = $lid AND operation = 'verify'"; }
     next=$(( SCALE * 2 + 2 ))
     for r in $(seq 1 "$RUNS"); do
-        S[changed.none,$r]=$(timed "SELECT count(*) FROM backfill.verify_job($lid, 'changed');")
         val "INSERT INTO big SELECT g, g % 1000, md5(g::text)
                FROM generate_series($next, $(( next + SCALE / 50 - 2 )), 2) g" >/dev/null
         next=$(( next + SCALE / 50 ))
         S[changed.append,$r]=$(timed "SELECT count(*) FROM backfill.verify_job($lid, 'changed');")
+        S[ranges.append,$r]=$(ranges_done)
         val "UPDATE big SET a = a + 1 WHERE id IN
                (SELECT 2 * (1 + floor(random() * $SCALE))::int FROM generate_series(1, $(( SCALE / 1000 ))))" >/dev/null
         S[changed.update,$r]=$(timed "SELECT count(*) FROM backfill.verify_job($lid, 'changed');")
-        S[changed.ranges,$r]=$(val "SELECT ranges_done FROM backfill.verification WHERE job_id = $lid AND operation = 'verify'")
+        S[ranges.update,$r]=$(ranges_done)
+        val "SELECT count(*) FROM backfill.verify_job($lid, 'changed')" >/dev/null
+        S[changed.none,$r]=$(timed "SELECT count(*) FROM backfill.verify_job($lid, 'changed');")
+        S[ranges.none,$r]=$(ranges_done)
         S[changed.full,$r]=$(timed "SELECT count(*) FROM backfill.verify_job($lid, 'checksum');")
-        log "run $r: changed ${S[changed.none,$r]} s with nothing written, ${S[changed.append,$r]} s after" \
-            "1 % appended, ${S[changed.update,$r]} s after 0.1 % updated (${S[changed.ranges,$r]} ranges);" \
-            "checksum ${S[changed.full,$r]} s"
+        log "run $r: changed ${S[changed.append,$r]} s after 1 % appended (${S[ranges.append,$r]} ranges)," \
+            "${S[changed.update,$r]} s after 0.1 % updated (${S[ranges.update,$r]} ranges)," \
+            "${S[changed.none,$r]} s with nothing written (${S[ranges.none,$r]} ranges); checksum ${S[changed.full,$r]} s"
     done
     bad=$(val "SELECT count(*) FROM backfill.verify_job($lid, 'rows')")
     [ "$bad" = 0 ] || { echo "the local copy differs after the writes: $bad rows" >&2; exit 1; }
@@ -260,13 +267,13 @@ SQL
     printf 'the copies (run_job, once): local %.3f s, remote %.3f s\n' "$COPY_LOCAL" "$COPY_REMOTE"
     printf 'source table: %d bytes\n' "$TSIZE"
     printf '\nmethod changed, local job: first check %.3f s (checksum %.3f s)\n' "$FIRST_CHANGED" "$(med changed.full)"
-    printf '%-26s %10s %16s\n' 'written since the last' changed_s 'checksum/changed'
-    for w in none append update; do
-        printf '%-26s %10.3f %16.2f\n' "$(case $w in none) echo nothing;; append) echo '1 % appended';;
-            update) echo '0.1 % updated at random';; esac)" "$(med changed.$w)" "$(speed changed.$w changed.full)"
+    printf '%-26s %10s %16s %8s\n' 'written since the last' changed_s 'checksum/changed' ranges
+    for w in append update none; do
+        printf '%-26s %10.3f %16.2f %8s\n' "$(case $w in none) echo nothing;; append) echo '1 % appended';;
+            update) echo '0.1 % updated at random';; esac)" "$(med changed.$w)" "$(speed changed.$w changed.full)" \
+            "$(med ranges.$w)"
     done
-    printf 'ranges compared after the random updates: %s of %s\n' "$(med changed.ranges)" \
-        "$(val "SELECT count(*) FROM backfill.verification_range WHERE job_id = $lid")"
+    printf 'ranges kept: %s\n' "$(val "SELECT count(*) FROM backfill.verification_range WHERE job_id = $lid")"
     TARGET_WIDTH=60
     target "remote: rows / checksum (speed)" "$(speed remote.checksum remote.rows)" 10
     target "remote: table bytes / bytes sent for the checksum / 1000" \

@@ -13,9 +13,7 @@ CREATE ROLE regress_fz_plain LOGIN;
 GRANT CREATE ON SCHEMA public TO regress_fz_plain;
 
 -- PUBLIC may execute no internal function but those the views call, which
--- PostgreSQL checks against the role that queries the view, and
--- _key_range, which verify_job(job, 'changed') calls as the job's owner
--- (each reads nothing but its arguments)
+-- PostgreSQL checks against the role that queries the view
 SELECT p.oid::regprocedure AS public_internal
   FROM pg_depend d JOIN pg_proc p ON p.oid = d.objid
  WHERE d.classid = 'pg_proc'::regclass AND d.deptype = 'e'

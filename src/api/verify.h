@@ -58,9 +58,10 @@ typedef struct VerifyState
 	int			nranges;
 	char	  **bounds;			/* nranges + 1 keys as text[] literals; the
 								 * first and the last NULL: open */
-	int64	   *upstream_rows;	/* all the upstream's rows of each range */
+	int64	   *upstream_rows;	/* each range's rows on each side; -1: not known */
 	int64	   *downstream_rows;
-	char	  **checksums;		/* NULL: its sides differed */
+	char	  **checksums;		/* the sum of its rows' hashes; NULL: not known */
+	bool	   *differs;		/* its sides differed: compared at every call */
 	char	  **checked_at;		/* when it was last compared, as text */
 } VerifyState;
 

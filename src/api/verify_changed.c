@@ -248,6 +248,7 @@ cut_ranges(Changed *ch)
 	state->upstream_rows = palloc0(sizeof(int64) * state->nranges);
 	state->downstream_rows = palloc0(sizeof(int64) * state->nranges);
 	state->checksums = palloc0(sizeof(char *) * state->nranges);
+	state->differs = palloc0(sizeof(bool) * state->nranges);
 	state->checked_at = palloc0(sizeof(char *) * state->nranges);
 	state->pages = palloc0(sizeof(bytea *) * Max(state->nrelations, 1));
 }
@@ -369,7 +370,8 @@ renumber_pages(Changed *ch, int old_nranges, const int *first)
 
 /*
  * Cut each range to compare (in *compare) that held more than
- * CHANGED_RANGE_FACTOR * range_rows rows at its last comparison into parts
+ * CHANGED_RANGE_FACTOR * range_rows rows at its last comparison (when it
+ * was compared on its own: its rows are known) into parts
  * of a quarter of that, at keys of the downstream, each part to compare.
  * A page's list names every part of a range it named.
  */
@@ -403,6 +405,7 @@ cut_large_ranges(Changed *ch, bool **compare)
 	cut.upstream_rows = palloc0(sizeof(int64) * total);
 	cut.downstream_rows = palloc0(sizeof(int64) * total);
 	cut.checksums = palloc0(sizeof(char *) * total);
+	cut.differs = palloc0(sizeof(bool) * total);
 	cut.checked_at = palloc0(sizeof(char *) * total);
 	*compare = palloc0(sizeof(bool) * total);
 	ch->parts = palloc0(sizeof(bool) * total);
@@ -416,6 +419,7 @@ cut_large_ranges(Changed *ch, bool **compare)
 			cut.upstream_rows[c] = state->upstream_rows[r];
 			cut.downstream_rows[c] = state->downstream_rows[r];
 			cut.checksums[c] = state->checksums[r];
+			cut.differs[c] = state->differs[r];
 			cut.checked_at[c] = state->checked_at[r];
 			(*compare)[c] = was[r];
 			ch->parts[c] = parts[r] != NIL;
@@ -424,23 +428,6 @@ cut_large_ranges(Changed *ch, bool **compare)
 	renumber_pages(ch, n, first);
 	*state = cut;
 	ch->state = state;
-}
-
-static void range_done(void *arg, int range, int64 upstream_rows, int64 downstream_rows,
-					   const char *sum);
-
-/* the bounds of the ranges as one text[][] constant, for backfill._key_range() */
-static char *
-bounds_constant(const VerifyState *state)
-{
-	StringInfoData buf;
-
-	initStringInfo(&buf);
-	appendStringInfoChar(&buf, '{');
-	for (int b = 1; b < state->nranges; b++)
-		appendStringInfo(&buf, "%s%s", b > 1 ? "," : "", state->bounds[b]);
-	appendStringInfoChar(&buf, '}');
-	return psprintf("%s::pg_catalog.text[]", quote_literal_cstr(buf.data));
 }
 
 /* whether the job's rate limit paces its comparisons (verify_ranges.c) */
@@ -454,61 +441,43 @@ paced(const VerifyPlan *plan)
 }
 
 /*
- * Both sides' count and sum of every range in one statement, one scan of
- * each side: cheaper than a statement per range when many are compared.
- * The ranges equal on both sides are done; returns those that differ, to
- * be compared range by range (and cut where they differ).
+ * Whether the two sides are equal as a whole: both sides' count and sum of
+ * every row in one statement, the checksum method's first one, which reads
+ * both sides at once (in parallel workers where it can).  Cheaper than a
+ * statement per range when many ranges are to be compared; when the sums
+ * agree, so do each range's, with the odds of the checksum itself (a
+ * difference in one range that the others' would hide is as unlikely as
+ * one that its own rows' would).  Each range is then equal, its own counts
+ * and sum not known.
  */
-static List *
-sum_every_range(Changed *ch, VerifyCounts *counts)
+static bool
+equal_as_a_whole(Changed *ch, VerifyCounts *counts)
 {
 	const VerifyPlan *plan = ch->plan;
-	int			n = ch->state->nranges;
-	char	   *bounds = bounds_constant(ch->state);
-	const char *sum = "count(*)::text || ' ' || coalesce(sum(x.h), 0)";
-	char	  **sums[2];		/* d, u: each range's "count sum" */
-	SPITupleTable *rows;
-	List	   *differ = NIL;
+	SPITupleTable *rows = verify_query(plan, verify_sums_sql(plan, "", "", ""));
+	char	   *sums[2] = {NULL, NULL};	/* d, u */
+	bool		equal;
 
-	rows = verify_query(plan, psprintf(
-		"SELECT 'd'::text, x.r, %1$s FROM (SELECT backfill._key_range(%2$s, %3$s) AS r, %4$s AS h "
-		"  FROM %5$s d) x GROUP BY x.r "
-		"UNION ALL SELECT 'u'::text, x.r, %1$s FROM (SELECT backfill._key_range(%2$s, %6$s) AS r, "
-		"  u.backfill_h AS h FROM (SELECT %7$s AS backfill_h, %6$s FROM %8$s WHERE %9$s) u) x "
-		"GROUP BY x.r",
-		sum, bounds, plan->key_d, plan->hash_d, plan->source.scan_d, plan->job.key_u,
-		plan->hash_u, plan->scan_u, plan->source.covered));
-	for (int side = 0; side < 2; side++)
-	{
-		sums[side] = palloc(sizeof(char *) * n);
-		for (int r = 0; r < n; r++)
-			sums[side][r] = "0 0";
-	}
 	for (uint64 i = 0; i < SPI_processed; i++)
-	{
-		bool		isnull;
-		int			side = strcmp(SPI_getvalue(rows->vals[i], rows->tupdesc, 1), "d") == 0 ? 0 : 1;
-		int			r = DatumGetInt32(SPI_getbinval(rows->vals[i], rows->tupdesc, 2, &isnull));
-
-		if (isnull || r < 0 || r >= n)
-			elog(ERROR, "a row of backfill job " INT64_FORMAT " fell in no range",
-				 plan->job.job_id);
-		sums[side][r] = SPI_getvalue(rows->vals[i], rows->tupdesc, 3);
-	}
-	for (int r = 0; r < n; r++)
-	{
-		int64		n_d = strtoi64(sums[0][r], NULL, 10);
-		int64		n_u = strtoi64(sums[1][r], NULL, 10);
-
-		counts->ranges++;
-		counts->rows_read += n_u;
-		if (strcmp(sums[0][r], sums[1][r]) == 0)
-			range_done(ch, r, n_u, n_d, sums[1][r]);
-		else
-			differ = lappend_int(differ, r);
-	}
+		sums[strcmp(SPI_getvalue(rows->vals[i], rows->tupdesc, 1), "d") == 0 ? 0 : 1] =
+			SPI_getvalue(rows->vals[i], rows->tupdesc, 2);
+	if (sums[0] == NULL || sums[1] == NULL)
+		elog(ERROR, "the checksums of backfill job " INT64_FORMAT " have no row",
+			 plan->job.job_id);
+	equal = strcmp(sums[0], sums[1]) == 0;
+	counts->ranges++;
+	counts->rows_read += strtoi64(sums[1], NULL, 10);
 	SPI_freetuptable(rows);
-	return differ;
+	if (equal)
+		for (int r = 0; r < ch->state->nranges; r++)
+		{
+			ch->state->upstream_rows[r] = -1;
+			ch->state->downstream_rows[r] = -1;
+			ch->state->checksums[r] = NULL;
+			ch->state->differs[r] = false;
+			ch->rechecked[r] = true;
+		}
+	return equal;
 }
 
 /* told of a range compared: keep its counts and checksum */
@@ -521,6 +490,7 @@ range_done(void *arg, int range, int64 upstream_rows, int64 downstream_rows, con
 	ch->state->upstream_rows[range] = upstream_rows;
 	ch->state->downstream_rows[range] = downstream_rows;
 	ch->state->checksums[range] = space ? pstrdup(space + 1) : NULL;
+	ch->state->differs[range] = sum == NULL;
 	ch->rechecked[range] = true;
 }
 
@@ -653,6 +623,7 @@ verify_changed(const VerifyPlan *plan, Oid downstream, ReturnSetInfo *rsinfo,
 		now.upstream_rows = kept.upstream_rows;
 		now.downstream_rows = kept.downstream_rows;
 		now.checksums = kept.checksums;
+		now.differs = kept.differs;
 		now.checked_at = kept.checked_at;
 		now.pages = kept.pages;
 	}
@@ -666,7 +637,7 @@ verify_changed(const VerifyPlan *plan, Oid downstream, ReturnSetInfo *rsinfo,
 	{
 		scan_pages(&ch, false, kept.lsn, compare);
 		for (int r = 0; r < now.nranges; r++)
-			compare[r] |= now.checksums[r] == NULL;
+			compare[r] |= now.differs[r];
 		cut_large_ranges(&ch, &compare);
 		keys = bound_keys(&ch);
 		key_ranges_init(&ch.order_u, plan->job.npk, ch.types, coll_u, now.nranges, keys);
@@ -678,9 +649,10 @@ verify_changed(const VerifyPlan *plan, Oid downstream, ReturnSetInfo *rsinfo,
 			which = lappend_int(which, r);
 
 	*ranges_rechecked = list_length(which);
-	/* many ranges to compare: all of them in one pass, then those that differ */
-	if ((!fits || list_length(which) > now.nranges / 8) && !paced(plan))
-		which = sum_every_range(&ch, counts);
+	/* many ranges to compare: all of them at once first, range by range if they differ */
+	if ((!fits || list_length(which) > now.nranges / 8) && !paced(plan) &&
+		equal_as_a_whole(&ch, counts))
+		which = NIL;
 	verify_given_ranges(plan, rsinfo, counts, now.bounds, which, range_done, &ch);
 
 	/* the lists of the pages written since the position, comparisons included */

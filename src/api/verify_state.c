@@ -58,7 +58,7 @@ read_ranges(int64 job_id, VerifyState *state)
 	uint64		n;
 
 	backfill_spi_exec_args("SELECT range_no, lower_key, upper_key, upstream_rows, "
-						   "       downstream_rows, checksum, checked_at "
+						   "       downstream_rows, checksum, checked_at, differs "
 						   "  FROM backfill.verification_range WHERE job_id = $1 ORDER BY range_no",
 						   1, types, values, NULL, SPI_OK_SELECT);
 	n = SPI_processed;
@@ -68,6 +68,7 @@ read_ranges(int64 job_id, VerifyState *state)
 	state->downstream_rows = palloc0(sizeof(int64) * Max(n, 1));
 	state->checksums = palloc0(sizeof(char *) * Max(n, 1));
 	state->checked_at = palloc0(sizeof(char *) * Max(n, 1));
+	state->differs = palloc0(sizeof(bool) * Max(n, 1));
 	for (uint64 i = 0; i < n; i++)
 	{
 		char	   *rows_u = text_of(i, 4);
@@ -88,6 +89,7 @@ read_ranges(int64 job_id, VerifyState *state)
 		state->downstream_rows[i] = rows_d ? strtoi64(rows_d, NULL, 10) : -1;
 		state->checksums[i] = text_of(i, 6);
 		state->checked_at[i] = text_of(i, 7);
+		state->differs[i] = strcmp(text_of(i, 8), "t") == 0;
 	}
 }
 
@@ -159,8 +161,8 @@ verify_state_save(int64 job_id, const VerifyState *state, bool all, const bool *
 {
 	Oid			stypes[6] = {INT8OID, LSNOID, TEXTOID, OIDARRAYOID, OIDARRAYOID, BYTEAARRAYOID};
 	Datum		svalues[6];
-	Oid			rtypes[8] = {INT8OID, INT4OID, TEXTARRAYOID, TEXTARRAYOID, INT8OID, INT8OID, NUMERICOID,
-	TIMESTAMPTZOID};
+	Oid			rtypes[9] = {INT8OID, INT4OID, TEXTARRAYOID, TEXTARRAYOID, INT8OID, INT8OID, NUMERICOID,
+	TIMESTAMPTZOID, BOOLOID};
 	Datum	   *elems = palloc(sizeof(Datum) * Max(state->nrelations, 1));
 	RoleContext rc;
 
@@ -186,8 +188,8 @@ verify_state_save(int64 job_id, const VerifyState *state, bool all, const bool *
 							   1, stypes, svalues, NULL, SPI_OK_DELETE);
 	for (int r = 0; r < state->nranges; r++)
 	{
-		Datum		rvalues[8];
-		char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+		Datum		rvalues[9];
+		char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 
 		if (!all && !rechecked[r])
 			continue;
@@ -203,6 +205,9 @@ verify_state_save(int64 job_id, const VerifyState *state, bool all, const bool *
 		}
 		rvalues[4] = Int64GetDatum(state->upstream_rows[r]);
 		rvalues[5] = Int64GetDatum(state->downstream_rows[r]);
+		nulls[4] = state->upstream_rows[r] < 0 ? 'n' : ' ';
+		nulls[5] = state->downstream_rows[r] < 0 ? 'n' : ' ';
+		rvalues[8] = BoolGetDatum(state->differs[r]);
 		nulls[6] = state->checksums[r] == NULL ? 'n' : ' ';
 		rvalues[6] = state->checksums[r] == NULL ? (Datum) 0 :
 			DirectFunctionCall3(numeric_in, CStringGetDatum(state->checksums[r]),
@@ -214,11 +219,11 @@ verify_state_save(int64 job_id, const VerifyState *state, bool all, const bool *
 								ObjectIdGetDatum(InvalidOid), Int32GetDatum(-1));
 		backfill_spi_exec_args("INSERT INTO backfill.verification_range "
 							   "VALUES ($1, $2, $3, $4, $5, $6, $7, "
-							   "        coalesce($8, pg_catalog.now())) "
+							   "        coalesce($8, pg_catalog.now()), $9) "
 							   "ON CONFLICT (job_id, range_no) DO UPDATE SET "
 							   " upstream_rows = $5, downstream_rows = $6, checksum = $7, "
-							   " checked_at = coalesce($8, pg_catalog.now())",
-							   8, rtypes, rvalues, nulls, SPI_OK_INSERT);
+							   " checked_at = coalesce($8, pg_catalog.now()), differs = $9",
+							   9, rtypes, rvalues, nulls, SPI_OK_INSERT);
 	}
 	backfill_role_leave(&rc);
 }

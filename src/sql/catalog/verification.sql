@@ -122,6 +122,7 @@ CREATE TABLE backfill.verification_range (
     downstream_rows bigint,
     checksum numeric,
     checked_at timestamptz NOT NULL,
+    differs boolean NOT NULL,
     PRIMARY KEY (job_id, range_no)
 );
 COMMENT ON TABLE backfill.verification_range IS
@@ -133,13 +134,15 @@ COMMENT ON COLUMN backfill.verification_range.lower_key IS
 COMMENT ON COLUMN backfill.verification_range.upper_key IS
 'The key after it (not in it), or NULL: to the highest.';
 COMMENT ON COLUMN backfill.verification_range.upstream_rows IS
-'The upstream''s rows in it that the downstream holds, at its last comparison.';
+'The upstream''s rows in it (those that pass the filter), at its last comparison; NULL when it was compared with every other range at once.';
 COMMENT ON COLUMN backfill.verification_range.downstream_rows IS
-'The downstream''s rows in it, at its last comparison.';
+'The downstream''s rows in it, at its last comparison; NULL as upstream_rows.';
 COMMENT ON COLUMN backfill.verification_range.checksum IS
-'The sum of its rows'' hashes, the same on both sides at its last comparison; NULL when they differed: the next call compares it again.';
+'The sum of its rows'' hashes on the upstream''s side at its last comparison; NULL as upstream_rows.';
 COMMENT ON COLUMN backfill.verification_range.checked_at IS
 'When it was last compared.';
+COMMENT ON COLUMN backfill.verification_range.differs IS
+'Whether its two sides differed at its last comparison: the next call compares it again.';
 GRANT SELECT ON backfill.verification_state, backfill.verification_range TO PUBLIC;
 ALTER TABLE backfill.verification_state ENABLE ROW LEVEL SECURITY;
 ALTER TABLE backfill.verification_range ENABLE ROW LEVEL SECURITY;

@@ -38,20 +38,6 @@ SET "IntervalStyle" = postgres;
 COMMENT ON FUNCTION backfill.verify_job(bigint, text, integer) IS
 'Compares the downstream of a job with its upstream, by checksums of ranges of keys (method checksum; the ranges that differ are compared row by row, range_rows rows at most), by checksums of the ranges written since the last such call only (method changed, a finished job of this server), or row by row (method rows), or the one that reads less (method auto, the default: rows for a job from several servers or from another server not finished yet); returns one row per missing, extra or different row.';
 
--- _key_range: the range of a key among ranges cut at bounds, for the
--- statement of verify_job(job, 'changed') that sums the rows of every
--- range on each side in one pass (src/copy/key_ranges.c).  That statement
--- runs as the job's owner, any role: PUBLIC may execute it, and it reads
--- nothing but its arguments.  No SET clause: it runs no SQL, and reads its
--- bounds once per call site under the settings of the statement that calls
--- it (verify_job's).
-CREATE OR REPLACE FUNCTION backfill._key_range(bounds text[], VARIADIC "any")
-RETURNS integer
-AS 'MODULE_PATHNAME', 'backfill_key_range'
-LANGUAGE C STABLE STRICT PARALLEL SAFE;
-COMMENT ON FUNCTION backfill._key_range(text[], "any") IS
-'Internal: the range of a key (its columns in key order after the bounds) among the ranges that bounds cut (a text[][] of one row of key columns per bound, in key order): the number of bounds at or below it, in the key types'' default btree order under the columns'' collations.';
-
 -- repair_job: a re-snapshot of the keys verify_job finds different, range
 -- after range, each in a committed transaction, through the statements a
 -- barrier forwards captured keys with (src/api/repair.c).  A procedure, as
