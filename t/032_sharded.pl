@@ -351,6 +351,54 @@ is(wait_until(90, sub { ($diff = all_differences('merged')) eq $equal }), 1,
 	'the finished job follows the writes of every source')
   or diag($diff);
 
+# differences planted downstream, one in the range of each server: a
+# finished job over several servers is compared by checksums (auto), each
+# partition's summed on its server (its log shows the aggregate), and they
+# find what the rows method finds
+my ($planted_u, $planted_d) = split /\|/, $local->safe_psql('postgres', sprintf(q{
+SELECT (SELECT min(id) FROM merged WHERE id >= 0) || '|' || (SELECT min(id) FROM merged WHERE id >= %d)},
+	2 * $range));
+my $planted_x = 4 * $range + 1;
+$local->safe_psql('postgres', qq{
+UPDATE merged SET b = 'planted' WHERE id = $planted_u;
+DELETE FROM merged WHERE id = $planted_d;
+INSERT INTO merged VALUES ($planted_x, 1, 'extra');
+});
+for my $name (qw(s1 s2 s3))
+{
+	$source{$name}->safe_psql('postgres',
+		"ALTER SYSTEM SET log_statement = 'all'; SELECT pg_reload_conf()");
+	$log_offset{$name} = -s $source{$name}->logfile;
+}
+my $by_sums = $local->safe_psql('postgres',
+	"SELECT string_agg(pk || ' ' || problem, ', ' ORDER BY pk) FROM backfill.verify_job($job)");
+my @summed;
+for my $name (qw(s1 s2 s3))
+{
+	$source{$name}->safe_psql('postgres',
+		"ALTER SYSTEM RESET log_statement; SELECT pg_reload_conf()");
+	my $log = slurp_file($source{$name}->logfile, $log_offset{$name});
+	my $n = () = $log =~ /SELECT count\(\*\), sum\(/g;
+	push @summed, "$name: " . ($n > 0 ? 'summed' : 'not summed');
+}
+is(join(' | ', @summed), 's1: summed | s2: summed | s3: summed',
+	'each server sums the rows of its partitions');
+is($local->safe_psql('postgres',
+	"SELECT method FROM backfill.verification WHERE job_id = $job AND operation = 'verify'"),
+	'checksum', 'auto compares a finished job over several servers by checksums');
+is($by_sums, "($planted_u) different, ($planted_d) missing, ($planted_x) extra",
+	'the checksums find the three differences');
+is($local->safe_psql('postgres',
+	"SELECT string_agg(pk || ' ' || problem, ', ' ORDER BY pk) FROM backfill.verify_job($job, 'rows')"),
+	$by_sums, 'as the rows method does');
+$local->safe_psql('postgres', qq{
+UPDATE merged m SET b = t.b FROM sharded.t t WHERE t.id = m.id AND m.id = $planted_u;
+INSERT INTO merged SELECT * FROM sharded.t WHERE id = $planted_d;
+DELETE FROM merged WHERE id = $planted_x;
+});
+is($local->safe_psql('postgres', "SELECT count(*) FROM backfill.verify_job($job)"), '0',
+	'mended, nothing');
+
 ($state, $msg) = psql_error($local, sprintf(
 	'ALTER TABLE sharded.t ATTACH PARTITION sharded.t_3c FOR VALUES FROM (%d) TO (%d)',
 	6 * $range, 7 * $range));

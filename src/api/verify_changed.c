@@ -655,8 +655,12 @@ verify_changed(const VerifyPlan *plan, Oid downstream, ReturnSetInfo *rsinfo,
 		which = NIL;
 	verify_given_ranges(plan, rsinfo, counts, now.bounds, which, range_done, &ch);
 
-	/* the lists of the pages written since the position, comparisons included */
-	scan_pages(&ch, !fits, position, NULL);
+	/*
+	 * The lists of the pages written since the position, comparisons
+	 * included; none when nothing at all was written to the WAL since.
+	 */
+	if (!fits || ch.recut || GetXLogInsertRecPtr() != position)
+		scan_pages(&ch, !fits, position, NULL);
 	now.lsn = position;
 	verify_state_save(plan->job.job_id, &now, !fits || ch.recut, ch.rechecked);
 	UnregisterSnapshot(holding);

@@ -23,11 +23,11 @@
  *
  * Method rows compares all of it in one statement; method checksum
  * (verify_ranges.c) compares ranges of keys by their checksums and only
- * the ranges that differ row by row; auto takes checksum, but rows where
- * the source could not compute the checksums (over several servers, whose
- * partitioned table postgres_fdw reads row by row; a copy from another
- * server not finished, whose coverage only this server knows): they would
- * bring every row across several times.
+ * the ranges that differ row by row; method changed (verify_changed.c)
+ * only the ranges written since its last call; auto takes checksum, but
+ * rows where the source could not compute the checksums (a copy from
+ * another server not finished, whose coverage only this server knows): they
+ * would bring every row across several times.
  *
  * At its end a verify records what it found in the job's verify row of
  * backfill.verification, as the extension's owner, once the caller commits
@@ -266,7 +266,7 @@ backfill_verify_job(PG_FUNCTION_ARGS)
 	plan.started = started;
 	plan_comparison(&plan, &row);
 	if (strcmp(method, "auto") == 0)
-		method = plan.remote && (plan.several_servers || !plan.job.finished) ? "rows" : "checksum";
+		method = plan.remote && !plan.job.finished ? "rows" : "checksum";
 	if (strcmp(method, "rows") == 0)
 	{
 		counts.differences = verify_compare(&plan, verify_rows_sql(&plan, "", "", ""), rsinfo);

@@ -264,13 +264,35 @@ verify_sums_sql(const VerifyPlan *plan, const char *from_b, const char *cond_u,
 				const char *cond_d)
 {
 	const char *sum = "count(*) || ' ' || coalesce(sum(x.h), 0)";
+	StringInfoData parts;
+	ListCell   *lc;
 
+	if (!plan->several_servers || plan->job.partitions == NIL)
+		return psprintf("SELECT 'd'::text, %s FROM (SELECT %s AS h FROM %s d%s WHERE true%s) x "
+						"UNION ALL SELECT 'u'::text, %s FROM (SELECT u.backfill_h AS h FROM "
+						"(SELECT %s AS backfill_h, %s FROM %s WHERE %s) u%s WHERE true%s) x",
+						sum, plan->hash_d, plan->source.scan_d, from_b, cond_d,
+						sum, plan->hash_u, plan->job.key_u, plan->scan_u, plan->source.covered,
+						from_b, cond_u);
+
+	/*
+	 * Over several servers, the upstream's side is summed per foreign
+	 * partition, each sum an aggregate of one foreign table that
+	 * postgres_fdw sends to its server (it sends none over a partitioned
+	 * table), the servers computing theirs at once when they are
+	 * async_capable; their counts and sums are then added here.
+	 */
+	initStringInfo(&parts);
+	foreach(lc, plan->job.partitions)
+		appendStringInfo(&parts, "%sSELECT count(*) AS c, sum(u.backfill_h) AS s FROM "
+						 "(SELECT %s AS backfill_h, %s FROM ONLY %s u WHERE %s) u%s WHERE true%s",
+						 foreach_current_index(lc) > 0 ? " UNION ALL " : "",
+						 plan->hash_u, plan->job.key_u, backfill_regclass_text(lfirst_oid(lc)),
+						 plan->source.covered, from_b, cond_u);
 	return psprintf("SELECT 'd'::text, %s FROM (SELECT %s AS h FROM %s d%s WHERE true%s) x "
-					"UNION ALL SELECT 'u'::text, %s FROM (SELECT u.backfill_h AS h FROM "
-					"(SELECT %s AS backfill_h, %s FROM %s WHERE %s) u%s WHERE true%s) x",
-					sum, plan->hash_d, plan->source.scan_d, from_b, cond_d,
-					sum, plan->hash_u, plan->job.key_u, plan->scan_u, plan->source.covered,
-					from_b, cond_u);
+					"UNION ALL SELECT 'u'::text, sum(p.c) || ' ' || coalesce(sum(p.s), 0) "
+					"FROM (%s) p",
+					sum, plan->hash_d, plan->source.scan_d, from_b, cond_d, parts.data);
 }
 
 /*

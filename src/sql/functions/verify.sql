@@ -36,7 +36,7 @@ SET standard_conforming_strings = on
 SET "DateStyle" = 'ISO, MDY'
 SET "IntervalStyle" = postgres;
 COMMENT ON FUNCTION backfill.verify_job(bigint, text, integer) IS
-'Compares the downstream of a job with its upstream, by checksums of ranges of keys (method checksum; the ranges that differ are compared row by row, range_rows rows at most), by checksums of the ranges written since the last such call only (method changed, a finished job of this server), or row by row (method rows), or the one that reads less (method auto, the default: rows for a job from several servers or from another server not finished yet); returns one row per missing, extra or different row.';
+'Compares the downstream of a job with its upstream, by checksums of ranges of keys (method checksum; the ranges that differ are compared row by row, range_rows rows at most), by checksums of the ranges written since the last such call only (method changed, a finished job of this server), or row by row (method rows), or the one that reads less (method auto, the default: rows for a job from another server, or several, not finished yet); returns one row per missing, extra or different row.';
 
 -- repair_job: a re-snapshot of the keys verify_job finds different, range
 -- after range, each in a committed transaction, through the statements a
