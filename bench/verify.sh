@@ -3,7 +3,7 @@
 # and its checksums against a row by row comparison at scale.
 #
 #   bash bench/verify.sh [--rows N] [--pending "5000 20000 80000"] [--runs K]
-#                        [--scale-rows M] [--keep]
+#                        [--scale-rows M] [--sharded-rows T] [--keep]
 #
 # A job that backfills has keys written since its last barrier: in its
 # change table (the trigger kinds) or in its slot (cdc).  verify_job does not
@@ -34,6 +34,13 @@
 # its pgcmp extension, it compares the remote pair too (its default ck
 # checksums and sum aggregate).
 #
+# Then (--sharded-rows T, default 3000000; 0 skips it) a finished cdc job
+# over a table sharded on three more throw-away clusters, T / 3 rows each,
+# their foreign tables the partitions of a local partitioned table (servers
+# async_capable): the time of verify_job (auto: checksums, each server
+# summing its partitions), of method rows and of the FULL JOIN by hand,
+# and the bytes the three sent; the same targets as one source.
+#
 # Then, on the local job, verify_job(method => 'changed'): the first check,
 # then per round the check after 1 % of the rows appended at the end of the
 # key range, after 0.1 % updated at random keys, and after nothing written,
@@ -50,6 +57,7 @@ ROWS=400000
 PENDING="5000 20000 80000"
 RUNS=3
 SCALE=1000000
+SHARDED=3000000
 KEEP=0
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -57,6 +65,7 @@ while [ $# -gt 0 ]; do
         --pending) PENDING=$2; shift 2 ;;
         --runs) RUNS=$2; shift 2 ;;
         --scale-rows) SCALE=$2; shift 2 ;;
+        --sharded-rows) SHARDED=$2; shift 2 ;;
         --keep) KEEP=1; shift ;;
         -h|--help) sed -n 2,40p "$0"; exit 0 ;;
         *) echo "unknown option: $1" >&2; exit 2 ;;
@@ -282,6 +291,96 @@ SQL
     target "local: copy / checksum verify (1 / 0.15)" "$(echo "$COPY_LOCAL / $(med local.checksum)" | bc -l)" 6.67
     target "remote: copy / checksum verify (1 / 0.15)" "$(echo "$COPY_REMOTE / $(med remote.checksum)" | bc -l)" 6.67
     [ -n "$PGC" ] && target "remote: pg_comparator / checksum (speed)" "$(echo "$PGC / $(med remote.checksum)" | bc -l)" 2
+fi
+
+# ---- over three servers: a finished job over a table sharded on three ----
+if [ "$SHARDED" -gt 0 ]; then
+    PER3=$(( SHARDED / 3 ))
+    STRIDE3=$(( 2 * PER3 + 2 ))
+    declare -A KPORT
+    for k in 1 2 3; do
+        KPORT[$k]=$(( PORT + 1 + k ))
+        "${RUNAS[@]}" "$BIN/initdb" -D "$DIR/shard$k" -A trust -U postgres >/dev/null
+        cat >>"$DIR/shard$k/postgresql.conf" <<CONF
+listen_addresses = '127.0.0.1'
+port = ${KPORT[$k]}
+unix_socket_directories = '$DIR'
+shared_buffers = 128MB
+wal_level = logical
+max_replication_slots = 10
+jit = off
+CONF
+        "${RUNAS[@]}" "$BIN/pg_ctl" -D "$DIR/shard$k" -l "$DIR/shard$k.log" -w start >/dev/null
+    done
+    stop_shards() {
+        for k in 1 2 3; do "${RUNAS[@]}" "$BIN/pg_ctl" -D "$DIR/shard$k" -m immediate stop >/dev/null 2>&1 || true; done
+        if [ -n "${SDIR:-}" ]; then stop_source; else cleanup; fi
+    }
+    trap stop_shards EXIT
+    shard() { local k=$1; shift; "${RUNAS[@]}" "$BIN/psql" -X -q -At -h "$DIR" -p "${KPORT[$k]}" -U postgres -d postgres -v ON_ERROR_STOP=1 "$@"; }
+    cat >"$DIR/sent3.sh" <<SH
+ss -tinH state established '( sport = :${KPORT[1]} or sport = :${KPORT[2]} or sport = :${KPORT[3]} )' \\
+    | grep -o 'bytes_sent:[0-9]*' | cut -d: -f2 | awk '{s += \$1} END {print s + 0}'
+SH
+    log "over three servers: $PER3 rows on each (ports ${KPORT[1]}-${KPORT[3]})"
+    val "CREATE EXTENSION IF NOT EXISTS postgres_fdw" >/dev/null
+    val "CREATE TABLE shards (id bigint, a int, b text) PARTITION BY RANGE (id)" >/dev/null
+    TSIZE3=0
+    for k in 1 2 3; do
+        shard "$k" <<SQL
+CREATE TABLE t_$k (id bigint PRIMARY KEY, a int, b text);
+INSERT INTO t_$k SELECT ($k - 1) * $STRIDE3 + g * 2, g % 1000, md5(g::text) FROM generate_series(1, $PER3) g;
+VACUUM ANALYZE t_$k;
+SQL
+        TSIZE3=$(( TSIZE3 + $(shard "$k" -c "SELECT pg_table_size('t_$k')") ))
+        sql <<SQL
+CREATE SERVER sh$k FOREIGN DATA WRAPPER postgres_fdw
+    OPTIONS (host '127.0.0.1', port '${KPORT[$k]}', dbname 'postgres', async_capable 'true');
+CREATE USER MAPPING FOR CURRENT_USER SERVER sh$k;
+CREATE FOREIGN TABLE shards_$k PARTITION OF shards FOR VALUES FROM ($(( (k - 1) * STRIDE3 ))) TO ($(( k * STRIDE3 )))
+    SERVER sh$k OPTIONS (schema_name 'public', table_name 't_$k');
+SQL
+    done
+    sid=$(val "SELECT backfill.create_job('shards_copy', 'shards', kind => 'cdc', parallelism => 3, chunk_size => 20000)")
+    COPY_SHARDED=$(timed "SELECT backfill.start_job($sid); SELECT backfill.wait_job($sid);")
+    [ "$(val "SELECT status FROM backfill.jobs WHERE job_id = $sid")" = finished ] \
+        || { echo "the job over three servers did not finish" >&2; exit 1; }
+    val "VACUUM ANALYZE shards_copy" >/dev/null
+    # a statement, timed, with the bytes the three servers sent for it (each
+    # connection opened first, by a one-row read of each partition)
+    sharded_timed() {
+        local out
+        out=$(sql -At <<SQL
+SELECT (SELECT 1 FROM shards_1 LIMIT 1), (SELECT 1 FROM shards_2 LIMIT 1), (SELECT 1 FROM shards_3 LIMIT 1) \\g /dev/null
+\\! bash $DIR/sent3.sh > $DIR/sent0
+SELECT extract(epoch FROM clock_timestamp()) AS t0 \\gset
+$1
+SELECT extract(epoch FROM clock_timestamp()) - :t0;
+\\! bash $DIR/sent3.sh > $DIR/sent1
+SQL
+)
+        echo "$(tail -1 <<<"$out") $(( $(cat "$DIR/sent1") - $(cat "$DIR/sent0") ))"
+    }
+    for r in $(seq 1 "$RUNS"); do
+        read -r S[sharded.checksum,$r] B[s.checksum,$r] < <(sharded_timed "SELECT count(*) FROM backfill.verify_job($sid);")
+        read -r S[sharded.rows,$r] B[s.rows,$r] < <(sharded_timed "SELECT count(*) FROM backfill.verify_job($sid, 'rows');")
+        read -r S[sharded.join,$r] B[s.join,$r] < <(sharded_timed "SELECT count(*) FROM shards u FULL JOIN shards_copy d ON u.id = d.id WHERE u IS DISTINCT FROM d;")
+        log "run $r: over three servers, checksum ${S[sharded.checksum,$r]} s (${B[s.checksum,$r]} B)," \
+            "rows ${S[sharded.rows,$r]} s (${B[s.rows,$r]} B), FULL JOIN ${S[sharded.join,$r]} s (${B[s.join,$r]} B)"
+    done
+    bad=$(val "SELECT count(*) FROM backfill.verify_job($sid)")
+    [ "$bad" = 0 ] || { echo "verify_job found $bad differences between equal copies over three servers" >&2; exit 1; }
+    sbmed() { for r in $(seq 1 "$RUNS"); do echo "${B[$1,$r]}"; done | median; }
+    printf '\nverify_job over three servers, %d rows, equal copies: %s; median of %d\n' "$(( 3 * PER3 ))" "$COMMIT" "$RUNS"
+    printf '%12s %12s %12s %14s %12s %12s\n' checksum_s rows_s join_s checksum_bytes rows_bytes join_bytes
+    printf '%12.3f %12.3f %12.3f %14d %12d %12d\n' "$(med sharded.checksum)" "$(med sharded.rows)" \
+        "$(med sharded.join)" "$(sbmed s.checksum)" "$(sbmed s.rows)" "$(sbmed s.join)"
+    printf 'the copy (start_job, parallelism 3, once): %.3f s; the three tables: %d bytes\n' "$COPY_SHARDED" "$TSIZE3"
+    TARGET_WIDTH=60
+    target "three servers: rows / checksum (speed)" "$(speed sharded.checksum sharded.rows)" 10
+    target "three servers: table bytes / bytes sent for the checksum / 1000" \
+        "$(echo "$TSIZE3 / ($(sbmed s.checksum) + 1) / 1000" | bc -l)" 1
+    target "three servers: copy / checksum verify (1 / 0.15)" "$(echo "$COPY_SHARDED / $(med sharded.checksum)" | bc -l)" 6.67
 fi
 
 log "done"
