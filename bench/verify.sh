@@ -90,6 +90,22 @@ val "CREATE EXTENSION backfill" >/dev/null
 
 declare -A S B
 
+# a statement ($3), timed, with the bytes sent for it as a script ($2)
+# counts them, after a statement ($1) that opens the connections: "seconds bytes"
+bytes_timed() {
+    local out
+    out=$(sql -At <<SQL
+$1 \\g /dev/null
+\\! bash $2 > $DIR/sent0
+SELECT extract(epoch FROM clock_timestamp()) AS t0 \\gset
+$3
+SELECT extract(epoch FROM clock_timestamp()) - :t0;
+\\! bash $2 > $DIR/sent1
+SQL
+)
+    echo "$(tail -1 <<<"$out") $(( $(cat "$DIR/sent1") - $(cat "$DIR/sent0") ))"
+}
+
 HALF=$(( ROWS / 2 ))
 for p in $PENDING; do
     [ "$p" -lt "$HALF" ] || { echo "--pending $p: at most $(( HALF - 1 )) with --rows $ROWS" >&2; exit 2; }
@@ -194,17 +210,7 @@ SQL
     # a statement against the source, timed, with the bytes the source sent
     # for it (the connection opened first, by a one-row read)
     remote_timed() {
-        local out
-        out=$(sql -At <<SQL
-SELECT count(*) FROM (SELECT FROM remote.t LIMIT 1) x \\g /dev/null
-\\! bash $DIR/sent.sh > $DIR/sent0
-SELECT extract(epoch FROM clock_timestamp()) AS t0 \\gset
-$1
-SELECT extract(epoch FROM clock_timestamp()) - :t0;
-\\! bash $DIR/sent.sh > $DIR/sent1
-SQL
-)
-        echo "$(tail -1 <<<"$out") $(( $(cat "$DIR/sent1") - $(cat "$DIR/sent0") ))"
+        bytes_timed "SELECT count(*) FROM (SELECT FROM remote.t LIMIT 1) x" "$DIR/sent.sh" "$1"
     }
     for r in $(seq 1 "$RUNS"); do
         S[local.checksum,$r]=$(timed "SELECT count(*) FROM backfill.verify_job($lid);")
@@ -349,17 +355,8 @@ SQL
     # a statement, timed, with the bytes the three servers sent for it (each
     # connection opened first, by a one-row read of each partition)
     sharded_timed() {
-        local out
-        out=$(sql -At <<SQL
-SELECT (SELECT 1 FROM shards_1 LIMIT 1), (SELECT 1 FROM shards_2 LIMIT 1), (SELECT 1 FROM shards_3 LIMIT 1) \\g /dev/null
-\\! bash $DIR/sent3.sh > $DIR/sent0
-SELECT extract(epoch FROM clock_timestamp()) AS t0 \\gset
-$1
-SELECT extract(epoch FROM clock_timestamp()) - :t0;
-\\! bash $DIR/sent3.sh > $DIR/sent1
-SQL
-)
-        echo "$(tail -1 <<<"$out") $(( $(cat "$DIR/sent1") - $(cat "$DIR/sent0") ))"
+        bytes_timed "SELECT (SELECT 1 FROM shards_1 LIMIT 1), (SELECT 1 FROM shards_2 LIMIT 1), (SELECT 1 FROM shards_3 LIMIT 1)" \
+            "$DIR/sent3.sh" "$1"
     }
     for r in $(seq 1 "$RUNS"); do
         read -r S[sharded.checksum,$r] B[s.checksum,$r] < <(sharded_timed "SELECT count(*) FROM backfill.verify_job($sid);")
