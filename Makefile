@@ -32,6 +32,7 @@ OBJS = \
 	src/api/switchover.o \
 	src/api/upstream.o \
 	src/api/verify_changed.o \
+	src/api/verify_changed_ranges.o \
 	src/api/verify_compare.o \
 	src/api/verify_job.o \
 	src/api/verify_ranges.o \

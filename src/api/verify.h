@@ -4,7 +4,8 @@
  *	  backfill.verify_job(): what its files share.  verify_job.c is the
  *	  entry point; verify_sql.c writes the comparison's statements and
  *	  verify_compare.c runs them; verify_ranges.c is the checksum method,
- *	  range after range.
+ *	  range after range; verify_changed.c the method changed (with
+ *	  verify_changed.h), which keeps its state with verify_state.c.
  *
  *-------------------------------------------------------------------------
  */
