@@ -10,11 +10,13 @@
 # end in a session with barriers of 1 s (the default): rows, the size of the
 # downstream (with its index and TOAST table) and the WAL the run wrote
 # (pg_current_wal_insert_lsn() before and after) must be within 30% of the
-# estimate, the run's duration within a factor of 3: a run of the wide
-# table lasts half a second, which a machine shared with other work
-# stretches by more than half now and then (0.34 s estimated against 0.69 s
-# run, once in two full runs, with nothing of the extension changed).  The
-# estimate leaves nothing behind: no table, no extension member.
+# estimate, the run's duration within a factor of 3, give or take a second:
+# a run of the wide table lasts half a second, which a machine shared with
+# other work stretches by more than half now and then (0.34 s estimated
+# against 0.69 s run, once in two full runs; 0.37 s against 1.20 s with the
+# valgrind suite running beside the tests), with nothing of the extension
+# changed.  The estimate leaves nothing behind: no table, no extension
+# member.
 #
 # Twice: with wal_level = replica, where the sample's WAL is measured, and
 # with wal_level = minimal, where the sample's table, new in its
@@ -95,8 +97,8 @@ SELECT row_count, pg_total_relation_size('$down'), pg_wal_lsn_diff(pg_current_wa
 	ok(within($rows, $real_rows, 0.3), "$label: rows within 30%");
 	ok(within($bytes, $real_bytes, 0.3), "$label: downstream bytes within 30%");
 	ok(within($wal, $real_wal, 0.3), "$label: WAL bytes within 30%");
-	ok($secs > 0 && $secs <= 3 * $real_secs && $real_secs <= 3 * $secs,
-		"$label: duration within a factor of 3");
+	ok($secs > 0 && $secs <= 3 * $real_secs + 1 && $real_secs <= 3 * $secs + 1,
+		"$label: duration within a factor of 3, give or take a second");
 	$node->safe_psql('postgres', "SELECT backfill.drop_job($job)");
 	$node->safe_psql('postgres', 'CHECKPOINT');
 }
