@@ -80,10 +80,22 @@ extern char *verify_sums_sql(const VerifyPlan *plan, const char *from_b, const c
 extern char *verify_split_sql(const char *keyt, const char *key, const char *scan,
 							  const char *from_b, const char *cond, int64 step);
 
+/* verify_ranges.c: both sides' "count sum" of a range */
+typedef struct VerifySums
+{
+	int64		n_u;			/* the upstream's rows the downstream covers */
+	int64		n_d;
+	char	   *sum;			/* the upstream's "count sum" */
+	bool		equal;
+} VerifySums;
+
 /* verify_ranges.c: told of a range given, its counts and sum (NULL: its sides differ) */
 typedef void (*VerifyRangeDone) (void *arg, int range, int64 upstream_rows,
 								 int64 downstream_rows, const char *sum);
 
+extern int	verify_rate(const VerifyPlan *plan);
+extern VerifySums verify_range_sums(const VerifyPlan *plan, const char *from,
+									const char *cond_u, const char *cond_d);
 extern void verify_by_checksums(const VerifyPlan *plan, ReturnSetInfo *rsinfo,
 								VerifyCounts *counts);
 extern void verify_range_where(const VerifyPlan *plan, char *lo, char *hi, char **from,

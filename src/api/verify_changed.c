@@ -197,16 +197,6 @@ scan_pages(Changed *ch, bool all, XLogRecPtr since, bool *touched)
 	}
 }
 
-/* whether the job's rate limit paces its comparisons (verify_ranges.c) */
-static bool
-paced(const VerifyPlan *plan)
-{
-	bool		isnull;
-	Datum		rate = backfill_job_column(plan->job.job_id, "rate_limit", &isnull);
-
-	return !isnull && DatumGetInt32(rate) > 0;
-}
-
 /*
  * Whether the two sides are equal as a whole: both sides' count and sum of
  * every row in one statement, the checksum method's first one, which reads
@@ -220,22 +210,11 @@ paced(const VerifyPlan *plan)
 static bool
 equal_as_a_whole(Changed *ch, VerifyCounts *counts)
 {
-	const VerifyPlan *plan = ch->plan;
-	SPITupleTable *rows = verify_query(plan, verify_sums_sql(plan, "", "", ""));
-	char	   *sums[2] = {NULL, NULL};	/* d, u */
-	bool		equal;
+	VerifySums	sums = verify_range_sums(ch->plan, "", "", "");
 
-	for (uint64 i = 0; i < SPI_processed; i++)
-		sums[strcmp(SPI_getvalue(rows->vals[i], rows->tupdesc, 1), "d") == 0 ? 0 : 1] =
-			SPI_getvalue(rows->vals[i], rows->tupdesc, 2);
-	if (sums[0] == NULL || sums[1] == NULL)
-		elog(ERROR, "the checksums of backfill job " INT64_FORMAT " have no row",
-			 plan->job.job_id);
-	equal = strcmp(sums[0], sums[1]) == 0;
 	counts->ranges++;
-	counts->rows_read += strtoi64(sums[1], NULL, 10);
-	SPI_freetuptable(rows);
-	if (equal)
+	counts->rows_read += sums.n_u;
+	if (sums.equal)
 		for (int r = 0; r < ch->state->nranges; r++)
 		{
 			ch->state->upstream_rows[r] = -1;
@@ -244,7 +223,7 @@ equal_as_a_whole(Changed *ch, VerifyCounts *counts)
 			ch->state->differs[r] = false;
 			ch->rechecked[r] = true;
 		}
-	return equal;
+	return sums.equal;
 }
 
 /* told of a range compared: keep its counts and checksum */
@@ -417,7 +396,7 @@ verify_changed(const VerifyPlan *plan, Oid downstream, ReturnSetInfo *rsinfo,
 
 	*ranges_rechecked = list_length(which);
 	/* many ranges to compare: all of them at once first, range by range if they differ */
-	if ((!fits || list_length(which) > now.nranges / 8) && !paced(plan) &&
+	if ((!fits || list_length(which) > now.nranges / 8) && verify_rate(plan) == 0 &&
 		equal_as_a_whole(&ch, counts))
 		which = NIL;
 	verify_given_ranges(plan, rsinfo, counts, now.bounds, which, range_done, &ch);

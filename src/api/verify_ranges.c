@@ -86,9 +86,12 @@ typedef struct Checksums
 	void	   *done_arg;
 } Checksums;
 
-/* the job's rate limit now when it has finished; 0 for none */
-static int
-current_rate(const VerifyPlan *plan)
+/*
+ * verify_rate
+ *		The job's rate limit now when it has finished; 0 for none.
+ */
+int
+verify_rate(const VerifyPlan *plan)
 {
 	bool		isnull;
 	Datum		status = backfill_job_column(plan->job.job_id, "status", &isnull);
@@ -223,7 +226,7 @@ compare_leaves(Checksums *cs)
 	resetStringInfo(&lv->from);
 	resetStringInfo(&lv->cond_u);
 	resetStringInfo(&lv->cond_d);
-	pace(cs->plan, cs->counts->rows_read, current_rate(cs->plan));
+	pace(cs->plan, cs->counts->rows_read, verify_rate(cs->plan));
 }
 
 /* a range small enough, to compare row by row with the next leaves */
@@ -240,23 +243,18 @@ add_leaf(Checksums *cs, const RangeSql *sql, int64 rows)
 	appendStringInfo(&lv->cond_d, "%s(true%s)", sep, sql->cond_d);
 }
 
-/* what range_sums reads of a range */
-typedef struct RangeSums
+/*
+ * verify_range_sums
+ *		Both sides' "count sum" of a range of keys (its bounds as FROM items,
+ *		each side's conditions; "" for all of the keys), in one statement.
+ */
+VerifySums
+verify_range_sums(const VerifyPlan *plan, const char *from, const char *cond_u,
+				  const char *cond_d)
 {
-	int64		n_u;			/* the upstream's rows the downstream covers */
-	int64		n_d;
-	char	   *sum;			/* the upstream's "count sum" */
-	bool		equal;
-} RangeSums;
-
-/* both sides' "count sum" of a range */
-static RangeSums
-range_sums(Checksums *cs, const RangeSql *sql)
-{
-	SPITupleTable *rows = verify_query(cs->plan, verify_sums_sql(cs->plan, sql->from,
-																 sql->cond_u, sql->cond_d));
+	SPITupleTable *rows = verify_query(plan, verify_sums_sql(plan, from, cond_u, cond_d));
 	char	   *sums[2] = {NULL, NULL};	/* d, u */
-	RangeSums	result = {0};
+	VerifySums	result = {0};
 
 	for (uint64 i = 0; i < SPI_processed; i++)
 	{
@@ -266,7 +264,7 @@ range_sums(Checksums *cs, const RangeSql *sql)
 	}
 	if (sums[0] == NULL || sums[1] == NULL)
 		elog(ERROR, "the checksums of a range of backfill job " INT64_FORMAT " have no row",
-			 cs->plan->job.job_id);
+			 plan->job.job_id);
 	result.n_d = strtoi64(sums[0], NULL, 10);
 	result.n_u = strtoi64(sums[1], NULL, 10);
 	result.sum = sums[1];
@@ -390,12 +388,12 @@ compare_range(Checksums *cs)
 	cs->stack = list_delete_last(cs->stack);
 	cs->counts->ranges++;
 	sql = range_sql(cs, r);
-	rate = current_rate(cs->plan);
+	rate = verify_rate(cs->plan);
 	if (r->depth == 0 && rate > 0 && cs->done == NULL)
 		n_d = downstream_rows(cs);
 	else
 	{
-		RangeSums	sums = range_sums(cs, &sql);
+		VerifySums	sums = verify_range_sums(cs->plan, sql.from, sql.cond_u, sql.cond_d);
 
 		n_u = sums.n_u;
 		n_d = sums.n_d;
